@@ -1,0 +1,112 @@
+import { z } from "zod";
+import { ConfigurationError } from "../errors";
+
+/**
+ * Every app setting the app reads, with its default and validation, in one place.
+ *
+ * The Bicep templates in `infra/` set exactly these names (a test proves the two sets are equal), so a rename
+ * here that is not made there fails CI instead of silently breaking a deployment.
+ */
+
+/** Azure container names: 3–63 chars, lowercase letters, digits and single hyphens, starting with a letter or digit. */
+const containerName = z
+  .string()
+  .regex(/^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, "must be 3–63 lowercase letters, digits or single hyphens, starting and ending with a letter or digit");
+/** Azure queue names follow the same rule as container names. */
+const queueName = containerName;
+/** Blob names: 1–1024 characters, no trailing dot or slash. */
+const blobName = z
+  .string()
+  .min(1)
+  .max(1024)
+  .regex(/[^./]$/, "must not end with '.' or '/'");
+
+const intIn = (min: number, max: number) =>
+  z.coerce.number().int(`must be a whole number from ${min} to ${max}`).min(min, `must be from ${min} to ${max}`).max(max, `must be from ${min} to ${max}`);
+
+/** NCRONTAB with six fields (seconds first), or a `%AppSetting%` reference is not allowed here: this IS the setting. */
+const ncrontab = z
+  .string()
+  .regex(/^\s*\S+(\s+\S+){5}\s*$/, "must be an NCRONTAB expression with six fields, seconds first (e.g. '*/30 * * * * *')");
+
+/**
+ * The settings schema. Keys are the app setting names exactly as they appear in Azure and in `local.settings.json`.
+ * Connection settings are described separately in {@link CONNECTION_SETTINGS} because Functions resolves them by prefix.
+ */
+export const settingsSchema = z.object({
+  /** Timer schedule of the `coordinator` function. @default every 30 s */
+  COORDINATOR_SCHEDULE: ncrontab.default("*/30 * * * * *"),
+  /** Container of the leader lease blob. @default "leases" */
+  LEASE_CONTAINER: containerName.default("leases"),
+  /** Name of the leader lease blob. @default "MyLeaderCoordinatorTask" */
+  LEASE_BLOB: blobName.default("MyLeaderCoordinatorTask"),
+  /** Blob lease duration in seconds (Azure allows 15–60). @default 15 */
+  LEASE_DURATION_SECONDS: intIn(15, 60).default(15),
+  /** How often the leader renews, in ms. Must be below LEASE_RENEW_DEADLINE_MS. @default 3000 */
+  LEASE_RENEW_INTERVAL_MS: intIn(500, 59_000).default(3000),
+  /** Local renew deadline in ms: the leader stops if it could not renew for this long. Below the lease duration. @default 10000 */
+  LEASE_RENEW_DEADLINE_MS: intIn(1000, 59_000).default(10_000),
+  /** Container for the coordinator's fenced state (jobs, progress, aggregates). @default "coordinator-state" */
+  STATE_CONTAINER: containerName.default("coordinator-state"),
+  /** Container for job input blobs named by items. @default "job-inputs" */
+  INPUT_CONTAINER: containerName.default("job-inputs"),
+  /** Queue the leader dispatches work items to; the `worker` function listens on it. @default "work-items" */
+  WORK_QUEUE: queueName.default("work-items"),
+  /** Queue workers report results on; the leader folds them. @default "work-results" */
+  RESULTS_QUEUE: queueName.default("work-results"),
+  /** Time budget of one coordination step in ms; shorter than the timer's tick. @default 20000 */
+  STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
+  /** Most items the leader dispatches in one step (bounded fan-out). @default 500 */
+  DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(500),
+  /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
+  STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
+});
+
+/** The validated settings. */
+export type Settings = z.infer<typeof settingsSchema>;
+
+/**
+ * Identity-based connection settings, resolved by prefix (`<PREFIX>__blobServiceUri`, …) as the Functions host does.
+ * Locally (Azurite) the bare prefix holds a connection string instead.
+ */
+export const CONNECTION_SETTINGS = {
+  /** The coordination storage account: lease blob, state, work and results queues. Shared by every region. */
+  coordination: "COORDINATION_STORAGE",
+} as const;
+
+/** Suffixes of an identity-based connection that this app reads or the host reads for it. */
+export const IDENTITY_CONNECTION_SUFFIXES = ["blobServiceUri", "queueServiceUri", "credential", "clientId"] as const;
+
+/** Every app setting name the app itself reads (not the host's own AzureWebJobsStorage, FUNCTIONS_* settings). */
+export const APP_SETTING_NAMES: readonly string[] = [
+  ...Object.keys(settingsSchema.shape),
+  ...IDENTITY_CONNECTION_SUFFIXES.map((suffix) => `${CONNECTION_SETTINGS.coordination}__${suffix}`),
+];
+
+/**
+ * Reads and validates the settings from an environment (by default `process.env`).
+ *
+ * @throws ConfigurationError naming every invalid setting, its value and what is allowed.
+ */
+export function readSettings(env: Record<string, string | undefined> = process.env): Settings {
+  const raw: Record<string, string> = {};
+  for (const name of Object.keys(settingsSchema.shape)) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
+  }
+  const parsed = settingsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return `${name}=${JSON.stringify(raw[name])} ${issue.message}`;
+    });
+    throw new ConfigurationError(`Invalid app settings: ${problems.join("; ")}.`);
+  }
+  const settings = parsed.data;
+  if (!(settings.LEASE_RENEW_INTERVAL_MS < settings.LEASE_RENEW_DEADLINE_MS && settings.LEASE_RENEW_DEADLINE_MS < settings.LEASE_DURATION_SECONDS * 1000)) {
+    throw new ConfigurationError(
+      `Invalid app settings: need LEASE_RENEW_INTERVAL_MS (${settings.LEASE_RENEW_INTERVAL_MS}) < LEASE_RENEW_DEADLINE_MS (${settings.LEASE_RENEW_DEADLINE_MS}) < LEASE_DURATION_SECONDS × 1000 (${settings.LEASE_DURATION_SECONDS * 1000}).`,
+    );
+  }
+  return settings;
+}

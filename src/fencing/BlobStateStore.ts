@@ -1,0 +1,76 @@
+import type { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
+import { ConcurrentUpdateError, StorageError } from "../errors";
+import { storageFailure, toLibraryError } from "../storage/storageErrors";
+import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "./StateStore";
+
+/** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
+export class BlobStateStore implements StateStore {
+  private readonly container: ContainerClient;
+  private containerReady: Promise<unknown> | undefined;
+
+  constructor(service: BlobServiceClient, containerName = "coordinator-state") {
+    this.container = service.getContainerClient(containerName);
+  }
+
+  async read(key: string, options: StateOperationOptions = {}): Promise<StoredState | undefined> {
+    const { abortSignal } = options;
+    let body: Buffer;
+    let etag: string | undefined;
+    let epochText: string | undefined;
+    try {
+      const blob = this.container.getBlockBlobClient(key);
+      const response = await blob.download(0, undefined, { abortSignal });
+      etag = response.etag;
+      epochText = response.metadata?.epoch;
+      body = await streamToBuffer(response.readableStreamBody);
+    } catch (error) {
+      if (storageFailure(error).statusCode === 404) return undefined;
+      throw toLibraryError(error, `Reading state ${key}`, abortSignal);
+    }
+    if (etag === undefined) throw new StorageError("MissingETag", undefined, `Reading state ${key}: storage returned no ETag.`);
+    let value: unknown;
+    try {
+      value = JSON.parse(body.toString("utf8"));
+    } catch (error) {
+      throw new StorageError("CorruptState", undefined, `State ${key} is not valid JSON; it was not written by this library. Inspect or delete the blob.`, { cause: error });
+    }
+    return { value, etag, epoch: Number(epochText ?? 0) };
+  }
+
+  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: StateOperationOptions = {}): Promise<{ etag: string }> {
+    const { abortSignal } = options;
+    const body = JSON.stringify(value);
+    const blob = this.container.getBlockBlobClient(key);
+    const upload = (): ReturnType<typeof blob.upload> =>
+      blob.upload(body, Buffer.byteLength(body), {
+        metadata: { epoch: String(epoch) },
+        blobHTTPHeaders: { blobContentType: "application/json" },
+        conditions: condition,
+        abortSignal,
+      });
+    try {
+      const response = await upload().catch(async (error: unknown) => {
+        if (storageFailure(error).code !== "ContainerNotFound") throw error;
+        this.containerReady ??= this.container.createIfNotExists({ abortSignal });
+        await this.containerReady;
+        return upload();
+      });
+      if (response.etag === undefined) throw new StorageError("MissingETag", undefined, `Writing state ${key}: storage returned no ETag.`);
+      return { etag: response.etag };
+    } catch (error) {
+      const { statusCode, code } = storageFailure(error);
+      if (statusCode === 412 || (statusCode === 409 && code === "BlobAlreadyExists")) {
+        throw new ConcurrentUpdateError(`State ${key} changed since it was read (${statusCode} ${code ?? ""}); read it again and retry.`, { cause: error });
+      }
+      if (error instanceof StorageError) throw error;
+      throw toLibraryError(error, `Writing state ${key}`, abortSignal);
+    }
+  }
+}
+
+async function streamToBuffer(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
+  if (stream === undefined) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}

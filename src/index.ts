@@ -1,0 +1,19 @@
+/** Public API of the leader-election library. */
+export * from "./errors";
+export type { Logger } from "./util/logger";
+export { silentLogger } from "./util/logger";
+export type { Clock } from "./util/clock";
+export { systemClock } from "./util/clock";
+export { delay } from "./util/delay";
+export * from "./lease/LeaseStore";
+export { BlobLeaseStore, type BlobLeaseStoreOptions } from "./lease/BlobLeaseStore";
+export { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "./leadership/LeaderElector";
+export type { LeaderElectorOptions } from "./leadership/options";
+export type { LeadershipTerm } from "./leadership/Term";
+export type * from "./leadership/events";
+export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/leaderInfo";
+export * from "./fencing/StateStore";
+export { BlobStateStore } from "./fencing/BlobStateStore";
+export { FencedStateStore, type Fence, type Versioned, type UpdateOptions } from "./fencing/FencedStateStore";
+export { createStorageClients, connectionFromSettings, type StorageConnection, type StorageClients } from "./storage/clients";
+export { readSettings, APP_SETTING_NAMES, type Settings } from "./config/settings";

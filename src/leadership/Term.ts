@@ -1,0 +1,127 @@
+import { LeadershipLostError, type LeadershipLostReason } from "../errors";
+import type { LeadershipEvent } from "./events";
+import type { ResolvedElectorOptions } from "./options";
+
+/**
+ * What a leader's task sees of its term: its epoch (the fencing token), an `AbortSignal` that fires the moment
+ * leadership is in doubt, and a watchdog to feed.
+ */
+export interface LeadershipTerm {
+  /** This instance's id. */
+  readonly instanceId: string;
+  /** The term's epoch: strictly greater than every earlier term's. Pass it to fenced writes. */
+  readonly epoch: number;
+  /** Fires when leadership ends; its `reason` is a {@link LeadershipLostError} that says why. */
+  readonly signal: AbortSignal;
+  /** Wall-clock ms when the term began. */
+  readonly startedAtMs: number;
+  /** True while the term is live: not aborted and the local renew deadline not passed (checked on the clock, now). */
+  isLeader(): boolean;
+  /** @throws LeadershipLostError unless {@link isLeader} — call before each side effect. */
+  assertLeader(): void;
+  /** Feeds the watchdog: the task is making progress. */
+  reportProgress(): void;
+}
+
+/** The term's internal state; the task only sees {@link LeadershipTerm}. */
+export class Term implements LeadershipTerm {
+  readonly instanceId: string;
+  readonly startedAtMs: number;
+  private readonly controller = new AbortController();
+  private deadlineMono: number;
+  private lastProgressMono: number;
+  private readonly startedMono: number;
+
+  constructor(
+    readonly epoch: number,
+    /** Monotonic time at which the acquire request that began this term was sent. */
+    acquireStartMono: number,
+    private readonly options: ResolvedElectorOptions,
+  ) {
+    const { clock } = options;
+    this.instanceId = options.instanceId;
+    this.startedAtMs = clock.wallMs();
+    this.startedMono = clock.monotonicMs();
+    this.deadlineMono = acquireStartMono + options.renewDeadlineMs;
+    this.lastProgressMono = this.startedMono;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Why the term ended, once it has. */
+  get endReason(): LeadershipLostReason | undefined {
+    const reason: unknown = this.controller.signal.reason;
+    return reason instanceof LeadershipLostError ? reason.reason : undefined;
+  }
+
+  /** Monotonic ms left before the local renew deadline. */
+  msToDeadline(): number {
+    return this.deadlineMono - this.options.clock.monotonicMs();
+  }
+
+  /** How long the term has lasted, in ms. */
+  heldMs(): number {
+    return this.options.clock.monotonicMs() - this.startedMono;
+  }
+
+  isLeader(): boolean {
+    return !this.checkDeadline();
+  }
+
+  assertLeader(): void {
+    if (this.checkDeadline()) throw this.controller.signal.reason as LeadershipLostError;
+  }
+
+  reportProgress(): void {
+    this.lastProgressMono = this.options.clock.monotonicMs();
+  }
+
+  /** True when the watchdog's timeout has passed without progress. */
+  isStalled(): boolean {
+    const { stallTimeoutMs, clock } = this.options;
+    return stallTimeoutMs !== undefined && clock.monotonicMs() - this.lastProgressMono > stallTimeoutMs;
+  }
+
+  /**
+   * Records a successful renewal whose request was sent at `renewStartMono`. A renewal sent after the deadline does
+   * not revive a term that has ended: once the task was told to stop, it stays stopped.
+   */
+  renewed(renewStartMono: number): void {
+    if (this.checkDeadline()) return;
+    this.deadlineMono = Math.max(this.deadlineMono, renewStartMono + this.options.renewDeadlineMs);
+  }
+
+  /** Ends the term if the deadline has passed; returns whether the term is over. */
+  checkDeadline(): boolean {
+    if (!this.controller.signal.aborted && this.msToDeadline() <= 0) {
+      this.end("deadline", `no renewal succeeded within the renew deadline (${this.options.renewDeadlineMs} ms)`);
+    }
+    return this.controller.signal.aborted;
+  }
+
+  /** Ends the term (once): aborts the task's signal with a typed reason and reports it. */
+  end(reason: LeadershipLostReason, detail: string, cause?: unknown): void {
+    if (this.controller.signal.aborted) return;
+    const { instanceId, epoch } = this;
+    const error = new LeadershipLostError(reason, epoch, `Leader ${instanceId} (epoch ${epoch}) stopped leading: ${detail}.`, { cause });
+    this.controller.abort(error);
+    this.options.logger.warn(error.message, { instanceId, epoch, reason });
+    this.emit({ type: "lease-lost", instanceId, epoch, reason, detail, atMs: this.options.clock.wallMs() });
+  }
+
+  /** Reports an event; a throwing listener is logged, never allowed to break leadership. */
+  emit(event: LeadershipEvent): void {
+    emitEvent(this.options, event);
+  }
+}
+
+/** Calls the `onEvent` listener safely. */
+export function emitEvent(options: Pick<ResolvedElectorOptions, "onEvent" | "logger" | "instanceId">, event: LeadershipEvent): void {
+  try {
+    options.onEvent?.(event);
+  } catch (error) {
+    options.logger.error(`onEvent listener threw on ${event.type}: ${error instanceof Error ? error.message : String(error)}`, { instanceId: options.instanceId });
+  }
+}

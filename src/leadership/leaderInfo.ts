@@ -1,0 +1,44 @@
+import type { LeaseOperationOptions, LeaseState, LeaseStore } from "../lease/LeaseStore";
+
+/** What any instance (or an operator) can read about leadership. */
+export interface LeaderInfo {
+  /** Instance id of the current leader, or undefined when nobody holds the lease. */
+  holder: string | undefined;
+  /** The latest term's epoch (0 when nobody has led yet). */
+  epoch: number;
+  /** When the latest term began (ISO-8601), or undefined before the first. */
+  since: string | undefined;
+  /** How many terms have begun on this lease. */
+  transitions: number;
+  /** Storage's view of the lease. */
+  leaseState: LeaseState;
+  /** An epoch an operator asked to step down, if any. */
+  revokedEpoch: number | undefined;
+}
+
+/** Reads who leads. Two reads, no lease needed: safe for any instance, an HTTP endpoint or a CLI. */
+export async function describeLeader(store: LeaseStore, options: LeaseOperationOptions = {}): Promise<LeaderInfo> {
+  const [snapshot, revokedEpoch] = await Promise.all([store.read(options), store.readRevokedEpoch(options)]);
+  const { record, state } = snapshot;
+  const held = state === "leased" || state === "breaking";
+  return {
+    holder: held && record.holder !== "" ? record.holder : undefined,
+    epoch: record.epoch,
+    since: record.sinceMs > 0 ? new Date(record.sinceMs).toISOString() : undefined,
+    transitions: record.transitions,
+    leaseState: state,
+    revokedEpoch,
+  };
+}
+
+/**
+ * Asks the current leader to step down (ZooKeeper's revocable lock): it sees the request at its next renewal, aborts
+ * its task with reason "revoked", releases, and another instance takes over. Only the current epoch is revoked, so
+ * the next leader is not affected. Returns the revoked epoch, or undefined when nobody holds the lease.
+ */
+export async function requestStepDown(store: LeaseStore, options: LeaseOperationOptions = {}): Promise<number | undefined> {
+  const { state, record } = await store.read(options);
+  if (!(state === "leased" || state === "breaking") || record.epoch === 0) return undefined;
+  await store.revoke(record.epoch, options);
+  return record.epoch;
+}

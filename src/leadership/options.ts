@@ -1,0 +1,91 @@
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import { ConfigurationError } from "../errors";
+import type { LeaseStore } from "../lease/LeaseStore";
+import { systemClock, type Clock } from "../util/clock";
+import { silentLogger, type Logger } from "../util/logger";
+import type { LeadershipEvent } from "./events";
+
+/** Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration. */
+export interface LeaderElectorOptions {
+  /** Where the lease lives. */
+  store: LeaseStore;
+  /** This instance's id, carried in every log and event and in the leader record. @default `<hostname>-<pid>-<random>` */
+  instanceId?: string;
+  /** Server-side lease duration, in seconds. Azure allows 15–60. @default 15 */
+  leaseDurationS?: number;
+  /** How often the leader renews, in ms. @default 3000 */
+  renewIntervalMs?: number;
+  /**
+   * Local renew deadline, in ms: the leader aborts its task when no renewal has succeeded for this long (measured on
+   * the monotonic clock from the start of the last successful renewal), so it stops before the server-side lease can
+   * expire and pass on. Must be above the renew interval and below the lease duration. @default 10000
+   */
+  renewDeadlineMs?: number;
+  /** How long a contender waits between attempts in {@link LeaderElector.lead}, and a leader between failed renewals, in ms. @default 1000 */
+  retryIntervalMs?: number;
+  /** Spread of the retry interval, as a ratio from 0 to 1 (0.2 = ±20 %). @default 0.2 */
+  jitterRatio?: number;
+  /** Timeout of one storage request, in ms; during a term it is also capped by the time left to the deadline. @default 3000 */
+  requestTimeoutMs?: number;
+  /** Watchdog: give up leadership when the task reports no progress for this long, in ms. Off when undefined. @default undefined */
+  stallTimeoutMs?: number;
+  /** Where the library logs. @default a silent logger */
+  logger?: Logger;
+  /** Called synchronously for every leadership event. Exceptions it throws are logged and ignored. */
+  onEvent?: (event: LeadershipEvent) => void;
+  /** Time source; tests pass a fake. @default the system clock */
+  clock?: Clock;
+  /** Random source for jitter, returning [0, 1). @default Math.random */
+  random?: () => number;
+}
+
+/** Options with every default applied. */
+export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent">> &
+  Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent"> & {
+    /** Proposed lease id, stable for this elector: a retried acquire after a timeout cannot orphan the lease. */
+    leaseId: string;
+  };
+
+/**
+ * Applies defaults (in one block) and validates every option up front.
+ *
+ * @throws ConfigurationError naming the option, its value and the allowed range.
+ */
+export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedElectorOptions {
+  const resolved = {
+    store: options.store,
+    instanceId: options.instanceId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    leaseDurationS: options.leaseDurationS ?? 15,
+    renewIntervalMs: options.renewIntervalMs ?? 3000,
+    renewDeadlineMs: options.renewDeadlineMs ?? 10_000,
+    retryIntervalMs: options.retryIntervalMs ?? 1000,
+    jitterRatio: options.jitterRatio ?? 0.2,
+    requestTimeoutMs: options.requestTimeoutMs ?? 3000,
+    stallTimeoutMs: options.stallTimeoutMs,
+    logger: options.logger ?? silentLogger,
+    onEvent: options.onEvent,
+    clock: options.clock ?? systemClock,
+    random: options.random ?? Math.random,
+    leaseId: randomUUID(),
+  };
+  const problems: string[] = [];
+  const check = (ok: boolean, message: string): void => {
+    if (!ok) problems.push(message);
+  };
+  const { leaseDurationS, renewIntervalMs, renewDeadlineMs } = resolved;
+  check(Number.isInteger(leaseDurationS) && leaseDurationS >= 15 && leaseDurationS <= 60, `leaseDurationS is ${leaseDurationS}; Azure allows a whole number of seconds from 15 to 60`);
+  check(Number.isFinite(renewIntervalMs) && renewIntervalMs > 0, `renewIntervalMs is ${renewIntervalMs}; it must be a positive number of ms`);
+  check(renewIntervalMs < renewDeadlineMs, `renewIntervalMs (${renewIntervalMs}) must be below renewDeadlineMs (${renewDeadlineMs})`);
+  check(renewDeadlineMs < leaseDurationS * 1000, `renewDeadlineMs (${renewDeadlineMs}) must be below the lease duration (${leaseDurationS * 1000} ms)`);
+  check(Number.isFinite(resolved.retryIntervalMs) && resolved.retryIntervalMs > 0, `retryIntervalMs is ${resolved.retryIntervalMs}; it must be a positive number of ms`);
+  check(resolved.jitterRatio >= 0 && resolved.jitterRatio <= 1, `jitterRatio is ${resolved.jitterRatio}; allowed: 0 to 1`);
+  check(Number.isFinite(resolved.requestTimeoutMs) && resolved.requestTimeoutMs > 0, `requestTimeoutMs is ${resolved.requestTimeoutMs}; it must be a positive number of ms`);
+  check(
+    resolved.stallTimeoutMs === undefined || (Number.isFinite(resolved.stallTimeoutMs) && resolved.stallTimeoutMs > renewIntervalMs),
+    `stallTimeoutMs is ${resolved.stallTimeoutMs}; it must be above renewIntervalMs (${renewIntervalMs}), or left undefined to turn the watchdog off`,
+  );
+  check(/^[\w.:@-]{1,128}$/.test(resolved.instanceId), `instanceId ${JSON.stringify(resolved.instanceId)} must be 1–128 letters, digits or . _ : @ -`);
+  if (problems.length > 0) throw new ConfigurationError(`Invalid leader election options: ${problems.join("; ")}.`);
+  return resolved;
+}

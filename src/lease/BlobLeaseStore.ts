@@ -1,0 +1,175 @@
+import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
+import { LeadershipLostError } from "../errors";
+import { storageFailure, toLibraryError } from "../storage/storageErrors";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore } from "./LeaseStore";
+
+/** Options for {@link BlobLeaseStore}. */
+export interface BlobLeaseStoreOptions {
+  /** Container of the lease blob. @default "leases" */
+  containerName?: string;
+  /** The lease blob. @default "MyLeaderCoordinatorTask" */
+  blobName?: string;
+}
+
+// Metadata keys come back lower-cased from storage, so they are written lower-case.
+const META = { holder: "holder", epoch: "epoch", sinceMs: "sincems", transitions: "transitions", revokedEpoch: "revokedepoch" } as const;
+
+/**
+ * The lease port on Azure Blob Storage: the leader record lives in the lease blob's metadata (writable only with the
+ * lease id), and revocation requests in a sibling blob `<blob>.revocation` (writable by anyone with access).
+ */
+export class BlobLeaseStore implements LeaseStore {
+  readonly name: string;
+  private readonly container: ContainerClient;
+  private readonly blob: BlobClient;
+  private readonly revocationBlob: BlobClient;
+
+  constructor(service: BlobServiceClient, options: BlobLeaseStoreOptions = {}) {
+    const containerName = options.containerName ?? "leases";
+    const blobName = options.blobName ?? "MyLeaderCoordinatorTask";
+    this.name = `${containerName}/${blobName}`;
+    this.container = service.getContainerClient(containerName);
+    this.blob = this.container.getBlobClient(blobName);
+    this.revocationBlob = this.container.getBlobClient(`${blobName}.revocation`);
+  }
+
+  async ensureExists(options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    try {
+      await this.container.createIfNotExists({ abortSignal });
+      await this.blob.getBlockBlobClient().upload("", 0, { conditions: { ifNoneMatch: "*" }, abortSignal });
+    } catch (error) {
+      // 409 BlobAlreadyExists: another instance created it first; 412 LeaseIdMissing: it exists and is leased.
+      const { statusCode } = storageFailure(error);
+      if (statusCode === 409 || statusCode === 412) return;
+      throw toLibraryError(error, `Creating lease blob ${this.name}`, abortSignal);
+    }
+  }
+
+  async acquire(leaseId: string, durationS: number, options: LeaseOperationOptions = {}): Promise<AcquireResult> {
+    const { abortSignal } = options;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.blob.getBlobLeaseClient(leaseId).acquireLease(durationS, { abortSignal });
+        return { acquired: true };
+      } catch (error) {
+        const { code, statusCode } = storageFailure(error);
+        if (statusCode === 409 && code === "LeaseAlreadyPresent") return { acquired: false };
+        // The blob (or container) does not exist yet: create it once, then try again.
+        if (statusCode === 404 && attempt === 1) {
+          await this.ensureExists({ abortSignal });
+          continue;
+        }
+        throw toLibraryError(error, `Acquiring lease ${this.name}`, abortSignal);
+      }
+    }
+  }
+
+  async renew(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    try {
+      await this.blob.getBlobLeaseClient(leaseId).renewLease({ abortSignal });
+    } catch (error) {
+      throw this.lostOr(error, `Renewing lease ${this.name}`, abortSignal);
+    }
+  }
+
+  async release(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    try {
+      await this.blob.getBlobLeaseClient(leaseId).releaseLease({ abortSignal });
+    } catch (error) {
+      // 409: the lease is no longer ours (expired and taken, or broken): nothing to release.
+      if (storageFailure(error).statusCode === 409) return;
+      throw toLibraryError(error, `Releasing lease ${this.name}`, abortSignal);
+    }
+  }
+
+  async breakLease(breakPeriodS: number, options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    try {
+      await this.blob.getBlobLeaseClient().breakLease(breakPeriodS, { abortSignal });
+    } catch (error) {
+      // 409 LeaseNotPresentWithLeaseOperation, or 404: nobody holds it; breaking is then a no-op.
+      const { statusCode } = storageFailure(error);
+      if (statusCode === 409 || statusCode === 404) return;
+      throw toLibraryError(error, `Breaking lease ${this.name}`, abortSignal);
+    }
+  }
+
+  async read(options: LeaseOperationOptions = {}): Promise<LeaseSnapshot> {
+    const { abortSignal } = options;
+    try {
+      const properties = await this.blob.getProperties({ abortSignal });
+      return { state: properties.leaseState ?? "available", record: parseRecord(properties.metadata ?? {}) };
+    } catch (error) {
+      // Not created yet: nobody has led. The first acquire creates it.
+      if (storageFailure(error).statusCode === 404) return { state: "available", record: EMPTY_RECORD };
+      throw toLibraryError(error, `Reading lease ${this.name}`, abortSignal);
+    }
+  }
+
+  async writeRecord(leaseId: string, record: LeaderRecord, options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    const metadata = {
+      [META.holder]: record.holder,
+      [META.epoch]: String(record.epoch),
+      [META.sinceMs]: String(record.sinceMs),
+      [META.transitions]: String(record.transitions),
+    };
+    try {
+      await this.blob.setMetadata(metadata, { conditions: { leaseId }, abortSignal });
+    } catch (error) {
+      throw this.lostOr(error, `Writing leader record to ${this.name}`, abortSignal, record.epoch);
+    }
+  }
+
+  async readRevokedEpoch(options: LeaseOperationOptions = {}): Promise<number | undefined> {
+    const { abortSignal } = options;
+    try {
+      const properties = await this.revocationBlob.getProperties({ abortSignal });
+      return parseCount(properties.metadata?.[META.revokedEpoch]);
+    } catch (error) {
+      if (storageFailure(error).statusCode === 404) return undefined;
+      throw toLibraryError(error, `Reading revocation of ${this.name}`, abortSignal);
+    }
+  }
+
+  async revoke(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    const upload = (): Promise<unknown> => this.revocationBlob.getBlockBlobClient().upload("", 0, { metadata: { [META.revokedEpoch]: String(epoch) }, abortSignal });
+    try {
+      await upload().catch(async (error: unknown) => {
+        if (storageFailure(error).statusCode !== 404) throw error;
+        await this.ensureExists({ abortSignal });
+        await upload();
+      });
+    } catch (error) {
+      throw toLibraryError(error, `Requesting step-down on ${this.name}`, abortSignal);
+    }
+  }
+
+  /** 409/412 on a lease-conditioned request means the lease is not ours any more; anything else is unexpected. */
+  private lostOr(error: unknown, operation: string, abortSignal: AbortSignal | undefined, epoch = 0): Error {
+    const { code, statusCode } = storageFailure(error);
+    if (!abortSignal?.aborted && (statusCode === 409 || statusCode === 412)) {
+      return new LeadershipLostError("lost", epoch, `${operation}: storage says the lease is no longer ours (${statusCode} ${code ?? ""}).`, { cause: error });
+    }
+    return toLibraryError(error, operation, abortSignal);
+  }
+}
+
+function parseCount(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
+function parseRecord(metadata: Record<string, string>): LeaderRecord {
+  return {
+    holder: metadata[META.holder] ?? EMPTY_RECORD.holder,
+    epoch: parseCount(metadata[META.epoch]) ?? EMPTY_RECORD.epoch,
+    sinceMs: parseCount(metadata[META.sinceMs]) ?? EMPTY_RECORD.sinceMs,
+    transitions: parseCount(metadata[META.transitions]) ?? EMPTY_RECORD.transitions,
+  };
+}

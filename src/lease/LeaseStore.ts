@@ -1,0 +1,66 @@
+/**
+ * The lease port: the few operations leadership needs from a lease-able blob. One adapter talks to Azure Blob Storage
+ * ({@link BlobLeaseStore}); unit tests use an in-memory fake with the same semantics.
+ */
+
+/** Options every lease operation takes. */
+export interface LeaseOperationOptions {
+  /** Aborts the request; the operation rejects with the signal's reason. */
+  abortSignal?: AbortSignal;
+}
+
+/** The leadership record kept in the lease blob's metadata. Only the lease holder can write it. */
+export interface LeaderRecord {
+  /** Instance id of the holder of the latest term. */
+  holder: string;
+  /** The latest term's epoch: strictly increases with every term. 0 means no term yet. */
+  epoch: number;
+  /** Wall-clock ms when the latest term began. */
+  sinceMs: number;
+  /** How many terms have begun on this blob (leadership transitions). */
+  transitions: number;
+}
+
+/** Lease state as storage reports it. */
+export type LeaseState = "available" | "leased" | "expired" | "breaking" | "broken";
+
+/** What any instance can read about the lease. */
+export interface LeaseSnapshot {
+  /** Storage's view of the lease. `leased` or `breaking` means someone may hold it. */
+  state: LeaseState;
+  /** The last leadership record written; `epoch: 0` when no term has begun. */
+  record: LeaderRecord;
+}
+
+/** Result of an acquire attempt: losing the race is a value, not an exception. */
+export type AcquireResult = { acquired: true } | { acquired: false };
+
+/** The lease port. */
+export interface LeaseStore {
+  /** Human-readable name of the lease (e.g. `leases/MyLeaderCoordinatorTask`), for logs. */
+  readonly name: string;
+  /** Creates the container and blob if missing. Idempotent. */
+  ensureExists(options?: LeaseOperationOptions): Promise<void>;
+  /**
+   * Tries to take the lease with the proposed id. Taking it again with the id already held succeeds (idempotent
+   * retry after an unknown outcome). Someone else holding it → `{ acquired: false }`.
+   */
+  acquire(leaseId: string, durationS: number, options?: LeaseOperationOptions): Promise<AcquireResult>;
+  /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours. */
+  renew(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
+  /** Releases the lease so the next contender need not wait for expiry. Releasing a lease no longer ours is a no-op. */
+  release(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
+  /** Breaks whoever holds the lease; with `breakPeriodS = 0` it ends at once. An operator's or a test's tool. */
+  breakLease(breakPeriodS: number, options?: LeaseOperationOptions): Promise<void>;
+  /** Reads lease state and the leader record (one request). */
+  read(options?: LeaseOperationOptions): Promise<LeaseSnapshot>;
+  /** Writes the leader record; only the holder of `leaseId` can (storage refuses others). @throws LeadershipLostError("lost") */
+  writeRecord(leaseId: string, record: LeaderRecord, options?: LeaseOperationOptions): Promise<void>;
+  /** Reads the epoch an operator asked to step down, if any. One cheap request; the leader calls it at each renewal. */
+  readRevokedEpoch(options?: LeaseOperationOptions): Promise<number | undefined>;
+  /** Asks the leader of `epoch` to step down at its next renewal. Leaders of later epochs are not affected. */
+  revoke(epoch: number, options?: LeaseOperationOptions): Promise<void>;
+}
+
+/** The record of a blob on which no term has begun. */
+export const EMPTY_RECORD: LeaderRecord = Object.freeze({ holder: "", epoch: 0, sinceMs: 0, transitions: 0 });

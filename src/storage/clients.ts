@@ -1,0 +1,66 @@
+import { DefaultAzureCredential, type TokenCredential } from "@azure/identity";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { QueueServiceClient } from "@azure/storage-queue";
+import { ConfigurationError } from "../errors";
+
+/**
+ * Where the coordination storage account is and how to authenticate to it. The same code path serves Azurite
+ * (a connection string) and Azure (service URIs with a managed identity through `DefaultAzureCredential`).
+ */
+export type StorageConnection =
+  | { kind: "connectionString"; connectionString: string }
+  | { kind: "identity"; blobServiceUri: string; queueServiceUri: string; credential: TokenCredential };
+
+/** Both service clients of one account. */
+export interface StorageClients {
+  blob: BlobServiceClient;
+  queue: QueueServiceClient;
+}
+
+/**
+ * Retry policy for every client: a few quick tries with a per-try timeout. Callers that have a deadline (the lease
+ * renewal loop) also pass an `abortSignal` that fires at the deadline, so SDK retries can never outlast it — unlike
+ * the reference sample, whose 3 × 5 s retries can outlive a 15 s lease.
+ */
+export const DEFAULT_PIPELINE_OPTIONS = {
+  retryOptions: { maxTries: 3, tryTimeoutInMs: 5_000, retryDelayInMs: 200, maxRetryDelayInMs: 1_000 },
+} as const;
+
+/** Builds the blob and queue clients of one account. */
+export function createStorageClients(connection: StorageConnection, pipelineOptions: { retryOptions: typeof DEFAULT_PIPELINE_OPTIONS.retryOptions } = DEFAULT_PIPELINE_OPTIONS): StorageClients {
+  if (connection.kind === "connectionString") {
+    return {
+      blob: BlobServiceClient.fromConnectionString(connection.connectionString, pipelineOptions),
+      queue: QueueServiceClient.fromConnectionString(connection.connectionString, pipelineOptions),
+    };
+  }
+  return {
+    blob: new BlobServiceClient(connection.blobServiceUri, connection.credential, pipelineOptions),
+    queue: new QueueServiceClient(connection.queueServiceUri, connection.credential, pipelineOptions),
+  };
+}
+
+/**
+ * Resolves a Functions-style connection setting by prefix, as the host does: `<PREFIX>` holding a connection string
+ * (local, Azurite), or `<PREFIX>__blobServiceUri` + `<PREFIX>__queueServiceUri` (+ `<PREFIX>__clientId` for a
+ * user-assigned identity) for managed identity in Azure.
+ *
+ * @throws ConfigurationError when neither form is present.
+ */
+export function connectionFromSettings(prefix: string, env: Record<string, string | undefined> = process.env): StorageConnection {
+  const connectionString = env[prefix];
+  if (connectionString !== undefined && connectionString.trim() !== "") {
+    return { kind: "connectionString", connectionString: connectionString.trim() };
+  }
+  const blobServiceUri = env[`${prefix}__blobServiceUri`];
+  const queueServiceUri = env[`${prefix}__queueServiceUri`];
+  if (blobServiceUri && queueServiceUri) {
+    const clientId = env[`${prefix}__clientId`];
+    const credential = new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
+    return { kind: "identity", blobServiceUri, queueServiceUri, credential };
+  }
+  throw new ConfigurationError(
+    `Storage connection "${prefix}" is not configured: set ${prefix} to a connection string (local/Azurite only), ` +
+      `or ${prefix}__blobServiceUri and ${prefix}__queueServiceUri (plus ${prefix}__clientId for a user-assigned identity) in Azure.`,
+  );
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from "node:crypto";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { describe, expect, it } from "vitest";
+import { LeadershipLostError, StorageError } from "../../src/errors";
+import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
+import { uniqueName, useAzurite } from "../support/azuriteFixture";
+
+describe("BlobLeaseStore on Azurite (adapter)", () => {
+  const env = useAzurite();
+  const newStore = (): BlobLeaseStore => new BlobLeaseStore(env.blobService(), { containerName: uniqueName("leases") });
+
+  it("reads an unleased, never-created lease as available with epoch 0", async () => {
+    const store = newStore();
+    expect(await store.read()).toEqual({ state: "available", record: { holder: "", epoch: 0, sinceMs: 0, transitions: 0 } });
+  });
+
+  it("creates container and blob on first acquire; a second holder gets 'not acquired', not an exception", async () => {
+    const store = newStore();
+    expect(await store.acquire(randomUUID(), 15)).toEqual({ acquired: true });
+    expect(await store.acquire(randomUUID(), 15)).toEqual({ acquired: false });
+    expect((await store.read()).state).toBe("leased");
+  });
+
+  it("acquiring again with the lease id already held succeeds (idempotent retry)", async () => {
+    const store = newStore();
+    const leaseId = randomUUID();
+    expect(await store.acquire(leaseId, 15)).toEqual({ acquired: true });
+    expect(await store.acquire(leaseId, 15)).toEqual({ acquired: true });
+  });
+
+  it("writes the leader record only with the lease id; others get LeadershipLostError", async () => {
+    const store = newStore();
+    const leaseId = randomUUID();
+    await store.acquire(leaseId, 15);
+    const record = { holder: "a", epoch: 7, sinceMs: 1234, transitions: 3 };
+    await store.writeRecord(leaseId, record);
+    expect((await store.read()).record).toEqual(record);
+    await expect(store.writeRecord(randomUUID(), { ...record, epoch: 8 })).rejects.toBeInstanceOf(LeadershipLostError);
+    expect((await store.read()).record).toEqual(record);
+  });
+
+  it("renewing a broken lease rejects with LeadershipLostError('lost')", async () => {
+    const store = newStore();
+    const leaseId = randomUUID();
+    await store.acquire(leaseId, 15);
+    await store.renew(leaseId);
+    await store.breakLease(0);
+    expect((await store.read()).state).toBe("broken");
+    await store.acquire(randomUUID(), 15);
+    await expect(store.renew(leaseId)).rejects.toMatchObject({ name: "LeadershipLostError", reason: "lost" });
+  });
+
+  it("release frees the lease at once; releasing a lease no longer ours is a no-op", async () => {
+    const store = newStore();
+    const a = randomUUID();
+    await store.acquire(a, 15);
+    await store.release(a);
+    expect((await store.read()).state).toBe("available");
+    const b = randomUUID();
+    expect(await store.acquire(b, 15)).toEqual({ acquired: true });
+    await store.release(a);
+    expect((await store.read()).state).toBe("leased");
+  });
+
+  it("records and reads revocation by epoch", async () => {
+    const store = newStore();
+    expect(await store.readRevokedEpoch()).toBeUndefined();
+    await store.breakLease(0); // nobody holds it: a no-op, not an error
+    await store.revoke(4);
+    expect(await store.readRevokedEpoch()).toBe(4);
+  });
+
+  it("rejects with the caller's reason when already aborted, and mid-call", async () => {
+    const store = newStore();
+    const reason = new Error("stop now");
+    await expect(store.acquire(randomUUID(), 15, { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    const controller = new AbortController();
+    const pending = store.read({ abortSignal: controller.signal });
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+  });
+
+  it("reports unreachable storage as StorageError('StorageUnavailable')", async () => {
+    const dead = BlobServiceClient.fromConnectionString(env.azurite.connectionString.replace(`:${env.azurite.blobPort}/`, ":1/"), { retryOptions: { maxTries: 1 } });
+    const store = new BlobLeaseStore(dead);
+    const error: unknown = await store.read().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: "StorageUnavailable" });
+  });
+});

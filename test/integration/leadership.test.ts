@@ -1,0 +1,146 @@
+import { describe, expect, it } from "vitest";
+import { StorageError } from "../../src/errors";
+import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
+import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
+import { describeLeader } from "../../src/leadership/leaderInfo";
+import type { LeaderElectorOptions } from "../../src/leadership/options";
+import { delay } from "../../src/util/delay";
+import { uniqueName, useAzurite } from "../support/azuriteFixture";
+import { Recorder } from "../support/recorder";
+
+const untilAborted: LeaderTask<never> = (term) => delay(3600_000, { abortSignal: term.signal }) as Promise<never>;
+
+describe("leadership on Azurite", () => {
+  const env = useAzurite();
+  const newStore = (): BlobLeaseStore => new BlobLeaseStore(env.blobService(), { containerName: uniqueName("leases") });
+  const newElector = (store: BlobLeaseStore, instanceId: string, recorder = new Recorder(), extra: Partial<LeaderElectorOptions> = {}): LeaderElector =>
+    new LeaderElector({ store, instanceId, logger: recorder.logger, onEvent: recorder.onEvent, renewIntervalMs: 1000, retryIntervalMs: 250, ...extra });
+
+  it("with 8 contenders racing at once, exactly one wins and the rest get 'not-acquired' without an exception", async () => {
+    const store = newStore();
+    const release = new AbortController();
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        newElector(store, `racer-${i}`).tryLead(async (term) => {
+          await delay(1500, { abortSignal: release.signal }).catch(() => undefined);
+          return term.epoch;
+        }),
+      ),
+    );
+    const winners = results.filter((result) => result.outcome === "completed");
+    expect(winners).toHaveLength(1);
+    expect(winners[0]).toMatchObject({ epoch: 1, value: 1 });
+    expect(results.filter((result) => result.outcome === "not-acquired")).toHaveLength(7);
+  });
+
+  it("keeps leadership for 22 s (beyond the 15 s lease) by renewing, with the default timings", async () => {
+    const store = newStore();
+    const recorder = new Recorder();
+    const leader = new LeaderElector({ store, instanceId: "long-leader", logger: recorder.logger, onEvent: recorder.onEvent });
+    const rival = newElector(store, "rival");
+    let rivalWon = false;
+    const result = await leader.tryLead(async (term) => {
+      for (let i = 0; i < 11; i++) {
+        await delay(2000, { abortSignal: term.signal });
+        if ((await rival.tryLead(() => Promise.resolve())).outcome !== "not-acquired") rivalWon = true;
+      }
+      return term.epoch;
+    });
+    expect(result).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(rivalWon).toBe(false);
+    expect(recorder.ofType("lease-renewed").length).toBeGreaterThanOrEqual(6);
+  }, 40_000);
+
+  it("aborts the task with reason 'lost' within renew interval + 1 s when someone breaks the lease", async () => {
+    const store = newStore();
+    const recorder = new Recorder();
+    let abortedAt = 0;
+    const running = newElector(store, "victim", recorder).tryLead(async (term) => {
+      term.signal.addEventListener("abort", () => (abortedAt = Date.now()));
+      return untilAborted(term);
+    });
+    await delay(1500);
+    const brokenAt = Date.now();
+    await store.breakLease(0);
+    const result = await running;
+    expect(result).toMatchObject({ outcome: "aborted", reason: "lost", epoch: 1 });
+    expect(abortedAt - brokenAt).toBeLessThanOrEqual(1000 + 1000);
+    expect(recorder.ofType("lease-lost")).toMatchObject([{ reason: "lost", epoch: 1, instanceId: "victim" }]);
+  });
+
+  it("on a graceful end releases, and a waiting contender leads on its very next attempt", async () => {
+    const store = newStore();
+    const first = newElector(store, "first");
+    const second = newElector(store, "second", new Recorder(), { retryIntervalMs: 1000, jitterRatio: 0 });
+    const firstDone = first.tryLead(async (term) => {
+      await delay(1200, { abortSignal: term.signal });
+      return Date.now();
+    });
+    await delay(100);
+    const secondLed = second.lead((term) => Promise.resolve({ epoch: term.epoch, at: Date.now() }));
+    const firstResult = await firstDone;
+    const secondResult = await secondLed;
+    expect(firstResult.outcome).toBe("completed");
+    expect(secondResult).toMatchObject({ outcome: "completed", value: { epoch: 2 } });
+    if (firstResult.outcome !== "completed" || secondResult.outcome !== "completed") throw new Error("unreachable");
+    // Released, not expired: the next attempt (≤ 1 retry interval later) won, far inside the 15 s lease.
+    expect(secondResult.value.at - firstResult.value).toBeLessThan(1000 + 500);
+  });
+
+  it("an acquire whose answer was lost is retried with the same lease id and leads (no orphaned lease)", async () => {
+    const store = newStore();
+    const acquire = store.acquire.bind(store);
+    let lostAnswers = 0;
+    store.acquire = async (leaseId, durationS, options) => {
+      const result = await acquire(leaseId, durationS, options); // the real acquire takes effect on Azurite
+      if (lostAnswers++ === 0) throw new StorageError("Timeout", undefined, "simulated: the answer never arrived");
+      return result;
+    };
+    const result = await newElector(store, "unlucky").tryLead((term) => Promise.resolve(term.epoch));
+    expect(result).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect((await store.read()).state).toBe("available"); // released, not left to expire
+  });
+
+  it("steps down when an operator revokes, and another instance takes over with a higher epoch", async () => {
+    const store = newStore();
+    const leader = newElector(store, "revokee");
+    const running = leader.tryLead(untilAborted);
+    await delay(500);
+    const info = await describeLeader(store);
+    expect(info).toMatchObject({ holder: "revokee", epoch: 1, transitions: 1, leaseState: "leased" });
+    expect(await leader.requestStepDown()).toBe(1);
+    expect(await running).toMatchObject({ outcome: "aborted", reason: "revoked" });
+    const next = await newElector(store, "successor").tryLead((term) => Promise.resolve(term.epoch));
+    expect(next).toEqual({ outcome: "completed", epoch: 2, value: 2 });
+    expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1 });
+  });
+
+  it("watchdog: a task that stops reporting progress loses leadership instead of renewing forever", async () => {
+    const store = newStore();
+    const recorder = new Recorder();
+    const result = await newElector(store, "stuck", recorder, { stallTimeoutMs: 2500 }).tryLead(async (term) => {
+      term.reportProgress();
+      await delay(3600_000, { abortSignal: term.signal });
+    });
+    expect(result).toMatchObject({ outcome: "aborted", reason: "stalled" });
+    expect(recorder.ofType("lease-released")).toHaveLength(1);
+    expect((await store.read()).state).toBe("available");
+  });
+
+  it("lead() aborted mid-wait rejects with the caller's reason and never leads", async () => {
+    const store = newStore();
+    const holder = newElector(store, "holder").tryLead(untilAborted, { abortSignal: AbortSignal.timeout(3000) });
+    await delay(300);
+    const controller = new AbortController();
+    let led = false;
+    const waiting = newElector(store, "waiter").lead(() => {
+      led = true;
+      return Promise.resolve();
+    }, { abortSignal: controller.signal });
+    await delay(800);
+    controller.abort(new Error("operator stopped waiting"));
+    await expect(waiting).rejects.toThrow("operator stopped waiting");
+    expect(led).toBe(false);
+    expect(await holder).toMatchObject({ outcome: "aborted", reason: "shutdown" });
+  });
+});

@@ -1,0 +1,98 @@
+import { LeadershipLostError, StorageError } from "../../src/errors";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore } from "../../src/lease/LeaseStore";
+
+/**
+ * In-memory lease with Azure's semantics (expiry on `now()`, 409s as in ARCHITECTURE.md), for unit tests with fake
+ * timers. `mode` simulates storage trouble: "down" fails every request at once, "hang" never answers until aborted.
+ */
+export class FakeLeaseStore implements LeaseStore {
+  readonly name = "leases/fake";
+  mode: "up" | "down" | "hang" = "up";
+  record: LeaderRecord = EMPTY_RECORD;
+  revokedEpoch: number | undefined;
+  leaseId: string | undefined;
+  expiresAtMs = 0;
+  durationS = 0;
+  readonly calls: string[] = [];
+
+  constructor(private readonly now: () => number = () => Date.now()) {}
+
+  /** Who holds the lease now (expiry applied). */
+  holderLeaseId(): string | undefined {
+    return this.leaseId !== undefined && this.now() < this.expiresAtMs ? this.leaseId : undefined;
+  }
+
+  ensureExists(options?: LeaseOperationOptions): Promise<void> {
+    return this.op("ensureExists", options, () => undefined);
+  }
+
+  acquire(leaseId: string, durationS: number, options?: LeaseOperationOptions): Promise<AcquireResult> {
+    return this.op("acquire", options, () => {
+      const holder = this.holderLeaseId();
+      if (holder !== undefined && holder !== leaseId) return { acquired: false };
+      this.leaseId = leaseId;
+      this.durationS = durationS;
+      this.expiresAtMs = this.now() + durationS * 1000;
+      return { acquired: true };
+    });
+  }
+
+  renew(leaseId: string, options?: LeaseOperationOptions): Promise<void> {
+    return this.op("renew", options, () => {
+      if (this.holderLeaseId() !== leaseId) throw new LeadershipLostError("lost", 0, "409 LeaseIdMismatchWithLeaseOperation");
+      this.expiresAtMs = this.now() + this.durationS * 1000;
+    });
+  }
+
+  release(leaseId: string, options?: LeaseOperationOptions): Promise<void> {
+    return this.op("release", options, () => {
+      if (this.holderLeaseId() === leaseId) this.leaseId = undefined;
+    });
+  }
+
+  breakLease(_breakPeriodS: number, options?: LeaseOperationOptions): Promise<void> {
+    return this.op("breakLease", options, () => {
+      this.leaseId = undefined;
+    });
+  }
+
+  read(options?: LeaseOperationOptions): Promise<LeaseSnapshot> {
+    return this.op("read", options, () => ({ state: this.holderLeaseId() === undefined ? "available" : "leased", record: this.record }));
+  }
+
+  writeRecord(leaseId: string, record: LeaderRecord, options?: LeaseOperationOptions): Promise<void> {
+    return this.op("writeRecord", options, () => {
+      if (this.holderLeaseId() !== leaseId) throw new LeadershipLostError("lost", record.epoch, "412 LeaseIdMismatchWithBlobOperation");
+      this.record = record;
+    });
+  }
+
+  readRevokedEpoch(options?: LeaseOperationOptions): Promise<number | undefined> {
+    return this.op("readRevokedEpoch", options, () => this.revokedEpoch);
+  }
+
+  revoke(epoch: number, options?: LeaseOperationOptions): Promise<void> {
+    return this.op("revoke", options, () => {
+      this.revokedEpoch = epoch;
+    });
+  }
+
+  private op<T>(name: string, options: LeaseOperationOptions | undefined, body: () => T): Promise<T> {
+    this.calls.push(name);
+    const signal = options?.abortSignal;
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (this.mode === "down") return Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (fake)"));
+    if (this.mode === "hang") {
+      return new Promise((_resolve, reject) => {
+        signal?.addEventListener("abort", () => {
+          reject(signal.reason as Error);
+        });
+      });
+    }
+    try {
+      return Promise.resolve(body());
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+}
