@@ -1,0 +1,214 @@
+// Azure infrastructure for the leader-elected coordinator (resource-group scope).
+//
+//   az group create -n <rg> -l <region>
+//   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.bicepparam
+//
+// Deploys ONE coordination storage account (lease, state, inputs, queues), ONE Log Analytics workspace with
+// Application Insights, and for every entry of appRegions one Function App on its own Flex Consumption plan with its
+// own managed identity and host storage. All apps point at the same coordination account, so they race for the same
+// blob lease: whichever app holds it runs the coordination step, the others only run workers. Inside one app the
+// Functions host already runs a timer on one instance at a time; across apps (regions) only the lease keeps a single
+// coordinator. See docs/DEPLOY.md.
+//
+// Checked in CI without the Bicep CLI (test/infra): syntax, resource types, API-version floors, hardening, no keys,
+// role ids, and that the app settings below are exactly the names src/config/settings.ts reads.
+
+targetScope = 'resourceGroup'
+
+@description('Short prefix of every resource name: 3-10 lowercase letters or digits.')
+@minLength(3)
+@maxLength(10)
+param namePrefix string = 'leader'
+
+@description('Regions to deploy one app into each; several entries share ONE coordination account and ONE leader. Repeat a region to run several apps there. Each must offer Flex Consumption (az functionapp list-flexconsumption-locations).')
+@minLength(1)
+@maxLength(10)
+param appRegions string[] = [
+  resourceGroup().location
+]
+
+@description('Region of the coordination storage account and of Log Analytics / Application Insights.')
+param coordinationLocation string = resourceGroup().location
+
+@description('Replication of the coordination account. Every app depends on it; ZRS survives a zone outage where the region has zones.')
+@allowed([
+  'Standard_LRS'
+  'Standard_ZRS'
+  'Standard_GRS'
+  'Standard_GZRS'
+])
+param coordinationStorageSkuName string = 'Standard_LRS'
+
+@description('Upper bound on instances each app scales to (Flex Consumption; bounds as in the official Flex samples).')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 40
+
+@description('Memory per instance in MB (Flex Consumption instance size).')
+@allowed([
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+@description('Days Log Analytics keeps data.')
+@minValue(30)
+@maxValue(730)
+param logRetentionInDays int = 30
+
+@description('Tags applied to every resource.')
+param tags object = {}
+
+// ---- Settings read by the app (src/config/settings.ts). Defaults equal the code's defaults (a test checks). ----
+
+@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer.')
+param coordinatorSchedule string = '*/30 * * * * *'
+
+@description('LEASE_CONTAINER: container of the leader lease blob (created here).')
+@minLength(3)
+@maxLength(63)
+param leaseContainer string = 'leases'
+
+@description('LEASE_BLOB: name of the leader lease blob in LEASE_CONTAINER. ARM cannot create blobs: the app creates it if missing.')
+param leaseBlob string = 'MyLeaderCoordinatorTask'
+
+@description('LEASE_DURATION_SECONDS: blob lease duration (Azure allows 15-60).')
+@minValue(15)
+@maxValue(60)
+param leaseDurationSeconds int = 15
+
+@description('LEASE_RENEW_INTERVAL_MS: how often the leader renews; below LEASE_RENEW_DEADLINE_MS.')
+@minValue(500)
+@maxValue(59000)
+param leaseRenewIntervalMs int = 3000
+
+@description('LEASE_RENEW_DEADLINE_MS: the leader stops if it could not renew for this long; below the lease duration.')
+@minValue(1000)
+@maxValue(59000)
+param leaseRenewDeadlineMs int = 10000
+
+@description('STATE_CONTAINER: container of the coordinator\'s fenced state (created here).')
+@minLength(3)
+@maxLength(63)
+param stateContainer string = 'coordinator-state'
+
+@description('INPUT_CONTAINER: container of job input blobs (created here).')
+@minLength(3)
+@maxLength(63)
+param inputContainer string = 'job-inputs'
+
+@description('WORK_QUEUE: queue of work items; it and <name>-poison are created here.')
+@minLength(3)
+@maxLength(56)
+param workQueue string = 'work-items'
+
+@description('RESULTS_QUEUE: queue of worker results; it and <name>-poison are created here.')
+@minLength(3)
+@maxLength(56)
+param resultsQueue string = 'work-results'
+
+@description('STEP_BUDGET_MS: time budget of one coordination step; shorter than the timer tick.')
+@minValue(1000)
+@maxValue(600000)
+param stepBudgetMs int = 20000
+
+@description('DISPATCH_BATCH_SIZE: most items the leader dispatches in one step.')
+@minValue(1)
+@maxValue(10000)
+param dispatchBatchSize int = 500
+
+@description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
+@minValue(1000)
+@maxValue(3600000)
+param stepStallTimeoutMs int = 60000
+
+var prefix = toLower(namePrefix)
+var token = uniqueString(resourceGroup().id, prefix)
+var coordinationStorageName = 'st${prefix}co${take(token, 8)}'
+
+module coordinationStorage 'modules/storageAccount.bicep' = {
+  name: 'coordination-storage'
+  params: {
+    name: coordinationStorageName
+    location: coordinationLocation
+    tags: tags
+    skuName: coordinationStorageSkuName
+    containerNames: [
+      leaseContainer
+      stateContainer
+      inputContainer
+    ]
+    // The Functions host moves a message to <queue>-poison after maxDequeueCount failed attempts.
+    queueNames: [
+      workQueue
+      '${workQueue}-poison'
+      resultsQueue
+      '${resultsQueue}-poison'
+    ]
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: {
+    workspaceName: 'log-${prefix}-${take(token, 6)}'
+    applicationInsightsName: 'appi-${prefix}-${take(token, 6)}'
+    location: coordinationLocation
+    tags: tags
+    retentionInDays: logRetentionInDays
+  }
+}
+
+module apps 'modules/functionApp.bicep' = [
+  for (region, i) in appRegions: {
+    name: 'app-${i}-${region}'
+    params: {
+      name: 'func-${prefix}-${region}-${i}-${take(token, 6)}'
+      location: region
+      tags: tags
+      planName: 'plan-${prefix}-${region}-${i}-${take(token, 6)}'
+      identityName: 'id-${prefix}-${region}-${i}-${take(token, 6)}'
+      hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, region, string(i)), 8)}'
+      coordinationStorageName: coordinationStorage.outputs.name
+      coordinationBlobEndpoint: coordinationStorage.outputs.blobEndpoint
+      coordinationQueueEndpoint: coordinationStorage.outputs.queueEndpoint
+      applicationInsightsName: monitoring.outputs.applicationInsightsName
+      maximumInstanceCount: maximumInstanceCount
+      instanceMemoryMB: instanceMemoryMB
+      coordinatorSchedule: coordinatorSchedule
+      leaseContainer: leaseContainer
+      leaseBlob: leaseBlob
+      leaseDurationSeconds: leaseDurationSeconds
+      leaseRenewIntervalMs: leaseRenewIntervalMs
+      leaseRenewDeadlineMs: leaseRenewDeadlineMs
+      stateContainer: stateContainer
+      inputContainer: inputContainer
+      workQueue: workQueue
+      resultsQueue: resultsQueue
+      stepBudgetMs: stepBudgetMs
+      dispatchBatchSize: dispatchBatchSize
+      stepStallTimeoutMs: stepStallTimeoutMs
+    }
+  }
+]
+
+@description('Function app names, one per entry of appRegions (pass one to func azure functionapp publish and infra/smoke.sh).')
+output appNames string[] = [for (region, i) in appRegions: apps[i].outputs.name]
+
+@description('Default host names of the apps, in the same order.')
+output appHostNames string[] = [for (region, i) in appRegions: apps[i].outputs.defaultHostName]
+
+@description('Host storage accounts of the apps, in the same order.')
+output hostStorageAccountNames string[] = [for (region, i) in appRegions: apps[i].outputs.hostStorageName]
+
+@description('The one coordination storage account every app shares.')
+output coordinationStorageAccountName string = coordinationStorage.outputs.name
+
+@description('Blob endpoint of the coordination account.')
+output coordinationBlobEndpoint string = coordinationStorage.outputs.blobEndpoint
+
+@description('Queue endpoint of the coordination account.')
+output coordinationQueueEndpoint string = coordinationStorage.outputs.queueEndpoint
+
+@description('Application Insights component that receives every app\'s telemetry.')
+output applicationInsightsName string = monitoring.outputs.applicationInsightsName

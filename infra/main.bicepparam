@@ -1,0 +1,33 @@
+// Parameters for infra/main.bicep:
+//   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.bicepparam
+// Anything not set here takes main.bicep's default, which equals the code's default (src/config/settings.ts).
+using './main.bicep'
+
+// Prefix of every resource name (3-10 lowercase letters or digits).
+param namePrefix = 'leader'
+
+// Regions: by default ONE app in the resource group's region, with the coordination account and Application
+// Insights beside it. For several apps in several regions that share ONE coordination account and elect ONE leader
+// through the blob lease, uncomment and edit (every region must offer Flex Consumption:
+// az functionapp list-flexconsumption-locations -o table):
+// param appRegions = [
+//   'swedencentral'
+//   'northeurope'
+// ]
+// param coordinationLocation = 'swedencentral'
+
+param coordinationStorageSkuName = 'Standard_LRS'
+
+// Flex Consumption scale-out bound and instance size.
+param maximumInstanceCount = 40
+param instanceMemoryMB = 2048
+
+param logRetentionInDays = 30
+
+param tags = {
+  app: 'leader-coordinator'
+}
+
+// Coordinator timer: every 30 s. Within one app the host runs it on one instance at a time; across apps the lease
+// decides who coordinates.
+param coordinatorSchedule = '*/30 * * * * *'

@@ -1,0 +1,104 @@
+// Least-privilege role assignments for ONE app's user-assigned managed identity.
+//
+// Role definition ids are the built-in ones, the same in every Azure cloud; they are listed in
+// https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/storage and
+// https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/monitor .
+// test/infra/roles.test.ts checks every id below against that list and that each line names its role.
+//
+// What is deliberately NOT granted:
+// - Storage Blob Data Owner on the coordination account: Owner only adds POSIX ACL management (hierarchical
+//   namespace), which a flat blob account does not use. Lease acquire/renew/release/break and conditional writes
+//   are blob write operations, which Contributor grants.
+// - Storage Account Contributor / Storage Queue Data Contributor on host storage: the Functions docs require them for
+//   AzureWebJobsStorage only when the app has blob triggers; this app has timer, queue and HTTP triggers only.
+// - Any control-plane role (Contributor, Owner, key operator): the app never manages resources or reads keys.
+var roleIds = {
+  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
+  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe' // Storage Blob Data Contributor
+  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88' // Storage Queue Data Contributor
+  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
+}
+
+@description('Principal (object) id of the app\'s user-assigned managed identity.')
+param principalId string
+
+@description('Name of the shared coordination storage account (same resource group).')
+param coordinationStorageName string
+
+@description('Name of this app\'s own host storage account (same resource group).')
+param hostStorageName string
+
+@description('Name of the Application Insights component (same resource group).')
+param applicationInsightsName string
+
+resource coordinationStorage 'Microsoft.Storage/storageAccounts@2024-01-01' existing = {
+  name: coordinationStorageName
+}
+
+resource hostStorage 'Microsoft.Storage/storageAccounts@2024-01-01' existing = {
+  name: hostStorageName
+}
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+// Storage Blob Data Contributor on the coordination account: the leader election takes, renews, releases and breaks
+// the lease on leases/<LEASE_BLOB> and creates that blob if missing; the coordinator writes its fenced state
+// (conditional on ETag) to coordinator-state; the HTTP API writes job inputs to job-inputs. All are blob
+// read/write/delete data actions, which this role grants and Storage Blob Data Reader does not.
+resource coordinationBlobContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(coordinationStorage.id, principalId, roleIds.storageBlobDataContributor)
+  scope: coordinationStorage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Coordinator lease, fenced state and job inputs (blob read/write incl. lease operations).'
+  }
+}
+
+// Storage Queue Data Contributor on the coordination account: the app both sends (leader -> work-items,
+// workers -> work-results) and receives/deletes (queue trigger on work-items; leader drains work-results), and the
+// Functions host moves a message that failed maxDequeueCount times to <queue>-poison after a create-if-not-exists
+// of that queue (a Create Queue call, queues/write). Storage Queue Data Message Sender + Message Processor + Reader
+// together cover the messages but not queues/write; Contributor is the narrowest built-in role that covers all of it.
+// The Functions docs list it for queue output bindings.
+resource coordinationQueueContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(coordinationStorage.id, principalId, roleIds.storageQueueDataContributor)
+  scope: coordinationStorage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageQueueDataContributor)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Work and result queues: send, receive, delete, and poison-queue moves by the Functions host.'
+  }
+}
+
+// Storage Blob Data Owner on this app's OWN host storage only: what the Functions docs require for an
+// identity-based AzureWebJobsStorage (host locks and timer schedule status in azure-webjobs-hosts, function keys in
+// azure-webjobs-secrets) and what Flex Consumption needs to read the deployment package container. Granted per app,
+// so no app can touch another app's host storage.
+resource hostBlobOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostStorage.id, principalId, roleIds.storageBlobDataOwner)
+  scope: hostStorage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataOwner)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Functions host storage (AzureWebJobsStorage) and the Flex Consumption deployment package.'
+  }
+}
+
+// Monitoring Metrics Publisher on the Application Insights component: with local auth disabled, this is the role
+// that lets the identity send telemetry (Microsoft.Insights/Telemetry/Write). It grants no read access to the data.
+resource telemetryPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(applicationInsights.id, principalId, roleIds.monitoringMetricsPublisher)
+  scope: applicationInsights
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.monitoringMetricsPublisher)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Entra ID-authenticated telemetry ingestion (Application Insights local auth is off).'
+  }
+}

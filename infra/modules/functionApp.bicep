@@ -1,0 +1,209 @@
+// One deployment of the coordinator app: its own Flex Consumption plan (Linux, Node 22), user-assigned managed
+// identity, host storage and least-privilege roles, and app settings that point it at the SHARED coordination account.
+// main.bicep instantiates this once per entry of appRegions.
+//
+// No secret reaches the app: every connection is identity-based (`<PREFIX>__credential = managedidentity` plus the
+// identity's client id), the storage accounts refuse shared keys, and Application Insights refuses key-only ingestion.
+
+@description('Function app name (globally unique, becomes <name>.azurewebsites.net or a regional default host name).')
+param name string
+
+@description('Azure region of this app, its plan, identity and host storage. Must offer Flex Consumption.')
+param location string
+
+@description('Tags applied to every resource of this app.')
+param tags object = {}
+
+@description('Flex Consumption plan name (one app per Flex plan).')
+param planName string
+
+@description('User-assigned managed identity name.')
+param identityName string
+
+@description('Name of this app\'s own host storage account (AzureWebJobsStorage + deployment package).')
+param hostStorageName string
+
+@description('Replication of the host storage account.')
+param hostStorageSkuName string = 'Standard_LRS'
+
+@description('Name of the shared coordination storage account (same resource group).')
+param coordinationStorageName string
+
+@description('Blob endpoint of the coordination account.')
+param coordinationBlobEndpoint string
+
+@description('Queue endpoint of the coordination account.')
+param coordinationQueueEndpoint string
+
+@description('Name of the shared Application Insights component (same resource group).')
+param applicationInsightsName string
+
+@description('Upper bound on instances Flex Consumption scales this app to.')
+param maximumInstanceCount int
+
+@description('Memory per instance in MB.')
+param instanceMemoryMB int
+
+// The coordinator's own settings, passed through from main.bicep where they are documented and validated.
+param coordinatorSchedule string
+param leaseContainer string
+param leaseBlob string
+param leaseDurationSeconds int
+param leaseRenewIntervalMs int
+param leaseRenewDeadlineMs int
+param stateContainer string
+param inputContainer string
+param workQueue string
+param resultsQueue string
+param stepBudgetMs int
+param dispatchBatchSize int
+param stepStallTimeoutMs int
+
+// Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
+var deploymentContainerName = 'deployment-package'
+
+resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: identityName
+  location: location
+  tags: tags
+}
+
+module hostStorage 'storageAccount.bicep' = {
+  name: '${name}-host-storage'
+  params: {
+    name: hostStorageName
+    location: location
+    tags: tags
+    skuName: hostStorageSkuName
+    containerNames: [deploymentContainerName]
+  }
+}
+
+module roles 'appRoles.bicep' = {
+  name: '${name}-roles'
+  params: {
+    principalId: identity.properties.principalId
+    coordinationStorageName: coordinationStorageName
+    hostStorageName: hostStorage.outputs.name
+    applicationInsightsName: applicationInsightsName
+  }
+}
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    tier: 'FlexConsumption'
+    name: 'FC1'
+  }
+  properties: {
+    // Linux.
+    reserved: true
+  }
+}
+
+resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: name
+  location: location
+  tags: tags
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identity.id}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      minTlsVersion: '1.2'
+    }
+    // On Flex Consumption the runtime and its version live here, not in FUNCTIONS_WORKER_RUNTIME /
+    // FUNCTIONS_EXTENSION_VERSION app settings (which Flex rejects).
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${hostStorage.outputs.blobEndpoint}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identity.id
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+      }
+      runtime: {
+        name: 'node'
+        version: '22'
+      }
+    }
+  }
+}
+
+// Every app setting, in one object. Keys fall in two groups (test/infra/settings.test.ts tells them apart by prefix):
+// - host settings, read by the Functions host: AzureWebJobsStorage__*, APPLICATIONINSIGHTS_*;
+// - app settings, read by the code: exactly APP_SETTING_NAMES of src/config/settings.ts.
+// Deployed after the role assignments so the host's first start with these settings already has its permissions
+// (RBAC can still take a few minutes to propagate; the host retries).
+resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'appsettings'
+  properties: {
+    // Host storage, identity-based: no AzureWebJobsStorage connection string exists.
+    AzureWebJobsStorage__credential: 'managedidentity'
+    AzureWebJobsStorage__clientId: identity.properties.clientId
+    AzureWebJobsStorage__blobServiceUri: hostStorage.outputs.blobEndpoint
+    // Telemetry. The connection string names the component and its endpoint; with local auth off it is not a
+    // credential: ingestion needs the identity's Entra token (Monitoring Metrics Publisher).
+    APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identity.properties.clientId};Authorization=AAD'
+    // The shared coordination account, identity-based connection "COORDINATION_STORAGE" (the worker's queue trigger
+    // binds with connection: 'COORDINATION_STORAGE'; the code builds its clients from the same settings).
+    COORDINATION_STORAGE__blobServiceUri: coordinationBlobEndpoint
+    COORDINATION_STORAGE__queueServiceUri: coordinationQueueEndpoint
+    COORDINATION_STORAGE__credential: 'managedidentity'
+    COORDINATION_STORAGE__clientId: identity.properties.clientId
+    // The coordinator's settings (src/config/settings.ts).
+    COORDINATOR_SCHEDULE: coordinatorSchedule
+    LEASE_CONTAINER: leaseContainer
+    LEASE_BLOB: leaseBlob
+    LEASE_DURATION_SECONDS: string(leaseDurationSeconds)
+    LEASE_RENEW_INTERVAL_MS: string(leaseRenewIntervalMs)
+    LEASE_RENEW_DEADLINE_MS: string(leaseRenewDeadlineMs)
+    STATE_CONTAINER: stateContainer
+    INPUT_CONTAINER: inputContainer
+    WORK_QUEUE: workQueue
+    RESULTS_QUEUE: resultsQueue
+    STEP_BUDGET_MS: string(stepBudgetMs)
+    DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
+    STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
+  }
+  dependsOn: [
+    roles
+  ]
+}
+
+@description('Function app name.')
+output name string = site.name
+
+@description('Default host name of the app (where /api/jobs is served).')
+output defaultHostName string = site.properties.defaultHostName
+
+@description('Host storage account of this app.')
+output hostStorageName string = hostStorage.outputs.name
+
+@description('Client id of the app\'s managed identity.')
+output identityClientId string = identity.properties.clientId
+
+@description('Principal (object) id of the app\'s managed identity.')
+output identityPrincipalId string = identity.properties.principalId

@@ -1,0 +1,63 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { FIXTURES_DIR, INFRA_DIR, listFiles, moduleDeclarations, parseBicepFile, resourceDeclarations, valueAt } from "./bicep";
+import { DOCUMENTED_ROLES, roleAssignments } from "./checks";
+
+describe("role assignments", () => {
+  it("the documented role table has the built-in ids the architecture brief lists", () => {
+    expect(DOCUMENTED_ROLES["b7e6dc6d-f1e8-4753-8033-0f276bb0955b"]).toBe("Storage Blob Data Owner");
+    expect(DOCUMENTED_ROLES["974c5e8b-45b9-4653-ba55-5f855dd0fb88"]).toBe("Storage Queue Data Contributor");
+    expect(DOCUMENTED_ROLES["3913510d-42f4-4e42-8a64-420c390055eb"]).toBe("Monitoring Metrics Publisher");
+  });
+
+  it("use documented built-in role ids, each named in a comment, assigned to the identity on one resource", async () => {
+    const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
+    const { violations, assignments } = roleAssignments(templates);
+    expect(violations).toEqual([]);
+    expect(assignments).not.toHaveLength(0);
+  });
+
+  it("grant exactly the least-privilege set: blob+queue contributor on coordination, blob owner on own host storage, telemetry publisher", async () => {
+    const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
+    const granted = roleAssignments(templates)
+      .assignments.map(({ scopeSymbol, scopeType, roleName }) => `${scopeSymbol} (${scopeType}): ${roleName}`)
+      .sort();
+    expect(granted).toEqual([
+      "applicationInsights (Microsoft.Insights/components): Monitoring Metrics Publisher",
+      "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Contributor",
+      "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Queue Data Contributor",
+      "hostStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Owner",
+    ]);
+  });
+
+  it("the role scopes are wired to the right accounts: the shared coordination account and the app's own host storage", async () => {
+    const roles = await parseBicepFile(path.join(INFRA_DIR, "modules", "appRoles.bicep"));
+    const app = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
+    const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
+    const existingName = (symbol: string) => valueAt(resourceDeclarations(roles).find((r) => r.symbol === symbol && r.existing)?.body, "name")?.text;
+    const passed = (file: typeof main, modulePath: string, param: string) =>
+      valueAt(moduleDeclarations(file).find((m) => m.path === modulePath)?.body, "params", param)?.text;
+
+    expect(existingName("coordinationStorage")).toBe("coordinationStorageName");
+    expect(existingName("hostStorage")).toBe("hostStorageName");
+    expect(existingName("applicationInsights")).toBe("applicationInsightsName");
+    expect(passed(app, "appRoles.bicep", "coordinationStorageName")).toBe("coordinationStorageName");
+    expect(passed(app, "appRoles.bicep", "hostStorageName")).toBe("hostStorage.outputs.name");
+    expect(passed(app, "appRoles.bicep", "principalId")).toBe("identity.properties.principalId");
+    expect(passed(main, "modules/functionApp.bicep", "coordinationStorageName")).toBe("coordinationStorage.outputs.name");
+    expect(passed(main, "modules/functionApp.bicep", "applicationInsightsName")).toBe("monitoring.outputs.applicationInsightsName");
+  });
+
+  it("the check rejects an undocumented role, a misnamed role comment, a raw id string, a user principal and a group-wide scope (fixtures/wrong-role.bicep)", async () => {
+    const { violations, assignments } = roleAssignments([await parseBicepFile(path.join(FIXTURES_DIR, "wrong-role.bicep"))]);
+    expect(assignments).toEqual([]);
+    expect(violations).toEqual([
+      expect.stringMatching(/wrong-role\.bicep:6: 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not a documented built-in role/),
+      expect.stringMatching(/wrong-role\.bicep:7: role id ba92f5b4-.* needs a comment naming it 'Storage Blob Data Contributor'/),
+      expect.stringMatching(/ownerOnStorage: roleDefinitionId must be subscriptionResourceId/),
+      expect.stringMatching(/rawIdAtGroup: roleDefinitionId must be subscriptionResourceId/),
+      expect.stringMatching(/contributorAtGroup: principalType must be 'ServicePrincipal'/),
+      expect.stringMatching(/contributorAtGroup: scope must be a resource of this file/),
+    ]);
+  });
+});
