@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { LeadershipLostError, type LeadershipLostReason } from "../errors";
 import type { LeadershipEvent } from "./events";
 import type { ResolvedElectorOptions } from "./options";
@@ -44,6 +45,8 @@ export class Term implements LeadershipTerm {
     this.startedMono = clock.monotonicMs();
     this.deadlineMono = acquireStartMono + options.renewDeadlineMs;
     this.lastProgressMono = this.startedMono;
+    // The task passes this signal to many concurrent storage calls, each of which listens on it.
+    setMaxListeners(1000, this.controller.signal);
   }
 
   get signal(): AbortSignal {

@@ -1,0 +1,5 @@
+/** The app's entry point (package.json `main`): importing each module registers its functions. */
+import "./coordinator";
+import "./worker";
+import "./jobsApi";
+import "./leaderApi";

@@ -1,0 +1,27 @@
+import { app, type HttpFunctionOptions, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
+import { getCoordinatorApp } from "../src/app/context";
+import { getJobStatus, submitJob } from "../src/app/operations";
+import { problem, readJsonBody } from "./http";
+
+/** POST /api/jobs: submit a job. 202 with its id; 400 with field-level errors. */
+export async function submitJobHandler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const body = await readJsonBody(request);
+  if (!body.ok) return body.response;
+  const result = await submitJob(getCoordinatorApp(), body.body);
+  if (!result.ok) return problem(400, "The job submission is not valid.", result.errors);
+  context.info(`Job ${result.id} submitted with ${result.itemCount} items.`);
+  return { status: 202, jsonBody: { id: result.id, itemCount: result.itemCount, status: "pending" }, headers: { location: `/api/jobs/${result.id}` } };
+}
+
+/** GET /api/jobs/{id}: progress, failures and the aggregate. */
+export async function getJobHandler(request: HttpRequest): Promise<HttpResponseInit> {
+  const id = request.params.id ?? "";
+  const status = await getJobStatus(getCoordinatorApp(), id);
+  return status === undefined ? problem(404, `No job "${id}".`) : { status: 200, jsonBody: status };
+}
+
+export const submitJobOptions: HttpFunctionOptions = { methods: ["POST"], authLevel: "function", route: "jobs", handler: submitJobHandler };
+export const getJobOptions: HttpFunctionOptions = { methods: ["GET"], authLevel: "function", route: "jobs/{id}", handler: getJobHandler };
+
+app.http("submitJob", submitJobOptions);
+app.http("getJob", getJobOptions);

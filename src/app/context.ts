@@ -1,0 +1,114 @@
+import { hostname } from "node:os";
+import { readSettings, CONNECTION_SETTINGS, type Settings } from "../config/settings";
+import { groupByKind } from "../coordination/groupBy";
+import type { BlobFiles, MessageQueue } from "../coordination/ports";
+import { TaskRegistry } from "../coordination/taskKinds";
+import { BlobStateStore } from "../fencing/BlobStateStore";
+import type { StateStore } from "../fencing/StateStore";
+import { BlobLeaseStore } from "../lease/BlobLeaseStore";
+import type { LeaseStore } from "../lease/LeaseStore";
+import { LeaderElector } from "../leadership/LeaderElector";
+import { BlobFilesStore } from "../storage/BlobFilesStore";
+import { connectionFromSettings, createStorageClients } from "../storage/clients";
+import { StorageQueue } from "../storage/StorageQueue";
+import { silentLogger, type Logger } from "../util/logger";
+import type { AppEvent } from "./events";
+
+/**
+ * host.json `extensions.queues.maxDequeueCount`. The worker needs it to know a delivery is the last; a test proves
+ * host.json says the same.
+ */
+export const MAX_DEQUEUE_COUNT = 5;
+
+/** Where an invocation's logs and events go (the Functions adapter points it at `InvocationContext`). */
+export interface Sink {
+  logger: Logger;
+  emit: (event: AppEvent) => void;
+}
+
+/** Everything the app's handlers share within one process. Holds no state another instance needs. */
+export interface CoordinatorApp {
+  settings: Settings;
+  instanceId: string;
+  leaseStore: LeaseStore;
+  state: StateStore;
+  files: BlobFiles;
+  workQueue: MessageQueue;
+  resultsQueue: MessageQueue;
+  workPoisonQueue: MessageQueue;
+  resultsPoisonQueue: MessageQueue;
+  registry: TaskRegistry;
+  /** One elector per process, so its proposed lease id stays stable across ticks (idempotent acquire). */
+  elector: LeaderElector;
+  /** The sink of the invocation in progress; the elector's events and logs go there. */
+  sink: Sink;
+}
+
+/** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
+export function createRegistry(): TaskRegistry {
+  return new TaskRegistry().register(groupByKind);
+}
+
+/** This instance's id: the platform's instance id (Azure sets WEBSITE_INSTANCE_ID; the local runner too), else host-pid. */
+export function instanceIdFrom(env: Record<string, string | undefined>): string {
+  const platform = env.WEBSITE_INSTANCE_ID?.replace(/[^\w.:@-]/g, "").slice(0, 24);
+  const region = env.REGION_NAME?.replace(/[^\w-]/g, "").slice(0, 24);
+  const base = platform !== undefined && platform !== "" ? platform : `${hostname().replace(/[^\w.-]/g, "").slice(0, 40)}-${process.pid}`;
+  return region ? `${region}:${base}` : base;
+}
+
+/**
+ * Builds the app from settings (by default `process.env`): validates every setting, connects to the coordination
+ * storage account (connection string locally, managed identity in Azure), and wires the ports.
+ *
+ * @throws ConfigurationError naming each bad setting.
+ */
+export function createCoordinatorApp(env: Record<string, string | undefined> = process.env): CoordinatorApp {
+  const settings = readSettings(env);
+  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env));
+  const instanceId = instanceIdFrom(env);
+  const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
+  const leaseStore = new BlobLeaseStore(clients.blob, { containerName: settings.LEASE_CONTAINER, blobName: settings.LEASE_BLOB });
+  // The elector lives as long as the process; each invocation points `app.sink` at its own context.
+  const sinkLogger: Logger = {
+    verbose: (message, properties) => app.sink.logger.verbose(message, properties),
+    info: (message, properties) => app.sink.logger.info(message, properties),
+    warn: (message, properties) => app.sink.logger.warn(message, properties),
+    error: (message, properties) => app.sink.logger.error(message, properties),
+  };
+  const elector = new LeaderElector({
+    store: leaseStore,
+    instanceId,
+    leaseDurationS: settings.LEASE_DURATION_SECONDS,
+    renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
+    renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
+    stallTimeoutMs: settings.STEP_STALL_TIMEOUT_MS,
+    logger: sinkLogger,
+    onEvent: (event) => {
+      app.sink.emit({ ...event });
+    },
+  });
+  const app: CoordinatorApp = {
+    settings,
+    instanceId,
+    leaseStore,
+    state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
+    files: new BlobFilesStore(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
+    workQueue: queue(settings.WORK_QUEUE),
+    resultsQueue: queue(settings.RESULTS_QUEUE),
+    workPoisonQueue: queue(`${settings.WORK_QUEUE}-poison`),
+    resultsPoisonQueue: queue(`${settings.RESULTS_QUEUE}-poison`),
+    registry: createRegistry(),
+    elector,
+    sink: { logger: silentLogger, emit: () => undefined },
+  };
+  return app;
+}
+
+let shared: CoordinatorApp | undefined;
+
+/** The process-wide app, built on first use (handlers call this; tests build their own with {@link createCoordinatorApp}). */
+export function getCoordinatorApp(): CoordinatorApp {
+  shared ??= createCoordinatorApp();
+  return shared;
+}

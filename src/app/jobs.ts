@@ -1,0 +1,4 @@
+/** Job operations, for callers that only submit and watch jobs (CLI, local runner, HTTP). */
+export { submitJob, getJobStatus } from "./operations";
+export type { JobStatus } from "../coordination/status";
+export type { FieldError } from "../coordination/submit";

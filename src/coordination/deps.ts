@@ -1,0 +1,30 @@
+import type { AppEvent } from "../app/events";
+import type { StateStore } from "../fencing/StateStore";
+import type { Logger } from "../util/logger";
+import type { BlobFiles, MessageQueue } from "./ports";
+import type { TaskRegistry } from "./taskKinds";
+
+/** Everything the coordination logic needs, as ports: the same code runs on Azure Storage and on fakes. */
+export interface CoordinationDeps {
+  /** Raw state store; the step wraps it in a `FencedStateStore` with the leader's term. */
+  state: StateStore;
+  /** Job specs, item chunks, inbox markers, large inputs and partials. */
+  files: BlobFiles;
+  workQueue: MessageQueue;
+  resultsQueue: MessageQueue;
+  /** `<work queue>-poison`, where the host moves messages that exhausted their retries. */
+  workPoisonQueue: MessageQueue;
+  /** `<results queue>-poison`, where the leader moves result messages it cannot use. */
+  resultsPoisonQueue: MessageQueue;
+  registry: TaskRegistry;
+  /** Most items dispatched per pass over all jobs (bounded fan-out). */
+  dispatchBatchSize: number;
+  /** Most items of one job on the queue without a result yet. */
+  maxInFlight: number;
+  logger: Logger;
+  /** Structured events (job registered, completed, message rejected). */
+  emit: (event: AppEvent) => void;
+  instanceId: string;
+  /** Wall clock, for timestamps in state. */
+  now: () => number;
+}

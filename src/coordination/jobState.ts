@@ -1,0 +1,70 @@
+import { z } from "zod";
+import type { ItemInput } from "./messages";
+
+/** The job spec the submitter writes (immutable); items are stored separately in chunks. */
+export const jobSpecSchema = z.strictObject({
+  v: z.literal(1),
+  id: z.string(),
+  kind: z.string(),
+  params: z.unknown(),
+  itemCount: z.number().int().min(1),
+  chunkSize: z.number().int().min(1),
+  createdAtMs: z.number(),
+});
+export type JobSpec = z.infer<typeof jobSpecSchema>;
+
+/** A failed item and why. */
+export const failureSchema = z.strictObject({ item: z.number().int(), reason: z.string() });
+export type ItemFailure = z.infer<typeof failureSchema>;
+
+/** Most failures kept with their reasons per job; beyond it only the count grows (bounded memory). */
+export const MAX_RECORDED_FAILURES = 200;
+
+/**
+ * The leader's fenced state of one job. Its size grows with the item count by two bits per item (the bitmaps), and
+ * with the number of distinct groups in the aggregate, never with the size of results.
+ */
+export const jobStateSchema = z.strictObject({
+  v: z.literal(1),
+  id: z.string(),
+  kind: z.string(),
+  params: z.unknown(),
+  itemCount: z.number().int().min(1),
+  chunkSize: z.number().int().min(1),
+  createdAtMs: z.number(),
+  registeredAtMs: z.number(),
+  status: z.enum(["running", "completed"]),
+  /** Items [0, dispatched) have been sent to the work queue at least once. */
+  dispatched: z.number().int().min(0),
+  /** Base64 bitmaps: items whose result has been folded, and items recorded as failed. */
+  doneBits: z.string(),
+  failedBits: z.string(),
+  doneCount: z.number().int().min(0),
+  failedCount: z.number().int().min(0),
+  /** The kind's partial result over every done item (validated by the kind's `partialSchema` when read). */
+  aggregate: z.unknown(),
+  failures: z.array(failureSchema),
+  completedAtMs: z.number().optional(),
+  /** Epoch of the leader that last changed this job; helps a person see who did what. */
+  lastEpoch: z.number().int().min(0),
+});
+export type JobState = z.infer<typeof jobStateSchema>;
+
+/** The leader's list of jobs not yet completed. */
+export const jobIndexSchema = z.strictObject({ v: z.literal(1), active: z.array(z.string()) });
+export type JobIndex = z.infer<typeof jobIndexSchema>;
+
+/** Where everything lives. State keys are in the state container; the others in the input container. */
+export const keys = {
+  index: "index.json",
+  jobState: (id: string) => `jobs/${id}.json`,
+  spec: (id: string) => `jobs/${id}/spec.json`,
+  chunk: (id: string, chunk: number) => `jobs/${id}/items/${chunk}.json`,
+  inboxPrefix: "inbox/",
+  inbox: (id: string) => `inbox/${id}`,
+  partial: (id: string, item: number) => `jobs/${id}/partials/${item}.json`,
+} as const;
+
+/** Item inputs of one chunk. */
+export const chunkSchema = z.array(z.unknown());
+export type Chunk = ItemInput[];

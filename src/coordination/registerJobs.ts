@@ -1,0 +1,70 @@
+import { ConcurrentUpdateError } from "../errors";
+import { Bitmap } from "./bitmap";
+import type { CoordinationDeps } from "./deps";
+import { jobSpecSchema, keys, type JobState } from "./jobState";
+import type { JobStore } from "./jobStore";
+import type { PortOptions } from "./ports";
+
+/** Most new jobs taken from the inbox per pass. */
+const INBOX_BATCH = 50;
+
+/**
+ * Moves submitted jobs from the inbox into the leader's fenced state: creates each job's state (create-if-absent, so
+ * a replay after a crash changes nothing), adds it to the index, then removes the inbox marker. Returns how many.
+ */
+export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<number> {
+  const markers = await deps.files.list(keys.inboxPrefix, INBOX_BATCH, options);
+  const registered: string[] = [];
+  for (const marker of markers) {
+    const id = marker.slice(keys.inboxPrefix.length);
+    const specText = await deps.files.readText(keys.spec(id), options);
+    const spec = specText === undefined ? undefined : jobSpecSchema.safeParse(safeJson(specText));
+    if (spec === undefined || !spec.success) {
+      deps.logger.warn(`Inbox marker ${marker} has no valid job spec; dropping it.`, { instanceId: deps.instanceId, epoch });
+      await deps.files.delete(marker, options);
+      continue;
+    }
+    const { data } = spec;
+    const state: JobState = {
+      v: 1,
+      id: data.id,
+      kind: data.kind,
+      params: data.params,
+      itemCount: data.itemCount,
+      chunkSize: data.chunkSize,
+      createdAtMs: data.createdAtMs,
+      registeredAtMs: deps.now(),
+      status: "running",
+      dispatched: 0,
+      doneBits: Bitmap.empty(data.itemCount).toBase64(),
+      failedBits: Bitmap.empty(data.itemCount).toBase64(),
+      doneCount: 0,
+      failedCount: 0,
+      aggregate: deps.registry.get(data.kind)?.empty() ?? [],
+      failures: [],
+      lastEpoch: epoch,
+    };
+    try {
+      await jobs.writeJob(state, undefined, options);
+    } catch (error) {
+      // Already registered (a replay after a crash between this write and the marker's removal): keep what is there.
+      if (!(error instanceof ConcurrentUpdateError)) throw error;
+    }
+    registered.push(id);
+  }
+  if (registered.length === 0) return 0;
+  await jobs.updateIndex({ add: registered }, options);
+  for (const id of registered) {
+    await deps.files.delete(keys.inbox(id), options);
+    deps.emit({ type: "job-registered", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id });
+  }
+  return registered.length;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,83 @@
+import { FencedStateStore } from "../fencing/FencedStateStore";
+import type { LeadershipTerm } from "../leadership/Term";
+import { throwIfAborted } from "../util/delay";
+import type { CoordinationDeps } from "./deps";
+import { dispatchJob } from "./dispatch";
+import { foldPoisonBatch, foldResultBatch } from "./foldResults";
+import { JobStore } from "./jobStore";
+import { registerJobs } from "./registerJobs";
+
+/** Options for {@link runCoordinationStep}. */
+export interface StepOptions {
+  /** Time budget of the step; it stops starting new work after this. */
+  budgetMs: number;
+  /** Monotonic clock. @default performance.now */
+  monotonicMs?: () => number;
+}
+
+/** What a step did, for the step-completed event and the logs. */
+export interface StepReport {
+  passes: number;
+  registered: number;
+  dispatched: number;
+  folded: number;
+  duplicates: number;
+  failed: number;
+  rejected: number;
+  completedJobs: string[];
+  activeJobs: number;
+}
+
+/**
+ * The coordination step, run by the leader under its term: register submitted jobs, fold worker results and poisoned
+ * items, dispatch more items (bounded), detect completion. Repeats passes while there is work and budget; returns
+ * when idle or out of budget. Every state write is fenced by the term's epoch, and the term's signal stops it.
+ */
+export async function runCoordinationStep(deps: CoordinationDeps, term: LeadershipTerm, options: StepOptions): Promise<StepReport> {
+  const monotonicMs = options.monotonicMs ?? (() => performance.now());
+  const endMono = monotonicMs() + options.budgetMs;
+  const jobs = new JobStore(new FencedStateStore(deps.state, term));
+  const io = { abortSignal: term.signal };
+  const { epoch } = term;
+  const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, completedJobs: [], activeJobs: 0 };
+  for (;;) {
+    throwIfAborted(term.signal);
+    report.passes++;
+    const registered = await registerJobs(deps, jobs, epoch, io);
+    report.registered += registered;
+    let work = registered > 0;
+    for (const fold of [foldResultBatch, foldPoisonBatch]) {
+      // Results first and repeatedly: they free in-flight room for dispatch.
+      for (let batch = 0; batch < 20 && monotonicMs() < endMono; batch++) {
+        const folded = await fold(deps, jobs, epoch, io);
+        report.folded += folded.folded;
+        report.duplicates += folded.duplicates;
+        report.failed += folded.failed;
+        report.rejected += folded.rejected;
+        report.completedJobs.push(...folded.completed);
+        term.reportProgress();
+        if (folded.received > 0) work = true;
+        if (folded.received < 32) break;
+      }
+    }
+    const index = await jobs.readIndex(io);
+    const finished: string[] = [];
+    let budget = deps.dispatchBatchSize;
+    for (const id of index?.value.active ?? []) {
+      const job = await jobs.readJob(id, io);
+      if (job === undefined || job.value.status === "completed") {
+        finished.push(id);
+        if (job !== undefined) deps.emit({ type: "job-completed", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id, done: job.value.doneCount, failed: job.value.failedCount });
+        continue;
+      }
+      const sent = await dispatchJob(deps, jobs, job, budget, io);
+      budget -= sent;
+      report.dispatched += sent;
+      if (sent > 0) work = true;
+      term.reportProgress();
+    }
+    if (finished.length > 0) await jobs.updateIndex({ remove: finished }, io);
+    report.activeJobs = (index?.value.active.length ?? 0) - finished.length;
+    if (!work || monotonicMs() >= endMono) return report;
+  }
+}

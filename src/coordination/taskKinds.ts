@@ -1,0 +1,57 @@
+import type { z } from "zod";
+
+/**
+ * A pluggable task kind: how to process one item's input into a partial result, and how to merge partial results.
+ * `merge` must be associative and commutative with `empty()` as identity, so results can fold in any order and the
+ * aggregate never depends on which worker, leader or retry produced what.
+ */
+export interface TaskKind<Params, Partial> {
+  /** The `kind` named in job submissions. */
+  readonly name: string;
+  /** Validates the job's `params` (a submission with bad params gets a 400 naming the field). */
+  readonly paramsSchema: z.ZodType<Params>;
+  /** Validates a partial result read back from a queue or state (never trust storage blindly). */
+  readonly partialSchema: z.ZodType<Partial>;
+  /** Turns one item's input text into a partial result. Throws `ItemError` for bad input (no retry helps). */
+  process(input: string, params: Params): Partial;
+  /** Combines two partial results. */
+  merge(a: Partial, b: Partial): Partial;
+  /** The identity of `merge`. */
+  empty(): Partial;
+  /** The aggregate as users read it (in job status and the final result). @default the partial itself */
+  view?(partial: Partial): unknown;
+}
+
+/** A task kind with its types erased, as the registry holds it. */
+export type AnyTaskKind = TaskKind<unknown, unknown>;
+
+/** The input of one item is unusable: retrying cannot help. The item is recorded as failed with this reason. */
+export class ItemError extends Error {
+  readonly code = "InvalidItem";
+  constructor(message: string) {
+    super(message);
+    this.name = "ItemError";
+  }
+}
+
+/** Task kinds by name. */
+export class TaskRegistry {
+  private readonly kinds = new Map<string, AnyTaskKind>();
+
+  /** Adds a kind. @throws Error when the name is taken. */
+  register<P, R>(kind: TaskKind<P, R>): this {
+    if (this.kinds.has(kind.name)) throw new Error(`Task kind "${kind.name}" is already registered.`);
+    this.kinds.set(kind.name, kind);
+    return this;
+  }
+
+  /** The kind, or undefined. */
+  get(name: string): AnyTaskKind | undefined {
+    return this.kinds.get(name);
+  }
+
+  /** Registered names, for error messages. */
+  names(): string[] {
+    return [...this.kinds.keys()];
+  }
+}

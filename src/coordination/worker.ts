@@ -1,0 +1,91 @@
+import type { AppEvent } from "../app/events";
+import type { Logger } from "../util/logger";
+import { keys } from "./jobState";
+import { parseMessage, workMessageSchema, type ResultMessage } from "./messages";
+import type { BlobFiles, MessageQueue, PortOptions } from "./ports";
+import { ItemError, type TaskRegistry } from "./taskKinds";
+
+/** What the worker needs. */
+export interface WorkerDeps {
+  files: BlobFiles;
+  resultsQueue: MessageQueue;
+  /** Where malformed work messages go, with the reason (the host's `<queue>-poison`). */
+  workPoisonQueue: MessageQueue;
+  registry: TaskRegistry;
+  logger: Logger;
+  emit: (event: AppEvent) => void;
+  instanceId: string;
+  now: () => number;
+}
+
+/** Delivery facts the host gives the trigger. */
+export interface Delivery {
+  /** The queue message id. */
+  id: string;
+  /** 1 on first delivery. */
+  dequeueCount: number;
+  /** host.json `extensions.queues.maxDequeueCount`: on this delivery a failure is final. */
+  maxDequeueCount: number;
+}
+
+/** How the worker handled a message. */
+export type WorkOutcome =
+  | { status: "processed"; jobId: string; item: number }
+  | { status: "failed"; jobId: string; item: number; reason: string }
+  | { status: "rejected"; reason: string };
+
+/** Partials larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
+const MAX_INLINE_PARTIAL_BYTES = 40 * 1024;
+
+/**
+ * Handles one work message. Never lets bad input crash the worker: a malformed message is moved to the poison queue
+ * with the reason at once (retrying cannot fix it); an item whose input is unusable is reported as failed; a
+ * transient failure is thrown so the host retries it, and on the last delivery it is also reported as failed so the
+ * job can finish.
+ */
+export async function processWorkMessage(deps: WorkerDeps, payload: unknown, delivery: Delivery, options: PortOptions = {}): Promise<WorkOutcome> {
+  const parsed = parseMessage(workMessageSchema, payload);
+  if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
+  const message = parsed.value;
+  const kind = deps.registry.get(message.kind);
+  if (kind === undefined) return reject(deps, payload, delivery, `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`, options);
+  const params = kind.paramsSchema.safeParse(message.params);
+  if (!params.success) return reject(deps, payload, delivery, `params are not valid for "${message.kind}": ${params.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, options);
+
+  const { jobId, item } = message;
+  try {
+    const input = "inline" in message.input ? message.input.inline : await deps.files.readText(message.input.blob, options);
+    if (input === undefined) throw new ItemError(`input blob "${"blob" in message.input ? message.input.blob : ""}" does not exist`);
+    const partial = kind.process(input, params.data);
+    await sendResult(deps, { v: 1, jobId, item, ok: true, partial }, options);
+    return { status: "processed", jobId, item };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (error instanceof ItemError) {
+      await sendResult(deps, { v: 1, jobId, item, ok: false, reason }, options);
+      return { status: "failed", jobId, item, reason };
+    }
+    if (delivery.dequeueCount >= delivery.maxDequeueCount) {
+      await sendResult(deps, { v: 1, jobId, item, ok: false, reason: `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}` }, options);
+    }
+    throw error; // transient: let the host retry, and poison it after the last delivery
+  }
+}
+
+async function sendResult(deps: WorkerDeps, result: ResultMessage, options: PortOptions): Promise<void> {
+  let text = JSON.stringify(result);
+  if (result.ok && Buffer.byteLength(text) > MAX_INLINE_PARTIAL_BYTES) {
+    const blob = keys.partial(result.jobId, result.item);
+    await deps.files.writeText(blob, JSON.stringify(result.partial), options);
+    text = JSON.stringify({ v: 1, jobId: result.jobId, item: result.item, ok: true, partialBlob: blob } satisfies ResultMessage);
+  }
+  await deps.resultsQueue.send([text], options);
+}
+
+async function reject(deps: WorkerDeps, payload: unknown, delivery: Delivery, reason: string, options: PortOptions): Promise<WorkOutcome> {
+  const original = typeof payload === "string" ? payload : (JSON.stringify(payload) as string | undefined) ?? String(payload);
+  deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, { instanceId: deps.instanceId });
+  deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), queue: "work", messageId: delivery.id, reason });
+  await deps.workPoisonQueue.send([JSON.stringify({ rejected: { reason, messageId: delivery.id, atMs: deps.now() }, original: original.slice(0, 16_000) })], options);
+  return { status: "rejected", reason };
+}

@@ -1,0 +1,58 @@
+import { createCoordinatorApp, type CoordinatorApp, type Sink } from "../../src/app/context";
+import type { AppEvent } from "../../src/app/events";
+import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
+import { uniqueName } from "./azuriteFixture";
+
+/** An app on Azurite with fresh container and queue names, and a sink that records events. */
+export function newTestApp(connectionString: string, overrides: Record<string, string> = {}): { app: CoordinatorApp; events: AppEvent[]; sink: Sink; logs: string[] } {
+  const suffix = uniqueName("t").slice(2);
+  const app = createCoordinatorApp({
+    COORDINATION_STORAGE: connectionString,
+    LEASE_CONTAINER: `leases-${suffix}`,
+    STATE_CONTAINER: `state-${suffix}`,
+    INPUT_CONTAINER: `inputs-${suffix}`,
+    WORK_QUEUE: `work-${suffix}`,
+    RESULTS_QUEUE: `results-${suffix}`,
+    WEBSITE_INSTANCE_ID: `test-${suffix}`,
+    STEP_BUDGET_MS: "5000",
+    ...overrides,
+  });
+  const events: AppEvent[] = [];
+  const logs: string[] = [];
+  const log = (message: string): void => {
+    logs.push(message);
+  };
+  const sink: Sink = { logger: { verbose: log, info: log, warn: log, error: log }, emit: (event) => events.push(event) };
+  return { app, events, sink, logs };
+}
+
+/** Plays the Functions host's queue trigger for a batch: receive, decode, handle, delete on success. Returns how many were handled. */
+export async function drainWorkQueue(app: CoordinatorApp, sink: Sink, max = 32): Promise<number> {
+  const messages = await app.workQueue.receive(max, 30);
+  for (const message of messages) {
+    const payload: unknown = message.text === undefined ? message.rawText : tryJson(message.text);
+    await handleWorkMessage(app, sink, payload, { id: message.id, dequeueCount: message.dequeueCount });
+    await app.workQueue.delete(message);
+  }
+  return messages.length;
+}
+
+/** Ticks and drains until the job completes or `maxRounds` pass. */
+export async function runUntilComplete(app: CoordinatorApp, sink: Sink, isComplete: () => Promise<boolean>, maxRounds = 50): Promise<number> {
+  for (let round = 1; round <= maxRounds; round++) {
+    await runCoordinatorTick(app, sink);
+    if (await isComplete()) return round;
+    while ((await drainWorkQueue(app, sink)) > 0) {
+      // keep draining
+    }
+  }
+  throw new Error(`job did not complete in ${maxRounds} rounds`);
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
