@@ -1,0 +1,87 @@
+/**
+ * Submit a job from the command line and optionally wait for it:
+ *
+ *   npm run enqueue -- --file job.json [--wait]
+ *   npm run enqueue -- --prefix sales/2026/ --kind group-by --params '{"format":"csv","keyField":"region","valueField":"amount"}' [--wait]
+ *
+ * Storage comes from COORDINATION_STORAGE (a connection string) or COORDINATION_STORAGE__blobServiceUri/__queueServiceUri
+ * (managed identity / az login through DefaultAzureCredential), like the app itself.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { SingleBar, Presets } from "cli-progress";
+import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
+import { getJobStatus, submitJob } from "../src/app/jobs";
+import { keys } from "../src/coordination/jobState";
+import { delay } from "../src/util/delay";
+
+const USAGE = `Usage:
+  npm run enqueue -- --file JOB.json [--wait] [--timeout SECONDS]
+  npm run enqueue -- --prefix BLOB_PREFIX --kind KIND --params JSON [--wait] [--timeout SECONDS]
+JOB.json: {"kind":"group-by","params":{"format":"csv","keyField":"region","valueField":"amount"},"items":[{"inline":"region,amount\\neu,3"},{"blob":"sales/a.csv"}]}
+--prefix makes one item per blob under the prefix in the input container (INPUT_CONTAINER).`;
+
+/** Parses and checks the flags; throws with the usage on anything wrong. */
+export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: string; kind?: string; params?: string; wait: boolean; timeoutS: number } {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      file: { type: "string" },
+      prefix: { type: "string" },
+      kind: { type: "string" },
+      params: { type: "string" },
+      wait: { type: "boolean", default: false },
+      timeout: { type: "string", default: "600" },
+    },
+    strict: true,
+  });
+  const timeoutS = Number(values.timeout);
+  if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400) throw new Error(`--timeout must be a whole number of seconds from 1 to 86400, not ${values.timeout}.\n${USAGE}`);
+  if ((values.file === undefined) === (values.prefix === undefined)) throw new Error(`Give exactly one of --file or --prefix.\n${USAGE}`);
+  if (values.prefix !== undefined && (values.kind === undefined || values.params === undefined)) throw new Error(`--prefix needs --kind and --params.\n${USAGE}`);
+  return { file: values.file, prefix: values.prefix, kind: values.kind, params: values.params, wait: values.wait, timeoutS };
+}
+
+async function buildBody(app: CoordinatorApp, args: ReturnType<typeof parseEnqueueArgs>): Promise<unknown> {
+  if (args.file !== undefined) return JSON.parse(readFileSync(args.file, "utf8")) as unknown;
+  const names = (await app.files.list(args.prefix ?? "", 1_000_001)).filter((name) => !name.startsWith(keys.inboxPrefix) && !name.startsWith("jobs/"));
+  if (names.length === 0) throw new Error(`No blobs under "${args.prefix ?? ""}" in container ${app.settings.INPUT_CONTAINER}.`);
+  return { kind: args.kind, params: JSON.parse(args.params ?? "{}") as unknown, items: names.map((blob) => ({ blob })) };
+}
+
+async function main(): Promise<void> {
+  const args = parseEnqueueArgs(process.argv.slice(2));
+  const app = createCoordinatorApp();
+  const submitted = await submitJob(app, await buildBody(app, args));
+  if (!submitted.ok) {
+    process.stderr.write(`The job was not submitted:\n${submitted.errors.map((e) => `  ${e.field}: ${e.message}`).join("\n")}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  process.stdout.write(`Submitted job ${submitted.id} with ${submitted.itemCount} items.\n`);
+  if (!args.wait) return;
+  const bar = new SingleBar({ format: "{bar} {percentage}% | {value}/{total} items | {failed} failed | {status}", hideCursor: true, noTTYOutput: true, notTTYSchedule: 5000 }, Presets.shades_classic);
+  bar.start(submitted.itemCount, 0, { failed: 0, status: "pending" });
+  const deadline = Date.now() + args.timeoutS * 1000;
+  for (;;) {
+    const status = await getJobStatus(app, submitted.id);
+    if (status !== undefined) bar.update(status.progress.done + status.progress.failed, { failed: status.progress.failed, status: status.status });
+    if (status?.status === "completed") {
+      bar.stop();
+      process.stdout.write(`${JSON.stringify({ id: status.id, progress: status.progress, aggregate: status.aggregate, failures: status.failures }, null, 2)}\n`);
+      return;
+    }
+    if (Date.now() > deadline) {
+      bar.stop();
+      throw new Error(`Job ${submitted.id} did not complete within ${args.timeoutS} s; is a coordinator running (npm run local, or the deployed app)?`);
+    }
+    await delay(1000);
+  }
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
+}

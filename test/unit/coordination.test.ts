@@ -1,0 +1,190 @@
+import { describe, expect, it } from "vitest";
+import type { AppEvent } from "../../src/app/events";
+import { createRegistry } from "../../src/app/context";
+import type { CoordinationDeps } from "../../src/coordination/deps";
+import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { runCoordinationStep } from "../../src/coordination/step";
+import { storeSubmission } from "../../src/coordination/submit";
+import { processWorkMessage } from "../../src/coordination/worker";
+import { StaleEpochError } from "../../src/errors";
+import { silentLogger } from "../../src/util/logger";
+import { MemoryStateStore } from "../support/MemoryStateStore";
+import { MemoryFiles, MemoryQueue, fakeTerm } from "../support/memoryPorts";
+
+function world(overrides: Partial<CoordinationDeps> = {}) {
+  const events: AppEvent[] = [];
+  const state = new MemoryStateStore();
+  const work = new MemoryQueue("work");
+  const results = new MemoryQueue("results");
+  const poison = new MemoryQueue("work-poison");
+  const deps: CoordinationDeps = {
+    state,
+    files: new MemoryFiles(),
+    workQueue: work,
+    resultsQueue: results,
+    workPoisonQueue: poison,
+    resultsPoisonQueue: new MemoryQueue("results-poison"),
+    registry: createRegistry(),
+    dispatchBatchSize: 10,
+    maxInFlight: 20,
+    logger: silentLogger,
+    emit: (event) => events.push(event),
+    instanceId: "unit",
+    now: () => 1000,
+    ...overrides,
+  };
+  return { deps, events, work, results, poison, state };
+}
+
+const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
+const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
+
+/** Runs every queued work message through the worker (the queue trigger's job). */
+async function work(deps: CoordinationDeps, queue: MemoryQueue): Promise<number> {
+  const messages = await queue.receive(1000, 60);
+  for (const message of messages) {
+    await processWorkMessage({ ...deps, now: deps.now }, JSON.parse(message.text ?? "null") as unknown, { id: message.id, dequeueCount: message.dequeueCount, maxDequeueCount: 5 });
+    await queue.delete(message);
+  }
+  return messages.length;
+}
+
+async function readJob(state: MemoryStateStore, id: string) {
+  const stored = await state.read(keys.jobState(id));
+  return stored === undefined ? undefined : { ...jobStateSchema.parse(stored.value), epoch: stored.epoch };
+}
+
+describe("coordination step (unit, in-memory ports)", () => {
+  it("dispatches at most the batch size per pass and never more than maxInFlight without results", async () => {
+    const { deps, work: queue, state } = world({ dispatchBatchSize: 10, maxInFlight: 15 });
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 50 }, (_, i) => item("a", i)) });
+    const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    expect(report.registered).toBe(1);
+    // Pass 1 sends 10; pass 2 can send only 5 more (15 in flight); pass 3 sends none and the step ends idle.
+    expect(report.dispatched).toBe(15);
+    expect(queue.length).toBe(15);
+    expect((await readJob(state, id))?.dispatched).toBe(15);
+  });
+
+  it("counts a result delivered twice only once, and completes exactly when every item is done or failed", async () => {
+    const { deps, events, work: queue, results, state } = world();
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 5)] });
+    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await work(deps, queue);
+    await results.send(results.bodies()); // every result delivered a second time
+    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 3, failedCount: 0 });
+    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({ a: { count: 2, sum: 3, min: 1, max: 2 }, b: { count: 1, sum: 5, min: 5, max: 5 } });
+    expect(events.filter((e) => e.type === "job-completed")).toHaveLength(1);
+    expect(results.length).toBe(0);
+  });
+
+  it("a leader that crashes after folding but before acknowledging leaves results that the next leader counts as duplicates", async () => {
+    const { deps, work: queue, results, state } = world();
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await work(deps, queue);
+    results.failDeletes = true;
+    await expect(runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 })).rejects.toThrow("crashed before delete");
+    expect((await readJob(state, id))?.doneCount).toBe(2);
+    results.failDeletes = false;
+    results.nowMs += 60_000; // the results become visible again
+    const report = await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 });
+    expect(report).toMatchObject({ folded: 0, duplicates: 2 });
+    expect(await readJob(state, id)).toMatchObject({ doneCount: 2, status: "completed" });
+  });
+
+  it("a new leader continues the old leader's job where it stopped, with every item counted once", async () => {
+    const { deps, work: queue, state } = world({ dispatchBatchSize: 4, maxInFlight: 4 });
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 12 }, (_, i) => item(`k${i % 3}`, i)) });
+    const first = fakeTerm(1);
+    await runCoordinationStep(deps, first, { budgetMs: 60_000 });
+    await work(deps, queue);
+    first.end(); // the first leader is gone mid-job
+    for (let round = 0; round < 6; round++) {
+      await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 });
+      await work(deps, queue);
+    }
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 12, dispatched: 12 });
+    const view = groupByView(job?.aggregate as GroupByPartial);
+    expect(Object.values(view).reduce((n, g) => n + g.count, 0)).toBe(12);
+    expect(view.k0).toEqual({ count: 4, sum: 0 + 3 + 6 + 9, min: 0, max: 9 });
+  });
+
+  it("a stale leader's step is refused with StaleEpochError once a newer epoch has written, and changes nothing", async () => {
+    const { deps, state, work: queue, results } = world();
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 }); // the newer leader registers and dispatches
+    await work(deps, queue);
+    const before = await state.read(keys.jobState(id));
+    // The old leader wakes up and tries to fold the results into the job the newer epoch wrote.
+    await expect(runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 })).rejects.toBeInstanceOf(StaleEpochError);
+    expect(await state.read(keys.jobState(id))).toEqual(before);
+    results.nowMs += 60_000;
+    expect(results.length).toBe(2); // not acknowledged: the real leader still gets them
+    await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 });
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, epoch: 2 });
+  });
+
+  it("records items whose messages the host poisoned as failed with a reason, and leaves unattributable poison alone", async () => {
+    const { deps, work: queue, poison, state } = world();
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    const [first, second] = await queue.receive(2, 60);
+    if (first === undefined || second === undefined) throw new Error("expected two work messages");
+    await poison.send([first.rawText, "garbage that no job can claim"]); // the host moved one after 5 failed deliveries
+    await queue.delete(first);
+    await processWorkMessage(deps, JSON.parse(second.rawText) as unknown, { id: second.id, dequeueCount: 1, maxDequeueCount: 5 });
+    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
+    expect(job?.failures[0]?.reason).toMatch(/retries exhausted/);
+    expect(poison.bodies()).toEqual(["garbage that no job can claim"]);
+  });
+
+  it("keeps the leader's per-job state small: two bits per item, not the results", async () => {
+    const { deps, state } = world({ dispatchBatchSize: 1 });
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 100_000 }, (_, i) => item("k", i)) });
+    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    const stored = await state.read(keys.jobState(id));
+    expect(JSON.stringify(stored?.value).length).toBeLessThan(2 * (100_000 / 8) * 1.4 + 2000); // two base64 bitmaps + fields
+  });
+});
+
+describe("worker (unit)", () => {
+  it.each([
+    ["not JSON", "{oops", /not valid JSON/],
+    ["the wrong shape", { hello: "world" }, /v: /],
+    ["an unknown task kind", { v: 1, jobId: "j1", item: 0, kind: "mystery", params: {}, input: { inline: "" } }, /unknown task kind "mystery"/],
+    ["an out-of-range item", { v: 1, jobId: "j1", item: -4, kind: "group-by", params, input: { inline: "" } }, /item: /],
+    ["a __proto__ key", JSON.parse('{"v":1,"jobId":"j1","item":0,"kind":"group-by","params":{},"input":{"inline":""},"__proto__":{"polluted":true}}') as unknown, /Unrecognized key|unrecognized/i],
+  ])("moves a message with %s to the poison queue with a reason, without throwing", async (_name, payload, reason) => {
+    const { deps, poison, results } = world();
+    const outcome = await processWorkMessage(deps, payload, { id: "m1", dequeueCount: 1, maxDequeueCount: 5 });
+    expect(outcome.status).toBe("rejected");
+    const [body] = poison.bodies();
+    expect((JSON.parse(body ?? "{}") as { rejected: { reason: string } }).rejected.reason).toMatch(reason);
+    expect(results.length).toBe(0);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it("reports an item with unusable input as failed, with the reason (no retry can help)", async () => {
+    const { deps, results } = world();
+    const outcome = await processWorkMessage(deps, { v: 1, jobId: "j1", item: 0, kind: "group-by", params, input: { inline: '{"k":"a","v":"lots"}' } }, { id: "m1", dequeueCount: 1, maxDequeueCount: 5 });
+    expect(outcome).toMatchObject({ status: "failed", reason: expect.stringMatching(/not a number/) as unknown });
+    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({ ok: false, item: 0 });
+  });
+
+  it("rethrows a transient failure for the host to retry, and on the last delivery also reports the item as failed", async () => {
+    const { deps, results } = world();
+    deps.files.readText = () => Promise.reject(new Error("storage is down"));
+    const message = { v: 1, jobId: "j1", item: 3, kind: "group-by", params, input: { blob: "inputs/x.ndjson" } };
+    await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 2, maxDequeueCount: 5 })).rejects.toThrow("storage is down");
+    expect(results.length).toBe(0);
+    await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 5, maxDequeueCount: 5 })).rejects.toThrow("storage is down");
+    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({ ok: false, item: 3, reason: expect.stringMatching(/all 5 deliveries/) as unknown });
+  });
+});

@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { groupByKind, groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { ItemError } from "../../src/coordination/taskKinds";
+
+const csv = { format: "csv", keyField: "region", valueField: "amount" } as const;
+const ndjson = { format: "ndjson", keyField: "region", valueField: "amount" } as const;
+
+describe("group-by task kind (unit)", () => {
+  it("aggregates count, sum, min and max per key over CSV with quoted fields", () => {
+    const partial = groupByKind.process('region,amount\neu,3\n"us, east",4.25\neu,-1\n', csv);
+    expect(groupByView(partial)).toEqual({ eu: { count: 2, sum: 2, min: -1, max: 3 }, "us, east": { count: 1, sum: 4.25, min: 4.25, max: 4.25 } });
+  });
+
+  it("aggregates NDJSON, treating keys like __proto__ and constructor as plain data", () => {
+    const input = ['{"region":"__proto__","amount":1}', '{"region":"constructor","amount":2}', "", '{"region":"__proto__","amount":5}'].join("\n");
+    const view = groupByView(groupByKind.process(input, ndjson));
+    expect(Object.keys(view).sort()).toEqual(["__proto__", "constructor"]);
+    expect(Object.getOwnPropertyDescriptor(view, "__proto__")?.value).toEqual({ count: 2, sum: 6, min: 1, max: 5 });
+    expect(Object.getPrototypeOf(view)).toBe(Object.prototype);
+  });
+
+  it.each([
+    ["a value that is not a number", '{"region":"eu","amount":"lots"}', /not a number/],
+    ["a value out of range", '{"region":"eu","amount":1e300}', /out of range/],
+    ["a missing key field", '{"amount":3}', /"region" is missing/],
+    ["a line that is not JSON", "{nope", /line 1 is not valid JSON/],
+  ])("rejects %s with an ItemError that says which record", (_name, input, message) => {
+    expect(() => groupByKind.process(input, ndjson)).toThrow(ItemError);
+    expect(() => groupByKind.process(input, ndjson)).toThrow(message);
+  });
+
+  it("merges partials exactly the same in any order and grouping (associative, commutative, exact sums)", () => {
+    const partials: GroupByPartial[] = Array.from({ length: 30 }, (_, i) =>
+      groupByKind.process(`region,amount\n${["a", "b", "c"][i % 3] ?? "a"},${(i * 0.1).toFixed(1)}\nb,0.7\n`, csv),
+    );
+    const leftFold = partials.reduce((acc, p) => groupByKind.merge(acc, p), groupByKind.empty());
+    let seed = 7;
+    const shuffled = [...partials].sort(() => ((seed = (seed * 16807) % 2147483647) % 3) - 1);
+    const pairwise = (list: GroupByPartial[]): GroupByPartial =>
+      list.length === 1 ? (list[0] ?? []) : groupByKind.merge(pairwise(list.slice(0, list.length >> 1)), pairwise(list.slice(list.length >> 1)));
+    expect(pairwise(shuffled)).toEqual(leftFold);
+    expect(groupByView(leftFold).b?.sum).toBe(Number((0.1 * (1 + 4 + 7 + 10 + 13 + 16 + 19 + 22 + 25 + 28) + 0.7 * 30).toFixed(6)));
+  });
+});
