@@ -1,0 +1,73 @@
+import { HttpRequest, InvocationContext } from "@azure/functions";
+import { beforeAll, describe, expect, it } from "vitest";
+import { getCoordinatorApp } from "../../src/app/context";
+import { getJobHandler, submitJobHandler } from "../../functions/jobsApi";
+import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
+import { coordinatorHandler } from "../../functions/coordinator";
+import { uniqueName, useAzurite } from "../support/azuriteFixture";
+import { drainWorkQueue } from "../support/inProcessApp";
+
+function post(body: string, headers: Record<string, string> = {}): HttpRequest {
+  return new HttpRequest({ method: "POST", url: "http://localhost/api/jobs", body: { string: body }, headers: { "content-type": "application/json", ...headers } });
+}
+const context = (): InvocationContext => new InvocationContext({ functionName: "test", invocationId: uniqueName("inv"), logHandler: () => undefined });
+const good = { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,2\nus,3" }, { inline: "region,amount\neu,5" }] };
+
+describe("HTTP API handlers (exported handlers, real Azurite)", () => {
+  const env = useAzurite();
+  beforeAll(() => {
+    const suffix = uniqueName("h").slice(2);
+    Object.assign(process.env, {
+      COORDINATION_STORAGE: env.azurite.connectionString,
+      LEASE_CONTAINER: `leases-${suffix}`,
+      STATE_CONTAINER: `state-${suffix}`,
+      INPUT_CONTAINER: `inputs-${suffix}`,
+      WORK_QUEUE: `work-${suffix}`,
+      RESULTS_QUEUE: `results-${suffix}`,
+      WEBSITE_INSTANCE_ID: "http-test",
+      STEP_BUDGET_MS: "3000",
+    });
+  });
+
+  it.each([
+    ["malformed JSON", "{nope", "(body)", /not valid JSON/],
+    ["a wrong schema", JSON.stringify({ kind: "group-by", params: {}, items: [{ text: "x" }] }), "items.0", /./],
+    ["no items", JSON.stringify({ ...good, items: [] }), "items", /at least one item/],
+    ["an unknown task kind", JSON.stringify({ ...good, kind: "mystery" }), "kind", /unknown task kind "mystery"; known kinds: group-by/],
+    ["bad params", JSON.stringify({ ...good, params: { format: "xml", keyField: "", valueField: "amount" } }), "params.format", /./],
+    ["an oversized inline item", JSON.stringify({ ...good, items: [{ inline: "x".repeat(40_000) }] }), "items.0.inline", /at most 32768 bytes/],
+  ])("POST /api/jobs with %s answers 400 naming the field", async (_name, body, field, message) => {
+    const response = await submitJobHandler(post(body), context());
+    expect(response.status).toBe(400);
+    const errors = (response.jsonBody as { errors: { field: string; message: string }[] }).errors;
+    expect(errors.find((e) => e.field === field)?.message).toMatch(message);
+  });
+
+  it("POST /api/jobs with a body over the limit answers 413 without reading it", async () => {
+    const response = await submitJobHandler(post("{}", { "content-length": String(64 * 1024 * 1024) }), context());
+    expect(response.status).toBe(413);
+  });
+
+  it("a good job submitted after bad ones completes, undisturbed; GET /api/jobs/{id} shows progress and the aggregate", async () => {
+    const submitted = await submitJobHandler(post(JSON.stringify(good)), context());
+    expect(submitted.status).toBe(202);
+    const { id } = submitted.jsonBody as { id: string };
+    const get = (): Promise<{ status?: number; jsonBody?: unknown }> => getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }));
+    expect((await get()).jsonBody).toMatchObject({ status: "pending", progress: { total: 2 } });
+    const app = getCoordinatorApp();
+    for (let round = 0; round < 5; round++) {
+      await coordinatorHandler({ isPastDue: false, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
+      await drainWorkQueue(app, app.sink);
+    }
+    expect((await get()).jsonBody).toMatchObject({ status: "completed", progress: { total: 2, done: 2, failed: 0 }, aggregate: { eu: { count: 2, sum: 7, min: 2, max: 5 }, us: { count: 1, sum: 3 } } });
+    expect((await get()).status).toBe(200);
+    expect((await getJobHandler(new HttpRequest({ method: "GET", url: "http://localhost/api/jobs/none", params: { id: "none" } }))).status).toBe(404);
+  });
+
+  it("GET /api/leader describes the last term; POST /api/leader/step-down answers 409 when nobody holds the lease", async () => {
+    const leader = await getLeaderHandler();
+    expect(leader.jsonBody).toMatchObject({ epoch: expect.any(Number) as unknown, transitions: expect.any(Number) as unknown });
+    expect((leader.jsonBody as { epoch: number }).epoch).toBeGreaterThanOrEqual(1);
+    expect((await stepDownHandler(undefined, context())).status).toBe(409);
+  });
+});
