@@ -19,6 +19,13 @@ export default tseslint.config(
     },
   },
   {
+    // Plain CommonJS helpers (run without a TypeScript loader): linted without type information.
+    files: ["**/*.js"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", process: "readonly", __dirname: "readonly" } },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, "@typescript-eslint/no-require-imports": "off" },
+  },
+  {
     files: ["src/**/*.ts"],
     rules: { "no-console": "error" },
   },

@@ -14,6 +14,8 @@ const DEV_ACCOUNT = "devstoreaccount1";
 const DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 const AZURITE_MAIN = resolve(__dirname, "..", "..", "node_modules", "azurite", "dist", "src", "azurite.js");
+/** Kills Azurite when this process dies, even by SIGKILL (it watches our end of a pipe). */
+const GUARD = resolve(__dirname, "azurite-guard.js");
 
 /** Options for {@link startAzurite}. */
 export interface AzuriteOptions {
@@ -61,6 +63,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
 
   async function spawnAzurite(requested: { blobPort: number; queuePort: number }): Promise<{ blobPort: number; queuePort: number }> {
     const args = [
+      GUARD,
       AZURITE_MAIN,
       "--silent",
       "--disableTelemetry",
@@ -72,7 +75,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
       "--tablePort", "0",
       ...(location ? ["--location", location] : ["--inMemoryPersistence"]),
     ];
-    const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     child = proc;
     return new Promise((resolvePorts, reject) => {
       let output = "";

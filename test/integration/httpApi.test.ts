@@ -56,7 +56,7 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect((await get()).jsonBody).toMatchObject({ status: "pending", progress: { total: 2 } });
     const app = getCoordinatorApp();
     for (let round = 0; round < 5; round++) {
-      await coordinatorHandler({ isPastDue: false, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
+      await coordinatorHandler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
       await drainWorkQueue(app, app.sink);
     }
     expect((await get()).jsonBody).toMatchObject({ status: "completed", progress: { total: 2, done: 2, failed: 0 }, aggregate: { eu: { count: 2, sum: 7, min: 2, max: 5 }, us: { count: 1, sum: 3 } } });
