@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", ".local/**", "bench-results/**"] },
+  { ignores: ["eslint.config.mjs", "dist/**", "node_modules/**", "coverage/**", ".local/**", "bench-results/**"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
@@ -22,7 +22,11 @@ export default tseslint.config(
     // Plain CommonJS helpers (run without a TypeScript loader): linted without type information.
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", process: "readonly", __dirname: "readonly" } },
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: "commonjs",
+      globals: { require: "readonly", process: "readonly", __dirname: "readonly" },
+    },
     rules: { ...tseslint.configs.disableTypeChecked.rules, "@typescript-eslint/no-require-imports": "off" },
   },
   {
