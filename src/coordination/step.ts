@@ -1,11 +1,14 @@
 import { FencedStateStore } from "../fencing/FencedStateStore";
 import type { LeadershipTerm } from "../leadership/Term";
-import { throwIfAborted } from "../util/delay";
+import { delay, throwIfAborted } from "../util/delay";
 import type { CoordinationDeps } from "./deps";
 import { dispatchJob } from "./dispatch";
 import { foldPoisonBatch, foldResultBatch } from "./foldResults";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
+
+/** How long an idle pass waits for workers before looking again, while jobs are active. */
+const IDLE_POLL_MS = 500;
 
 /** Options for {@link runCoordinationStep}. */
 export interface StepOptions {
@@ -30,8 +33,8 @@ export interface StepReport {
 
 /**
  * The coordination step, run by the leader under its term: register submitted jobs, fold worker results and poisoned
- * items, dispatch more items (bounded), detect completion. Repeats passes while there is work and budget; returns
- * when idle or out of budget. Every state write is fenced by the term's epoch, and the term's signal stops it.
+ * items, dispatch more items (bounded), detect completion. Repeats passes while jobs are active and budget remains;
+ * returns when no job is active or the budget is spent. Every state write is fenced by the term's epoch, and the term's signal stops it.
  */
 export async function runCoordinationStep(deps: CoordinationDeps, term: LeadershipTerm, options: StepOptions): Promise<StepReport> {
   const monotonicMs = options.monotonicMs ?? (() => performance.now());
@@ -48,7 +51,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     let work = registered > 0;
     for (const fold of [foldResultBatch, foldPoisonBatch]) {
       // Results first and repeatedly: they free in-flight room for dispatch.
-      for (let batch = 0; batch < 20 && monotonicMs() < endMono; batch++) {
+      for (let batch = 0; batch < 20; batch++) {
         const folded = await fold(deps, jobs, epoch, io);
         report.folded += folded.folded;
         report.duplicates += folded.duplicates;
@@ -57,7 +60,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
         report.completedJobs.push(...folded.completed);
         term.reportProgress();
         if (folded.received > 0) work = true;
-        if (folded.received < 32) break;
+        if (folded.received < 32 || monotonicMs() >= endMono) break;
       }
     }
     const index = await jobs.readIndex(io);
@@ -78,6 +81,9 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     }
     if (finished.length > 0) await jobs.updateIndex({ remove: finished }, io);
     report.activeJobs = (index?.value.active.length ?? 0) - finished.length;
-    if (!work || monotonicMs() >= endMono) return report;
+    const remainingMs = endMono - monotonicMs();
+    if (remainingMs <= 0 || (!work && report.activeJobs === 0)) return report;
+    // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.
+    if (!work) await delay(Math.min(IDLE_POLL_MS, remainingMs), { abortSignal: term.signal });
   }
 }

@@ -1,0 +1,146 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { fieldText } from "./eventLog";
+import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol";
+
+/**
+ * One instance process of a local run: `node --import tsx scripts/local/instance.ts` (tsx as a loader in the same
+ * process, not the tsx CLI, which would put a wrapper process between us and the instance — SIGKILL must hit the
+ * instance itself). Tracks what the live view shows: pid, role, epoch, last step, exit.
+ */
+
+const INSTANCE_SCRIPT = resolve(__dirname, "instance.ts");
+const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
+
+/** What is known about an instance. */
+export interface InstanceState {
+  readonly name: string;
+  readonly pid: number | undefined;
+  /** "leader" while it holds a term; "dead" once it exited. */
+  role: "starting" | "follower" | "leader" | "dead";
+  /** The latest epoch it led or saw. */
+  epoch?: number;
+  /** The latest step outcome: "completed", "aborted (lease-lost)", "skipped", … */
+  lastStep?: { outcome: string; atMs: number };
+  httpPort?: number;
+  exit?: { code: number | null; signal: NodeJS.Signals | null; atMs: number; killedByRunner: boolean };
+  startedAtMs: number;
+  /** The last log lines, for error messages when it dies early. */
+  readonly recentLogs: string[];
+}
+
+/** Callbacks of an {@link InstanceProcess}. */
+export interface InstanceHandlers {
+  onEvent(instance: InstanceState, line: EventLine): void;
+  onLog(instance: InstanceState, line: LogLine): void;
+  onReady(instance: InstanceState, line: ReadyLine): void;
+  onExit(instance: InstanceState): void;
+}
+
+/** A running (or exited) instance process. */
+export class InstanceProcess {
+  readonly state: InstanceState;
+  /** Settles when the process has exited. */
+  readonly exited: Promise<void>;
+  private readonly child: ChildProcess;
+
+  constructor(name: string, env: Record<string, string | undefined>, private readonly handlers: InstanceHandlers) {
+    // Own process group (detached): Ctrl-C in the terminal reaches only the runner, which then stops the instances
+    // in order. An orphan still stops: its stdin closes when the runner dies. (On Windows detached means a new
+    // console window, so not there.)
+    this.child = spawn(process.execPath, ["--import", TSX_LOADER, INSTANCE_SCRIPT], {
+      env: { ...env, WEBSITE_INSTANCE_ID: name },
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: process.platform !== "win32",
+    });
+    this.state = { name, pid: this.child.pid, role: "starting", startedAtMs: Date.now(), recentLogs: [] };
+    createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on("line", (text) => {
+      this.onLine(text);
+    });
+    createInterface({ input: this.child.stderr as NodeJS.ReadableStream }).on("line", (text) => {
+      this.log({ kind: "log", level: "error", message: text, ts: new Date().toISOString() });
+    });
+    this.exited = new Promise((done) => {
+      this.child.once("exit", (code, signal) => {
+        this.state.role = "dead";
+        this.state.exit = { code, signal, atMs: Date.now(), killedByRunner: this.state.exit?.killedByRunner ?? false };
+        this.handlers.onExit(this.state);
+        done();
+      });
+    });
+    // A failed spawn also ends in "exit"; without a listener "error" would throw.
+    this.child.once("error", (error) => {
+      this.log({ kind: "log", level: "critical", message: `Could not start: ${error.message}`, ts: new Date().toISOString() });
+    });
+  }
+
+  /** True until the process exited. */
+  get alive(): boolean {
+    return this.state.exit === undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** SIGKILLs the process (the survivability demo); the exit is then reported as killed by the runner. */
+  kill(): void {
+    this.state.exit = { code: null, signal: "SIGKILL", atMs: Date.now(), killedByRunner: true };
+    this.child.kill("SIGKILL");
+  }
+
+  /** Asks for a graceful stop (SIGTERM), then SIGKILLs after `timeoutMs`. */
+  async stop(timeoutMs: number): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  private onLine(text: string): void {
+    const line = parseInstanceLine(text);
+    if (line.kind === "log") this.log(line);
+    else if (line.kind === "ready") {
+      this.state.httpPort = line.httpPort;
+      if (this.state.role === "starting") this.state.role = "follower";
+      this.handlers.onReady(this.state, line);
+    } else if (line.kind === "event") {
+      this.track(line);
+      this.handlers.onEvent(this.state, line);
+    }
+  }
+
+  private log(line: LogLine): void {
+    this.state.recentLogs.push(`${line.level}: ${line.message}`);
+    if (this.state.recentLogs.length > 20) this.state.recentLogs.shift();
+    this.handlers.onLog(this.state, line);
+  }
+
+  /** Role, epoch and last step from the app's events. */
+  private track(event: EventLine): void {
+    const state = this.state;
+    if (event.epoch !== undefined) state.epoch = Math.max(state.epoch ?? 0, event.epoch);
+    switch (event.type) {
+      case "lease-acquired":
+        state.role = "leader";
+        break;
+      case "lease-released":
+      case "lease-lost":
+        state.role = "follower";
+        break;
+      case "leader-observed":
+        if (event.leader !== state.name) state.role = "follower";
+        break;
+      case "step-completed":
+      case "step-skipped":
+        state.lastStep = { outcome: event.type.slice("step-".length), atMs: event.atMs };
+        if (typeof event.leaderEpoch === "number") state.epoch = Math.max(state.epoch ?? 0, event.leaderEpoch);
+        break;
+      case "step-aborted":
+        state.lastStep = { outcome: `aborted (${fieldText(event.reason) || "unknown"})`, atMs: event.atMs };
+        break;
+      default:
+        break;
+    }
+  }
+}

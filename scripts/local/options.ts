@@ -1,0 +1,120 @@
+import { parseArgs } from "node:util";
+import { parseSchedule } from "./timerTrigger";
+
+/** The command line of `npm run local`, parsed and validated up front. */
+
+/** Options of a local run (see {@link parseLocalArgs} for the flags). */
+export interface LocalOptions {
+  /** Instance processes to start, 1–16. @default 3 */
+  instances: number;
+  /** Stop after this many seconds; undefined: stop a few seconds after the demo job completes. */
+  durationS?: number;
+  /** COORDINATOR_SCHEDULE for the instances. @default "*\/5 * * * * *" */
+  schedule: string;
+  /** Append event JSON lines here. @default `.local/events-<timestamp>.jsonl` */
+  eventsPath?: string;
+  /** SIGKILL the current leader after this many seconds (survivability demo). */
+  killLeaderAfterS?: number;
+  /** Items in the demo job, 1–5000. @default 200 */
+  items: number;
+  /** Where to write the timeline SVG. @default `.local/timeline-<timestamp>.svg` */
+  timelinePath?: string;
+}
+
+/** A bad command line: the message names the flag and what is allowed. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Usage text for `--help` and after a {@link UsageError}. */
+export const USAGE = `Usage: npm run local -- [flags]
+
+Runs the coordinator app locally: Azurite (unless COORDINATION_STORAGE is set), N instance processes, a demo
+group-by job, a live view, and a leadership timeline (SVG) at the end.
+
+  --instances N           instance processes, 1–16 (default 3)
+  --duration S            stop gracefully after S seconds (default: a few seconds after the job completes)
+  --schedule CRON         COORDINATOR_SCHEDULE, NCRONTAB with seconds (default "*/5 * * * * *")
+  --events FILE           append events as JSON lines (default .local/events-<timestamp>.jsonl)
+  --kill-leader-after S   SIGKILL the leader after S seconds; the others carry on
+  --items N               demo job items, 1–5000 (default 200)
+  --timeline FILE         where to write the SVG (default .local/timeline-<timestamp>.svg)
+  --help                  show this text
+
+To see a leader die mid-job, make the job span several steps:
+  DISPATCH_BATCH_SIZE=10 npm run local -- --kill-leader-after 8`;
+
+/**
+ * Parses `argv` (without node and script).
+ *
+ * @returns the options, or "help" when --help was given.
+ * @throws UsageError naming the flag and the allowed values.
+ */
+export function parseLocalArgs(argv: readonly string[]): LocalOptions | "help" {
+  const values = parseFlags(argv);
+  if (values.help === true) return "help";
+  const durationS = optionalNumber(values.duration, "--duration", 1, 86_400, false);
+  const killLeaderAfterS = optionalNumber(values["kill-leader-after"], "--kill-leader-after", 0, 86_400, false);
+  if (durationS !== undefined && killLeaderAfterS !== undefined && killLeaderAfterS >= durationS) {
+    throw new UsageError(`--kill-leader-after (${killLeaderAfterS}) must be less than --duration (${durationS}).`);
+  }
+  return {
+    instances: optionalNumber(values.instances, "--instances", 1, 16, true) ?? 3,
+    durationS,
+    schedule: schedule(values.schedule),
+    eventsPath: nonEmpty(values.events, "--events"),
+    killLeaderAfterS,
+    items: optionalNumber(values.items, "--items", 1, 5000, true) ?? 200,
+    timelinePath: nonEmpty(values.timeline, "--timeline"),
+  };
+}
+
+function parseFlags(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        instances: { type: "string" },
+        duration: { type: "string" },
+        schedule: { type: "string" },
+        events: { type: "string" },
+        "kill-leader-after": { type: "string" },
+        items: { type: "string" },
+        timeline: { type: "string" },
+        help: { type: "boolean" },
+      },
+    }).values;
+  } catch (error) {
+    // parseArgs names the flag ("Unknown option '--x'"); say what to do next.
+    throw new UsageError(`${(error as Error).message}. Run with --help for the flags.`);
+  }
+}
+
+function optionalNumber(raw: string | undefined, flag: string, min: number, max: number, integer: boolean): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  const kind = integer ? "a whole number" : "a number";
+  if (raw.trim() === "" || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
+    throw new UsageError(`${flag} must be ${kind} from ${min} to ${max}, got "${raw}".`);
+  }
+  return value;
+}
+
+function schedule(raw: string | undefined): string {
+  const value = raw ?? "*/5 * * * * *";
+  const problem = `--schedule must be an NCRONTAB expression with six fields, seconds first (e.g. "*/5 * * * * *"), got "${value}"`;
+  if (value.trim().split(/\s+/).length !== 6) throw new UsageError(`${problem}.`);
+  try {
+    parseSchedule(value, "coordinator");
+  } catch (error) {
+    throw new UsageError(`${problem}: ${(error as Error).message}`);
+  }
+  return value.trim();
+}
+
+function nonEmpty(raw: string | undefined, flag: string): string | undefined {
+  if (raw !== undefined && raw.trim() === "") throw new UsageError(`${flag} must be a file path, got an empty string.`);
+  return raw;
+}

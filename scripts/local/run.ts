@@ -1,0 +1,224 @@
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
+import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
+import { readSettings } from "../../src/config/settings";
+import { delay } from "../../src/util/delay";
+import { startAzurite, type Azurite } from "../support/azurite";
+import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
+import { EventLog, recordFromEventLine } from "./eventLog";
+import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances";
+import { LiveView, type LiveMode } from "./liveView";
+import type { LocalOptions } from "./options";
+import { aggregateTable, describeEvent } from "./report";
+import { ensureAppStorage } from "./storageSetup";
+import { renderTimeline } from "./timeline";
+import { watchRun } from "./watch";
+
+/**
+ * `runLocal`: the whole local run, importable (the CLI in `scripts/local.ts` is a thin wrapper, and the end-to-end
+ * test calls this). Starts Azurite unless COORDINATION_STORAGE is set, creates the app's containers and queues,
+ * starts the instance processes, submits the demo job, watches until it is done (or the duration ends, or the
+ * signal aborts), stops everything gracefully, and writes the event log and the timeline SVG.
+ */
+
+const REPO_ROOT = resolve(__dirname, "..", "..");
+/** How long an instance gets to stop (its host waits up to 30 s for running invocations). */
+const INSTANCE_STOP_TIMEOUT_MS = 35_000;
+
+/** Options of {@link runLocal}: the CLI's, plus what a caller embedding the runner may set. */
+export interface RunLocalOptions extends Partial<LocalOptions> {
+  /** Base environment of the instances (app settings). @default process.env */
+  env?: Record<string, string | undefined>;
+  /** Where the live view and summary go. @default process.stdout */
+  output?: NodeJS.WritableStream;
+  /** @default "tty" when `output` is a TTY and CI is not set, else "plain" */
+  live?: LiveMode;
+  /** Stops the run early (Ctrl-C); the result then says "interrupted". */
+  abortSignal?: AbortSignal;
+  /** Folder of the default events, timeline and log paths. @default `<repo>/.local` */
+  outputDir?: string;
+  /** Without `durationS`: give up when the job has not completed after this many seconds. @default 300 */
+  maxWaitS?: number;
+  /** Without `durationS`: keep running this long after the job completed, so the timeline shows it. @default 5 */
+  settleS?: number;
+}
+
+/** An instance of the run, as it ended. */
+export interface InstanceSummary {
+  name: string;
+  pid: number | undefined;
+  startedAt: string;
+  exit?: { code: number | null; signal: string | null; at: string; killedByRunner: boolean };
+}
+
+/** What a run did. `exitCode` is 0 only when the job completed with the expected aggregate. */
+export interface LocalRunResult {
+  exitCode: number;
+  /** Why the run failed, for a person; undefined on success. */
+  problem?: string;
+  storage: "azurite" | "external";
+  jobId?: string;
+  /** The job's final status as the app reports it. */
+  status?: JobStatus;
+  aggregate?: Aggregate;
+  expected: Aggregate;
+  matches: boolean;
+  eventsPath: string;
+  timelinePath: string;
+  logsDir: string;
+  instances: InstanceSummary[];
+}
+
+/** Runs the coordinator app locally with several instances and a demo job. Never throws: failures are in the result. */
+export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunResult> {
+  const baseEnv = options.env ?? process.env;
+  const out = options.output ?? process.stdout;
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const outputDir = options.outputDir ?? join(REPO_ROOT, ".local");
+  const events = new EventLog(resolve(options.eventsPath ?? join(outputDir, `events-${stamp}.jsonl`)));
+  const logsDir = join(outputDir, `logs-${stamp}`);
+  const demo = createDemoJob(options.items ?? 200, `local-demo/${stamp}`);
+  const result: LocalRunResult = {
+    exitCode: 1,
+    storage: baseEnv.COORDINATION_STORAGE === undefined ? "azurite" : "external",
+    expected: demo.expected,
+    matches: false,
+    eventsPath: events.path,
+    timelinePath: resolve(options.timelinePath ?? join(outputDir, `timeline-${stamp}.svg`)),
+    logsDir,
+    instances: [],
+  };
+  const live = options.live ?? ((out as { isTTY?: boolean }).isTTY === true && baseEnv.CI === undefined ? "tty" : "plain");
+  const schedule = options.schedule ?? "*/5 * * * * *";
+  const instanceCount = options.instances ?? 3;
+  let azurite: Azurite | undefined;
+  let app: CoordinatorApp | undefined;
+  const instances: InstanceProcess[] = [];
+  const print = (text: string): void => {
+    if (live !== "off") out.write(`${text}\n`);
+  };
+  try {
+    let connectionString = baseEnv.COORDINATION_STORAGE;
+    if (connectionString === undefined) {
+      try {
+        azurite = await startAzurite();
+      } catch (error) {
+        throw new Error(`Azurite could not start: ${(error as Error).message}\nCheck that dev dependencies are installed (npm ci), or set COORDINATION_STORAGE to use other storage.`);
+      }
+      connectionString = azurite.connectionString;
+    }
+    const env: Record<string, string | undefined> = {
+      ...baseEnv,
+      COORDINATION_STORAGE: connectionString,
+      COORDINATOR_SCHEDULE: schedule,
+      // A killed instance's messages come back after 30 s instead of the host's 10 min (renewed while running).
+      LOCAL_MESSAGE_LEASE_SECONDS: baseEnv.LOCAL_MESSAGE_LEASE_SECONDS ?? "30",
+    };
+    const settings = readSettings(env);
+    // Bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one, locally the defaults do.
+    for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
+    await ensureAppStorage(connectionString, settings);
+    const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
+    await Promise.all(demo.blobs.map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+
+    const storageLabel = azurite === undefined ? "COORDINATION_STORAGE" : `Azurite (blob :${azurite.blobPort}, queue :${azurite.queuePort})`;
+    const view = new LiveView(out, live, `Local coordinator: ${instanceCount} instances, schedule "${schedule}", storage ${storageLabel}`);
+    const startedMs = Date.now();
+    const elapsed = (): number => Date.now() - startedMs;
+    mkdirSync(logsDir, { recursive: true });
+    const handlers: InstanceHandlers = {
+      onEvent: (_instance, line) => {
+        events.append(recordFromEventLine(line));
+        const text = describeEvent(line);
+        if (text !== undefined) view.note(elapsed(), text);
+      },
+      onLog: (instance, line) => {
+        appendFileSync(join(logsDir, `${instance.name}.log`), `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`);
+      },
+      onReady: (instance, line) => {
+        const http = line.httpPort === undefined ? "" : `, HTTP http://127.0.0.1:${line.httpPort}/api`;
+        view.note(elapsed(), `${instance.name} ready (pid ${line.pid}, ${line.functions.length} functions${http})`);
+      },
+      onExit: (instance) => {
+        const exit = instance.exit;
+        events.append({ ts: new Date().toISOString(), instance: instance.name, pid: instance.pid, type: "instance-exited", code: exit?.code ?? null, signal: exit?.signal ?? null, killedByRunner: exit?.killedByRunner ?? false });
+        view.note(elapsed(), `${instance.name} exited (${exit?.signal ?? `code ${String(exit?.code)}`})${exit?.killedByRunner === true ? " — killed by the runner" : ""}`);
+      },
+    };
+    for (let index = 1; index <= instanceCount; index++) {
+      const instance = new InstanceProcess(`instance-${index}`, env, handlers);
+      instances.push(instance);
+      events.append({ ts: new Date().toISOString(), instance: instance.state.name, pid: instance.state.pid, type: "instance-started" });
+    }
+    await waitForReady(instances, options.abortSignal);
+
+    app = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "local-runner" });
+    const submitted = await submitJob(app, demo.spec);
+    if (!submitted.ok) throw new Error(`The app rejected the demo job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`);
+    result.jobId = submitted.id;
+    view.note(elapsed(), `submitted job ${submitted.id.slice(0, 8)} (${submitted.itemCount} items)`);
+
+    const watched = await watchRun({ app, jobId: submitted.id, instances, view, startedMs, options });
+    result.status = watched.status;
+    result.problem = watched.problem;
+    view.close();
+  } catch (error) {
+    result.problem = (error as Error).message;
+  } finally {
+    await Promise.all(instances.map((instance) => instance.stop(INSTANCE_STOP_TIMEOUT_MS)));
+    if (app !== undefined && result.jobId !== undefined) result.status = (await getJobStatus(app, result.jobId).catch(() => undefined)) ?? result.status;
+    await azurite?.stop();
+    result.instances = instances.map((instance) => summarize(instance.state));
+    mkdirSync(dirname(result.timelinePath), { recursive: true });
+    writeFileSync(result.timelinePath, renderTimeline(events.records, { title: `Leadership timeline — ${instanceCount} instances, schedule "${schedule}"` }));
+  }
+  return finish(result, print, options.abortSignal?.aborted === true);
+}
+
+/** Decides the exit code and prints the summary. */
+function finish(result: LocalRunResult, print: (text: string) => void, interrupted: boolean): LocalRunResult {
+  result.aggregate = asAggregate(result.status?.aggregate);
+  result.matches = aggregatesMatch(result.aggregate, result.expected);
+  const completed = result.status?.status === "completed";
+  if (result.problem === undefined && interrupted) result.problem = "Interrupted before the run finished.";
+  else if (result.problem === undefined && !completed) result.problem = `The job did not complete in time (status ${result.status?.status ?? "unknown"}).`;
+  else if (result.problem === undefined && !result.matches) result.problem = "The job completed, but its aggregate differs from the expected one.";
+  result.exitCode = result.problem === undefined ? 0 : interrupted ? 130 : 1;
+  printSummary(result, print);
+  return result;
+}
+
+async function waitForReady(instances: readonly InstanceProcess[], abortSignal: AbortSignal | undefined): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const dead = instances.find((instance) => instance.state.exit !== undefined);
+    if (dead !== undefined) throw new Error(`${dead.state.name} exited while starting. Its last output:\n  ${dead.state.recentLogs.join("\n  ")}`);
+    if (instances.every((instance) => instance.state.role !== "starting")) return;
+    if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
+    await delay(100, { abortSignal });
+  }
+}
+
+function summarize(state: InstanceState): InstanceSummary {
+  const exit = state.exit;
+  return {
+    name: state.name,
+    pid: state.pid,
+    startedAt: new Date(state.startedAtMs).toISOString(),
+    ...(exit === undefined ? {} : { exit: { code: exit.code, signal: exit.signal, at: new Date(exit.atMs).toISOString(), killedByRunner: exit.killedByRunner } }),
+  };
+}
+
+function printSummary(result: LocalRunResult, print: (text: string) => void): void {
+  const progress = result.status?.progress;
+  print("");
+  print(`Job ${result.jobId ?? "(not submitted)"}: ${result.status?.status ?? "unknown"}${progress === undefined ? "" : ` — done ${progress.done}/${progress.total}, failed ${progress.failed}`}`);
+  for (const line of aggregateTable(result.aggregate, result.expected)) print(line);
+  print(`Aggregate matches the expected one: ${result.matches ? "yes" : "no"}`);
+  print(`Events:   ${result.eventsPath}`);
+  print(`Timeline: ${result.timelinePath}`);
+  print(`Logs:     ${result.logsDir}`);
+  if (result.problem !== undefined) print(`\n${result.problem}`);
+}

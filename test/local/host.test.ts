@@ -1,0 +1,163 @@
+import { resolve } from "node:path";
+import { QueueServiceClient } from "@azure/storage-queue";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FunctionsHost } from "../../scripts/local/host";
+import type { HostLogEntry } from "../../scripts/local/invoke";
+import { loadFunctionApp, type FunctionApp } from "../../scripts/local/registrations";
+import { uniqueName, useAzurite } from "../support/azuriteFixture";
+
+/** What a fixture handler logged: `fixture <json>`. */
+interface FixtureRecord {
+  function: string;
+  [field: string]: unknown;
+}
+
+const FIXTURE = resolve(__dirname, "fixtures", "functions.ts");
+
+describe("local Functions host on Azurite", () => {
+  const storage = useAzurite();
+  const logs: HostLogEntry[] = [];
+  const names = { queue: uniqueName("in"), out: uniqueName("out"), failing: uniqueName("fail") };
+  let app: FunctionApp;
+  let host: FunctionsHost;
+  let queues: QueueServiceClient;
+
+  const records = (functionName: string): FixtureRecord[] =>
+    logs
+      .filter((entry) => entry.category === "user" && entry.message.startsWith("fixture "))
+      .map((entry) => JSON.parse(entry.message.slice("fixture ".length)) as FixtureRecord)
+      .filter((record) => record.function === functionName);
+
+  beforeAll(async () => {
+    app = await loadFunctionApp(FIXTURE);
+    queues = QueueServiceClient.fromConnectionString(storage.azurite.connectionString);
+    for (const name of Object.values(names)) await queues.getQueueClient(name).create();
+    host = new FunctionsHost({
+      app,
+      log: (entry) => logs.push(entry),
+      env: {
+        FIXTURE_STORAGE: storage.azurite.connectionString,
+        FIXTURE_QUEUE: names.queue,
+        FIXTURE_OUT_QUEUE: names.out,
+        FIXTURE_FAILING_QUEUE: names.failing,
+        FIXTURE_SCHEDULE: "*/1 * * * * *",
+      },
+      hostJsonPath: resolve(__dirname, "fixtures", "no-host.json"),
+      queueOverrides: { maxDequeueCount: 3, maxPollingIntervalMs: 300 },
+      messageLeaseMs: 30_000,
+    });
+    await host.start();
+  });
+
+  afterAll(async () => {
+    await host.stop();
+  });
+
+  it("captures the real registrations with their binding metadata", () => {
+    const byName = new Map(app.functions.map((fn) => [fn.metadata.name, Object.values(fn.metadata.bindings)]));
+    expect([...byName.keys()].sort()).toEqual(["alwaysFails", "echo", "echoBody", "getItem", "slow", "tick"]);
+    expect(byName.get("tick")).toContainEqual(expect.objectContaining({ type: "timerTrigger", direction: "in", schedule: "%FIXTURE_SCHEDULE%" }));
+    expect(byName.get("echo")).toContainEqual(expect.objectContaining({ type: "queueTrigger", queueName: "%FIXTURE_QUEUE%", connection: "FIXTURE_STORAGE" }));
+    expect(byName.get("echo")).toContainEqual(expect.objectContaining({ type: "queue", direction: "out" }));
+    expect(byName.get("getItem")).toContainEqual(expect.objectContaining({ type: "httpTrigger", route: "items/{id}/{detail?}", methods: ["GET"] }));
+  });
+
+  it("base64-decodes and JSON-parses a queue message, passes the trigger metadata, deletes it and writes the output", async () => {
+    const queue = queues.getQueueClient(names.queue);
+    const sent = await queue.sendMessage(Buffer.from(JSON.stringify({ Region: "west", amount: 3 })).toString("base64"));
+    await waitFor(() => records("echo").some((record) => (record.triggerMetadata as { id?: string } | undefined)?.id === sent.messageId));
+    const record = records("echo").find((candidate) => (candidate.triggerMetadata as { id: string }).id === sent.messageId);
+    expect(record?.payload).toEqual({ Region: "west", amount: 3 });
+    expect(record?.triggerMetadata).toMatchObject({
+      dequeueCount: 1,
+      id: sent.messageId,
+      popReceipt: expect.any(String) as unknown,
+      insertionTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/) as unknown,
+      expirationTime: expect.any(String) as unknown,
+      nextVisibleTime: expect.any(String) as unknown,
+      // The library camel-cases trigger metadata values too — the worker's behaviour, kept on purpose.
+      queueTrigger: { region: "west", amount: 3 },
+    });
+    await waitFor(async () => (await queue.getProperties()).approximateMessagesCount === 0);
+    const out = await waitForMessage(queues, names.out);
+    expect(JSON.parse(Buffer.from(out, "base64").toString("utf8"))).toEqual({ echoed: { Region: "west", amount: 3 } });
+  });
+
+  it("retries a failing message with a growing dequeueCount, then moves it unchanged to <queue>-poison", async () => {
+    const body = Buffer.from(JSON.stringify({ n: 1 })).toString("base64");
+    await queues.getQueueClient(names.failing).sendMessage(body);
+    const poisoned = await waitForMessage(queues, `${names.failing}-poison`);
+    expect(poisoned).toBe(body);
+    expect(records("alwaysFails").map((record) => record.dequeueCount)).toEqual([1, 2, 3]);
+    expect((await queues.getQueueClient(names.failing).getProperties()).approximateMessagesCount).toBe(0);
+  });
+
+  it("moves a message that is not valid base64 to the poison queue without invoking the function", async () => {
+    const before = records("echo").length;
+    await queues.getQueueClient(names.queue).sendMessage("{not base64}");
+    expect(await waitForMessage(queues, `${names.queue}-poison`)).toBe("{not base64}");
+    expect(records("echo")).toHaveLength(before);
+  });
+
+  it("fires the timer at each occurrence of its NCRONTAB schedule with the host's Timer object", async () => {
+    await waitFor(() => records("tick").length >= 3, 6_000);
+    type TimerSeen = { isPastDue: boolean; schedule: unknown; scheduleStatus: { last: string; next: string; lastUpdated: string } };
+    const ticks = records("tick").map((tick) => ({ atMs: tick.atMs as number, timer: tick.timer as TimerSeen }));
+    expect(ticks[0]?.timer).toMatchObject({ isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "0001-01-01T00:00:00" } });
+    for (const [index, tick] of ticks.entries()) {
+      const next = Date.parse(tick.timer.scheduleStatus.next);
+      expect(next % 1000).toBe(0);
+      expect(next).toBeGreaterThan(tick.atMs - 1000);
+      if (index === 0) continue;
+      // `last` is the previous occurrence, and this one ran no earlier than a second (one occurrence) after it.
+      const last = Date.parse(tick.timer.scheduleStatus.last);
+      expect(last % 1000).toBe(0);
+      expect(tick.atMs).toBeGreaterThanOrEqual(last + 1000);
+    }
+  });
+
+  it("routes HTTP requests to /api/<route> with route params, query, body and the response init", async () => {
+    const base = `http://127.0.0.1:${String(host.httpPort)}`;
+    const item = await fetch(`${base}/api/items/42/full?q=x`);
+    expect(item.status).toBe(200);
+    expect(item.headers.get("content-type")).toContain("application/json");
+    expect(await item.json()).toEqual({ id: "42", detail: "full", q: "x" });
+    expect(await (await fetch(`${base}/api/items/7`)).json()).toEqual({ id: "7", detail: null, q: null });
+    const echoed = await fetch(`${base}/api/echo`, { method: "POST", body: "hello" });
+    expect([echoed.status, echoed.headers.get("x-fixture"), await echoed.text()]).toEqual([201, "yes", "hello"]);
+    expect((await fetch(`${base}/api/echo`)).status).toBe(404);
+    expect((await fetch(`${base}/api/nothing`)).status).toBe(404);
+  });
+
+  // Last: it stops the shared host.
+  it("stops gracefully: no new timer ticks, and an invocation in flight finishes and answers", async () => {
+    const slow = fetch(`http://127.0.0.1:${String(host.httpPort)}/api/slow`);
+    await waitFor(() => logs.some((entry) => entry.functionName === "slow" && entry.message.startsWith("Executing")));
+    const drained = await host.stop();
+    const ticksAtStop = records("tick").length;
+    expect(drained).toBe(true);
+    expect(await (await slow).text()).toBe("done");
+    await new Promise((done) => setTimeout(done, 1_500));
+    expect(records("tick")).toHaveLength(ticksAtStop);
+  });
+});
+
+async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms.`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+/** Waits for a message on `queueName` (created by the host if need be) and returns its raw text. */
+async function waitForMessage(queues: QueueServiceClient, queueName: string): Promise<string> {
+  const queue = queues.getQueueClient(queueName);
+  let text: string | undefined;
+  await waitFor(async () => {
+    if (!(await queue.exists())) return false;
+    text = (await queue.peekMessages()).peekedMessageItems[0]?.messageText;
+    return text !== undefined;
+  });
+  return text ?? "";
+}

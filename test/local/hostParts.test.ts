@@ -1,0 +1,98 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseTimeSpanMs, resolveAppSettings } from "../../scripts/local/bindings";
+import { readHostConfig } from "../../scripts/local/hostConfig";
+import { decodeMessageText, encodeMessageText } from "../../scripts/local/queueMessages";
+import { compileRoute } from "../../scripts/local/routes";
+import { parseSchedule } from "../../scripts/local/timerTrigger";
+
+describe("timer schedules", () => {
+  it("reads NCRONTAB with seconds first", () => {
+    const schedule = parseSchedule("*/5 * * * * *", "f");
+    expect(schedule.next(new Date("2024-05-01T12:00:02.500Z")).toISOString()).toBe("2024-05-01T12:00:05.000Z");
+    // Strictly after: computing the next occurrence right at one must not fire it twice.
+    expect(schedule.next(new Date("2024-05-01T12:00:05.000Z")).toISOString()).toBe("2024-05-01T12:00:10.000Z");
+    expect(parseSchedule("0 30 9 * * 1-5", "f").next(new Date("2024-05-03T10:00:00Z")).toISOString()).toBe("2024-05-06T09:30:00.000Z");
+  });
+
+  it("reads a TimeSpan as a fixed interval", () => {
+    expect(parseSchedule("00:00:30", "f").next(new Date("2024-05-01T12:00:00Z")).toISOString()).toBe("2024-05-01T12:00:30.000Z");
+  });
+
+  it("rejects anything else, naming the function", () => {
+    expect(() => parseSchedule("*/5 * * *", "coordinator")).toThrow(/Function "coordinator": schedule "\*\/5 \* \* \*" must be NCRONTAB with six fields/);
+    expect(() => parseSchedule("99 * * * * *", "coordinator")).toThrow(/not a valid NCRONTAB expression/);
+  });
+});
+
+describe("binding settings", () => {
+  it("resolves %AppSetting% references and names a missing one", () => {
+    expect(resolveAppSettings("%A%-%B%", { A: "x", B: "y" }, "here")).toBe("x-y");
+    expect(() => resolveAppSettings("%WORK_QUEUE%", {}, 'Function "worker" property "queueName"')).toThrow('Function "worker" property "queueName" refers to app setting %WORK_QUEUE%, which is not set.');
+  });
+
+  it("parses .NET TimeSpans", () => {
+    expect(parseTimeSpanMs("00:00:02")).toBe(2000);
+    expect(parseTimeSpanMs("1.00:01:00.5")).toBe(86_460_500);
+    expect(parseTimeSpanMs("2s")).toBeUndefined();
+  });
+});
+
+describe("host.json queue settings", () => {
+  const write = (json: unknown): string => {
+    const path = join(mkdtempSync(join(tmpdir(), "hostjson-")), "host.json");
+    writeFileSync(path, JSON.stringify(json));
+    return path;
+  };
+
+  it("defaults like the queues extension when host.json says nothing", () => {
+    expect(readHostConfig(undefined)).toEqual({
+      queues: { batchSize: 16, newBatchThreshold: 8, maxDequeueCount: 5, visibilityTimeoutMs: 0, maxPollingIntervalMs: 60_000, messageEncoding: "base64" },
+      httpRoutePrefix: "api",
+    });
+  });
+
+  it("reads extensions.queues and extensions.http.routePrefix", () => {
+    const config = readHostConfig(write({ extensions: { queues: { batchSize: 4, visibilityTimeout: "00:00:05", maxPollingInterval: "00:00:02", messageEncoding: "none" }, http: { routePrefix: "/v1/" } } }));
+    expect(config.queues).toMatchObject({ batchSize: 4, newBatchThreshold: 2, visibilityTimeoutMs: 5000, maxPollingIntervalMs: 2000, messageEncoding: "none" });
+    expect(config.httpRoutePrefix).toBe("v1");
+  });
+
+  it("rejects a bad value, naming the setting and what is allowed", () => {
+    expect(() => readHostConfig(write({ extensions: { queues: { batchSize: 64 } } }))).toThrow("host.json extensions.queues.batchSize must be a whole number from 1 to 32, got 64.");
+    expect(() => readHostConfig(write({ extensions: { queues: { messageEncoding: "utf8" } } }))).toThrow(/messageEncoding must be "base64" or "none"/);
+  });
+});
+
+describe("queue message encoding", () => {
+  it("decodes strict base64, ignoring whitespace as .NET does", () => {
+    expect(decodeMessageText(encodeMessageText('{"a":"é"}', "base64"), "base64")).toEqual({ ok: true, text: '{"a":"é"}' });
+    expect(decodeMessageText("eyJh\nIjoxfQ==", "base64")).toEqual({ ok: true, text: '{"a":1}' });
+  });
+
+  it("refuses text that is not base64 instead of decoding garbage", () => {
+    for (const text of ['{"a":1}', "abc", "ab=c", "a b"]) expect(decodeMessageText(text, "base64").ok).toBe(false);
+  });
+
+  it("passes text through with messageEncoding none", () => {
+    expect(decodeMessageText("{not base64}", "none")).toEqual({ ok: true, text: "{not base64}" });
+  });
+});
+
+describe("HTTP routes", () => {
+  it("matches /<prefix>/<route> case-insensitively with params, optional and catch-all segments", () => {
+    const route = compileRoute("api", "jobs/{id}/{detail?}", "getJob");
+    expect(route.match("/api/jobs/42")).toEqual({ id: "42" });
+    expect(route.match("/API/Jobs/a%20b/full/")).toEqual({ id: "a b", detail: "full" });
+    expect(route.match("/api/jobs")).toBeUndefined();
+    expect(compileRoute("api", "files/{*path}", "f").match("/api/files/a/b/c.txt")).toEqual({ path: "a/b/c.txt" });
+  });
+
+  it("checks the int constraint and mixed segments", () => {
+    const route = compileRoute("", "items/{n:int}/report.{format}", "f");
+    expect(route.match("/items/7/report.csv")).toEqual({ n: "7", format: "csv" });
+    expect(route.match("/items/x/report.csv")).toBeUndefined();
+  });
+});

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { aggregatesMatch, createDemoJob } from "../../scripts/local/demoData";
+import { parseLocalArgs, UsageError } from "../../scripts/local";
+
+describe("npm run local flags", () => {
+  it("has defaults for a quick demo", () => {
+    expect(parseLocalArgs([])).toEqual({ instances: 3, durationS: undefined, schedule: "*/5 * * * * *", eventsPath: undefined, killLeaderAfterS: undefined, items: 200, timelinePath: undefined });
+  });
+
+  it("reads every flag", () => {
+    const options = parseLocalArgs(["--instances", "5", "--duration", "90", "--schedule", "*/2 * * * * *", "--events", "e.jsonl", "--kill-leader-after", "20", "--items", "50"]);
+    expect(options).toMatchObject({ instances: 5, durationS: 90, schedule: "*/2 * * * * *", eventsPath: "e.jsonl", killLeaderAfterS: 20, items: 50 });
+    expect(parseLocalArgs(["--help"])).toBe("help");
+  });
+
+  it("rejects bad values, naming the flag and what is allowed", () => {
+    const cases: [string[], string][] = [
+      [["--instances", "17"], '--instances must be a whole number from 1 to 16, got "17".'],
+      [["--instances", "2.5"], '--instances must be a whole number from 1 to 16, got "2.5".'],
+      [["--duration", "soon"], '--duration must be a number from 1 to 86400, got "soon".'],
+      [["--items", "0"], '--items must be a whole number from 1 to 5000, got "0".'],
+      [["--duration", "10", "--kill-leader-after", "10"], "--kill-leader-after (10) must be less than --duration (10)."],
+    ];
+    for (const [argv, message] of cases) expect(() => parseLocalArgs(argv)).toThrow(new UsageError(message));
+    expect(() => parseLocalArgs(["--schedule", "*/5 * * * *"])).toThrow(/--schedule must be an NCRONTAB expression with six fields/);
+    expect(() => parseLocalArgs(["--nope"])).toThrow(/Unknown option '--nope'.*--help/);
+  });
+});
+
+describe("demo job", () => {
+  it("is the same on every run and its expected aggregate adds up the rows", () => {
+    const a = createDemoJob(30, "p");
+    expect(createDemoJob(30, "p")).toEqual(a);
+    const rows = [...a.spec.items.map((item) => ("inline" in item ? item.inline : "")), ...a.blobs.map((blob) => blob.text)]
+      .flatMap((text) => text.trim().split("\n").slice(1))
+      .map((line) => line.split(","));
+    expect(rows.length).toBe(Object.values(a.expected).reduce((sum, stats) => sum + stats.count, 0));
+    expect(a.spec.items.filter((item) => "blob" in item)).toEqual([{ blob: "p/item-9.csv" }, { blob: "p/item-19.csv" }, { blob: "p/item-29.csv" }]);
+  });
+
+  it("compares aggregates by keys and stats", () => {
+    const { expected } = createDemoJob(10, "p");
+    expect(aggregatesMatch(structuredClone(expected), expected)).toBe(true);
+    const [first = ""] = Object.keys(expected);
+    expect(aggregatesMatch({ ...expected, [first]: { count: 0, sum: 0, min: 0, max: 0 } }, expected)).toBe(false);
+    expect(aggregatesMatch({ ...expected, extra: { count: 1, sum: 1, min: 1, max: 1 } }, expected)).toBe(false);
+    expect(aggregatesMatch(undefined, expected)).toBe(false);
+  });
+});
