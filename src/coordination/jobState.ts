@@ -24,14 +24,7 @@ export const MAX_RECORDED_FAILURES = 200;
  * The leader's fenced state of one job. Its size grows with the item count by two bits per item (the bitmaps), and
  * with the number of distinct groups in the aggregate, never with the size of results.
  */
-export const jobStateSchema = z.strictObject({
-  v: z.literal(1),
-  id: z.string(),
-  kind: z.string(),
-  params: z.unknown(),
-  itemCount: z.number().int().min(1),
-  chunkSize: z.number().int().min(1),
-  createdAtMs: z.number(),
+export const jobStateSchema = jobSpecSchema.extend({
   registeredAtMs: z.number(),
   status: z.enum(["running", "completed"]),
   /** Items [0, dispatched) have been sent to the work queue at least once. */

@@ -5,7 +5,7 @@ import { getJobHandler, submitJobHandler } from "../../functions/jobsApi";
 import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
 import { coordinatorHandler } from "../../functions/coordinator";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
-import { drainWorkQueue } from "../support/inProcessApp";
+import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
 function post(body: string, headers: Record<string, string> = {}): HttpRequest {
   return new HttpRequest({ method: "POST", url: "http://localhost/api/jobs", body: { string: body }, headers: { "content-type": "application/json", ...headers } });
@@ -16,17 +16,7 @@ const good = { kind: "group-by", params: { format: "csv", keyField: "region", va
 describe("HTTP API handlers (exported handlers, real Azurite)", () => {
   const env = useAzurite();
   beforeAll(() => {
-    const suffix = uniqueName("h").slice(2);
-    Object.assign(process.env, {
-      COORDINATION_STORAGE: env.azurite.connectionString,
-      LEASE_CONTAINER: `leases-${suffix}`,
-      STATE_CONTAINER: `state-${suffix}`,
-      INPUT_CONTAINER: `inputs-${suffix}`,
-      WORK_QUEUE: `work-${suffix}`,
-      RESULTS_QUEUE: `results-${suffix}`,
-      WEBSITE_INSTANCE_ID: "http-test",
-      STEP_BUDGET_MS: "3000",
-    });
+    Object.assign(process.env, testAppSettings(env.azurite.connectionString), { WEBSITE_INSTANCE_ID: "http-test" });
   });
 
   it.each([

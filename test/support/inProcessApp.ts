@@ -3,10 +3,10 @@ import type { AppEvent } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
 import { uniqueName } from "./azuriteFixture";
 
-/** An app on Azurite with fresh container and queue names, and a sink that records events. */
-export function newTestApp(connectionString: string, overrides: Record<string, string> = {}): { app: CoordinatorApp; events: AppEvent[]; sink: Sink; logs: string[] } {
+/** App settings for a test on Azurite: fresh container and queue names, a one-second step budget. */
+export function testAppSettings(connectionString: string): Record<string, string> {
   const suffix = uniqueName("t").slice(2);
-  const app = createCoordinatorApp({
+  return {
     COORDINATION_STORAGE: connectionString,
     LEASE_CONTAINER: `leases-${suffix}`,
     STATE_CONTAINER: `state-${suffix}`,
@@ -14,9 +14,13 @@ export function newTestApp(connectionString: string, overrides: Record<string, s
     WORK_QUEUE: `work-${suffix}`,
     RESULTS_QUEUE: `results-${suffix}`,
     WEBSITE_INSTANCE_ID: `test-${suffix}`,
-    STEP_BUDGET_MS: "5000",
-    ...overrides,
-  });
+    STEP_BUDGET_MS: "1000",
+  };
+}
+
+/** An app on Azurite with fresh container and queue names, and a sink that records events. */
+export function newTestApp(connectionString: string, overrides: Record<string, string> = {}): { app: CoordinatorApp; events: AppEvent[]; sink: Sink; logs: string[] } {
+  const app = createCoordinatorApp({ ...testAppSettings(connectionString), ...overrides });
   const events: AppEvent[] = [];
   const logs: string[] = [];
   const log = (message: string): void => {

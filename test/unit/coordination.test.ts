@@ -37,6 +37,8 @@ function world(overrides: Partial<CoordinationDeps> = {}) {
   return { deps, events, work, results, poison, state };
 }
 
+/** A budget that ends the step after its first pass (workers run between steps in these tests). */
+const ONE_PASS = { budgetMs: 1 };
 const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
 
@@ -59,10 +61,11 @@ describe("coordination step (unit, in-memory ports)", () => {
   it("dispatches at most the batch size per pass and never more than maxInFlight without results", async () => {
     const { deps, work: queue, state } = world({ dispatchBatchSize: 10, maxInFlight: 15 });
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 50 }, (_, i) => item("a", i)) });
-    const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
-    expect(report.registered).toBe(1);
-    // Pass 1 sends 10; pass 2 can send only 5 more (15 in flight); pass 3 sends none and the step ends idle.
-    expect(report.dispatched).toBe(15);
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(report).toMatchObject({ registered: 1, dispatched: 10 });
+    // The next pass can send only 5 more (15 in flight), then none until results arrive.
+    expect((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).dispatched).toBe(5);
+    expect((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).dispatched).toBe(0);
     expect(queue.length).toBe(15);
     expect((await readJob(state, id))?.dispatched).toBe(15);
   });
@@ -70,10 +73,10 @@ describe("coordination step (unit, in-memory ports)", () => {
   it("counts a result delivered twice only once, and completes exactly when every item is done or failed", async () => {
     const { deps, events, work: queue, results, state } = world();
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 5)] });
-    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     await results.send(results.bodies()); // every result delivered a second time
-    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 3, failedCount: 0 });
     expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({ a: { count: 2, sum: 3, min: 1, max: 2 }, b: { count: 1, sum: 5, min: 5, max: 5 } });
@@ -84,14 +87,14 @@ describe("coordination step (unit, in-memory ports)", () => {
   it("a leader that crashes after folding but before acknowledging leaves results that the next leader counts as duplicates", async () => {
     const { deps, work: queue, results, state } = world();
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
-    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     results.failDeletes = true;
-    await expect(runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 })).rejects.toThrow("crashed before delete");
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("crashed before delete");
     expect((await readJob(state, id))?.doneCount).toBe(2);
     results.failDeletes = false;
     results.nowMs += 60_000; // the results become visible again
-    const report = await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 });
+    const report = await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
     expect(report).toMatchObject({ folded: 0, duplicates: 2 });
     expect(await readJob(state, id)).toMatchObject({ doneCount: 2, status: "completed" });
   });
@@ -100,11 +103,11 @@ describe("coordination step (unit, in-memory ports)", () => {
     const { deps, work: queue, state } = world({ dispatchBatchSize: 4, maxInFlight: 4 });
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 12 }, (_, i) => item(`k${i % 3}`, i)) });
     const first = fakeTerm(1);
-    await runCoordinationStep(deps, first, { budgetMs: 60_000 });
+    await runCoordinationStep(deps, first, ONE_PASS);
     await work(deps, queue);
     first.end(); // the first leader is gone mid-job
     for (let round = 0; round < 6; round++) {
-      await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 });
+      await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
       await work(deps, queue);
     }
     const job = await readJob(state, id);
@@ -117,28 +120,28 @@ describe("coordination step (unit, in-memory ports)", () => {
   it("a stale leader's step is refused with StaleEpochError once a newer epoch has written, and changes nothing", async () => {
     const { deps, state, work: queue, results } = world();
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
-    await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 }); // the newer leader registers and dispatches
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS); // the newer leader registers and dispatches
     await work(deps, queue);
     const before = await state.read(keys.jobState(id));
     // The old leader wakes up and tries to fold the results into the job the newer epoch wrote.
-    await expect(runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 })).rejects.toBeInstanceOf(StaleEpochError);
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toBeInstanceOf(StaleEpochError);
     expect(await state.read(keys.jobState(id))).toEqual(before);
     results.nowMs += 60_000;
     expect(results.length).toBe(2); // not acknowledged: the real leader still gets them
-    await runCoordinationStep(deps, fakeTerm(2), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, epoch: 2 });
   });
 
   it("records items whose messages the host poisoned as failed with a reason, and leaves unattributable poison alone", async () => {
     const { deps, work: queue, poison, state } = world();
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
-    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, second] = await queue.receive(2, 60);
     if (first === undefined || second === undefined) throw new Error("expected two work messages");
     await poison.send([first.rawText, "garbage that no job can claim"]); // the host moved one after 5 failed deliveries
     await queue.delete(first);
     await processWorkMessage(deps, JSON.parse(second.rawText) as unknown, { id: second.id, dequeueCount: 1, maxDequeueCount: 5 });
-    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
     expect(job?.failures[0]?.reason).toMatch(/retries exhausted/);
@@ -148,7 +151,7 @@ describe("coordination step (unit, in-memory ports)", () => {
   it("keeps the leader's per-job state small: two bits per item, not the results", async () => {
     const { deps, state } = world({ dispatchBatchSize: 1 });
     const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 100_000 }, (_, i) => item("k", i)) });
-    await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 60_000 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const stored = await state.read(keys.jobState(id));
     expect(JSON.stringify(stored?.value).length).toBeLessThan(2 * (100_000 / 8) * 1.4 + 2000); // two base64 bitmaps + fields
   });
