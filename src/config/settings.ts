@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConfigurationError } from "../errors";
+import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "./azureNames";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -9,9 +10,7 @@ import { ConfigurationError } from "../errors";
  */
 
 /** Azure container names: 3–63 chars, lowercase letters, digits and single hyphens, starting with a letter or digit. */
-const containerName = z
-  .string()
-  .regex(/^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, "must be 3–63 lowercase letters, digits or single hyphens, starting and ending with a letter or digit");
+const containerName = z.string().regex(AZURE_CONTAINER_OR_QUEUE_NAME, `must be ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}`);
 /** Azure queue names follow the same rule as container names. */
 const queueName = containerName;
 /** Blob names: 1–1024 characters, no trailing dot or slash. */

@@ -1,5 +1,6 @@
 import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import { LeadershipLostError } from "../errors";
+import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../config/azureNames";
+import { ConfigurationError, LeadershipLostError } from "../errors";
 import { storageFailure, toLibraryError } from "../storage/storageErrors";
 import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore } from "./LeaseStore";
 
@@ -27,6 +28,12 @@ export class BlobLeaseStore implements LeaseStore {
   constructor(service: BlobServiceClient, options: BlobLeaseStoreOptions = {}) {
     const containerName = options.containerName ?? "leases";
     const blobName = options.blobName ?? "MyLeaderCoordinatorTask";
+    if (!AZURE_CONTAINER_OR_QUEUE_NAME.test(containerName)) {
+      throw new ConfigurationError(`containerName ${JSON.stringify(containerName)} is not a valid Azure container name: use ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}.`);
+    }
+    if (blobName.length < 1 || blobName.length > 1000 || /[./]$/.test(blobName)) {
+      throw new ConfigurationError(`blobName ${JSON.stringify(blobName)} is not a valid lease blob name: use 1–1000 characters, not ending in '.' or '/'.`);
+    }
     this.name = `${containerName}/${blobName}`;
     this.container = service.getContainerClient(containerName);
     this.blob = this.container.getBlobClient(blobName);

@@ -9,6 +9,15 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
   const env = useAzurite();
   const newStore = (): BlobLeaseStore => new BlobLeaseStore(env.blobService(), { containerName: uniqueName("leases") });
 
+  it.each([
+    [{ containerName: "Leases" }, /containerName "Leases" is not a valid Azure container name: use 3–63 lowercase/],
+    [{ containerName: "a--b" }, /containerName "a--b"/],
+    [{ blobName: "" }, /blobName "" is not a valid lease blob name: use 1–1000 characters/],
+    [{ blobName: "lease/" }, /not ending in '.' or '\/'/],
+  ])("rejects invalid names %o with an error that says what is allowed", (options, message) => {
+    expect(() => new BlobLeaseStore(env.blobService(), options)).toThrow(message);
+  });
+
   it("reads an unleased, never-created lease as available with epoch 0", async () => {
     const store = newStore();
     expect(await store.read()).toEqual({ state: "available", record: { holder: "", epoch: 0, sinceMs: 0, transitions: 0 } });
