@@ -93,6 +93,8 @@ async function applyOutcomes(
   for (const [jobId, { outcomes, messages }] of byJob) {
     const current = await jobs.readJob(jobId, options);
     if (current === undefined) {
+      // A result for no job is rejected with its reason; a poisoned work message for no job stays where it is.
+      if (source !== deps.resultsQueue) continue;
       for (const message of messages) await reject(deps, source, deps.resultsPoisonQueue, message, `no job "${jobId}"`, epoch, options);
       report.rejected += messages.length;
       continue;
