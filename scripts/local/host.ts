@@ -32,6 +32,8 @@ export interface FunctionsHostOptions {
   httpPort?: number;
   /** Visibility timeout of received queue messages, renewed while running, in ms. @default 600000 (the host's) */
   messageLeaseMs?: number;
+  /** Fault injection: extra ms each invocation of a function takes, by function name (slow work). @default none */
+  invokeDelayMs?: Readonly<Record<string, number>>;
   /** How long {@link FunctionsHost.stop} waits for running invocations, in ms. @default 30000 */
   stopTimeoutMs?: number;
 }
@@ -52,7 +54,7 @@ export class FunctionsHost {
     this.config = readHostConfig(options.hostJsonPath ?? resolve(__dirname, "..", "..", "host.json"), options.queueOverrides);
     const clients = new QueueClients(this.env);
     const invoke: Invoker = (fn, input) =>
-      invokeFunction(fn, options.app.programmingModel, input, options.log, (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env));
+      invokeFunction(fn, options.app.programmingModel, input, options.log, (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env), options.invokeDelayMs?.[fn.metadata.name] ?? 0);
     this.http = new HttpListener(invoke, options.log, this.config.httpRoutePrefix, this.env);
     for (const fn of options.app.functions) {
       const name = fn.metadata.name;

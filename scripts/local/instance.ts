@@ -12,7 +12,8 @@ import { loadFunctionApp } from "./registrations";
  *
  * Environment: `WEBSITE_INSTANCE_ID` (set by the orchestrator, e.g. `instance-1`), `COORDINATION_STORAGE` and the
  * app settings; `LOCAL_APP_ENTRY` (default `functions/index.ts`), `LOCAL_HOST_JSON` (default `host.json`),
- * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's).
+ * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's), and for fault
+ * injection `LOCAL_INVOKE_DELAY_MS` (`worker=300,other=50`: each invocation of that function takes that much longer).
  */
 
 const REPO_ROOT = resolve(__dirname, "..", "..");
@@ -37,6 +38,18 @@ function numberSetting(name: string, fallback: number): number {
   return value;
 }
 
+/** Parses `name=ms,name=ms` (LOCAL_INVOKE_DELAY_MS). */
+function invokeDelays(raw: string | undefined): Record<string, number> {
+  const delays: Record<string, number> = {};
+  for (const part of (raw ?? "").split(",").filter((text) => text.trim() !== "")) {
+    const [name, ms] = part.split("=").map((text) => text.trim());
+    const value = Number(ms);
+    if (name === undefined || name === "" || !Number.isFinite(value) || value < 0) throw new Error(`LOCAL_INVOKE_DELAY_MS must look like "worker=300,other=50", got "${raw ?? ""}".`);
+    delays[name] = value;
+  }
+  return delays;
+}
+
 async function main(): Promise<void> {
   const instanceId = process.env.WEBSITE_INSTANCE_ID ?? `local-${process.pid}`;
   const app = await loadFunctionApp(process.env.LOCAL_APP_ENTRY ?? resolve(REPO_ROOT, "functions", "index.ts"));
@@ -46,6 +59,7 @@ async function main(): Promise<void> {
     hostJsonPath: process.env.LOCAL_HOST_JSON ?? resolve(REPO_ROOT, "host.json"),
     httpPort: numberSetting("LOCAL_HTTP_PORT", 0),
     messageLeaseMs: numberSetting("LOCAL_MESSAGE_LEASE_SECONDS", 600) * 1000,
+    invokeDelayMs: invokeDelays(process.env.LOCAL_INVOKE_DELAY_MS),
   });
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>

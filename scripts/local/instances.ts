@@ -88,6 +88,14 @@ export class InstanceProcess {
     this.child.kill("SIGKILL");
   }
 
+  /**
+   * Sends a signal without marking the process as stopped: SIGSTOP/SIGCONT freeze and thaw it (a zombie leader for
+   * the chaos suite). Returns false when the process is gone.
+   */
+  signal(signal: "SIGSTOP" | "SIGCONT" | "SIGTERM"): boolean {
+    return this.alive && this.child.kill(signal);
+  }
+
   /** Asks for a graceful stop (SIGTERM), then SIGKILLs after `timeoutMs`. */
   async stop(timeoutMs: number): Promise<void> {
     if (!this.alive) return;

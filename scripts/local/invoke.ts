@@ -44,7 +44,7 @@ export type Invoker = (fn: RegisteredFunction, input: TriggerInput) => Promise<I
 /**
  * Invokes `fn` once with `input`, logging "Executing"/"Executed" lines as the host does. `writeOutputs` runs after
  * the handler; when it throws, the invocation failed (the host flushes output bindings as part of the invocation).
- * Never throws.
+ * `slowdownMs` delays the handler after the "Executing" line (fault injection). Never throws.
  */
 export async function invokeFunction(
   fn: RegisteredFunction,
@@ -52,6 +52,7 @@ export async function invokeFunction(
   input: TriggerInput,
   log: HostLogSink,
   writeOutputs: (response: InvocationResponse) => Promise<void> = () => Promise.resolve(),
+  slowdownMs = 0,
 ): Promise<InvocationOutcome> {
   const functionName = fn.metadata.name;
   const invocationId = randomUUID();
@@ -72,6 +73,8 @@ export async function invokeFunction(
   };
   log({ level: "information", category: "host", functionName, invocationId, message: `Executing 'Functions.${functionName}' (Reason='${input.reason}', Id=${invocationId})` });
   try {
+    // Fault injection (LOCAL_INVOKE_DELAY_MS): slow work, so a chaos test can kill an instance mid-invocation.
+    if (slowdownMs > 0) await new Promise((done) => setTimeout(done, slowdownMs));
     const invocationModel = model.getInvocationModel(coreContext);
     const { context, inputs } = await invocationModel.getArguments();
     coreContext.state = "invocation";

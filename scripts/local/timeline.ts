@@ -4,7 +4,8 @@ import { fieldText, type EventRecord } from "./eventLog";
  * Draws the leadership timeline of a run as a self-contained SVG: one lane per instance; each term a bar labelled
  * with its epoch, from `lease-acquired` to `lease-released`/`lease-lost` (or the instance's exit); completed steps as
  * grey ticks, aborted steps as red ticks with a dot, skipped ticks (not leader) as faint marks; an instance killed
- * with SIGKILL gets a red cross and a hatched lane from then on. A pure function of the records.
+ * with SIGKILL gets a red cross and a hatched lane from then on; faults injected by the chaos suite (`chaos-fault`) are
+ * orange bands. A pure function of the records.
  */
 
 /** Options of {@link renderTimeline}. */
@@ -71,6 +72,12 @@ export function renderTimeline(records: readonly EventRecord[], options: Timelin
     else if (event.type === "step-aborted") {
       const why = escapeXml(`step aborted (epoch ${event.epoch ?? "?"}): ${fieldText(event.reason)} ${fieldText(event.detail)}`.trim());
       out.push(`<g class="step-aborted"><title>${why}</title><line x1="${at}" y1="${y + 4}" x2="${at}" y2="${y + 42}" stroke="#d62728" stroke-width="2"/><circle cx="${at}" cy="${y + 6}" r="4" fill="#d62728"/></g>`);
+    } else if (event.type === "chaos-fault") {
+      // An injected fault (the chaos suite): a band from when it began to when it ended, on its target's lane.
+      const startMs = typeof event.startTs === "string" ? Date.parse(event.startTs) : event.ms;
+      const left = x(Number.isFinite(startMs) ? startMs : event.ms);
+      const what = escapeXml(`fault: ${fieldText(event.fault)} on ${event.instance} (${((event.ms - startMs) / 1000).toFixed(1)} s)`);
+      out.push(`<g class="fault"><title>${what}</title><rect x="${left.toFixed(1)}" y="${y + 2}" width="${Math.max(3, x(event.ms) - left).toFixed(1)}" height="40" fill="#ff7f0e" fill-opacity="0.25" stroke="#ff7f0e"/><text x="${(left + 2).toFixed(1)}" y="${y + 12}" fill="#b35806" font-size="10">${escapeXml(fieldText(event.fault))}</text></g>`);
     } else if (event.type === "instance-exited" && event.signal === "SIGKILL") {
       const right = widthPx - 20;
       out.push(

@@ -99,13 +99,27 @@ async function applyOutcomes(
       report.rejected += messages.length;
       continue;
     }
-    const next = foldOutcomes(deps, current.value, outcomes, report);
+    // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
+    const { itemCount } = current.value;
+    const kept: { outcomes: Outcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
+    for (const [index, message] of messages.entries()) {
+      const outcome = outcomes[index];
+      if (outcome === undefined) continue;
+      if (outcome.item < itemCount) {
+        kept.outcomes.push(outcome);
+        kept.messages.push(message);
+        continue;
+      }
+      await reject(deps, source, deps.resultsPoisonQueue, message, `item ${outcome.item} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
+      report.rejected++;
+    }
+    const next = foldOutcomes(deps, current.value, kept.outcomes, report);
     if (next !== undefined) {
       await jobs.writeJob(next, current, options);
       if (next.status === "completed") report.completed.push(jobId);
     }
     // Only after the write: a crash before it leaves the messages to be delivered again.
-    await Promise.all(messages.map((message) => source.delete(message, options)));
+    await Promise.all(kept.messages.map((message) => source.delete(message, options)));
   }
 }
 

@@ -18,13 +18,14 @@ function world(overrides: Partial<CoordinationDeps> = {}) {
   const work = new MemoryQueue("work");
   const results = new MemoryQueue("results");
   const poison = new MemoryQueue("work-poison");
+  const resultsPoison = new MemoryQueue("results-poison");
   const deps: CoordinationDeps = {
     state,
     files: new MemoryFiles(),
     workQueue: work,
     resultsQueue: results,
     workPoisonQueue: poison,
-    resultsPoisonQueue: new MemoryQueue("results-poison"),
+    resultsPoisonQueue: resultsPoison,
     registry: createRegistry(),
     dispatchBatchSize: 10,
     maxInFlight: 20,
@@ -34,7 +35,7 @@ function world(overrides: Partial<CoordinationDeps> = {}) {
     now: () => 1000,
     ...overrides,
   };
-  return { deps, events, work, results, poison, state };
+  return { deps, events, work, results, poison, resultsPoison, state };
 }
 
 /** A budget that ends the step after its first pass (workers run between steps in these tests). */
@@ -146,6 +147,17 @@ describe("coordination step (unit, in-memory ports)", () => {
     expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
     expect(job?.failures[0]?.reason).toMatch(/retries exhausted/);
     expect(poison.bodies()).toEqual(["garbage that no job can claim"]);
+  });
+
+  it("rejects a result for an item the job does not have to the results poison queue, with a reason, without counting it", async () => {
+    const { deps, results, resultsPoison: poison, state } = world();
+    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await results.send([JSON.stringify({ v: 1, jobId: id, item: 7, ok: true, partial: [["a", 1, "1000000", 1, 1]] })]);
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(report).toMatchObject({ rejected: 1, folded: 0, duplicates: 0 });
+    expect((JSON.parse(poison.bodies()[0] ?? "{}") as { rejected: { reason: string } }).rejected.reason).toMatch(/item 7 is out of range/);
+    expect(await readJob(state, id)).toMatchObject({ doneCount: 0, status: "running" });
   });
 
   it("keeps the leader's per-job state small: two bits per item, not the results", async () => {
