@@ -1,11 +1,21 @@
 import { defineConfig } from "vitest/config";
 
+// Tests that time real leases run first, two files at a time; the multi-process suites (end-to-end, chaos) run after
+// them, one file at a time, so a 2-core machine never runs a chaos scenario beside a timing-sensitive test.
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // Integration tests each start their own Azurite; on a 2-core machine a few files at once is plenty.
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit+integration", include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts", "test/infra/**/*.test.ts", "test/local/**/*.test.ts"], sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: "processes", include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"], sequence: { groupOrder: 1 }, fileParallelism: false },
+      },
+    ],
   },
 });

@@ -1,0 +1,68 @@
+/**
+ * The baseline's shared constants, message shape and the protocol lines its worker processes print. The numbers
+ * mirror host.json `extensions.queues` and the app (results folded 32 at a time, work sent 16 at a time), so both
+ * sides do the same queue operations in the same batch sizes.
+ */
+
+/** Work messages received at once (host.json batchSize). */
+export const BASELINE_BATCH_SIZE = 16;
+/** Fetch again once no more than this many are still running (host.json newBatchThreshold). */
+export const BASELINE_NEW_BATCH_THRESHOLD = 8;
+/** Visibility timeout of received messages, s. */
+export const BASELINE_VISIBILITY_S = 30;
+/** Results received at once (the leader's fold batch). */
+export const BASELINE_RESULT_BATCH = 32;
+/** Work messages sent at once (the leader's dispatch parallelism). */
+export const BASELINE_SEND_PARALLELISM = 16;
+/** Idle back-off: from 100 ms, doubling, up to host.json maxPollingInterval (2 s). */
+export const POLL_MIN_MS = 100;
+export const POLL_MAX_MS = 2_000;
+
+/** A work message, as the app's leader writes it. */
+export interface BaselineWork {
+  v: 1;
+  jobId: string;
+  item: number;
+  kind: string;
+  params: unknown;
+  input: { inline: string } | { blob: string };
+}
+
+/** A line a baseline worker prints on stdout. */
+export type WorkerLine = { kind: "ready"; pid: number } | { kind: "stopped"; pid: number; processed: number; failed: number };
+
+/** One protocol line, newline-terminated. */
+export function formatWorkerLine(line: WorkerLine): string {
+  return `${JSON.stringify(line)}\n`;
+}
+
+/** Parses a protocol line; undefined for anything else. */
+export function parseWorkerLine(text: string): WorkerLine | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const line = value as Partial<Record<string, unknown>>;
+  if (typeof line.pid !== "number") return undefined;
+  if (line.kind === "ready") return { kind: "ready", pid: line.pid };
+  if (line.kind === "stopped" && typeof line.processed === "number" && typeof line.failed === "number") return { kind: "stopped", pid: line.pid, processed: line.processed, failed: line.failed };
+  return undefined;
+}
+
+/** Exponential idle back-off: `next()` gives the next wait, `reset()` starts over after a non-empty receive. */
+export function pollDelaysMs(): { next(): number; reset(): void } {
+  let current = POLL_MIN_MS;
+  return {
+    next() {
+      const value = current;
+      current = Math.min(current * 2, POLL_MAX_MS);
+      return value;
+    },
+    reset() {
+      current = POLL_MIN_MS;
+    },
+  };
+}
