@@ -103,7 +103,9 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     let connectionString = baseEnv.COORDINATION_STORAGE;
     if (connectionString === undefined) {
       try {
-        azurite = await startAzurite();
+        // On disk (a temporary folder, removed at stop): in-memory Azurite stalls for ~90 s in its queue clean-up
+        // after a few thousand messages, which a long local run would mistake for a storage outage.
+        azurite = await startAzurite({ persistent: true });
       } catch (error) {
         throw new Error(`Azurite could not start: ${(error as Error).message}\nCheck that dev dependencies are installed (npm ci), or set COORDINATION_STORAGE to use other storage.`);
       }
@@ -121,7 +123,10 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
     await ensureAppStorage(connectionString, settings);
     const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
-    await Promise.all(demo.blobs.map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+    // Bounded: thousands of uploads at once exhaust sockets.
+    for (let start = 0; start < demo.blobs.length; start += 64) {
+      await Promise.all(demo.blobs.slice(start, start + 64).map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+    }
 
     const storageLabel = azurite === undefined ? "COORDINATION_STORAGE" : `Azurite (blob :${azurite.blobPort}, queue :${azurite.queuePort})`;
     const view = new LiveView(out, live, `Local coordinator: ${instanceCount} instances, schedule "${schedule}", storage ${storageLabel}`);

@@ -6,7 +6,7 @@ import type { WorkMessage } from "./messages";
 import type { PortOptions } from "./ports";
 
 /** Work messages sent at once. */
-const SEND_PARALLELISM = 16;
+const SEND_PARALLELISM = 64;
 
 /**
  * Sends the next items of a job to the work queue — at most `budget`, and never more than `maxInFlight` items of the

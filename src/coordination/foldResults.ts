@@ -22,6 +22,11 @@ export interface FoldReport {
 /** An outcome for one item, from a result message or the poison queue. */
 type Outcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };
 
+/** Receives made at once per fold batch (32 messages each): fewer round trips per result, one state write per job. */
+const PARALLEL_RECEIVES = 4;
+/** Most messages one fold batch takes. */
+export const FOLD_BATCH_SIZE = 32 * PARALLEL_RECEIVES;
+
 /** Seconds a received result stays invisible: long enough to fold and delete, short enough for a new leader to see it soon. */
 const RESULT_VISIBILITY_S = 30;
 /** Seconds a poison message no one can attribute stays hidden before the leader looks at it again. */
@@ -33,7 +38,8 @@ const UNATTRIBUTABLE_VISIBILITY_S = 3600;
  * messages to reappear; a crash after it makes them duplicates, which the bit rejects.
  */
 export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport & { received: number }> {
-  const messages = await deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options);
+  const received = await Promise.all(Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)));
+  const messages = received.flat();
   const report = emptyReport();
   const byJob = new Map<string, { outcomes: Outcome[]; messages: ReceivedMessage[] }>();
   for (const message of messages) {

@@ -3,7 +3,7 @@ import type { LeadershipTerm } from "../leadership/Term";
 import { delay, throwIfAborted } from "../util/delay";
 import type { CoordinationDeps } from "./deps";
 import { dispatchJob } from "./dispatch";
-import { foldPoisonBatch, foldResultBatch } from "./foldResults";
+import { FOLD_BATCH_SIZE, foldPoisonBatch, foldResultBatch } from "./foldResults";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 
@@ -60,7 +60,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
         report.completedJobs.push(...folded.completed);
         term.reportProgress();
         if (folded.received > 0) work = true;
-        if (folded.received < 32 || monotonicMs() >= endMono) break;
+        if (folded.received < (fold === foldResultBatch ? FOLD_BATCH_SIZE : 32) || monotonicMs() >= endMono) break;
       }
     }
     const index = await jobs.readIndex(io);

@@ -1,6 +1,7 @@
 import type { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
 import { ConcurrentUpdateError, StorageError } from "../errors";
 import { storageFailure, toLibraryError } from "../storage/storageErrors";
+import { streamToBuffer } from "../storage/streams";
 import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "./StateStore";
 
 /** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
@@ -66,11 +67,4 @@ export class BlobStateStore implements StateStore {
       throw toLibraryError(error, `Writing state ${key}`, abortSignal);
     }
   }
-}
-
-async function streamToBuffer(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
-  if (stream === undefined) return Buffer.alloc(0);
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks);
 }

@@ -1,6 +1,7 @@
 import type { ContainerClient } from "@azure/storage-blob";
 import type { BlobFiles, PortOptions } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
+import { streamToBuffer } from "./streams";
 
 /** The files port on one blob container; creates the container on first write. */
 export class BlobFilesStore implements BlobFiles {
@@ -11,8 +12,9 @@ export class BlobFilesStore implements BlobFiles {
   async readText(name: string, options: PortOptions = {}): Promise<string | undefined> {
     const { abortSignal } = options;
     try {
-      const buffer = await this.container.getBlobClient(name).downloadToBuffer(undefined, undefined, { abortSignal });
-      return buffer.toString("utf8");
+      // download() is one request; downloadToBuffer() would ask for the properties first.
+      const response = await this.container.getBlobClient(name).download(0, undefined, { abortSignal });
+      return (await streamToBuffer(response.readableStreamBody)).toString("utf8");
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
       throw toLibraryError(error, `Reading blob ${name}`, abortSignal);
