@@ -17,6 +17,17 @@ export interface FoldReport {
   rejected: number;
   /** Ids of jobs that completed in this fold. */
   completed: string[];
+  /**
+   * Deletes of folded messages still in flight: they start only after the state write, and the caller awaits them
+   * with {@link awaitAcknowledgements} while it already receives the next batch. Never rejects.
+   */
+  acknowledgements: Promise<PromiseSettledResult<void>[]>[];
+}
+
+/** Waits for in-flight deletes; throws the first failure. */
+export async function awaitAcknowledgements(pending: Promise<PromiseSettledResult<void>[]>[]): Promise<void> {
+  const failure = (await Promise.all(pending)).flat().find((result) => result.status === "rejected");
+  if (failure !== undefined) throw failure.reason instanceof Error ? failure.reason : new Error(String(failure.reason));
 }
 
 /** An outcome for one item, from a result message or the poison queue. */
@@ -125,7 +136,7 @@ async function applyOutcomes(
       if (next.status === "completed") report.completed.push(jobId);
     }
     // Only after the write: a crash before it leaves the messages to be delivered again.
-    await Promise.all(kept.messages.map((message) => source.delete(message, options)));
+    report.acknowledgements.push(Promise.allSettled(kept.messages.map((message) => source.delete(message, options))));
   }
 }
 
@@ -196,5 +207,5 @@ async function reject(deps: CoordinationDeps, source: MessageQueue, poison: Mess
 }
 
 function emptyReport(): FoldReport {
-  return { folded: 0, duplicates: 0, failed: 0, rejected: 0, completed: [] };
+  return { folded: 0, duplicates: 0, failed: 0, rejected: 0, completed: [], acknowledgements: [] };
 }

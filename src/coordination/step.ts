@@ -3,7 +3,7 @@ import type { LeadershipTerm } from "../leadership/Term";
 import { delay, throwIfAborted } from "../util/delay";
 import type { CoordinationDeps } from "./deps";
 import { dispatchJob } from "./dispatch";
-import { FOLD_BATCH_SIZE, foldPoisonBatch, foldResultBatch } from "./foldResults";
+import { FOLD_BATCH_SIZE, awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 
@@ -51,8 +51,10 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     let work = registered > 0;
     for (const fold of [foldResultBatch, foldPoisonBatch]) {
       // Results first and repeatedly: they free in-flight room for dispatch.
+      const acknowledgements: FoldReport["acknowledgements"] = [];
       for (let batch = 0; batch < 20; batch++) {
         const folded = await fold(deps, jobs, epoch, io);
+        acknowledgements.push(...folded.acknowledgements);
         report.folded += folded.folded;
         report.duplicates += folded.duplicates;
         report.failed += folded.failed;
@@ -62,6 +64,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
         if (folded.received > 0) work = true;
         if (folded.received < (fold === foldResultBatch ? FOLD_BATCH_SIZE : 32) || monotonicMs() >= endMono) break;
       }
+      await awaitAcknowledgements(acknowledgements);
     }
     const index = await jobs.readIndex(io);
     const finished: string[] = [];
