@@ -128,6 +128,10 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       await Promise.all(demo.blobs.slice(start, start + 64).map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
     }
 
+    if (azurite !== undefined) {
+      // The well-known Azurite development key: local configuration only.
+      print(`Submit more work while it runs (with --duration):\n  COORDINATION_STORAGE="${azurite.connectionString}" npm run enqueue -- --file examples/sales-job.json --wait`);
+    }
     const storageLabel = azurite === undefined ? "COORDINATION_STORAGE" : `Azurite (blob :${azurite.blobPort}, queue :${azurite.queuePort})`;
     const view = new LiveView(out, live, `Local coordinator: ${instanceCount} instances, schedule "${schedule}", storage ${storageLabel}`);
     const startedMs = Date.now();
