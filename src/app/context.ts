@@ -1,10 +1,10 @@
 import { hostname } from "node:os";
 import { readSettings, CONNECTION_SETTINGS, type Settings } from "../config/settings";
 import { groupByKind } from "../coordination/groupBy";
-import type { BlobFiles, MessageQueue } from "../coordination/ports";
+import type { CoordinationPorts } from "../coordination/deps";
+import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskKinds";
 import { BlobStateStore } from "../fencing/BlobStateStore";
-import type { StateStore } from "../fencing/StateStore";
 import { BlobLeaseStore } from "../lease/BlobLeaseStore";
 import type { LeaseStore } from "../lease/LeaseStore";
 import { LeaderElector } from "../leadership/LeaderElector";
@@ -27,17 +27,10 @@ export interface Sink {
 }
 
 /** Everything the app's handlers share within one process. Holds no state another instance needs. */
-export interface CoordinatorApp {
+export interface CoordinatorApp extends CoordinationPorts {
   settings: Settings;
   instanceId: string;
   leaseStore: LeaseStore;
-  state: StateStore;
-  files: BlobFiles;
-  workQueue: MessageQueue;
-  resultsQueue: MessageQueue;
-  workPoisonQueue: MessageQueue;
-  resultsPoisonQueue: MessageQueue;
-  registry: TaskRegistry;
   /** One elector per process, so its proposed lease id stays stable across ticks (idempotent acquire). */
   elector: LeaderElector;
   /** The sink of the invocation in progress; the elector's events and logs go there. */

@@ -51,14 +51,15 @@ export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, option
 
 /** The coordination ports of this app, with the invocation's sink. */
 export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationDeps {
+  const { state, files, workQueue, resultsQueue, workPoisonQueue, resultsPoisonQueue, registry } = app;
   return {
-    state: app.state,
-    files: app.files,
-    workQueue: app.workQueue,
-    resultsQueue: app.resultsQueue,
-    workPoisonQueue: app.workPoisonQueue,
-    resultsPoisonQueue: app.resultsPoisonQueue,
-    registry: app.registry,
+    state,
+    files,
+    workQueue,
+    resultsQueue,
+    workPoisonQueue,
+    resultsPoisonQueue,
+    registry,
     dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     logger: sink.logger,

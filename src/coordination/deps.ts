@@ -4,8 +4,8 @@ import type { Logger } from "../util/logger";
 import type { BlobFiles, MessageQueue } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
 
-/** Everything the coordination logic needs, as ports: the same code runs on Azure Storage and on fakes. */
-export interface CoordinationDeps {
+/** The storage ports and task kinds of the app: the same code runs on Azure Storage and on fakes. */
+export interface CoordinationPorts {
   /** Raw state store; the step wraps it in a `FencedStateStore` with the leader's term. */
   state: StateStore;
   /** Job specs, item chunks, inbox markers, large inputs and partials. */
@@ -17,6 +17,10 @@ export interface CoordinationDeps {
   /** `<results queue>-poison`, where the leader moves result messages it cannot use. */
   resultsPoisonQueue: MessageQueue;
   registry: TaskRegistry;
+}
+
+/** Everything the coordination step needs: the ports, its limits, and where logs and events go. */
+export interface CoordinationDeps extends CoordinationPorts {
   /** Most items dispatched per pass over all jobs (bounded fan-out). */
   dispatchBatchSize: number;
   /** Most items of one job on the queue without a result yet. */
