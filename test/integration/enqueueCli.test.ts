@@ -43,6 +43,16 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     expect(await app.files.list("", 10_000)).toEqual(blobsBefore);
   });
 
+  it("--prefix makes one item per blob under the prefix", async () => {
+    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    await app.files.writeText("sales/2026/a.csv", "region,amount\neu,1\n");
+    await app.files.writeText("sales/2026/b.csv", "region,amount\nus,2\n");
+    const result = run(["--prefix", "sales/2026/", "--kind", "group-by", "--params", '{"format":"csv","keyField":"region","valueField":"amount"}']);
+    expect(result.stderr).toBe("");
+    const id = /Submitted job ([0-9a-f-]{36}) with 2 items/.exec(result.stdout)?.[1];
+    expect(await getJobStatus(app, id ?? "")).toMatchObject({ status: "pending", progress: { total: 2 } });
+  });
+
   it("explains bad flags with the usage", () => {
     const result = run(["--prefix", "sales/"]);
     expect(result.status).toBe(1);
