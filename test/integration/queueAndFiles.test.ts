@@ -1,0 +1,67 @@
+import { QueueServiceClient } from "@azure/storage-queue";
+import { describe, expect, it } from "vitest";
+import { BlobFilesStore } from "../../src/storage/BlobFilesStore";
+import { StorageQueue } from "../../src/storage/StorageQueue";
+import { uniqueName, useAzurite } from "../support/azuriteFixture";
+
+describe("StorageQueue on Azurite (adapter)", () => {
+  const env = useAzurite();
+  const newQueue = (): { queue: StorageQueue; raw: ReturnType<QueueServiceClient["getQueueClient"]> } => {
+    const raw = QueueServiceClient.fromConnectionString(env.azurite.connectionString).getQueueClient(uniqueName("q"));
+    return { queue: new StorageQueue(raw), raw };
+  };
+
+  it("creates the queue on first send, stores bodies base64 as the Functions host expects, and decodes them on receive", async () => {
+    const { queue, raw } = newQueue();
+    expect(await queue.receive(32, 30)).toEqual([]); // a missing queue is simply empty
+    await queue.send(['{"v":1,"text":"héllo"}']);
+    const peeked = await raw.peekMessages();
+    expect(peeked.peekedMessageItems[0]?.messageText).toBe(Buffer.from('{"v":1,"text":"héllo"}').toString("base64"));
+    const [message] = await queue.receive(32, 30);
+    expect(message).toMatchObject({ text: '{"v":1,"text":"héllo"}', dequeueCount: 1 });
+  });
+
+  it("hides received messages for the visibility timeout, deletes them, and treats deleting twice as a no-op", async () => {
+    const { queue } = newQueue();
+    await queue.send(["a", "b"]);
+    const first = await queue.receive(32, 30);
+    expect(first).toHaveLength(2);
+    expect(await queue.receive(32, 30)).toEqual([]);
+    for (const message of first) await queue.delete(message);
+    const [again] = first;
+    if (again) await queue.delete(again);
+  });
+
+  it("reports a body that is not base64 as undecodable, keeping the raw text", async () => {
+    const { queue, raw } = newQueue();
+    await raw.createIfNotExists();
+    await raw.sendMessage("not base64 at all!");
+    const [message] = await queue.receive(32, 30);
+    expect(message).toMatchObject({ text: undefined, rawText: "not base64 at all!" });
+  });
+});
+
+describe("BlobFilesStore on Azurite (adapter)", () => {
+  const env = useAzurite();
+
+  it("writes (creating the container), reads, lists by prefix and deletes; a missing blob reads as undefined", async () => {
+    const files = new BlobFilesStore(env.blobService().getContainerClient(uniqueName("files")));
+    expect(await files.readText("none")).toBeUndefined();
+    expect(await files.list("", 10)).toEqual([]);
+    await files.writeText("inbox/a", "");
+    await files.writeText("inbox/b", "x");
+    await files.writeText("jobs/1/spec.json", '{"ü":1}');
+    expect(await files.readText("jobs/1/spec.json")).toBe('{"ü":1}');
+    expect(await files.list("inbox/", 10)).toEqual(["inbox/a", "inbox/b"]);
+    expect(await files.list("inbox/", 1)).toEqual(["inbox/a"]);
+    await files.delete("inbox/a");
+    await files.delete("inbox/a");
+    expect(await files.list("inbox/", 10)).toEqual(["inbox/b"]);
+  });
+
+  it("passes the caller's abort through unchanged", async () => {
+    const files = new BlobFilesStore(env.blobService().getContainerClient(uniqueName("files")));
+    const reason = new Error("stop");
+    await expect(files.readText("x", { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+});
