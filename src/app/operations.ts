@@ -71,11 +71,7 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
 
 /** Handles one work-queue message (the `worker` function). */
 export function handleWorkMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: Omit<Delivery, "maxDequeueCount">): Promise<WorkOutcome> {
-  return processWorkMessage(
-    { files: app.files, resultsQueue: app.resultsQueue, workPoisonQueue: app.workPoisonQueue, registry: app.registry, logger: sink.logger, emit: sink.emit, instanceId: app.instanceId, now: () => Date.now() },
-    payload,
-    { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT },
-  );
+  return processWorkMessage(coordinationDeps(app, sink), payload, { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT });
 }
 
 /** Validates and stores a job submission. Field errors are a value (the HTTP layer answers 400 with them). */

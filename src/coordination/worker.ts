@@ -1,22 +1,11 @@
-import type { AppEvent } from "../app/events";
-import type { Logger } from "../util/logger";
+import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
 import { parseMessage, workMessageSchema, type ResultMessage } from "./messages";
-import type { BlobFiles, MessageQueue, PortOptions } from "./ports";
-import { ItemError, type TaskRegistry } from "./taskKinds";
+import type { PortOptions } from "./ports";
+import { ItemError } from "./taskKinds";
 
-/** What the worker needs. */
-export interface WorkerDeps {
-  files: BlobFiles;
-  resultsQueue: MessageQueue;
-  /** Where malformed work messages go, with the reason (the host's `<queue>-poison`). */
-  workPoisonQueue: MessageQueue;
-  registry: TaskRegistry;
-  logger: Logger;
-  emit: (event: AppEvent) => void;
-  instanceId: string;
-  now: () => number;
-}
+/** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
+export type WorkerDeps = Pick<CoordinationDeps, "files" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now">;
 
 /** Delivery facts the host gives the trigger. */
 export interface Delivery {
