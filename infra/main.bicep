@@ -15,12 +15,12 @@
 
 targetScope = 'resourceGroup'
 
-@description('Short prefix of every resource name: 3-10 lowercase letters or digits.')
+@description('Short prefix of every resource name, 3-10 characters. Only its letters and digits are used, in lowercase (storage account names allow nothing else): \'My-App\' names resources like \'myapp\'.')
 @minLength(3)
 @maxLength(10)
 param namePrefix string = 'leader'
 
-@description('Regions to deploy one app into each; several entries share ONE coordination account and ONE leader. Repeat a region to run several apps there. Each must offer Flex Consumption (az functionapp list-flexconsumption-locations).')
+@description('Regions to deploy one app into each; several entries share ONE coordination account and ONE leader. Repeat a region to run several apps there. Each must offer Flex Consumption (az functionapp list-flexconsumption-locations). Programmatic (\'swedencentral\') or display names (\'Sweden Central\') both work.')
 @minLength(1)
 @maxLength(10)
 param appRegions string[] = [
@@ -122,7 +122,14 @@ param dispatchBatchSize int = 500
 @maxValue(3600000)
 param stepStallTimeoutMs int = 60000
 
-var prefix = toLower(namePrefix)
+// Names may only contain what every resource type's naming rule allows; a storage account takes nothing but 3-24
+// lowercase letters and digits. So the prefix and the regions are reduced to their lowercase letters and digits before
+// they go into any name ('My-App' -> 'myapp', 'Sweden Central' -> 'swedencentral', which is also the region's
+// programmatic name). test/infra/names.test.ts checks every generated name against its type's rule.
+func nameToken(text string) string => join(filter(map(range(0, length(text)), i => toLower(substring(text, i, 1))), c => contains('abcdefghijklmnopqrstuvwxyz0123456789', c)), '')
+
+// A prefix with no letter or digit at all would leave names like 'func--…'.
+var prefix = empty(nameToken(namePrefix)) ? 'app' : nameToken(namePrefix)
 var token = uniqueString(resourceGroup().id, prefix)
 var coordinationStorageName = 'st${prefix}co${take(token, 8)}'
 
@@ -161,14 +168,14 @@ module monitoring 'modules/monitoring.bicep' = {
 
 module apps 'modules/functionApp.bicep' = [
   for (region, i) in appRegions: {
-    name: 'app-${i}-${region}'
+    name: 'app-${i}-${nameToken(region)}'
     params: {
-      name: 'func-${prefix}-${region}-${i}-${take(token, 6)}'
-      location: region
+      name: 'func-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      location: nameToken(region)
       tags: tags
-      planName: 'plan-${prefix}-${region}-${i}-${take(token, 6)}'
-      identityName: 'id-${prefix}-${region}-${i}-${take(token, 6)}'
-      hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, region, string(i)), 8)}'
+      planName: 'plan-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      identityName: 'id-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, nameToken(region), string(i)), 8)}'
       coordinationStorageName: coordinationStorage.outputs.name
       coordinationBlobEndpoint: coordinationStorage.outputs.blobEndpoint
       coordinationQueueEndpoint: coordinationStorage.outputs.queueEndpoint

@@ -1,17 +1,16 @@
 import {
   type BicepFile,
-  type BicepValue,
   callArguments,
   calledFunctionName,
   commentsOnLine,
   descendants,
-  evaluate,
   objectEntries,
   resourceDeclarations,
   stringLiteral,
   valueAt,
   variableDeclarations,
 } from "./bicep";
+import { type BicepValue, evaluate } from "./evaluate";
 import type { Node } from "web-tree-sitter";
 
 /**

@@ -3,11 +3,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { APP_SETTING_NAMES, CONNECTION_SETTINGS, settingsSchema } from "../../src/config/settings";
 import {
   type BicepFile,
-  type BicepValue,
   INFRA_DIR,
   callArguments,
   calledFunctionName,
-  evaluate,
   listFiles,
   moduleDeclarations,
   parameterDeclarations,
@@ -16,6 +14,7 @@ import {
   valueAt,
   variableDeclarations,
 } from "./bicep";
+import { type BicepValue, evaluate } from "./evaluate";
 import { type AppSettingEntry, appSettingsObjects } from "./checks";
 
 /**
