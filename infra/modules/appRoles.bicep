@@ -11,11 +11,13 @@
 //   are blob write operations, which Contributor grants.
 // - Storage Account Contributor / Storage Queue Data Contributor on host storage: the Functions docs require them for
 //   AzureWebJobsStorage only when the app has blob triggers; this app has timer, queue and HTTP triggers only.
+//   (Table Data Contributor IS granted there: diagnostic events; see hostTableContributor.)
 // - Any control-plane role (Contributor, Owner, key operator): the app never manages resources or reads keys.
 var roleIds = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe' // Storage Blob Data Contributor
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88' // Storage Queue Data Contributor
+  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3' // Storage Table Data Contributor
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
 }
 
@@ -87,6 +89,20 @@ resource hostBlobOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: principalId
     principalType: 'ServicePrincipal'
     description: 'Functions host storage (AzureWebJobsStorage) and the Flex Consumption deployment package.'
+  }
+}
+
+// Storage Table Data Contributor on this app's OWN host storage only: the Functions docs name Blob Data Owner as the
+// host's minimum but note that it does not cover diagnostic events, which the host writes to table storage
+// (AzureWebJobsStorage__tableServiceUri); the official Flex Consumption samples grant this role for the same reason.
+resource hostTableContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostStorage.id, principalId, roleIds.storageTableDataContributor)
+  scope: hostStorage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageTableDataContributor)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Functions host diagnostic events (table storage in AzureWebJobsStorage).'
   }
 }
 

@@ -163,6 +163,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     AzureWebJobsStorage__credential: 'managedidentity'
     AzureWebJobsStorage__clientId: identity.properties.clientId
     AzureWebJobsStorage__blobServiceUri: hostStorage.outputs.blobEndpoint
+    // The host writes diagnostic events to table storage; without this URI (and Storage Table Data Contributor) it
+    // cannot, as in the official Flex Consumption samples.
+    AzureWebJobsStorage__tableServiceUri: hostStorage.outputs.tableEndpoint
     // Telemetry. The connection string names the component and its endpoint; with local auth off it is not a
     // credential: ingestion needs the identity's Entra token (Monitoring Metrics Publisher).
     APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString

@@ -97,3 +97,6 @@ output blobEndpoint string = account.properties.primaryEndpoints.blob
 
 @description('Queue service endpoint, e.g. https://<name>.queue.core.windows.net/ (ends with a slash).')
 output queueEndpoint string = account.properties.primaryEndpoints.queue
+
+@description('Table service endpoint, e.g. https://<name>.table.core.windows.net/ (ends with a slash).')
+output tableEndpoint string = account.properties.primaryEndpoints.table

@@ -17,7 +17,7 @@ describe("role assignments", () => {
     expect(assignments).not.toHaveLength(0);
   });
 
-  it("grant exactly the least-privilege set: blob+queue contributor on coordination, blob owner on own host storage, telemetry publisher", async () => {
+  it("grant exactly the least-privilege set: blob+queue contributor on coordination, blob owner and table contributor on own host storage, telemetry publisher", async () => {
     const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
     const granted = roleAssignments(templates)
       .assignments.map(({ scopeSymbol, scopeType, roleName }) => `${scopeSymbol} (${scopeType}): ${roleName}`)
@@ -27,6 +27,8 @@ describe("role assignments", () => {
       "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Contributor",
       "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Queue Data Contributor",
       "hostStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Owner",
+      // The host writes diagnostic events to table storage, which Blob Data Owner does not cover (issue 12).
+      "hostStorage (Microsoft.Storage/storageAccounts): Storage Table Data Contributor",
     ]);
   });
 

@@ -127,6 +127,7 @@ describe("app settings: Bicep and src/config/settings.ts are the same set", () =
       "AzureWebJobsStorage__blobServiceUri",
       "AzureWebJobsStorage__clientId",
       "AzureWebJobsStorage__credential",
+      "AzureWebJobsStorage__tableServiceUri",
     ]);
   });
 });
@@ -137,6 +138,11 @@ describe("connections are identity-based", () => {
     expect(setting(`${prefix}__credential`)?.value.text).toBe("'managedidentity'");
     expect(setting(`${prefix}__clientId`)?.value.text).toBe("identity.properties.clientId");
     expect(setting(`${prefix}__blobServiceUri`)).toBeDefined();
+  });
+
+  it("host storage is reached by blob and table endpoint of the app's own host storage account (diagnostic events go to tables)", () => {
+    expect(setting("AzureWebJobsStorage__blobServiceUri")?.value.text).toBe("hostStorage.outputs.blobEndpoint");
+    expect(setting("AzureWebJobsStorage__tableServiceUri")?.value.text).toBe("hostStorage.outputs.tableEndpoint");
   });
 
   it("the coordination connection points at the shared coordination account's endpoints", () => {
