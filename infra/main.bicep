@@ -39,6 +39,11 @@ param coordinationLocation string = resourceGroup().location
 ])
 param coordinationStorageSkuName string = 'Standard_LRS'
 
+@description('Days deleted blobs and containers of the coordination account stay recoverable (soft delete): the lease container, the coordinator\'s state and the inputs.')
+@minValue(1)
+@maxValue(365)
+param coordinationSoftDeleteDays int = 7
+
 @description('Upper bound on instances each app scales to (Flex Consumption; bounds as in the official Flex samples).')
 @minValue(40)
 @maxValue(1000)
@@ -92,10 +97,15 @@ param leaseRenewDeadlineMs int = 10000
 @maxLength(63)
 param stateContainer string = 'coordinator-state'
 
-@description('INPUT_CONTAINER: container of job input blobs (created here).')
+@description('INPUT_CONTAINER: container of job input blobs (created here). The app can only read it.')
 @minLength(3)
 @maxLength(63)
 param inputContainer string = 'job-inputs'
+
+@description('SYSTEM_CONTAINER: container of what the app itself writes besides its state (created here; the app may write only here, in LEASE_CONTAINER and in STATE_CONTAINER).')
+@minLength(3)
+@maxLength(63)
+param systemContainer string = 'coordinator-system'
 
 @description('WORK_QUEUE: queue of work items; it and <name>-poison are created here.')
 @minLength(3)
@@ -144,7 +154,9 @@ module coordinationStorage 'modules/storageAccount.bicep' = {
       leaseContainer
       stateContainer
       inputContainer
+      systemContainer
     ]
+    deleteRetentionDays: coordinationSoftDeleteDays
     // The Functions host moves a message to <queue>-poison after maxDequeueCount failed attempts.
     queueNames: [
       workQueue
@@ -190,6 +202,7 @@ module apps 'modules/functionApp.bicep' = [
       leaseRenewDeadlineMs: leaseRenewDeadlineMs
       stateContainer: stateContainer
       inputContainer: inputContainer
+      systemContainer: systemContainer
       workQueue: workQueue
       resultsQueue: resultsQueue
       stepBudgetMs: stepBudgetMs
