@@ -15,12 +15,12 @@
 
 targetScope = 'resourceGroup'
 
-@description('Short prefix of every resource name: 3-10 lowercase letters or digits.')
+@description('Short prefix of every resource name, 3-10 characters. Only its letters and digits are used, in lowercase (storage account names allow nothing else): \'My-App\' names resources like \'myapp\'.')
 @minLength(3)
 @maxLength(10)
 param namePrefix string = 'leader'
 
-@description('Regions to deploy one app into each; several entries share ONE coordination account and ONE leader. Repeat a region to run several apps there. Each must offer Flex Consumption (az functionapp list-flexconsumption-locations).')
+@description('Regions to deploy one app into each; several entries share ONE coordination account and ONE leader. Repeat a region to run several apps there. Each must offer Flex Consumption (az functionapp list-flexconsumption-locations). Programmatic (\'swedencentral\') or display names (\'Sweden Central\') both work.')
 @minLength(1)
 @maxLength(10)
 param appRegions string[] = [
@@ -38,6 +38,11 @@ param coordinationLocation string = resourceGroup().location
   'Standard_GZRS'
 ])
 param coordinationStorageSkuName string = 'Standard_LRS'
+
+@description('Days deleted blobs and containers of the coordination account stay recoverable (soft delete): the lease container, the coordinator\'s state and the inputs.')
+@minValue(1)
+@maxValue(365)
+param coordinationSoftDeleteDays int = 7
 
 @description('Upper bound on instances each app scales to (Flex Consumption; bounds as in the official Flex samples).')
 @minValue(40)
@@ -92,10 +97,15 @@ param leaseRenewDeadlineMs int = 10000
 @maxLength(63)
 param stateContainer string = 'coordinator-state'
 
-@description('INPUT_CONTAINER: container of job input blobs (created here).')
+@description('INPUT_CONTAINER: container of job input blobs (created here). The app can only read it.')
 @minLength(3)
 @maxLength(63)
 param inputContainer string = 'job-inputs'
+
+@description('SYSTEM_CONTAINER: container of what the app itself writes besides its state (created here; the app may write only here, in LEASE_CONTAINER and in STATE_CONTAINER).')
+@minLength(3)
+@maxLength(63)
+param systemContainer string = 'coordinator-system'
 
 @description('WORK_QUEUE: queue of work items; it and <name>-poison are created here.')
 @minLength(3)
@@ -122,7 +132,14 @@ param dispatchBatchSize int = 500
 @maxValue(3600000)
 param stepStallTimeoutMs int = 60000
 
-var prefix = toLower(namePrefix)
+// Names may only contain what every resource type's naming rule allows; a storage account takes nothing but 3-24
+// lowercase letters and digits. So the prefix and the regions are reduced to their lowercase letters and digits before
+// they go into any name ('My-App' -> 'myapp', 'Sweden Central' -> 'swedencentral', which is also the region's
+// programmatic name). test/infra/names.test.ts checks every generated name against its type's rule.
+func nameToken(text string) string => join(filter(map(range(0, length(text)), i => toLower(substring(text, i, 1))), c => contains('abcdefghijklmnopqrstuvwxyz0123456789', c)), '')
+
+// A prefix with no letter or digit at all would leave names like 'func--…'.
+var prefix = empty(nameToken(namePrefix)) ? 'app' : nameToken(namePrefix)
 var token = uniqueString(resourceGroup().id, prefix)
 var coordinationStorageName = 'st${prefix}co${take(token, 8)}'
 
@@ -137,7 +154,9 @@ module coordinationStorage 'modules/storageAccount.bicep' = {
       leaseContainer
       stateContainer
       inputContainer
+      systemContainer
     ]
+    deleteRetentionDays: coordinationSoftDeleteDays
     // The Functions host moves a message to <queue>-poison after maxDequeueCount failed attempts.
     queueNames: [
       workQueue
@@ -161,14 +180,14 @@ module monitoring 'modules/monitoring.bicep' = {
 
 module apps 'modules/functionApp.bicep' = [
   for (region, i) in appRegions: {
-    name: 'app-${i}-${region}'
+    name: 'app-${i}-${nameToken(region)}'
     params: {
-      name: 'func-${prefix}-${region}-${i}-${take(token, 6)}'
-      location: region
+      name: 'func-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      location: nameToken(region)
       tags: tags
-      planName: 'plan-${prefix}-${region}-${i}-${take(token, 6)}'
-      identityName: 'id-${prefix}-${region}-${i}-${take(token, 6)}'
-      hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, region, string(i)), 8)}'
+      planName: 'plan-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      identityName: 'id-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, nameToken(region), string(i)), 8)}'
       coordinationStorageName: coordinationStorage.outputs.name
       coordinationBlobEndpoint: coordinationStorage.outputs.blobEndpoint
       coordinationQueueEndpoint: coordinationStorage.outputs.queueEndpoint
@@ -183,6 +202,7 @@ module apps 'modules/functionApp.bicep' = [
       leaseRenewDeadlineMs: leaseRenewDeadlineMs
       stateContainer: stateContainer
       inputContainer: inputContainer
+      systemContainer: systemContainer
       workQueue: workQueue
       resultsQueue: resultsQueue
       stepBudgetMs: stepBudgetMs

@@ -3,12 +3,13 @@
 // Anything not set here takes main.bicep's default, which equals the code's default (src/config/settings.ts).
 using './main.bicep'
 
-// Prefix of every resource name (3-10 lowercase letters or digits).
+// Prefix of every resource name, 3-10 characters; only its letters and digits are used, lowercased ('My-App' -> 'myapp').
 param namePrefix = 'leader'
 
 // Regions: by default ONE app in the resource group's region, with the coordination account and Application
-// Insights beside it. For several apps in several regions that share ONE coordination account and elect ONE leader
-// through the blob lease, uncomment and edit (every region must offer Flex Consumption:
+// Insights beside it. Programmatic ('swedencentral') and display names ('Sweden Central') both work. For several apps
+// in several regions that share ONE coordination account and elect ONE leader through the blob lease, uncomment and
+// edit (every region must offer Flex Consumption:
 // az functionapp list-flexconsumption-locations -o table):
 // param appRegions = [
 //   'swedencentral'

@@ -53,6 +53,7 @@ param leaseRenewIntervalMs int
 param leaseRenewDeadlineMs int
 param stateContainer string
 param inputContainer string
+param systemContainer string
 param workQueue string
 param resultsQueue string
 param stepBudgetMs int
@@ -84,6 +85,10 @@ module roles 'appRoles.bicep' = {
   params: {
     principalId: identity.properties.principalId
     coordinationStorageName: coordinationStorageName
+    leaseContainerName: leaseContainer
+    stateContainerName: stateContainer
+    inputContainerName: inputContainer
+    systemContainerName: systemContainer
     hostStorageName: hostStorage.outputs.name
     applicationInsightsName: applicationInsightsName
   }
@@ -163,6 +168,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     AzureWebJobsStorage__credential: 'managedidentity'
     AzureWebJobsStorage__clientId: identity.properties.clientId
     AzureWebJobsStorage__blobServiceUri: hostStorage.outputs.blobEndpoint
+    // The host writes diagnostic events to table storage; without this URI (and Storage Table Data Contributor) it
+    // cannot, as in the official Flex Consumption samples.
+    AzureWebJobsStorage__tableServiceUri: hostStorage.outputs.tableEndpoint
     // Telemetry. The connection string names the component and its endpoint; with local auth off it is not a
     // credential: ingestion needs the identity's Entra token (Monitoring Metrics Publisher).
     APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
@@ -182,6 +190,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     LEASE_RENEW_DEADLINE_MS: string(leaseRenewDeadlineMs)
     STATE_CONTAINER: stateContainer
     INPUT_CONTAINER: inputContainer
+    SYSTEM_CONTAINER: systemContainer
     WORK_QUEUE: workQueue
     RESULTS_QUEUE: resultsQueue
     STEP_BUDGET_MS: string(stepBudgetMs)

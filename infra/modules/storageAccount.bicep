@@ -31,6 +31,11 @@ param containerNames string[] = []
 @description('Queues to create.')
 param queueNames string[] = []
 
+@description('Days a deleted blob or container (and the previous content of an overwritten blob) stays recoverable; 0 turns soft delete off.')
+@minValue(0)
+@maxValue(365)
+param deleteRetentionDays int = 0
+
 resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
   name: name
   location: location
@@ -59,9 +64,16 @@ resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
   }
 }
 
+// Soft delete: a blob or container deleted by mistake (or by a buggy or compromised client) can be restored within
+// the retention period (az storage blob undelete / az storage container restore). Without it, deleting the lease
+// container would silently reset leadership and lose the coordinator's state.
 resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' = {
   parent: account
   name: 'default'
+  properties: {
+    deleteRetentionPolicy: deleteRetentionDays > 0 ? { enabled: true, days: deleteRetentionDays } : { enabled: false }
+    containerDeleteRetentionPolicy: deleteRetentionDays > 0 ? { enabled: true, days: deleteRetentionDays } : { enabled: false }
+  }
 }
 
 resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' = [
@@ -97,3 +109,6 @@ output blobEndpoint string = account.properties.primaryEndpoints.blob
 
 @description('Queue service endpoint, e.g. https://<name>.queue.core.windows.net/ (ends with a slash).')
 output queueEndpoint string = account.properties.primaryEndpoints.queue
+
+@description('Table service endpoint, e.g. https://<name>.table.core.windows.net/ (ends with a slash).')
+output tableEndpoint string = account.properties.primaryEndpoints.table

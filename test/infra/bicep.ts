@@ -124,7 +124,7 @@ export function stringLiteral(node: Node | null | undefined): string | undefined
 const ESCAPES: Readonly<Record<string, string>> = { n: "\n", r: "\r", t: "\t", "\\": "\\", "'": "'", $: "$" };
 
 /** Resolves Bicep's escapes (`\n`, `\'`, `\$`, …) in the text between the quotes of a string literal. */
-function unescapeBicep(raw: string): string {
+export function unescapeBicep(raw: string): string {
   return raw.replace(/\\(.)/g, (_match, escaped: string) => ESCAPES[escaped] ?? escaped);
 }
 
@@ -280,69 +280,4 @@ export function commentsOnLine(file: BicepFile, node: Node): string[] {
   return descendants(file.root, "comment")
     .filter((comment) => comment.startPosition.row === row)
     .map((comment) => comment.text);
-}
-
-/** A value of the small expression subset {@link evaluate} understands. */
-export type BicepValue = string | number | boolean | null | BicepValue[] | { [key: string]: BicepValue };
-
-/**
- * Evaluates a constant expression: literals, arrays, objects, member access, interpolated strings, `string(x)`, and
- * identifiers bound in `scope` (e.g. parameters with their defaults). Anything else throws, naming what it could not evaluate,
- * so a test never silently compares against a guess.
- */
-export function evaluate(node: Node, scope: ReadonlyMap<string, BicepValue>): BicepValue {
-  switch (node.type) {
-    case "number":
-      return Number(node.text);
-    case "boolean":
-      return node.text === "true";
-    case "null":
-      return null;
-    case "identifier": {
-      const value = scope.get(node.text);
-      if (value === undefined) throw new Error(`cannot evaluate '${node.text}': not bound`);
-      return value;
-    }
-    case "string": {
-      let text = "";
-      for (const child of node.namedChildren) {
-        if (child.type === "interpolation") {
-          const inner = child.namedChildren[0];
-          if (inner === undefined) throw new Error(`empty interpolation in ${node.text}`);
-          text += bicepString(evaluate(inner, scope));
-        } else if (child.type === "string_content" || child.type === "escape_sequence") {
-          text += unescapeBicep(child.text);
-        }
-      }
-      return text;
-    }
-    case "array":
-      return node.namedChildren.filter((child) => child.type !== "comment").map((child) => evaluate(child, scope));
-    case "object":
-      return Object.fromEntries(objectEntries(node).map(({ key, value }) => [key, evaluate(value, scope)]));
-    case "member_expression": {
-      const object = node.childForFieldName("object");
-      const property = node.childForFieldName("property")?.text;
-      if (object === null || property === undefined) break;
-      const value = evaluate(object, scope);
-      if (value !== null && typeof value === "object" && !Array.isArray(value) && property in value) {
-        const member = value[property];
-        if (member !== undefined) return member;
-      }
-      throw new Error(`cannot evaluate '${node.text}': no property ${property}`);
-    }
-    case "call_expression": {
-      const args = callArguments(node);
-      if (calledFunctionName(node) === "string" && args.length === 1 && args[0] !== undefined) {
-        return bicepString(evaluate(args[0], scope));
-      }
-      break;
-    }
-  }
-  throw new Error(`cannot evaluate ${node.type} '${node.text}'`);
-}
-
-/** How Bicep turns a value into text in `string(x)` and `'${x}'`: strings as they are, anything else as JSON. */
-function bicepString(value: BicepValue): string {
-  return typeof value === "string" ? value : JSON.stringify(value);
 }

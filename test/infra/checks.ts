@@ -1,17 +1,16 @@
 import {
   type BicepFile,
-  type BicepValue,
   callArguments,
   calledFunctionName,
   commentsOnLine,
   descendants,
-  evaluate,
   objectEntries,
   resourceDeclarations,
   stringLiteral,
   valueAt,
   variableDeclarations,
 } from "./bicep";
+import { type BicepValue, evaluate } from "./evaluate";
 import type { Node } from "web-tree-sitter";
 
 /**
@@ -120,6 +119,7 @@ export const DOCUMENTED_ROLES: Readonly<Record<string, string>> = {
   "ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",
   "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": "Storage Blob Data Reader",
   "974c5e8b-45b9-4653-ba55-5f855dd0fb88": "Storage Queue Data Contributor",
+  "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3": "Storage Table Data Contributor",
   "8a0f0c08-91a1-4084-bc3d-661d67233fed": "Storage Queue Data Message Processor",
   "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a": "Storage Queue Data Message Sender",
   "19e7f393-937e-4f77-808e-94535e297925": "Storage Queue Data Reader",

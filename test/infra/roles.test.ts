@@ -1,7 +1,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { FIXTURES_DIR, INFRA_DIR, listFiles, moduleDeclarations, parseBicepFile, resourceDeclarations, valueAt } from "./bicep";
-import { DOCUMENTED_ROLES, roleAssignments } from "./checks";
+import { DOCUMENTED_ROLES, appSettingsObjects, roleAssignments } from "./checks";
 
 describe("role assignments", () => {
   it("the documented role table has the built-in ids the architecture brief lists", () => {
@@ -17,17 +17,46 @@ describe("role assignments", () => {
     expect(assignments).not.toHaveLength(0);
   });
 
-  it("grant exactly the least-privilege set: blob+queue contributor on coordination, blob owner on own host storage, telemetry publisher", async () => {
+  it("grant exactly the least-privilege set: inputs read-only, blob contributor only on the containers the app writes, queue contributor on coordination, blob owner and table contributor on own host storage, telemetry publisher", async () => {
     const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
     const granted = roleAssignments(templates)
       .assignments.map(({ scopeSymbol, scopeType, roleName }) => `${scopeSymbol} (${scopeType}): ${roleName}`)
       .sort();
     expect(granted).toEqual([
       "applicationInsights (Microsoft.Insights/components): Monitoring Metrics Publisher",
-      "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Contributor",
       "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Queue Data Contributor",
       "hostStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Owner",
+      // The host writes diagnostic events to table storage, which Blob Data Owner does not cover (issue 12).
+      "hostStorage (Microsoft.Storage/storageAccounts): Storage Table Data Contributor",
+      // Job inputs are the user's data: the app may read them, never change or delete them.
+      "inputContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Reader",
+      "leaseContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
+      "stateContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
+      "systemContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
     ]);
+  });
+
+  it("the container-scoped grants name the same containers as the app settings, in the shared coordination account", async () => {
+    const roles = await parseBicepFile(path.join(INFRA_DIR, "modules", "appRoles.bicep"));
+    const app = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
+    const settings = appSettingsObjects([app])[0]?.entries ?? [];
+    const resources = resourceDeclarations(roles);
+    const passedToRoles = valueAt(moduleDeclarations(app).find((m) => m.path === "appRoles.bicep")?.body, "params");
+    const blobService = resources.find((r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && r.existing);
+    expect(valueAt(blobService?.body, "parent")?.text).toBe("coordinationStorage");
+    for (const [symbol, setting] of [
+      ["inputContainer", "INPUT_CONTAINER"],
+      ["leaseContainer", "LEASE_CONTAINER"],
+      ["stateContainer", "STATE_CONTAINER"],
+      ["systemContainer", "SYSTEM_CONTAINER"],
+    ] as const) {
+      const container = resources.find((r) => r.symbol === symbol && r.existing);
+      expect(container?.type, symbol).toBe("Microsoft.Storage/storageAccounts/blobServices/containers");
+      expect(valueAt(container?.body, "parent")?.text, symbol).toBe(blobService?.symbol);
+      const param = valueAt(container?.body, "name")?.text ?? "";
+      // What functionApp.bicep passes for that parameter is exactly what it sets the app setting to.
+      expect(valueAt(passedToRoles, param)?.text, symbol).toBe(settings.find((entry) => entry.key === setting)?.value.text);
+    }
   });
 
   it("the role scopes are wired to the right accounts: the shared coordination account and the app's own host storage", async () => {

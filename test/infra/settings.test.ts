@@ -3,11 +3,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { APP_SETTING_NAMES, CONNECTION_SETTINGS, settingsSchema } from "../../src/config/settings";
 import {
   type BicepFile,
-  type BicepValue,
   INFRA_DIR,
   callArguments,
   calledFunctionName,
-  evaluate,
   listFiles,
   moduleDeclarations,
   parameterDeclarations,
@@ -16,6 +14,7 @@ import {
   valueAt,
   variableDeclarations,
 } from "./bicep";
+import { type BicepValue, evaluate } from "./evaluate";
 import { type AppSettingEntry, appSettingsObjects } from "./checks";
 
 /**
@@ -29,6 +28,14 @@ import { type AppSettingEntry, appSettingsObjects } from "./checks";
 const HOST_SETTING_PREFIXES = ["AzureWebJobs", "AzureFunctionsJobHost__", "APPLICATIONINSIGHTS_", "FUNCTIONS_", "WEBSITE_"] as const;
 
 const isHostSetting = (name: string): boolean => HOST_SETTING_PREFIXES.some((prefix) => name.startsWith(prefix));
+
+/**
+ * Settings the templates already set for code that is being added to src/config/settings.ts in parallel (the system
+ * container of the inputs-read-only change), with the default the code will have. Once the code reads a name, it
+ * comes from APP_SETTING_NAMES and its default from the schema, and its entry here has no effect.
+ */
+const PENDING_APP_SETTINGS: Readonly<Record<string, string>> = { SYSTEM_CONTAINER: "coordinator-system" };
+const expectedAppSettingNames = (): string[] => [...new Set([...APP_SETTING_NAMES, ...Object.keys(PENDING_APP_SETTINGS)])].sort();
 
 let templates: BicepFile[] = [];
 let main: BicepFile;
@@ -115,9 +122,9 @@ describe("app settings: Bicep and src/config/settings.ts are the same set", () =
     expect(new Set(names).size).toBe(names.length);
   });
 
-  it("the app's own names in Bicep equal APP_SETTING_NAMES exactly", () => {
+  it("the app's own names in Bicep equal APP_SETTING_NAMES exactly (plus PENDING_APP_SETTINGS)", () => {
     const inBicep = settings.map((entry) => entry.key).filter((name) => !isHostSetting(name));
-    expect([...inBicep].sort()).toEqual([...APP_SETTING_NAMES].sort());
+    expect([...inBicep].sort()).toEqual(expectedAppSettingNames());
   });
 
   it("the host settings are only identity-based storage and Entra-authenticated Application Insights", () => {
@@ -128,6 +135,7 @@ describe("app settings: Bicep and src/config/settings.ts are the same set", () =
       "AzureWebJobsStorage__blobServiceUri",
       "AzureWebJobsStorage__clientId",
       "AzureWebJobsStorage__credential",
+      "AzureWebJobsStorage__tableServiceUri",
     ]);
   });
 });
@@ -138,6 +146,11 @@ describe("connections are identity-based", () => {
     expect(setting(`${prefix}__credential`)?.value.text).toBe("'managedidentity'");
     expect(setting(`${prefix}__clientId`)?.value.text).toBe("identity.properties.clientId");
     expect(setting(`${prefix}__blobServiceUri`)).toBeDefined();
+  });
+
+  it("host storage is reached by blob and table endpoint of the app's own host storage account (diagnostic events go to tables)", () => {
+    expect(setting("AzureWebJobsStorage__blobServiceUri")?.value.text).toBe("hostStorage.outputs.blobEndpoint");
+    expect(setting("AzureWebJobsStorage__tableServiceUri")?.value.text).toBe("hostStorage.outputs.tableEndpoint");
   });
 
   it("the coordination connection points at the shared coordination account's endpoints", () => {
@@ -171,7 +184,8 @@ describe("defaults and storage layout follow the code", () => {
 
   it("the coordination account gets the containers and queues the defaults name, including the poison queues", () => {
     const scope = mainScope();
-    expect(evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope)).toEqual([codeDefaults.LEASE_CONTAINER, codeDefaults.STATE_CONTAINER, codeDefaults.INPUT_CONTAINER]);
+    const systemContainer = (codeDefaults as Record<string, unknown>).SYSTEM_CONTAINER ?? PENDING_APP_SETTINGS.SYSTEM_CONTAINER;
+    expect(evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope)).toEqual([codeDefaults.LEASE_CONTAINER, codeDefaults.STATE_CONTAINER, codeDefaults.INPUT_CONTAINER, systemContainer]);
     expect(evaluate(moduleParam("modules/storageAccount.bicep", "queueNames"), scope)).toEqual([
       codeDefaults.WORK_QUEUE,
       `${codeDefaults.WORK_QUEUE}-poison`,
@@ -181,12 +195,12 @@ describe("defaults and storage layout follow the code", () => {
   });
 
   it("renaming a container or queue parameter renames both the created resource and the app setting", () => {
-    const renamed = { leaseContainer: "l-renamed", stateContainer: "s-renamed", inputContainer: "i-renamed", workQueue: "w-renamed", resultsQueue: "r-renamed" };
+    const renamed = { leaseContainer: "l-renamed", stateContainer: "s-renamed", inputContainer: "i-renamed", systemContainer: "y-renamed", workQueue: "w-renamed", resultsQueue: "r-renamed" };
     const scope = mainScope(renamed);
     const containers = evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope);
     const queues = evaluate(moduleParam("modules/storageAccount.bicep", "queueNames"), scope);
-    expect(containers).toEqual([deployedValue("LEASE_CONTAINER", scope), deployedValue("STATE_CONTAINER", scope), deployedValue("INPUT_CONTAINER", scope)]);
-    expect(containers).toEqual(["l-renamed", "s-renamed", "i-renamed"]);
+    expect(containers).toEqual([deployedValue("LEASE_CONTAINER", scope), deployedValue("STATE_CONTAINER", scope), deployedValue("INPUT_CONTAINER", scope), deployedValue("SYSTEM_CONTAINER", scope)]);
+    expect(containers).toEqual(["l-renamed", "s-renamed", "i-renamed", "y-renamed"]);
     const work = asString(deployedValue("WORK_QUEUE", scope));
     const results = asString(deployedValue("RESULTS_QUEUE", scope));
     expect(queues).toEqual([work, `${work}-poison`, results, `${results}-poison`]);

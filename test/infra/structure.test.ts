@@ -1,6 +1,7 @@
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BicepFile, FIXTURES_DIR, INFRA_DIR, listFiles, parseBicepFile, resourceDeclarations, stringLiteral, valueAt } from "./bicep";
+import { type BicepFile, FIXTURES_DIR, INFRA_DIR, listFiles, moduleDeclarations, parameterDeclarations, parseBicepFile, resourceDeclarations, stringLiteral, valueAt } from "./bicep";
+import { type BicepValue, evaluate } from "./evaluate";
 import { API_VERSION_FLOORS, apiVersionViolations, storageHardeningViolations } from "./checks";
 
 let templates: BicepFile[] = [];
@@ -77,6 +78,39 @@ describe("storage hardening", () => {
       expect.stringMatching(/minimumTlsVersion must be 'TLS1_2', is unset/),
       expect.stringMatching(/openContainer\.properties\.publicAccess must be 'None', is 'Blob'/),
     ]);
+  });
+});
+
+describe("soft delete", () => {
+  /** The blob service properties storageAccount.bicep deploys when main.bicep passes `passed` for deleteRetentionDays. */
+  async function blobServiceProperties(passed: BicepValue | undefined) {
+    const module = await parseBicepFile(path.join(INFRA_DIR, "modules", "storageAccount.bicep"));
+    const service = resourceDeclarations(module).find((r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && !r.existing);
+    const properties = valueAt(service?.body, "properties");
+    if (properties === undefined) throw new Error("storageAccount.bicep deploys no blobServices properties");
+    const declared = parameterDeclarations(module).get("deleteRetentionDays")?.defaultValue;
+    const days = passed ?? (declared === undefined ? undefined : evaluate(declared, new Map()));
+    if (days === undefined) throw new Error("storageAccount.bicep has no deleteRetentionDays parameter with a default");
+    return evaluate(properties, new Map([["deleteRetentionDays", days]]));
+  }
+
+  it("the coordination account keeps deleted blobs and containers for 7 days (the lease container and all state are recoverable)", async () => {
+    const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
+    const passed = valueAt(moduleDeclarations(main).find((m) => m.path === "modules/storageAccount.bicep")?.body, "params", "deleteRetentionDays");
+    const declared = passed === undefined ? undefined : parameterDeclarations(main).get(passed.text)?.defaultValue;
+    const days = declared === undefined ? undefined : evaluate(declared, new Map());
+    expect(days).toBe(7);
+    expect(await blobServiceProperties(days)).toEqual({
+      deleteRetentionPolicy: { enabled: true, days: 7 },
+      containerDeleteRetentionPolicy: { enabled: true, days: 7 },
+    });
+  });
+
+  it("an account that does not ask for it (host storage) has soft delete off rather than an invalid policy", async () => {
+    expect(await blobServiceProperties(undefined)).toEqual({
+      deleteRetentionPolicy: { enabled: false },
+      containerDeleteRetentionPolicy: { enabled: false },
+    });
   });
 });
 
