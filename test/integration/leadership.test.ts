@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { StorageError } from "../../src/errors";
 import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
 import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
-import { describeLeader } from "../../src/leadership/leaderInfo";
+import { describeLeader, requestStepDown } from "../../src/leadership/leaderInfo";
 import type { LeaderElectorOptions } from "../../src/leadership/options";
 import { delay } from "../../src/util/delay";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
@@ -113,6 +113,32 @@ describe("leadership on Azurite", () => {
     const next = await newElector(store, "successor").tryLead((term) => Promise.resolve(term.epoch));
     expect(next).toEqual({ outcome: "completed", epoch: 2, value: 2 });
     expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1 });
+  });
+
+  it("a step-down requested between a new holder's acquire and its record write makes the new holder step down", async () => {
+    const store = newStore();
+    await newElector(store, "old").tryLead(() => Promise.resolve());
+    const writeRecord = store.writeRecord.bind(store);
+    let revoked: number | undefined;
+    store.writeRecord = async (leaseId, record, options) => {
+      revoked ??= await requestStepDown(store); // the lease is held, the record still names epoch 1
+      return writeRecord(leaseId, record, options);
+    };
+    const result = await newElector(store, "new").tryLead(untilAborted, { abortSignal: AbortSignal.timeout(5_000) });
+    expect(revoked).toBe(1);
+    expect(result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 2 });
+    expect((await store.read()).state).toBe("available");
+  });
+
+  it("a leader whose lease is breaking loses it, and its next attempt gives 'not-acquired', not an exception", async () => {
+    const store = newStore();
+    const elector = newElector(store, "holder");
+    const running = elector.tryLead(untilAborted);
+    await delay(300);
+    await store.breakLease(30);
+    expect(await running).toMatchObject({ outcome: "aborted", reason: "lost" });
+    expect((await store.read()).state).toBe("breaking");
+    expect(await elector.tryLead(() => Promise.resolve())).toMatchObject({ outcome: "not-acquired" });
   });
 
   it("watchdog: a task that stops reporting progress loses leadership instead of renewing forever", async () => {

@@ -1,28 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ConfigurationError, LeadershipLostError, StorageError } from "../../src/errors";
-import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
-import type { LeaderElectorOptions } from "../../src/leadership/options";
-import type { Clock } from "../../src/util/clock";
+import { LeaderElector } from "../../src/leadership/LeaderElector";
 import { delay } from "../../src/util/delay";
+import { fakeElector as elector, untilAborted } from "../support/electorHarness";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { Recorder } from "../support/recorder";
-
-const fakeClock: Clock = { monotonicMs: () => Date.now(), wallMs: () => Date.now() };
-
-function elector(store: FakeLeaseStore, recorder: Recorder, overrides: Partial<LeaderElectorOptions> = {}): LeaderElector {
-  return new LeaderElector({
-    store,
-    instanceId: overrides.instanceId ?? "unit-a",
-    clock: fakeClock,
-    logger: recorder.logger,
-    onEvent: recorder.onEvent,
-    random: () => 0.5,
-    ...overrides,
-  });
-}
-
-/** A task that runs until its signal fires, then rejects with the signal's reason. */
-const untilAborted: LeaderTask<never> = (term) => delay(24 * 3600_000, { abortSignal: term.signal }) as Promise<never>;
 
 describe("LeaderElector (unit, fake timers)", () => {
   let store: FakeLeaseStore;
