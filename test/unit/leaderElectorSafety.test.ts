@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { StorageError } from "../../src/errors";
+import { ConfigurationError, StorageError } from "../../src/errors";
 import type { LeaderTask } from "../../src/leadership/LeaderElector";
 import { requestStepDown } from "../../src/leadership/leaderInfo";
 import type { LeadershipTerm } from "../../src/leadership/Term";
@@ -171,5 +171,21 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     });
     await vi.advanceTimersByTimeAsync(11_000);
     expect(await second).toEqual({ outcome: "completed", epoch: 2, value: 2 });
+  });
+
+  it("a new term's epoch exceeds the epoch floor when the record is behind it (lease blob lost)", async () => {
+    const a = elector(store, recorder, { readEpochFloor: () => Promise.resolve(41) });
+    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 42, value: 42 });
+    expect(store.record).toMatchObject({ epoch: 42, holder: "unit-a" });
+    const b = elector(store, new Recorder(), { instanceId: "unit-b", readEpochFloor: () => Promise.resolve(3) });
+    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 43, value: 43 });
+  });
+
+  it("rejects a floor that is not a whole number >= 0 with a ConfigurationError, and releases the lease", async () => {
+    const a = elector(store, recorder, { readEpochFloor: () => Promise.resolve(Number.NaN) });
+    await expect(a.tryLead(untilAborted)).rejects.toThrow(ConfigurationError);
+    await expect(a.tryLead(untilAborted)).rejects.toThrow(/readEpochFloor returned NaN; it must resolve to a whole number ≥ 0/);
+    expect(store.holderLeaseId()).toBeUndefined();
+    expect(store.record.epoch).toBe(0);
   });
 });
