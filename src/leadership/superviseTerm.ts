@@ -36,11 +36,7 @@ async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOp
   const { clock, store, logger, renewIntervalMs, retryIntervalMs, requestTimeoutMs, instanceId } = options;
   let nextRenewMono = term.acquireStartMono + renewIntervalMs;
   while (!loopSignal.aborted) {
-    try {
-      await delay(nextRenewMono - clock.monotonicMs(), { abortSignal: loopSignal });
-    } catch {
-      return; // stopped
-    }
+    if (!(await sleepUntil(nextRenewMono, options, loopSignal))) return;
     if (term.checkDeadline()) return;
     if (term.hasBegun && term.isStalled()) {
       term.end("stalled", `the task reported no progress for ${options.stallTimeoutMs ?? 0} ms (watchdog)`);
@@ -79,13 +75,19 @@ async function watchRevocation(term: Term, options: ResolvedElectorOptions, loop
   const { clock, renewIntervalMs } = options;
   let nextCheckMono = term.acquireStartMono + renewIntervalMs;
   while (!loopSignal.aborted) {
-    try {
-      await delay(nextCheckMono - clock.monotonicMs(), { abortSignal: loopSignal });
-    } catch {
-      return; // stopped
-    }
+    if (!(await sleepUntil(nextCheckMono, options, loopSignal))) return;
     nextCheckMono = clock.monotonicMs() + renewIntervalMs;
     if (term.hasBegun) await checkRevocation(term, options, loopSignal);
+  }
+}
+
+/** Sleeps until the monotonic time `atMono`; false when the loop was stopped meanwhile. */
+async function sleepUntil(atMono: number, options: Pick<ResolvedElectorOptions, "clock">, loopSignal: AbortSignal): Promise<boolean> {
+  try {
+    await delay(atMono - options.clock.monotonicMs(), { abortSignal: loopSignal });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -112,7 +112,7 @@ describe("leadership on Azurite", () => {
     expect(await running).toMatchObject({ outcome: "aborted", reason: "revoked" });
     const next = await newElector(store, "successor").tryLead((term) => Promise.resolve(term.epoch));
     expect(next).toEqual({ outcome: "completed", epoch: 2, value: 2 });
-    expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1 });
+    expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1, revocationHonoured: true });
   });
 
   it("a step-down requested between a new holder's acquire and its record write makes the new holder step down", async () => {
