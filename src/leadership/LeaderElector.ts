@@ -137,7 +137,7 @@ export class LeaderElector {
       logger.verbose(`Instance ${instanceId} lost the race for ${store.name}.`, { instanceId });
       return { outcome: "not-acquired", leader: undefined };
     }
-    if (orphan !== undefined) logger.info(`Instance ${instanceId} adopted the lease of an earlier attempt whose outcome was unknown.`, { instanceId });
+    if (orphan !== undefined) logger.info(`Instance ${instanceId} acquired with the lease id of an earlier attempt whose outcome was unknown (adopting that lease if it was still held).`, { instanceId });
     const lease = {
       leaseId,
       acquireStartMono,

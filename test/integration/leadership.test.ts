@@ -101,6 +101,21 @@ describe("leadership on Azurite", () => {
     expect((await store.read()).state).toBe("available"); // released, not left to expire
   });
 
+  it("an acquire that landed although both answers were lost is released at once: another instance leads without waiting for expiry", async () => {
+    const store = newStore();
+    const acquire = store.acquire.bind(store);
+    store.acquire = async (leaseId, durationS, options) => {
+      await acquire(leaseId, durationS, options); // the real acquire takes effect on Azurite
+      throw new StorageError("Timeout", undefined, "simulated: the answer never arrived");
+    };
+    await expect(newElector(store, "unlucky").tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
+    store.acquire = acquire;
+    const startedAt = Date.now();
+    const next = await newElector(store, "next").tryLead((term) => Promise.resolve(term.epoch));
+    expect(next).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(Date.now() - startedAt).toBeLessThan(2_000); // not the 15 s lease duration
+  });
+
   it("steps down when an operator revokes, and another instance takes over with a higher epoch", async () => {
     const store = newStore();
     const leader = newElector(store, "revokee");
