@@ -173,10 +173,13 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  /** 409/412 on a lease-conditioned request means the lease is not ours any more; anything else is unexpected. */
+  /**
+   * 409/412 on a lease-conditioned request means the lease is not ours any more, and so does 404: the lease blob (or
+   * its container) was deleted, and with it the lease. Anything else is unexpected.
+   */
   private lostOr(error: unknown, operation: string, abortSignal: AbortSignal | undefined, epoch = 0): Error {
     const { code, statusCode } = storageFailure(error);
-    if (!abortSignal?.aborted && (statusCode === 409 || statusCode === 412)) {
+    if (!abortSignal?.aborted && (statusCode === 409 || statusCode === 412 || statusCode === 404)) {
       return new LeadershipLostError("lost", epoch, `${operation}: storage says the lease is no longer ours (${statusCode} ${code ?? ""}).`, { cause: error });
     }
     return toLibraryError(error, operation, abortSignal);

@@ -58,7 +58,7 @@ export interface LeaseStore {
    * retry after an unknown outcome). Someone else holding it, or the lease breaking → `{ acquired: false }`.
    */
   acquire(leaseId: string, durationS: number, options?: LeaseOperationOptions): Promise<AcquireResult>;
-  /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours. */
+  /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours (taken, broken, or its blob deleted). */
   renew(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
   /** Releases the lease so the next contender need not wait for expiry. Releasing a lease no longer ours is a no-op. */
   release(leaseId: string, options?: LeaseOperationOptions): Promise<void>;

@@ -68,6 +68,19 @@ describe("leadership on Azurite", () => {
     expect(recorder.ofType("lease-lost")).toMatchObject([{ reason: "lost", epoch: 1, instanceId: "victim" }]);
   });
 
+  it("aborts the task with reason 'lost' at its next renewal when the lease container is deleted", async () => {
+    const service = env.blobService();
+    const containerName = uniqueName("leases");
+    const store = new BlobLeaseStore(service, { containerName });
+    const running = newElector(store, "homeless").tryLead(untilAborted);
+    await delay(1500);
+    const deletedAt = Date.now();
+    await service.getContainerClient(containerName).delete();
+    const result = await running;
+    expect(result).toMatchObject({ outcome: "aborted", reason: "lost", epoch: 1 });
+    expect(Date.now() - deletedAt).toBeLessThan(1000 + 1500); // the renew interval, not the 10 s renew deadline
+  });
+
   it("on a graceful end releases, and a waiting contender leads on its very next attempt", async () => {
     const store = newStore();
     const first = newElector(store, "first");
