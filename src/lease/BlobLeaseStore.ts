@@ -88,8 +88,9 @@ export class BlobLeaseStore implements LeaseStore {
     try {
       await this.blob.getBlobLeaseClient(leaseId).releaseLease({ abortSignal });
     } catch (error) {
-      // 409: the lease is no longer ours (expired and taken, or broken): nothing to release.
-      if (storageFailure(error).statusCode === 409) return;
+      // 409: the lease is no longer ours (expired and taken, or broken); 404: the blob is gone. Nothing to release.
+      const { statusCode } = storageFailure(error);
+      if (statusCode === 409 || statusCode === 404) return;
       throw toLibraryError(error, `Releasing lease ${this.name}`, abortSignal);
     }
   }
