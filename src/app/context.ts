@@ -4,6 +4,7 @@ import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskKinds";
+import { readEpochFloor } from "../coordination/termHistory";
 import { BlobStateStore } from "../fencing/BlobStateStore";
 import { BlobLeaseStore } from "../lease/BlobLeaseStore";
 import type { LeaseStore } from "../lease/LeaseStore";
@@ -31,7 +32,7 @@ export interface CoordinatorApp extends CoordinationPorts {
   settings: Settings;
   instanceId: string;
   leaseStore: LeaseStore;
-  /** One elector per process, so its proposed lease id stays stable across ticks (idempotent acquire). */
+  /** One elector per process: it never runs two terms at once, and adopts a lease an earlier tick may have orphaned. */
   elector: LeaderElector;
   /** The sink of the invocation in progress; the elector's events and logs go there. */
   sink: Sink;
@@ -62,6 +63,7 @@ export function createCoordinatorApp(env: Record<string, string | undefined> = p
   const instanceId = instanceIdFrom(env);
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
   const leaseStore = new BlobLeaseStore(clients.blob, { containerName: settings.LEASE_CONTAINER, blobName: settings.LEASE_BLOB });
+  const state = new BlobStateStore(clients.blob, settings.STATE_CONTAINER);
   // The elector lives as long as the process; each invocation points `app.sink` at its own context.
   const sinkLogger: Logger = {
     verbose: (message, properties) => app.sink.logger.verbose(message, properties),
@@ -76,6 +78,8 @@ export function createCoordinatorApp(env: Record<string, string | undefined> = p
     renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
     renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
     stallTimeoutMs: settings.STEP_STALL_TIMEOUT_MS,
+    // Epochs stay above every stored one even if the lease blob (and its epoch counter) is lost.
+    readEpochFloor: (options) => readEpochFloor(state, options),
     logger: sinkLogger,
     onEvent: (event) => {
       app.sink.emit({ ...event });
@@ -85,7 +89,7 @@ export function createCoordinatorApp(env: Record<string, string | undefined> = p
     settings,
     instanceId,
     leaseStore,
-    state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
+    state,
     files: new BlobFilesStore(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
     workQueue: queue(settings.WORK_QUEUE),
     resultsQueue: queue(settings.RESULTS_QUEUE),

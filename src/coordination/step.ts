@@ -6,6 +6,7 @@ import { dispatchJob } from "./dispatch";
 import { FOLD_BATCH_SIZE, awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
+import { recordTerm } from "./termHistory";
 
 /** How long an idle pass waits for workers before looking again, while jobs are active. */
 const IDLE_POLL_MS = 500;
@@ -39,8 +40,11 @@ export interface StepReport {
 export async function runCoordinationStep(deps: CoordinationDeps, term: LeadershipTerm, options: StepOptions): Promise<StepReport> {
   const monotonicMs = options.monotonicMs ?? (() => performance.now());
   const endMono = monotonicMs() + options.budgetMs;
-  const jobs = new JobStore(new FencedStateStore(deps.state, term));
+  const fenced = new FencedStateStore(deps.state, term);
+  const jobs = new JobStore(fenced);
   const io = { abortSignal: term.signal };
+  // First, before any other write: keeps the term history's epoch >= every stored epoch (the next term's floor).
+  await recordTerm(fenced, term, deps.logger, io);
   const { epoch } = term;
   const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, completedJobs: [], activeJobs: 0 };
   for (;;) {

@@ -3,11 +3,12 @@ import { ConcurrentUpdateError, StorageError } from "../errors";
 import { storageFailure, toLibraryError } from "../storage/storageErrors";
 import { streamToBuffer } from "../storage/streams";
 import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "./StateStore";
+import { OnDemandCreation } from "../storage/OnDemandCreation";
 
 /** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
 export class BlobStateStore implements StateStore {
+  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
   private readonly container: ContainerClient;
-  private containerReady: Promise<unknown> | undefined;
 
   constructor(service: BlobServiceClient, containerName = "coordinator-state") {
     this.container = service.getContainerClient(containerName);
@@ -52,8 +53,7 @@ export class BlobStateStore implements StateStore {
     try {
       const response = await upload().catch(async (error: unknown) => {
         if (storageFailure(error).code !== "ContainerNotFound") throw error;
-        this.containerReady ??= this.container.createIfNotExists({ abortSignal });
-        await this.containerReady;
+        await this.creation.ensure({ abortSignal });
         return upload();
       });
       if (response.etag === undefined) throw new StorageError("MissingETag", undefined, `Writing state ${key}: storage returned no ETag.`);

@@ -1,11 +1,14 @@
-import { LeadershipLostError, StorageError, type LeadershipLostReason } from "../errors";
+import { randomUUID } from "node:crypto";
+import { StorageError } from "../errors";
 import type { LeaderRecord } from "../lease/LeaseStore";
 import { abortReason, delay, throwIfAborted, withJitter } from "../util/delay";
 import { withTimeout } from "../util/timeout";
 import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo";
 import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options";
-import { superviseTerm } from "./superviseTerm";
-import { emitEvent, Term, type LeadershipTerm } from "./Term";
+import { runTerm, type LeadResult, type LeaderTask } from "./runTerm";
+import { emitEvent, type Term } from "./Term";
+
+export type { LeadResult, LeaderTask } from "./runTerm";
 
 /** Options for {@link LeaderElector.tryLead} and {@link LeaderElector.lead}. */
 export interface LeadOptions {
@@ -13,19 +16,7 @@ export interface LeadOptions {
   abortSignal?: AbortSignal;
 }
 
-/** The leader's work: runs once per term; must stop when `term.signal` fires. */
-export type LeaderTask<T> = (term: LeadershipTerm) => Promise<T>;
-
-/** How an attempt to lead ended. Losing the race is a value, not an exception. */
-export type LeadResult<T> =
-  /** Someone else leads (`leader` says who, when known). */
-  | { outcome: "not-acquired"; leader: LeaderRecord | undefined }
-  /** This instance led for one term and the task finished while leadership held. */
-  | { outcome: "completed"; epoch: number; value: T }
-  /** This instance led, but leadership ended before the task did; `error` is what the task threw, if anything. */
-  | { outcome: "aborted"; epoch: number; reason: LeadershipLostReason; error: unknown };
-
-/** How long a contender retries an acquire whose outcome it does not know (a timeout), with the same lease id. */
+/** How often one attempt sends its acquire when the outcome is unknown (a timeout), with the same lease id. */
 const ACQUIRE_ATTEMPTS = 2;
 
 /**
@@ -43,6 +34,13 @@ const ACQUIRE_ATTEMPTS = 2;
 export class LeaderElector {
   private readonly options: ResolvedElectorOptions;
   private lastObserved: { holder: string; epoch: number } | undefined;
+  /** The attempt or term in progress (its record once written): an elector never runs two at once. */
+  private current: { record: LeaderRecord | undefined } | undefined;
+  /**
+   * The lease id of an earlier attempt whose acquire or release had an unknown outcome: the lease may still be held
+   * under it. The next attempt proposes it again, so it adopts that lease instead of waiting for it to expire.
+   */
+  private orphanLeaseId: string | undefined;
 
   /** @throws ConfigurationError when an option is out of range. */
   constructor(options: LeaderElectorOptions) {
@@ -57,29 +55,28 @@ export class LeaderElector {
   /**
    * One attempt to lead, without waiting (for timer-triggered functions, which pay for waiting). Reads the lease
    * first, so a held lease costs one read and no 409. If this instance wins, runs `task` for one term and releases.
+   * While this elector already has an attempt or a term in progress, returns "not-acquired" at once (with the
+   * running term's record) instead of starting a second term.
    *
    * @throws the task's own error when it fails while leadership holds (the lease is released first);
-   *   a `StorageError` when storage cannot be reached; the signal's reason when `abortSignal` fired before a term.
+   *   a `StorageError` when storage cannot be reached (a lease that may have been acquired is released first);
+   *   the signal's reason when `abortSignal` fired before a term.
    */
   async tryLead<T>(task: LeaderTask<T>, options: LeadOptions = {}): Promise<LeadResult<T>> {
     const { abortSignal } = options;
-    const { store, clock, instanceId, leaseDurationS } = this.options;
     throwIfAborted(abortSignal);
-    const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
-    const heldByOther = (snapshot.state === "leased" || snapshot.state === "breaking") && snapshot.record.holder !== instanceId;
-    if (heldByOther) {
-      this.observe(snapshot.record);
-      return { outcome: "not-acquired", leader: snapshot.record };
+    if (this.current !== undefined) {
+      const { logger, instanceId } = this.options;
+      logger.verbose(`Instance ${instanceId} already has an attempt or a term in progress; not starting another.`, { instanceId });
+      return { outcome: "not-acquired", leader: this.current.record };
     }
-    const acquireStartMono = clock.monotonicMs();
-    if (!(await this.acquire(abortSignal))) {
-      this.options.logger.verbose(`Instance ${instanceId} lost the race for ${store.name}.`, { instanceId });
-      return { outcome: "not-acquired", leader: undefined };
+    const current: { record: LeaderRecord | undefined } = { record: undefined };
+    this.current = current;
+    try {
+      return await this.attempt(task, current, abortSignal);
+    } finally {
+      this.current = undefined;
     }
-    const term = await this.beginTerm(acquireStartMono, abortSignal);
-    if (term === undefined) return { outcome: "not-acquired", leader: undefined };
-    this.options.logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${term.epoch} (lease ${leaseDurationS} s).`, { instanceId, epoch: term.epoch });
-    return this.runTerm(term, task, abortSignal);
   }
 
   /**
@@ -115,9 +112,47 @@ export class LeaderElector {
     return requestStepDown(this.options.store, options);
   }
 
-  /** Acquires with the stable lease id, retrying once when the outcome is unknown (a retry then cannot orphan the lease). */
-  private async acquire(abortSignal: AbortSignal | undefined): Promise<boolean> {
-    const { store, leaseId, leaseDurationS, logger, instanceId } = this.options;
+  /** One attempt: read, acquire with a fresh lease id (or adopt an orphan), then run one term. */
+  private async attempt<T>(task: LeaderTask<T>, current: { record: LeaderRecord | undefined }, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+    const { store, clock, instanceId, logger } = this.options;
+    const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
+    const orphan = this.orphanLeaseId;
+    if (orphan === undefined && (snapshot.state === "leased" || snapshot.state === "breaking")) {
+      this.observe(snapshot.record);
+      return { outcome: "not-acquired", leader: snapshot.record };
+    }
+    this.orphanLeaseId = undefined;
+    // A fresh id per attempt: a release by one term can never free a lease another term holds.
+    const leaseId = orphan ?? randomUUID();
+    const acquireStartMono = clock.monotonicMs();
+    let acquired: boolean;
+    try {
+      acquired = await this.acquire(leaseId, abortSignal);
+    } catch (error) {
+      // The acquire may have landed: give it back now rather than leave it held with no record for a lease duration.
+      await this.giveBack(leaseId, { outcomeUnknown: true });
+      throw error;
+    }
+    if (!acquired) {
+      logger.verbose(`Instance ${instanceId} lost the race for ${store.name}.`, { instanceId });
+      return { outcome: "not-acquired", leader: undefined };
+    }
+    if (orphan !== undefined) logger.info(`Instance ${instanceId} acquired with the lease id of an earlier attempt whose outcome was unknown (adopting that lease if it was still held).`, { instanceId });
+    const lease = {
+      leaseId,
+      acquireStartMono,
+      release: (term: Term) => this.giveBack(leaseId, { outcomeUnknown: false, term }),
+      onBegun: (record: LeaderRecord) => {
+        current.record = record;
+        this.lastObserved = { holder: instanceId, epoch: record.epoch };
+      },
+    };
+    return runTerm(lease, task, this.options, abortSignal);
+  }
+
+  /** Acquires with the attempt's lease id, sending it again once when the outcome is unknown (idempotent with the same id). */
+  private async acquire(leaseId: string, abortSignal: AbortSignal | undefined): Promise<boolean> {
+    const { store, leaseDurationS, logger, instanceId } = this.options;
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await this.request((signal) => store.acquire(leaseId, leaseDurationS, { abortSignal: signal }), abortSignal);
@@ -129,64 +164,25 @@ export class LeaderElector {
     }
   }
 
-  /** Reads the record under the lease and writes the next epoch. Returns undefined if the lease was lost meanwhile. */
-  private async beginTerm(acquireStartMono: number, abortSignal: AbortSignal | undefined): Promise<Term | undefined> {
-    const { store, leaseId, clock, instanceId } = this.options;
+  /**
+   * Releases `leaseId` (and nothing else), logging instead of throwing: the lease expires by itself if storage cannot
+   * be reached. When the release failed, or the acquire's own outcome is unknown (an aborted acquire may still land
+   * after the release), the next attempt proposes the same id and so adopts the lease if it is still held.
+   */
+  private async giveBack(leaseId: string, how: { outcomeUnknown: boolean; term?: Term }): Promise<void> {
+    const { store, logger, instanceId, clock } = this.options;
+    const { term } = how;
     try {
-      // Read again now that we hold the lease: only the holder can write the record, so it cannot change under us.
-      const { record: previous } = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
-      const epoch = previous.epoch + 1;
-      const record: LeaderRecord = { holder: instanceId, epoch, sinceMs: clock.wallMs(), transitions: previous.transitions + 1 };
-      await this.request((signal) => store.writeRecord(leaseId, record, { abortSignal: signal }), abortSignal);
-      const term = new Term(epoch, acquireStartMono, this.options);
-      this.lastObserved = { holder: instanceId, epoch };
-      term.emit({ type: "lease-acquired", instanceId, epoch, previousHolder: previous.holder, transitions: record.transitions, atMs: record.sinceMs });
-      return term;
-    } catch (error) {
-      await this.releaseQuietly();
-      if (error instanceof LeadershipLostError) return undefined;
-      throw error;
-    }
-  }
-
-  /** Runs the task under supervision; the one `finally` stops renewing, waits for any renewal in flight, and releases. */
-  private async runTerm<T>(term: Term, task: LeaderTask<T>, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
-    const { epoch } = term;
-    const stop = new AbortController();
-    const supervision = superviseTerm(term, this.options.leaseId, this.options, stop.signal);
-    const onShutdown = (): void => {
-      term.end("shutdown", "the caller's abort signal fired");
-    };
-    if (abortSignal?.aborted) onShutdown();
-    abortSignal?.addEventListener("abort", onShutdown, { once: true });
-    try {
-      const value = await task(term);
-      const reason = term.endReason;
-      return reason === undefined ? { outcome: "completed", epoch, value } : { outcome: "aborted", epoch, reason, error: undefined };
-    } catch (error) {
-      const reason = term.endReason;
-      if (reason === undefined) throw error;
-      return { outcome: "aborted", epoch, reason, error };
-    } finally {
-      abortSignal?.removeEventListener("abort", onShutdown);
-      stop.abort();
-      await supervision;
-      // A lease storage says is no longer ours needs no release; in every other case give it back now.
-      if (term.endReason !== "lost") await this.releaseQuietly(term);
-    }
-  }
-
-  /** Releases, logging instead of throwing: the lease expires by itself if storage cannot be reached. */
-  private async releaseQuietly(term?: Term): Promise<void> {
-    const { store, leaseId, logger, instanceId, clock } = this.options;
-    try {
+      // Not under the caller's signal: a shutdown is exactly when the lease must be given back.
       await this.request((signal) => store.release(leaseId, { abortSignal: signal }), undefined);
-      if (term) {
+      if (how.outcomeUnknown) this.orphanLeaseId = leaseId;
+      if (term?.hasBegun) {
         logger.info(`Leader ${instanceId} released ${store.name} (epoch ${term.epoch}).`, { instanceId, epoch: term.epoch });
         term.emit({ type: "lease-released", instanceId, epoch: term.epoch, heldMs: term.heldMs(), atMs: clock.wallMs() });
       }
     } catch (error) {
-      logger.warn(`Instance ${instanceId} could not release ${store.name}; it will expire by itself: ${error instanceof Error ? error.message : String(error)}`, { instanceId });
+      this.orphanLeaseId = leaseId;
+      logger.warn(`Instance ${instanceId} could not release ${store.name}; its next attempt adopts the lease, or it expires by itself: ${error instanceof Error ? error.message : String(error)}`, { instanceId });
     }
   }
 

@@ -24,29 +24,57 @@ export interface LeadershipTerm {
   reportProgress(): void;
 }
 
-/** The term's internal state; the task only sees {@link LeadershipTerm}. */
+/**
+ * The term's internal state; the task only sees {@link LeadershipTerm}. It exists from the moment the lease is
+ * acquired — renewals and the renew deadline run from the acquire's start — and {@link begin}s once its record (and
+ * so its epoch) is written. Until then `epoch` is 0 and no events are reported.
+ */
 export class Term implements LeadershipTerm {
   readonly instanceId: string;
-  readonly startedAtMs: number;
   private readonly controller = new AbortController();
   private deadlineMono: number;
   private lastProgressMono: number;
-  private readonly startedMono: number;
+  private startedMono: number;
+  private begun: { epoch: number; previousEpoch: number; startedAtMs: number } | undefined;
 
   constructor(
-    readonly epoch: number,
     /** Monotonic time at which the acquire request that began this term was sent. */
-    acquireStartMono: number,
+    readonly acquireStartMono: number,
     private readonly options: ResolvedElectorOptions,
   ) {
     const { clock } = options;
     this.instanceId = options.instanceId;
-    this.startedAtMs = clock.wallMs();
     this.startedMono = clock.monotonicMs();
     this.deadlineMono = acquireStartMono + options.renewDeadlineMs;
     this.lastProgressMono = this.startedMono;
     // The task passes this signal to many concurrent storage calls, each of which listens on it.
     setMaxListeners(1000, this.controller.signal);
+  }
+
+  /** Starts the term proper, once its record names `epoch`; `previousEpoch` is the epoch that record replaced. */
+  begin(epoch: number, previousEpoch: number): void {
+    const { clock } = this.options;
+    this.begun = { epoch, previousEpoch, startedAtMs: clock.wallMs() };
+    this.startedMono = clock.monotonicMs();
+    this.lastProgressMono = this.startedMono;
+  }
+
+  /** Whether {@link begin} has run. */
+  get hasBegun(): boolean {
+    return this.begun !== undefined;
+  }
+
+  get epoch(): number {
+    return this.begun?.epoch ?? 0;
+  }
+
+  /** The epoch of the term before this one (the record this term replaced); 0 before {@link begin}. */
+  get previousEpoch(): number {
+    return this.begun?.previousEpoch ?? 0;
+  }
+
+  get startedAtMs(): number {
+    return this.begun?.startedAtMs ?? 0;
   }
 
   get signal(): AbortSignal {
@@ -108,15 +136,16 @@ export class Term implements LeadershipTerm {
   end(reason: LeadershipLostReason, detail: string, cause?: unknown): void {
     if (this.controller.signal.aborted) return;
     const { instanceId, epoch } = this;
-    const error = new LeadershipLostError(reason, epoch, `Leader ${instanceId} (epoch ${epoch}) stopped leading: ${detail}.`, { cause });
+    const who = this.begun === undefined ? `Instance ${instanceId} (lease acquired, term not yet begun)` : `Leader ${instanceId} (epoch ${epoch})`;
+    const error = new LeadershipLostError(reason, epoch, `${who} stopped leading: ${detail}.`, { cause });
     this.controller.abort(error);
     this.options.logger.warn(error.message, { instanceId, epoch, reason });
     this.emit({ type: "lease-lost", instanceId, epoch, reason, detail, atMs: this.options.clock.wallMs() });
   }
 
-  /** Reports an event; a throwing listener is logged, never allowed to break leadership. */
+  /** Reports an event once the term has begun; a throwing listener is logged, never allowed to break leadership. */
   emit(event: LeadershipEvent): void {
-    emitEvent(this.options, event);
+    if (this.begun !== undefined) emitEvent(this.options, event);
   }
 }
 

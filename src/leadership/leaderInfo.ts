@@ -14,11 +14,13 @@ export interface LeaderInfo {
   leaseState: LeaseState;
   /** An epoch an operator asked to step down, if any. */
   revokedEpoch: number | undefined;
+  /** Whether a leader has stepped down for that request (false while it is pending). */
+  revocationHonoured: boolean;
 }
 
 /** Reads who leads. Two reads, no lease needed: safe for any instance, an HTTP endpoint or a CLI. */
 export async function describeLeader(store: LeaseStore, options: LeaseOperationOptions = {}): Promise<LeaderInfo> {
-  const [snapshot, revokedEpoch] = await Promise.all([store.read(options), store.readRevokedEpoch(options)]);
+  const [snapshot, revocation] = await Promise.all([store.read(options), store.readRevocation(options)]);
   const { record, state } = snapshot;
   const held = state === "leased" || state === "breaking";
   return {
@@ -27,14 +29,20 @@ export async function describeLeader(store: LeaseStore, options: LeaseOperationO
     since: record.sinceMs > 0 ? new Date(record.sinceMs).toISOString() : undefined,
     transitions: record.transitions,
     leaseState: state,
-    revokedEpoch,
+    revokedEpoch: revocation?.epoch,
+    revocationHonoured: revocation?.honoured ?? false,
   };
 }
 
 /**
  * Asks the current leader to step down (ZooKeeper's revocable lock): it sees the request at its next renewal, aborts
- * its task with reason "revoked", releases, and another instance takes over. Only the current epoch is revoked, so
- * the next leader is not affected. Returns the revoked epoch, or undefined when nobody holds the lease.
+ * its task with reason "revoked", marks the request honoured, releases, and another instance takes over. Returns the
+ * revoked epoch, or undefined when nobody holds the lease.
+ *
+ * The record read here may still name the previous epoch while a new holder is between its acquire and its record
+ * write. So a request for epoch e binds the leader of e, or — when that leader ended without honouring it — the term
+ * that directly follows e: that term checks right after writing its record and at every renewal. A returned epoch
+ * therefore always means that someone steps down; later terms are not affected.
  */
 export async function requestStepDown(store: LeaseStore, options: LeaseOperationOptions = {}): Promise<number | undefined> {
   const { state, record } = await store.read(options);

@@ -38,14 +38,18 @@ export interface LeaderElectorOptions {
   clock?: Clock;
   /** Random source for jitter, returning [0, 1). @default Math.random */
   random?: () => number;
+  /**
+   * The highest epoch already stored anywhere the leader writes (e.g. read from a state document every term writes
+   * first). A new term's epoch is `max(record epoch, floor) + 1`, so it still exceeds every stored epoch when the
+   * lease blob — and with it the epoch counter in its metadata — was deleted or recreated. Read after acquiring,
+   * beside the record. Must resolve to a whole number ≥ 0. @default none (the record alone counts)
+   */
+  readEpochFloor?: (options: { abortSignal?: AbortSignal }) => Promise<number>;
 }
 
 /** Options with every default applied. */
-export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent">> &
-  Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent"> & {
-    /** Proposed lease id, stable for this elector: a retried acquire after a timeout cannot orphan the lease. */
-    leaseId: string;
-  };
+export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor">> &
+  Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor">;
 
 /**
  * Applies defaults (in one block) and validates every option up front.
@@ -67,7 +71,7 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     onEvent: options.onEvent,
     clock: options.clock ?? systemClock,
     random: options.random ?? Math.random,
-    leaseId: randomUUID(),
+    readEpochFloor: options.readEpochFloor,
   };
   const problems: string[] = [];
   const check = (ok: boolean, message: string): void => {

@@ -2,18 +2,22 @@ import { LeadershipLostError } from "../errors";
 import { delay } from "../util/delay";
 import { withTimeout } from "../util/timeout";
 import type { ResolvedElectorOptions } from "./options";
+import { checkRevocation } from "./revocation";
 import type { Term } from "./Term";
 
 /**
- * Keeps a term alive until `stopSignal` fires or the term ends: renews on schedule, checks for revocation and the
- * watchdog at each renewal, and ends the term the moment its local renew deadline passes — whatever storage is doing,
- * because every request's timeout is capped by the time left to the deadline.
+ * Keeps a term alive until `stopSignal` fires or the term ends: renews on schedule — counted from the acquire's start,
+ * and already while the term's record is being written, so slow storage cannot eat the first renewal's margin —
+ * checks the watchdog at each renewal and for revocation once per renew interval, and ends the term the moment its
+ * local renew deadline passes — whatever storage is doing, because every request's timeout is capped by the time
+ * left to the deadline.
  *
- * Resolves once both loops have stopped, i.e. no renewal is in flight (so the caller can release safely).
+ * Resolves once every loop has stopped, i.e. no renewal or revocation check is in flight (so the caller can release
+ * safely, after a step-down was marked honoured).
  */
 export async function superviseTerm(term: Term, leaseId: string, options: ResolvedElectorOptions, stopSignal: AbortSignal): Promise<void> {
   const loopSignal = AbortSignal.any([stopSignal, term.signal]);
-  await Promise.all([renewLoop(term, leaseId, options, loopSignal), watchDeadline(term, loopSignal)]);
+  await Promise.all([renewLoop(term, leaseId, options, loopSignal), watchDeadline(term, loopSignal), watchRevocation(term, options, loopSignal)]);
 }
 
 /** Ends the term with reason "deadline" when the local renew deadline passes. */
@@ -30,16 +34,11 @@ async function watchDeadline(term: Term, loopSignal: AbortSignal): Promise<void>
 
 async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOptions, loopSignal: AbortSignal): Promise<void> {
   const { clock, store, logger, renewIntervalMs, retryIntervalMs, requestTimeoutMs, instanceId } = options;
-  const { epoch } = term;
-  let nextRenewMono = clock.monotonicMs() + renewIntervalMs;
+  let nextRenewMono = term.acquireStartMono + renewIntervalMs;
   while (!loopSignal.aborted) {
-    try {
-      await delay(nextRenewMono - clock.monotonicMs(), { abortSignal: loopSignal });
-    } catch {
-      return; // stopped
-    }
+    if (!(await sleepUntil(nextRenewMono, options, loopSignal))) return;
     if (term.checkDeadline()) return;
-    if (term.isStalled()) {
+    if (term.hasBegun && term.isStalled()) {
       term.end("stalled", `the task reported no progress for ${options.stallTimeoutMs ?? 0} ms (watchdog)`);
       return;
     }
@@ -49,6 +48,7 @@ async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOp
       await withTimeout(budgetMs, (abortSignal) => store.renew(leaseId, { abortSignal }), { abortSignal: loopSignal });
       term.renewed(startMono);
       const latencyMs = clock.monotonicMs() - startMono;
+      const { epoch } = term;
       logger.verbose(`Leader ${instanceId} renewed lease ${store.name} (epoch ${epoch}) in ${Math.round(latencyMs)} ms.`, { instanceId, epoch });
       term.emit({ type: "lease-renewed", instanceId, epoch, latencyMs, atMs: clock.wallMs() });
       nextRenewMono = startMono + renewIntervalMs;
@@ -59,29 +59,39 @@ async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOp
         return;
       }
       const message = error instanceof Error ? error.message : String(error);
+      const { epoch } = term;
       logger.warn(`Leader ${instanceId} could not renew lease ${store.name} (epoch ${epoch}); retrying until the renew deadline: ${message}`, { instanceId, epoch });
       nextRenewMono = clock.monotonicMs() + Math.min(retryIntervalMs, renewIntervalMs);
       continue;
     }
-    await checkRevocation(term, options, loopSignal);
+  }
+}
+
+/**
+ * Checks for a step-down request once per renew interval while the term runs — on its own schedule, so a slow
+ * check never delays a renewal.
+ */
+async function watchRevocation(term: Term, options: ResolvedElectorOptions, loopSignal: AbortSignal): Promise<void> {
+  const { clock, renewIntervalMs } = options;
+  let nextCheckMono = term.acquireStartMono + renewIntervalMs;
+  while (!loopSignal.aborted) {
+    if (!(await sleepUntil(nextCheckMono, options, loopSignal))) return;
+    nextCheckMono = clock.monotonicMs() + renewIntervalMs;
+    if (term.hasBegun) await checkRevocation(term, options, loopSignal);
+  }
+}
+
+/** Sleeps until the monotonic time `atMono`; false when the loop was stopped meanwhile. */
+async function sleepUntil(atMono: number, options: Pick<ResolvedElectorOptions, "clock">, loopSignal: AbortSignal): Promise<boolean> {
+  try {
+    await delay(atMono - options.clock.monotonicMs(), { abortSignal: loopSignal });
+    return true;
+  } catch {
+    return false;
   }
 }
 
 /** Reads `signal.aborted` afresh (after an await, where type narrowing would assume it unchanged). */
 function isAborted(signal: AbortSignal): boolean {
   return signal.aborted;
-}
-
-/** Ends the term with reason "revoked" when an operator asked this epoch's leader to step down. */
-async function checkRevocation(term: Term, options: ResolvedElectorOptions, loopSignal: AbortSignal): Promise<void> {
-  const { store, logger, requestTimeoutMs, instanceId } = options;
-  try {
-    const budgetMs = Math.min(requestTimeoutMs, term.msToDeadline());
-    const revokedEpoch = await withTimeout(budgetMs, (abortSignal) => store.readRevokedEpoch({ abortSignal }), { abortSignal: loopSignal });
-    if (revokedEpoch === term.epoch) term.end("revoked", "an operator asked this leader to step down");
-  } catch (error) {
-    if (loopSignal.aborted) return;
-    // Not fatal: the renewal itself succeeded; the next renewal checks again.
-    logger.warn(`Leader ${instanceId} could not check for revocation: ${error instanceof Error ? error.message : String(error)}`, { instanceId, epoch: term.epoch });
-  }
 }

@@ -2,7 +2,7 @@ import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/stor
 import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../config/azureNames";
 import { ConfigurationError, LeadershipLostError } from "../errors";
 import { storageFailure, toLibraryError } from "../storage/storageErrors";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore } from "./LeaseStore";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "./LeaseStore";
 
 /** Options for {@link BlobLeaseStore}. */
 export interface BlobLeaseStoreOptions {
@@ -13,7 +13,7 @@ export interface BlobLeaseStoreOptions {
 }
 
 // Metadata keys come back lower-cased from storage, so they are written lower-case.
-const META = { holder: "holder", epoch: "epoch", sinceMs: "sincems", transitions: "transitions", revokedEpoch: "revokedepoch" } as const;
+const META = { holder: "holder", epoch: "epoch", sinceMs: "sincems", transitions: "transitions", revokedEpoch: "revokedepoch", honoured: "honoured" } as const;
 
 /**
  * The lease port on Azure Blob Storage: the leader record lives in the lease blob's metadata (writable only with the
@@ -61,7 +61,9 @@ export class BlobLeaseStore implements LeaseStore {
         return { acquired: true };
       } catch (error) {
         const { code, statusCode } = storageFailure(error);
-        if (statusCode === 409 && code === "LeaseAlreadyPresent") return { acquired: false };
+        // Someone holds it, or it is breaking: losing the race, not an error. (Azurite answers LeaseIsBreaking… only to
+        // the breaking lease's own id; Azure documents it for any acquire during the break period.)
+        if (statusCode === 409 && (code === "LeaseAlreadyPresent" || code === "LeaseIsBreakingAndCannotBeAcquired")) return { acquired: false };
         // The blob (or container) does not exist yet: create it once, then try again.
         if (statusCode === 404 && attempt === 1) {
           await this.ensureExists({ abortSignal });
@@ -86,8 +88,9 @@ export class BlobLeaseStore implements LeaseStore {
     try {
       await this.blob.getBlobLeaseClient(leaseId).releaseLease({ abortSignal });
     } catch (error) {
-      // 409: the lease is no longer ours (expired and taken, or broken): nothing to release.
-      if (storageFailure(error).statusCode === 409) return;
+      // 409: the lease is no longer ours (expired and taken, or broken); 404: the blob is gone. Nothing to release.
+      const { statusCode } = storageFailure(error);
+      if (statusCode === 409 || statusCode === 404) return;
       throw toLibraryError(error, `Releasing lease ${this.name}`, abortSignal);
     }
   }
@@ -131,11 +134,11 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async readRevokedEpoch(options: LeaseOperationOptions = {}): Promise<number | undefined> {
+  async readRevocation(options: LeaseOperationOptions = {}): Promise<Revocation | undefined> {
     const { abortSignal } = options;
     try {
       const properties = await this.revocationBlob.getProperties({ abortSignal });
-      return parseCount(properties.metadata?.[META.revokedEpoch]);
+      return parseRevocation(properties.metadata ?? {});
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
       throw toLibraryError(error, `Reading revocation of ${this.name}`, abortSignal);
@@ -156,10 +159,28 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  /** 409/412 on a lease-conditioned request means the lease is not ours any more; anything else is unexpected. */
+  async honourRevocation(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    try {
+      const properties = await this.revocationBlob.getProperties({ abortSignal });
+      if (parseRevocation(properties.metadata ?? {})?.epoch !== epoch) return;
+      // Conditional on the version read: a newer request written meanwhile is kept, not overwritten.
+      const metadata = { [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
+      await this.revocationBlob.setMetadata(metadata, { conditions: { ifMatch: properties.etag }, abortSignal });
+    } catch (error) {
+      const { statusCode } = storageFailure(error);
+      if (statusCode === 404 || statusCode === 412) return;
+      throw toLibraryError(error, `Marking the step-down of epoch ${epoch} honoured on ${this.name}`, abortSignal);
+    }
+  }
+
+  /**
+   * 409/412 on a lease-conditioned request means the lease is not ours any more, and so does 404: the lease blob (or
+   * its container) was deleted, and with it the lease. Anything else is unexpected.
+   */
   private lostOr(error: unknown, operation: string, abortSignal: AbortSignal | undefined, epoch = 0): Error {
     const { code, statusCode } = storageFailure(error);
-    if (!abortSignal?.aborted && (statusCode === 409 || statusCode === 412)) {
+    if (!abortSignal?.aborted && (statusCode === 409 || statusCode === 412 || statusCode === 404)) {
       return new LeadershipLostError("lost", epoch, `${operation}: storage says the lease is no longer ours (${statusCode} ${code ?? ""}).`, { cause: error });
     }
     return toLibraryError(error, operation, abortSignal);
@@ -170,6 +191,11 @@ function parseCount(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const parsed = Number(value);
   return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
+function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
+  const epoch = parseCount(metadata[META.revokedEpoch]);
+  return epoch === undefined ? undefined : { epoch, honoured: metadata[META.honoured] === "true" };
 }
 
 function parseRecord(metadata: Record<string, string>): LeaderRecord {

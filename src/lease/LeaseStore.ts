@@ -32,6 +32,18 @@ export interface LeaseSnapshot {
   record: LeaderRecord;
 }
 
+/** An operator's request that the leader of `epoch` step down. */
+export interface Revocation {
+  /** The epoch whose leader was asked to step down. */
+  epoch: number;
+  /**
+   * True once a leader has stepped down for it (the leader of `epoch`, or its immediate successor when that leader
+   * ended before seeing the request). Until then the successor of `epoch` steps down in its place, so a request that
+   * was accepted always makes someone step down.
+   */
+  honoured: boolean;
+}
+
 /** Result of an acquire attempt: losing the race is a value, not an exception. */
 export type AcquireResult = { acquired: true } | { acquired: false };
 
@@ -43,10 +55,10 @@ export interface LeaseStore {
   ensureExists(options?: LeaseOperationOptions): Promise<void>;
   /**
    * Tries to take the lease with the proposed id. Taking it again with the id already held succeeds (idempotent
-   * retry after an unknown outcome). Someone else holding it → `{ acquired: false }`.
+   * retry after an unknown outcome). Someone else holding it, or the lease breaking → `{ acquired: false }`.
    */
   acquire(leaseId: string, durationS: number, options?: LeaseOperationOptions): Promise<AcquireResult>;
-  /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours. */
+  /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours (taken, broken, or its blob deleted). */
   renew(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
   /** Releases the lease so the next contender need not wait for expiry. Releasing a lease no longer ours is a no-op. */
   release(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
@@ -56,10 +68,15 @@ export interface LeaseStore {
   read(options?: LeaseOperationOptions): Promise<LeaseSnapshot>;
   /** Writes the leader record; only the holder of `leaseId` can (storage refuses others). @throws LeadershipLostError("lost") */
   writeRecord(leaseId: string, record: LeaderRecord, options?: LeaseOperationOptions): Promise<void>;
-  /** Reads the epoch an operator asked to step down, if any. One cheap request; the leader calls it at each renewal. */
-  readRevokedEpoch(options?: LeaseOperationOptions): Promise<number | undefined>;
-  /** Asks the leader of `epoch` to step down at its next renewal. Leaders of later epochs are not affected. */
+  /** Reads the latest step-down request, if any. One cheap request; the leader calls it at each renewal. */
+  readRevocation(options?: LeaseOperationOptions): Promise<Revocation | undefined>;
+  /** Asks the leader of `epoch` (or, if it has already ended, its immediate successor) to step down. Not yet honoured. */
   revoke(epoch: number, options?: LeaseOperationOptions): Promise<void>;
+  /**
+   * Marks the request for `epoch` honoured, before the leader that honours it releases the lease. A no-op when the
+   * latest request names another epoch (a newer request must not be lost).
+   */
+  honourRevocation(epoch: number, options?: LeaseOperationOptions): Promise<void>;
 }
 
 /** The record of a blob on which no term has begun. */

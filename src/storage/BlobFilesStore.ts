@@ -2,10 +2,11 @@ import type { ContainerClient } from "@azure/storage-blob";
 import type { BlobFiles, PortOptions } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { streamToBuffer } from "./streams";
+import { OnDemandCreation } from "./OnDemandCreation";
 
 /** The files port on one blob container; creates the container on first write. */
 export class BlobFilesStore implements BlobFiles {
-  private created: Promise<unknown> | undefined;
+  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
 
   constructor(private readonly container: ContainerClient) {}
 
@@ -27,8 +28,7 @@ export class BlobFilesStore implements BlobFiles {
     try {
       await upload().catch(async (error: unknown) => {
         if (storageFailure(error).code !== "ContainerNotFound") throw error;
-        this.created ??= this.container.createIfNotExists({ abortSignal });
-        await this.created;
+        await this.creation.ensure({ abortSignal });
         return upload();
       });
     } catch (error) {

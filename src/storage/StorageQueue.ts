@@ -1,6 +1,7 @@
 import type { QueueClient } from "@azure/storage-queue";
 import type { MessageQueue, PortOptions, ReceivedMessage } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
+import { OnDemandCreation } from "./OnDemandCreation";
 
 /** Body encodings the Functions host understands (host.json `extensions.queues.messageEncoding`). */
 export type MessageEncoding = "base64" | "none";
@@ -24,8 +25,8 @@ export function encodeBody(text: string, encoding: MessageEncoding): string {
 
 /** The queue port on Azure Queue Storage, encoding bodies as the Functions host expects. Creates the queue on first send. */
 export class StorageQueue implements MessageQueue {
+  private readonly creation = new OnDemandCreation((options) => this.client.createIfNotExists(options));
   readonly name: string;
-  private created: Promise<unknown> | undefined;
 
   constructor(
     private readonly client: QueueClient,
@@ -42,8 +43,7 @@ export class StorageQueue implements MessageQueue {
         texts.map((text) =>
           sendOne(text).catch(async (error: unknown) => {
             if (storageFailure(error).code !== "QueueNotFound") throw error;
-            this.created ??= this.client.createIfNotExists({ abortSignal });
-            await this.created;
+            await this.creation.ensure({ abortSignal });
             return sendOne(text);
           }),
         ),

@@ -48,6 +48,17 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     expect((await store.read()).record).toEqual(record);
   });
 
+  it("acquiring while the lease is breaking is 'not acquired', not an error, with its own lease id or another", async () => {
+    const store = newStore();
+    const leaseId = randomUUID();
+    await store.acquire(leaseId, 15);
+    await store.breakLease(30);
+    expect((await store.read()).state).toBe("breaking");
+    // 409 LeaseIsBreakingAndCannotBeAcquired (Azurite answers it for the breaking lease's own id, LeaseAlreadyPresent for others).
+    expect(await store.acquire(leaseId, 15)).toEqual({ acquired: false });
+    expect(await store.acquire(randomUUID(), 15)).toEqual({ acquired: false });
+  });
+
   it("renewing a broken lease rejects with LeadershipLostError('lost')", async () => {
     const store = newStore();
     const leaseId = randomUUID();
@@ -71,12 +82,18 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     expect((await store.read()).state).toBe("leased");
   });
 
-  it("records and reads revocation by epoch", async () => {
+  it("records and reads revocation by epoch; marks it honoured only while it still names that epoch", async () => {
     const store = newStore();
-    expect(await store.readRevokedEpoch()).toBeUndefined();
+    expect(await store.readRevocation()).toBeUndefined();
     await store.breakLease(0); // nobody holds it: a no-op, not an error
     await store.revoke(4);
-    expect(await store.readRevokedEpoch()).toBe(4);
+    expect(await store.readRevocation()).toEqual({ epoch: 4, honoured: false });
+    await store.honourRevocation(3); // names another epoch: left as it is
+    expect(await store.readRevocation()).toEqual({ epoch: 4, honoured: false });
+    await store.honourRevocation(4);
+    expect(await store.readRevocation()).toEqual({ epoch: 4, honoured: true });
+    await store.revoke(5); // a new request is pending again
+    expect(await store.readRevocation()).toEqual({ epoch: 5, honoured: false });
   });
 
   it("rejects with the caller's reason when already aborted, and mid-call", async () => {

@@ -5,7 +5,6 @@ import { FencedStateStore } from "../../src/fencing/FencedStateStore";
 import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
 import { LeaderElector } from "../../src/leadership/LeaderElector";
 import type { LeadershipTerm } from "../../src/leadership/Term";
-import { delay } from "../../src/util/delay";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 interface Counter {
@@ -57,16 +56,19 @@ describe("fencing a stale leader on Azurite", () => {
     let staleTerm: LeadershipTerm | undefined;
     let openGate = (): void => undefined;
     const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let wroteFirst = (): void => undefined;
+    const firstWrite = new Promise<void>((resolve) => (wroteFirst = resolve));
     const staleRun = stale.tryLead(async (term) => {
       staleTerm = term;
       const state = new FencedStateStore(stateStore, term);
       await state.write("counter", { count: 1, by: "stale" }, undefined);
+      wroteFirst();
       await gate;
       // Wakes up: still believes it leads (no renewal since), reads and writes.
       const current = await state.read("counter", parseCounter);
       return state.write("counter", { count: (current?.value.count ?? 0) + 100, by: "stale" }, current);
     });
-    await delay(300);
+    await firstWrite; // its term has begun (a fixed wait raced the term's setup on a loaded machine)
     await leases.breakLease(0);
     const freshResult = await fresh.tryLead(async (term) => {
       const state = new FencedStateStore(stateStore, term);

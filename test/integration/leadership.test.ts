@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { StorageError } from "../../src/errors";
 import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
 import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
-import { describeLeader } from "../../src/leadership/leaderInfo";
+import { describeLeader, requestStepDown } from "../../src/leadership/leaderInfo";
 import type { LeaderElectorOptions } from "../../src/leadership/options";
 import { delay } from "../../src/util/delay";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
@@ -68,6 +68,19 @@ describe("leadership on Azurite", () => {
     expect(recorder.ofType("lease-lost")).toMatchObject([{ reason: "lost", epoch: 1, instanceId: "victim" }]);
   });
 
+  it("aborts the task with reason 'lost' at its next renewal when the lease container is deleted", async () => {
+    const service = env.blobService();
+    const containerName = uniqueName("leases");
+    const store = new BlobLeaseStore(service, { containerName });
+    const running = newElector(store, "homeless").tryLead(untilAborted);
+    await delay(1500);
+    const deletedAt = Date.now();
+    await service.getContainerClient(containerName).delete();
+    const result = await running;
+    expect(result).toMatchObject({ outcome: "aborted", reason: "lost", epoch: 1 });
+    expect(Date.now() - deletedAt).toBeLessThan(1000 + 1500); // the renew interval, not the 10 s renew deadline
+  });
+
   it("on a graceful end releases, and a waiting contender leads on its very next attempt", async () => {
     const store = newStore();
     const first = newElector(store, "first");
@@ -101,6 +114,21 @@ describe("leadership on Azurite", () => {
     expect((await store.read()).state).toBe("available"); // released, not left to expire
   });
 
+  it("an acquire that landed although both answers were lost is released at once: another instance leads without waiting for expiry", async () => {
+    const store = newStore();
+    const acquire = store.acquire.bind(store);
+    store.acquire = async (leaseId, durationS, options) => {
+      await acquire(leaseId, durationS, options); // the real acquire takes effect on Azurite
+      throw new StorageError("Timeout", undefined, "simulated: the answer never arrived");
+    };
+    await expect(newElector(store, "unlucky").tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
+    store.acquire = acquire;
+    const startedAt = Date.now();
+    const next = await newElector(store, "next").tryLead((term) => Promise.resolve(term.epoch));
+    expect(next).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(Date.now() - startedAt).toBeLessThan(2_000); // not the 15 s lease duration
+  });
+
   it("steps down when an operator revokes, and another instance takes over with a higher epoch", async () => {
     const store = newStore();
     const leader = newElector(store, "revokee");
@@ -112,7 +140,33 @@ describe("leadership on Azurite", () => {
     expect(await running).toMatchObject({ outcome: "aborted", reason: "revoked" });
     const next = await newElector(store, "successor").tryLead((term) => Promise.resolve(term.epoch));
     expect(next).toEqual({ outcome: "completed", epoch: 2, value: 2 });
-    expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1 });
+    expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1, revocationHonoured: true });
+  });
+
+  it("a step-down requested between a new holder's acquire and its record write makes the new holder step down", async () => {
+    const store = newStore();
+    await newElector(store, "old").tryLead(() => Promise.resolve());
+    const writeRecord = store.writeRecord.bind(store);
+    let revoked: number | undefined;
+    store.writeRecord = async (leaseId, record, options) => {
+      revoked ??= await requestStepDown(store); // the lease is held, the record still names epoch 1
+      return writeRecord(leaseId, record, options);
+    };
+    const result = await newElector(store, "new").tryLead(untilAborted, { abortSignal: AbortSignal.timeout(5_000) });
+    expect(revoked).toBe(1);
+    expect(result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 2 });
+    expect((await store.read()).state).toBe("available");
+  });
+
+  it("a leader whose lease is breaking loses it, and its next attempt gives 'not-acquired', not an exception", async () => {
+    const store = newStore();
+    const elector = newElector(store, "holder");
+    const running = elector.tryLead(untilAborted);
+    await delay(300);
+    await store.breakLease(30);
+    expect(await running).toMatchObject({ outcome: "aborted", reason: "lost" });
+    expect((await store.read()).state).toBe("breaking");
+    expect(await elector.tryLead(() => Promise.resolve())).toMatchObject({ outcome: "not-acquired" });
   });
 
   it("watchdog: a task that stops reporting progress loses leadership instead of renewing forever", async () => {

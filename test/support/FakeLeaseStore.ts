@@ -1,15 +1,18 @@
 import { LeadershipLostError, StorageError } from "../../src/errors";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore } from "../../src/lease/LeaseStore";
+import { delay } from "../../src/util/delay";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/lease/LeaseStore";
 
 /**
  * In-memory lease with Azure's semantics (expiry on `now()`, 409s as in ARCHITECTURE.md), for unit tests with fake
- * timers. `mode` simulates storage trouble: "down" fails every request at once, "hang" never answers until aborted.
+ * timers. `mode` simulates storage trouble: "down" fails every request at once, "hang" never answers until aborted;
+ * `latencyMs` makes every request take that long (it takes effect when it reaches storage, at the end of the wait).
  */
 export class FakeLeaseStore implements LeaseStore {
   readonly name = "leases/fake";
   mode: "up" | "down" | "hang" = "up";
+  latencyMs = 0;
   record: LeaderRecord = EMPTY_RECORD;
-  revokedEpoch: number | undefined;
+  revocation: Revocation | undefined;
   leaseId: string | undefined;
   expiresAtMs = 0;
   durationS = 0;
@@ -67,13 +70,19 @@ export class FakeLeaseStore implements LeaseStore {
     });
   }
 
-  readRevokedEpoch(options?: LeaseOperationOptions): Promise<number | undefined> {
-    return this.op("readRevokedEpoch", options, () => this.revokedEpoch);
+  readRevocation(options?: LeaseOperationOptions): Promise<Revocation | undefined> {
+    return this.op("readRevocation", options, () => (this.revocation === undefined ? undefined : { ...this.revocation }));
   }
 
   revoke(epoch: number, options?: LeaseOperationOptions): Promise<void> {
     return this.op("revoke", options, () => {
-      this.revokedEpoch = epoch;
+      this.revocation = { epoch, honoured: false };
+    });
+  }
+
+  honourRevocation(epoch: number, options?: LeaseOperationOptions): Promise<void> {
+    return this.op("honourRevocation", options, () => {
+      if (this.revocation?.epoch === epoch) this.revocation = { epoch, honoured: true };
     });
   }
 
@@ -89,6 +98,7 @@ export class FakeLeaseStore implements LeaseStore {
         });
       });
     }
+    if (this.latencyMs > 0) return delay(this.latencyMs, { abortSignal: signal }).then(body);
     try {
       return Promise.resolve(body());
     } catch (error) {

@@ -1,45 +1,17 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConfigurationError, LeadershipLostError, StorageError } from "../../src/errors";
-import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
-import type { LeaderElectorOptions } from "../../src/leadership/options";
-import type { Clock } from "../../src/util/clock";
+import { LeaderElector } from "../../src/leadership/LeaderElector";
 import { delay } from "../../src/util/delay";
+import { fakeElector as elector, untilAborted, useFakeLeaseWorld } from "../support/electorHarness";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { Recorder } from "../support/recorder";
 
-const fakeClock: Clock = { monotonicMs: () => Date.now(), wallMs: () => Date.now() };
-
-function elector(store: FakeLeaseStore, recorder: Recorder, overrides: Partial<LeaderElectorOptions> = {}): LeaderElector {
-  return new LeaderElector({
-    store,
-    instanceId: overrides.instanceId ?? "unit-a",
-    clock: fakeClock,
-    logger: recorder.logger,
-    onEvent: recorder.onEvent,
-    random: () => 0.5,
-    ...overrides,
-  });
-}
-
-/** A task that runs until its signal fires, then rejects with the signal's reason. */
-const untilAborted: LeaderTask<never> = (term) => delay(24 * 3600_000, { abortSignal: term.signal }) as Promise<never>;
-
 describe("LeaderElector (unit, fake timers)", () => {
-  let store: FakeLeaseStore;
-  let recorder: Recorder;
-
-  beforeEach(() => {
-    vi.useFakeTimers({ now: 1_000_000 });
-    store = new FakeLeaseStore();
-    recorder = new Recorder();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  const world = useFakeLeaseWorld();
 
   it("holds leadership across several lease durations by renewing", async () => {
-    const a = elector(store, recorder);
-    const b = elector(store, new Recorder(), { instanceId: "unit-b" });
+    const a = elector(world.store, world.recorder);
+    const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
     let contenderWon = false;
     const result = a.tryLead(async (term) => {
       for (let second = 0; second < 60; second++) {
@@ -53,69 +25,76 @@ describe("LeaderElector (unit, fake timers)", () => {
     expect(await result).toEqual({ outcome: "completed", epoch: 1, value: "done" });
     expect(contenderWon).toBe(false);
     // 60 s over a 15 s lease: renewed every 3 s, so ~20 renewals; never expired in between.
-    expect(recorder.ofType("lease-renewed").length).toBeGreaterThanOrEqual(19);
-    expect(recorder.ofType("lease-lost")).toEqual([]);
+    expect(world.recorder.ofType("lease-renewed").length).toBeGreaterThanOrEqual(19);
+    expect(world.recorder.ofType("lease-lost")).toEqual([]);
   });
 
   it("aborts the task with reason 'lost' within the renew interval when the lease is broken", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     const result = a.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(5_000);
     const brokenAt = Date.now();
-    await store.breakLease(0);
+    await world.store.breakLease(0);
     await vi.advanceTimersByTimeAsync(3_100);
     const outcome = await result;
     expect(outcome).toMatchObject({ outcome: "aborted", reason: "lost", epoch: 1 });
-    const lost = recorder.ofType("lease-lost")[0];
+    const lost = world.recorder.ofType("lease-lost")[0];
     expect(lost?.reason).toBe("lost");
     expect((lost?.atMs ?? Infinity) - brokenAt).toBeLessThanOrEqual(3_000 + 1_000);
     // A lease storage says is not ours is not released.
-    expect(recorder.ofType("lease-released")).toEqual([]);
+    expect(world.recorder.ofType("lease-released")).toEqual([]);
   });
 
   it("stops at the local renew deadline, before the server-side lease expires, when storage hangs", async () => {
-    const a = elector(store, recorder, { renewIntervalMs: 3000, renewDeadlineMs: 10_000, leaseDurationS: 15 });
+    const a = elector(world.store, world.recorder, { renewIntervalMs: 3000, renewDeadlineMs: 10_000, leaseDurationS: 15 });
     const result = a.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(3_500); // one renewal done at 3 s
-    const lastRenewAt = recorder.ofType("lease-renewed").at(-1)?.atMs ?? 0;
-    store.mode = "hang";
+    const lastRenewAt = world.recorder.ofType("lease-renewed").at(-1)?.atMs ?? 0;
+    world.store.mode = "hang";
     // 10 s to the deadline, then the release (also hanging) times out after the 3 s request timeout.
     await vi.advanceTimersByTimeAsync(15_000);
     const outcome = await result;
     expect(outcome).toMatchObject({ outcome: "aborted", reason: "deadline" });
-    const lost = recorder.ofType("lease-lost")[0];
+    const lost = world.recorder.ofType("lease-lost")[0];
     expect(lost?.reason).toBe("deadline");
     // Deadline is 10 s after the last successful renewal was sent; the lease would expire 15 s after it.
     expect(lost?.atMs).toBeLessThanOrEqual(lastRenewAt + 10_000);
-    expect(lost?.atMs).toBeLessThan(store.expiresAtMs);
+    expect(lost?.atMs).toBeLessThan(world.store.expiresAtMs);
   });
 
   it("stops at the deadline when storage fails fast, retrying renewals until then", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     const result = a.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(3_500);
-    store.mode = "down";
+    world.store.mode = "down";
     await vi.advanceTimersByTimeAsync(11_000);
     expect(await result).toMatchObject({ outcome: "aborted", reason: "deadline" });
-    const renewAttemptsWhileDown = store.calls.filter((call) => call === "renew").length;
+    const renewAttemptsWhileDown = world.store.calls.filter((call) => call === "renew").length;
     expect(renewAttemptsWhileDown).toBeGreaterThan(5); // retried every second, not once per interval
-    expect(recorder.logs.some((log) => log.level === "warn" && log.message.includes("could not renew"))).toBe(true);
+    expect(world.recorder.logs.some((log) => log.level === "warn" && log.message.includes("could not renew"))).toBe(true);
   });
 
-  it("steps down when revoked, releases, and another instance takes over with a higher epoch", async () => {
-    const a = elector(store, recorder);
+  it("steps down when revoked, marks it honoured, releases, and another instance takes over with a higher epoch and keeps leading", async () => {
+    const a = elector(world.store, world.recorder);
     const result = a.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(await a.requestStepDown()).toBe(1);
     await vi.advanceTimersByTimeAsync(3_000);
     expect(await result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 1 });
-    expect(recorder.ofType("lease-released")).toHaveLength(1);
-    const b = elector(store, new Recorder(), { instanceId: "unit-b" });
-    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 2, value: 2 });
+    expect(world.recorder.ofType("lease-released")).toHaveLength(1);
+    expect(world.store.revocation).toEqual({ epoch: 1, honoured: true });
+    // The successor runs through several revocation checks: a request its predecessor honoured does not stop it.
+    const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
+    const second = b.tryLead(async (term) => {
+      await delay(10_000, { abortSignal: term.signal });
+      return term.epoch;
+    });
+    await vi.advanceTimersByTimeAsync(11_000);
+    expect(await second).toEqual({ outcome: "completed", epoch: 2, value: 2 });
   });
 
   it("gives up leadership when the task stops reporting progress (watchdog)", async () => {
-    const a = elector(store, recorder, { stallTimeoutMs: 8_000 });
+    const a = elector(world.store, world.recorder, { stallTimeoutMs: 8_000 });
     const result = a.tryLead(async (term) => {
       for (let i = 0; i < 3; i++) {
         await delay(2_000, { abortSignal: term.signal });
@@ -125,54 +104,54 @@ describe("LeaderElector (unit, fake timers)", () => {
     });
     await vi.advanceTimersByTimeAsync(20_000);
     expect(await result).toMatchObject({ outcome: "aborted", reason: "stalled" });
-    expect(recorder.ofType("lease-released")).toHaveLength(1);
-    expect(store.holderLeaseId()).toBeUndefined();
+    expect(world.recorder.ofType("lease-released")).toHaveLength(1);
+    expect(world.store.holderLeaseId()).toBeUndefined();
   });
 
   it("ends the term with reason 'shutdown' and releases when the caller aborts mid-term", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     const controller = new AbortController();
     const result = a.tryLead(untilAborted, { abortSignal: controller.signal });
     await vi.advanceTimersByTimeAsync(4_000);
     controller.abort();
     await vi.advanceTimersByTimeAsync(0);
     expect(await result).toMatchObject({ outcome: "aborted", reason: "shutdown" });
-    expect(store.holderLeaseId()).toBeUndefined();
+    expect(world.store.holderLeaseId()).toBeUndefined();
   });
 
   it("tryLead rejects at once, touching nothing, when the signal is already aborted", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     const reason = new Error("already stopped");
     await expect(a.tryLead(untilAborted, { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(reason);
-    expect(store.calls).toEqual([]);
+    expect(world.store.calls).toEqual([]);
   });
 
   it("lead rejects at once when the signal is already aborted", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     await expect(a.lead(untilAborted, { abortSignal: AbortSignal.abort(new Error("stop")) })).rejects.toThrow("stop");
-    expect(store.calls).toEqual([]);
+    expect(world.store.calls).toEqual([]);
   });
 
   it("lead waits with jittered retries and stops when aborted mid-wait", async () => {
-    const holder = elector(store, new Recorder(), { instanceId: "unit-holder" });
+    const holder = elector(world.store, new Recorder(), { instanceId: "unit-holder" });
     void holder.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(10);
-    const a = elector(store, recorder, { random: Math.random });
+    const a = elector(world.store, world.recorder, { random: Math.random });
     const controller = new AbortController();
     const waiting = a.lead(untilAborted, { abortSignal: controller.signal });
     const assertion = expect(waiting).rejects.toThrow("gave up");
     await vi.advanceTimersByTimeAsync(5_000);
-    const reads = store.calls.filter((call) => call === "read").length;
+    const reads = world.store.calls.filter((call) => call === "read").length;
     controller.abort(new Error("gave up"));
     await assertion;
     expect(reads).toBeGreaterThanOrEqual(4); // polled about once a second
-    expect(recorder.ofType("leader-observed")[0]).toMatchObject({ leader: "unit-holder", epoch: 1 });
+    expect(world.recorder.ofType("leader-observed")[0]).toMatchObject({ leader: "unit-holder", epoch: 1 });
   });
 
   it("lead becomes leader on its next attempt after the holder releases", async () => {
-    const holder = elector(store, new Recorder(), { instanceId: "unit-holder" });
+    const holder = elector(world.store, new Recorder(), { instanceId: "unit-holder" });
     const held = holder.tryLead((term) => delay(2_500, { abortSignal: term.signal }));
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     const led = a.lead((term) => Promise.resolve(term.epoch));
     await vi.advanceTimersByTimeAsync(4_000);
     await held;
@@ -180,9 +159,9 @@ describe("LeaderElector (unit, fake timers)", () => {
   });
 
   it("retries an acquire whose outcome was unknown with the same lease id, and leads", async () => {
-    const acquire = store.acquire.bind(store);
+    const acquire = world.store.acquire.bind(world.store);
     let first = true;
-    store.acquire = async (leaseId, durationS, options) => {
+    world.store.acquire = async (leaseId, durationS, options) => {
       const result = await acquire(leaseId, durationS, options);
       if (first) {
         first = false; // the acquire took effect, but the answer was lost
@@ -190,37 +169,37 @@ describe("LeaderElector (unit, fake timers)", () => {
       }
       return result;
     };
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 1, value: 1 });
-    expect(store.calls.filter((call) => call === "acquire")).toHaveLength(2);
+    expect(world.store.calls.filter((call) => call === "acquire")).toHaveLength(2);
   });
 
   it("gives every term a strictly higher epoch and counts transitions", async () => {
     const epochs: number[] = [];
     for (const id of ["a", "b", "a", "c"]) {
-      const result = await elector(store, recorder, { instanceId: id }).tryLead((term) => Promise.resolve(term.epoch));
+      const result = await elector(world.store, world.recorder, { instanceId: id }).tryLead((term) => Promise.resolve(term.epoch));
       if (result.outcome === "completed") epochs.push(result.value);
     }
     expect(epochs).toEqual([1, 2, 3, 4]);
-    expect(store.record).toMatchObject({ holder: "c", epoch: 4, transitions: 4 });
+    expect(world.store.record).toMatchObject({ holder: "c", epoch: 4, transitions: 4 });
   });
 
   it("a non-leader returns 'not-acquired' with the leader's identity, and no exception", async () => {
-    void elector(store, new Recorder(), { instanceId: "leader-x" }).tryLead(untilAborted);
+    void elector(world.store, new Recorder(), { instanceId: "leader-x" }).tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(10);
-    const result = await elector(store, recorder).tryLead(() => Promise.resolve("never"));
+    const result = await elector(world.store, world.recorder).tryLead(() => Promise.resolve("never"));
     expect(result).toMatchObject({ outcome: "not-acquired", leader: { holder: "leader-x", epoch: 1 } });
   });
 
   it("rethrows the task's own error after releasing the lease", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     await expect(a.tryLead(() => Promise.reject(new Error("step failed")))).rejects.toThrow("step failed");
-    expect(store.holderLeaseId()).toBeUndefined();
-    expect(recorder.ofType("lease-released")).toHaveLength(1);
+    expect(world.store.holderLeaseId()).toBeUndefined();
+    expect(world.recorder.ofType("lease-released")).toHaveLength(1);
   });
 
   it("assertLeader throws once the deadline has passed, even before any timer fires (a frozen process)", async () => {
-    const a = elector(store, recorder);
+    const a = elector(world.store, world.recorder);
     let sawLoss: unknown;
     const result = a.tryLead((term) => {
       vi.setSystemTime(Date.now() + 30_000); // the clock jumps as after SIGSTOP/SIGCONT; no timer has run yet

@@ -1,0 +1,60 @@
+import { z } from "zod";
+import type { FencedStateStore } from "../fencing/FencedStateStore";
+import type { StateStore } from "../fencing/StateStore";
+import type { LeadershipTerm } from "../leadership/Term";
+import type { Logger } from "../util/logger";
+import type { PortOptions } from "./ports";
+
+/** State key of the term history. Every term writes it before any other document. */
+export const TERMS_KEY = "terms.json";
+
+/** How many terms the history keeps (newest last). */
+export const TERM_HISTORY_LIMIT = 20;
+
+/** One leadership term, as the history records it. */
+export const termEntrySchema = z.strictObject({
+  holder: z.string(),
+  epoch: z.number().int().min(1),
+  /** Wall-clock ms when the term began. */
+  sinceMs: z.number(),
+});
+export type TermEntry = z.infer<typeof termEntrySchema>;
+
+/** The bounded history of the latest terms. */
+export const termHistorySchema = z.strictObject({
+  v: z.literal(1),
+  terms: z.array(termEntrySchema).max(TERM_HISTORY_LIMIT),
+});
+export type TermHistory = z.infer<typeof termHistorySchema>;
+
+/**
+ * Records `term` in the history, fenced by its epoch. The step calls it before writing anything else, so the
+ * history's stored epoch is at least every epoch stored in any document: the floor for the next term's epoch (see
+ * {@link readEpochFloor}) even when the lease blob, and the epoch counter in its metadata, was lost. A history that is
+ * not in this shape (written by something else) is started afresh rather than blocking every term.
+ *
+ * @throws StaleEpochError when a newer term has written the history (this term must stop).
+ */
+export async function recordTerm(fenced: FencedStateStore, term: LeadershipTerm, logger: Logger, options: PortOptions = {}): Promise<void> {
+  const entry: TermEntry = { holder: term.instanceId, epoch: term.epoch, sinceMs: term.startedAtMs };
+  await fenced.update(
+    TERMS_KEY,
+    (value) => {
+      const parsed = termHistorySchema.safeParse(value);
+      if (parsed.success) return parsed.data;
+      logger.warn(`${TERMS_KEY} is not a term history (${parsed.error.issues[0]?.message ?? "invalid"}); starting it afresh.`, { instanceId: term.instanceId, epoch: term.epoch });
+      return undefined;
+    },
+    (current) => {
+      const terms = current?.terms ?? [];
+      if (terms.at(-1)?.epoch === term.epoch) return undefined; // this term is recorded already
+      return { v: 1 as const, terms: [...terms, entry].slice(-TERM_HISTORY_LIMIT) };
+    },
+    options,
+  );
+}
+
+/** The highest epoch stored in the coordinator's state: the epoch that last wrote the term history (0 when none). */
+export async function readEpochFloor(state: StateStore, options: PortOptions = {}): Promise<number> {
+  return (await state.read(TERMS_KEY, options))?.epoch ?? 0;
+}

@@ -1,0 +1,107 @@
+import { ConfigurationError, LeadershipLostError } from "../errors";
+import type { LeaderRecord } from "../lease/LeaseStore";
+import { withTimeout } from "../util/timeout";
+import type { ResolvedElectorOptions } from "./options";
+import { checkRevocation } from "./revocation";
+import { superviseTerm } from "./superviseTerm";
+import { Term, type LeadershipTerm } from "./Term";
+
+/** The leader's work: runs once per term; must stop when `term.signal` fires. */
+export type LeaderTask<T> = (term: LeadershipTerm) => Promise<T>;
+
+/** How an attempt to lead ended. Losing the race is a value, not an exception. */
+export type LeadResult<T> =
+  /** Someone else leads (`leader` says who, when known), or this elector already has an attempt or a term in progress. */
+  | { outcome: "not-acquired"; leader: LeaderRecord | undefined }
+  /** This instance led for one term and the task finished while leadership held. */
+  | { outcome: "completed"; epoch: number; value: T }
+  /** This instance led, but leadership ended before the task did; `error` is what the task threw, if anything. */
+  | { outcome: "aborted"; epoch: number; reason: LeadershipLostError["reason"]; error: unknown };
+
+/** A lease just acquired for one term. */
+export interface AcquiredLease {
+  /** The lease id this attempt proposed; only this term renews and releases with it. */
+  leaseId: string;
+  /** Monotonic time at which the acquire was sent: renewals and the renew deadline count from here. */
+  acquireStartMono: number;
+  /** Gives the lease back (best effort, never throws); called once, unless storage said the lease is no longer ours. */
+  release(term: Term): Promise<void>;
+  /** Called once the term's record is written. */
+  onBegun(record: LeaderRecord): void;
+}
+
+/**
+ * Runs one term on a freshly acquired lease: supervision (renewals, deadline) starts at once, then the record with the
+ * next epoch is written, then the task runs. The one `finally` stops renewing, waits for any renewal in flight, and
+ * releases. A lease lost before the record was written is "not-acquired".
+ */
+export async function runTerm<T>(lease: AcquiredLease, task: LeaderTask<T>, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+  const term = new Term(lease.acquireStartMono, options);
+  const stop = new AbortController();
+  const supervision = superviseTerm(term, lease.leaseId, options, stop.signal);
+  try {
+    try {
+      lease.onBegun(await beginTerm(term, lease.leaseId, options, abortSignal));
+    } catch (error) {
+      if (error instanceof LeadershipLostError && !abortSignal?.aborted) return { outcome: "not-acquired", leader: undefined };
+      throw error;
+    }
+    return await runTask(term, task, abortSignal);
+  } finally {
+    stop.abort();
+    await supervision;
+    // A lease storage says is no longer ours needs no release; in every other case give it back now.
+    if (term.endReason !== "lost") await lease.release(term);
+  }
+}
+
+/**
+ * Reads the record (and the epoch floor) under the lease, writes the next epoch, begins the term, and checks at once
+ * for a step-down request that binds it. Returns the record written.
+ */
+async function beginTerm(term: Term, leaseId: string, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeaderRecord> {
+  const { store, clock, instanceId, requestTimeoutMs, readEpochFloor, logger, leaseDurationS } = options;
+  const signal = abortSignal === undefined ? term.signal : AbortSignal.any([abortSignal, term.signal]);
+  const request = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> => withTimeout(requestTimeoutMs, operation, { abortSignal: signal });
+  // Read again now that we hold the lease: only the holder can write the record, so it cannot change under us.
+  const [{ record: previous }, floor] = await Promise.all([
+    request((s) => store.read({ abortSignal: s })),
+    readEpochFloor === undefined ? 0 : request((s) => readEpochFloor({ abortSignal: s })).then(checkFloor),
+  ]);
+  const epoch = Math.max(previous.epoch, floor) + 1;
+  const record: LeaderRecord = { holder: instanceId, epoch, sinceMs: clock.wallMs(), transitions: previous.transitions + 1 };
+  await request((s) => store.writeRecord(leaseId, record, { abortSignal: s }));
+  term.begin(epoch, previous.epoch);
+  logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, { instanceId, epoch });
+  term.emit({ type: "lease-acquired", instanceId, epoch, previousHolder: previous.holder, transitions: record.transitions, atMs: record.sinceMs });
+  await checkRevocation(term, options, signal);
+  return record;
+}
+
+/** Runs the task; the caller's signal ends the term with reason "shutdown". */
+async function runTask<T>(term: Term, task: LeaderTask<T>, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+  const { epoch } = term;
+  const early = term.endReason;
+  if (early !== undefined) return { outcome: "aborted", epoch, reason: early, error: undefined }; // e.g. revoked at once
+  const onShutdown = (): void => {
+    term.end("shutdown", "the caller's abort signal fired");
+  };
+  if (abortSignal?.aborted) onShutdown();
+  abortSignal?.addEventListener("abort", onShutdown, { once: true });
+  try {
+    const value = await task(term);
+    const reason = term.endReason;
+    return reason === undefined ? { outcome: "completed", epoch, value } : { outcome: "aborted", epoch, reason, error: undefined };
+  } catch (error) {
+    const reason = term.endReason;
+    if (reason === undefined) throw error;
+    return { outcome: "aborted", epoch, reason, error };
+  } finally {
+    abortSignal?.removeEventListener("abort", onShutdown);
+  }
+}
+
+function checkFloor(floor: number): number {
+  if (Number.isSafeInteger(floor) && floor >= 0) return floor;
+  throw new ConfigurationError(`readEpochFloor returned ${String(floor)}; it must resolve to a whole number ≥ 0 (the highest epoch already stored).`);
+}

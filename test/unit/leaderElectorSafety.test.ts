@@ -1,0 +1,173 @@
+import { describe, expect, it, vi } from "vitest";
+import { ConfigurationError, StorageError } from "../../src/errors";
+import type { LeaderTask } from "../../src/leadership/LeaderElector";
+import { requestStepDown } from "../../src/leadership/leaderInfo";
+import type { LeadershipTerm } from "../../src/leadership/Term";
+import { delay } from "../../src/util/delay";
+import { fakeElector as elector, untilAborted, useFakeLeaseWorld } from "../support/electorHarness";
+import { FakeLeaseStore } from "../support/FakeLeaseStore";
+import { Recorder } from "../support/recorder";
+
+/** Issue 14: the holes through which two leaders, no leader, or a dead step-down could happen. */
+describe("LeaderElector safety (unit, fake timers)", () => {
+  const world = useFakeLeaseWorld();
+
+  /** Makes every acquire take effect in storage but lose its answer (a timeout after the request landed). */
+  function loseAcquireAnswers(): void {
+    const acquire = world.store.acquire.bind(world.store);
+    world.store.acquire = async (leaseId, durationS, options) => {
+      await acquire(leaseId, durationS, options);
+      throw new StorageError("Timeout", undefined, "Storage did not answer (simulated: the acquire landed).");
+    };
+  }
+
+  /** Runs one term of another instance to its end, then arranges for `hook` to run once just before the next record write. */
+  async function afterOneTermBeforeNextRecordWrite(hook: () => Promise<void>): Promise<void> {
+    await elector(world.store, new Recorder(), { instanceId: "unit-old" }).tryLead(() => Promise.resolve());
+    const writeRecord = world.store.writeRecord.bind(world.store);
+    let pending = true;
+    world.store.writeRecord = async (leaseId, record, options) => {
+      if (pending) {
+        pending = false;
+        await hook();
+      }
+      return writeRecord(leaseId, record, options);
+    };
+  }
+
+  it("a second tryLead on the same elector while its term runs returns 'not-acquired' and starts no second term", async () => {
+    const a = elector(world.store, world.recorder);
+    const first = a.tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(1_000);
+    const second = await a.tryLead((term) => Promise.resolve(term.epoch));
+    expect(second).toEqual({ outcome: "not-acquired", leader: expect.objectContaining({ holder: "unit-a", epoch: 1 }) as unknown });
+    expect(world.recorder.ofType("lease-acquired")).toHaveLength(1);
+    expect(world.store.record.epoch).toBe(1);
+    void first;
+  });
+
+  it("never has two live terms: not from one elector, and not after the end of one term releases the lease", async () => {
+    const live = new Set<LeadershipTerm>();
+    let overlaps = 0;
+    const holdFor = (ms: number): LeaderTask<number> => async (term) => {
+      overlaps += [...live].filter((other) => other.isLeader()).length;
+      live.add(term);
+      try {
+        await delay(ms, { abortSignal: term.signal });
+        return term.epoch;
+      } finally {
+        live.delete(term);
+      }
+    };
+    const a = elector(world.store, world.recorder);
+    const first = a.tryLead(holdFor(5_000));
+    await vi.advanceTimersByTimeAsync(1_000);
+    const second = a.tryLead(holdFor(10_000));
+    await vi.advanceTimersByTimeAsync(5_000); // the first term has ended and released its lease
+    const third = elector(world.store, new Recorder(), { instanceId: "unit-c" }).tryLead(holdFor(1_000));
+    await vi.advanceTimersByTimeAsync(12_000);
+    await Promise.all([first, second, third]);
+    expect(overlaps).toBe(0);
+    expect((await second).outcome).toBe("not-acquired");
+  });
+
+  it("a term survives lease requests of 2.9 s each for several renew intervals", async () => {
+    world.store.latencyMs = 2_900;
+    const a = elector(world.store, world.recorder);
+    const result = a.tryLead(async (term) => {
+      for (let second = 0; second < 30; second++) {
+        await delay(1_000, { abortSignal: term.signal });
+        term.reportProgress();
+      }
+      return term.epoch;
+    });
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(await result).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(world.recorder.ofType("lease-lost")).toEqual([]);
+    expect(world.recorder.ofType("lease-renewed").length).toBeGreaterThanOrEqual(8);
+  });
+
+  it("releases an acquire that landed although every answer timed out, so another instance leads at once", async () => {
+    loseAcquireAnswers();
+    const a = elector(world.store, world.recorder);
+    await expect(a.tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
+    expect(world.store.holderLeaseId()).toBeUndefined();
+    const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
+    world.store.acquire = FakeLeaseStore.prototype.acquire.bind(world.store);
+    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+  });
+
+  it("releases an acquire that landed when the caller's signal fired mid-acquire", async () => {
+    const acquire = world.store.acquire.bind(world.store);
+    world.store.acquire = async (leaseId, durationS, options) => {
+      await acquire(leaseId, durationS, {}); // lands, then the answer is slow
+      await delay(60_000, options);
+      return { acquired: true };
+    };
+    const controller = new AbortController();
+    const attempt = elector(world.store, world.recorder).tryLead(untilAborted, { abortSignal: controller.signal });
+    const rejected = expect(attempt).rejects.toThrow("shutting down");
+    await vi.advanceTimersByTimeAsync(100);
+    controller.abort(new Error("shutting down"));
+    await vi.advanceTimersByTimeAsync(0);
+    await rejected;
+    expect(world.store.holderLeaseId()).toBeUndefined();
+  });
+
+  it("adopts its own orphaned lease on the next attempt when the release failed too, without waiting for expiry", async () => {
+    loseAcquireAnswers();
+    const release = world.store.release.bind(world.store);
+    world.store.release = () => Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (simulated)"));
+    const a = elector(world.store, world.recorder);
+    await expect(a.tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
+    expect(world.store.holderLeaseId()).toBeDefined(); // orphaned for now
+    world.store.acquire = FakeLeaseStore.prototype.acquire.bind(world.store);
+    world.store.release = release;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(world.store.holderLeaseId()).toBeUndefined();
+  });
+
+  it("a step-down requested between a new holder's acquire and its record write makes the new holder step down", async () => {
+    let revoked: number | undefined;
+    await afterOneTermBeforeNextRecordWrite(async () => {
+      revoked = await requestStepDown(world.store); // the lease is held, the record still names epoch 1
+    });
+    const result = elector(world.store, world.recorder).tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(revoked).toBe(1);
+    expect(world.recorder.ofType("lease-lost")).toMatchObject([{ reason: "revoked", epoch: 2 }]);
+    expect(await result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 2 });
+    expect(world.store.holderLeaseId()).toBeUndefined();
+  });
+
+  it("a step-down whose read saw the predecessor but whose write came after the new term's first check still makes it step down", async () => {
+    let operatorSaw: number | undefined;
+    await afterOneTermBeforeNextRecordWrite(async () => {
+      operatorSaw = (await world.store.read()).record.epoch; // the operator's read, before the new record
+    });
+    const result = elector(world.store, world.recorder).tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(500); // the new term has begun and checked revocation
+    expect(operatorSaw).toBe(1);
+    await world.store.revoke(1); // the operator's write lands late: its 202 promised that someone steps down
+    await vi.advanceTimersByTimeAsync(4_000);
+    expect(world.recorder.ofType("lease-lost")).toMatchObject([{ reason: "revoked", epoch: 2 }]);
+    expect(await result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 2 });
+  });
+
+  it("a new term's epoch exceeds the epoch floor when the record is behind it (lease blob lost)", async () => {
+    const a = elector(world.store, world.recorder, { readEpochFloor: () => Promise.resolve(41) });
+    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 42, value: 42 });
+    expect(world.store.record).toMatchObject({ epoch: 42, holder: "unit-a" });
+    const b = elector(world.store, new Recorder(), { instanceId: "unit-b", readEpochFloor: () => Promise.resolve(3) });
+    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 43, value: 43 });
+  });
+
+  it("rejects a floor that is not a whole number >= 0 with a ConfigurationError, and releases the lease", async () => {
+    const a = elector(world.store, world.recorder, { readEpochFloor: () => Promise.resolve(Number.NaN) });
+    await expect(a.tryLead(untilAborted)).rejects.toThrow(ConfigurationError);
+    await expect(a.tryLead(untilAborted)).rejects.toThrow(/readEpochFloor returned NaN; it must resolve to a whole number ≥ 0/);
+    expect(world.store.holderLeaseId()).toBeUndefined();
+    expect(world.store.record.epoch).toBe(0);
+  });
+});

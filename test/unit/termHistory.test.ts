@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { TERM_HISTORY_LIMIT, TERMS_KEY, readEpochFloor, recordTerm } from "../../src/coordination/termHistory";
+import { StaleEpochError } from "../../src/errors";
+import { FencedStateStore } from "../../src/fencing/FencedStateStore";
+import { silentLogger } from "../../src/util/logger";
+import { MemoryStateStore } from "../support/MemoryStateStore";
+import { fakeTerm } from "../support/memoryPorts";
+
+describe("term history (terms.json)", () => {
+  it("records each term once, newest last, keeps the last 20, and its stored epoch is the floor", async () => {
+    const state = new MemoryStateStore();
+    expect(await readEpochFloor(state)).toBe(0);
+    for (let epoch = 1; epoch <= 25; epoch++) {
+      const term = fakeTerm(epoch);
+      await recordTerm(new FencedStateStore(state, term), term, silentLogger);
+      await recordTerm(new FencedStateStore(state, term), term, silentLogger); // a second step in the same term
+    }
+    const stored = await state.read(TERMS_KEY);
+    expect(stored?.epoch).toBe(25);
+    expect(await readEpochFloor(state)).toBe(25);
+    const history = stored?.value as { terms: { epoch: number; holder: string }[] };
+    expect(history.terms).toHaveLength(TERM_HISTORY_LIMIT);
+    expect(history.terms.map((entry) => entry.epoch)).toEqual(Array.from({ length: 20 }, (_, i) => i + 6));
+    expect(history.terms.at(-1)).toMatchObject({ holder: "leader-25", epoch: 25 });
+  });
+
+  it("an older term cannot record itself after a newer one: StaleEpochError", async () => {
+    const state = new MemoryStateStore();
+    const newer = fakeTerm(7);
+    await recordTerm(new FencedStateStore(state, newer), newer, silentLogger);
+    const older = fakeTerm(6);
+    await expect(recordTerm(new FencedStateStore(state, older), older, silentLogger)).rejects.toBeInstanceOf(StaleEpochError);
+    expect(await readEpochFloor(state)).toBe(7);
+  });
+
+  it("starts afresh over a document of another shape instead of blocking every term", async () => {
+    const state = new MemoryStateStore();
+    await state.write(TERMS_KEY, { something: "else" }, 3, { ifNoneMatch: "*" });
+    const warnings: string[] = [];
+    const term = fakeTerm(4);
+    await recordTerm(new FencedStateStore(state, term), term, { ...silentLogger, warn: (message) => warnings.push(message) });
+    expect((await state.read(TERMS_KEY))?.value).toEqual({ v: 1, terms: [{ holder: "leader-4", epoch: 4, sinceMs: 0 }] });
+    expect(warnings[0]).toMatch(/terms\.json is not a term history/);
+  });
+});
