@@ -1,12 +1,16 @@
 import { app, type InvocationContext, type Timer, type TimerFunctionOptions } from "@azure/functions";
 import { getCoordinatorApp } from "../src/app/context";
 import { runCoordinatorTick } from "../src/app/operations";
+import { processShutdown } from "../src/app/shutdown";
 import { sinkFor } from "./sink";
 
-/** Each tick makes one attempt to lead; the leader runs the coordination step within its budget. */
+/**
+ * Each tick makes one attempt to lead; the leader runs the coordination step within its budget. The tick runs under
+ * the process's shutdown signal (fired by the appTerminate hook in `hooks.ts`), which waits for it to release.
+ */
 export async function coordinatorHandler(timer: Timer, context: InvocationContext): Promise<void> {
   if (timer.isPastDue) context.warn("Coordinator tick is past due (the app was idle or busy); running it now.");
-  await runCoordinatorTick(getCoordinatorApp(), sinkFor(context));
+  await processShutdown.track(() => runCoordinatorTick(getCoordinatorApp(), sinkFor(context), { abortSignal: processShutdown.signal }));
 }
 
 /** Registration options: schedule from the COORDINATOR_SCHEDULE app setting (NCRONTAB, seconds first). */

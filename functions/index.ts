@@ -3,3 +3,4 @@ import "./coordinator";
 import "./worker";
 import "./jobsApi";
 import "./leaderApi";
+import "./hooks";

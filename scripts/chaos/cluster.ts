@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { createCoordinatorApp, instanceIdFrom, type CoordinatorApp } from "../../src/app/context";
+import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { readSettings, type Settings } from "../../src/config/settings";
 import { delay } from "../../src/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
@@ -26,7 +26,7 @@ export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
 
 /** One instance process of the cluster. */
 export interface ChaosInstance {
-  /** The app's instance id (`REGION:name` when REGION_NAME is set), as in the events. */
+  /** The app's instance id (`name-pid`, `REGION:name-pid` when REGION_NAME is set), as in the events. */
   readonly id: string;
   readonly process: InstanceProcess;
   /** Worker invocations started and not yet finished (from the host's Executing/Executed lines). */
@@ -107,7 +107,7 @@ export class ChaosCluster {
   startInstance(name: string, extraEnv: Record<string, string> = {}): ChaosInstance {
     const env = { ...this.env, ...extraEnv };
     const child = new InstanceProcess(name, env, this.handlers);
-    const instance: ChaosInstance = { id: instanceIdFrom({ ...env, WEBSITE_INSTANCE_ID: name }), process: child, inFlight: new Set(), frozen: false };
+    const instance: ChaosInstance = { id: child.state.instanceId, process: child, inFlight: new Set(), frozen: false };
     this.instances.push(instance);
     this.note(instance.id, "instance-started", { pid: child.state.pid });
     return instance;

@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
+import { AppHooks } from "./appHooks";
 import { findTrigger } from "./bindings";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig";
 import { HttpListener } from "./httpTrigger";
@@ -12,8 +13,9 @@ import { TimerListener } from "./timerTrigger";
 /**
  * A small Functions host for the Node v4 programming model: it runs the registrations captured by
  * {@link loadFunctionApp} — timer, storage queue and HTTP triggers, and storage queue outputs — against real
- * storage (Azurite locally), with host.json's queue settings. It is what each local instance process runs; it
- * replaces `func start`, which cannot be installed here. Other trigger types are reported and skipped.
+ * storage (Azurite locally), with host.json's queue settings, and the app's appStart/appTerminate hooks. It is what
+ * each local instance process runs; it replaces `func start`, which cannot be installed here. Other trigger types and
+ * invocation hooks are reported and skipped.
  */
 
 /** Options of a {@link FunctionsHost}. */
@@ -34,7 +36,7 @@ export interface FunctionsHostOptions {
   messageLeaseMs?: number;
   /** Fault injection: extra ms each invocation of a function takes, by function name (slow work). @default none */
   invokeDelayMs?: Readonly<Record<string, number>>;
-  /** How long {@link FunctionsHost.stop} waits for running invocations, in ms. @default 30000 */
+  /** How long {@link FunctionsHost.stop} waits for running invocations and appTerminate hooks, in ms. @default 30000 */
   stopTimeoutMs?: number;
 }
 
@@ -45,13 +47,18 @@ export class FunctionsHost {
   private readonly env: Record<string, string | undefined>;
   private readonly listeners: (TimerListener | QueueListener)[] = [];
   private readonly http: HttpListener;
+  private readonly hooks: AppHooks;
+  /** The function app's folder (where host.json is), as appStart hooks see it. */
+  private readonly appDirectory: string;
   private started = false;
   /** The HTTP port once started, if any function is HTTP-triggered. */
   httpPort: number | undefined;
 
   constructor(private readonly options: FunctionsHostOptions) {
     this.env = options.env ?? process.env;
-    this.config = readHostConfig(options.hostJsonPath ?? resolve(__dirname, "..", "..", "host.json"), options.queueOverrides);
+    const hostJsonPath = options.hostJsonPath ?? resolve(__dirname, "..", "..", "host.json");
+    this.appDirectory = dirname(hostJsonPath);
+    this.config = readHostConfig(hostJsonPath, options.queueOverrides);
     const clients = new QueueClients(this.env);
     const invoke: Invoker = (fn, input) =>
       invokeFunction(fn, options.app.programmingModel, input, options.log, (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env), options.invokeDelayMs?.[fn.metadata.name] ?? 0);
@@ -79,24 +86,31 @@ export class FunctionsHost {
           this.warn(`Function "${name}": trigger type "${trigger.type}" is not emulated locally; the function will not run.`);
       }
     }
-    if (options.app.hooks.length > 0) this.warn(`Hooks (${options.app.hooks.join(", ")}) are registered but not run by the local host.`);
+    this.hooks = new AppHooks(options.app.hooks, (level, message) => {
+      options.log({ level, category: "host", message });
+    });
+    const notRun = this.hooks.notRun;
+    if (notRun.length > 0) this.warn(`Hooks (${notRun.join(", ")}) are registered but not run by the local host.`);
   }
 
-  /** Starts every listener; resolves once the HTTP port (if any) is listening. */
+  /** Runs the appStart hooks, then starts every listener; resolves once the HTTP port (if any) is listening. */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     setSystemLogSink((level, category, message) => {
       this.options.log({ level, category, message });
     });
+    await this.hooks.runAppStart(this.appDirectory);
     if (this.http.hasFunctions) this.httpPort = await this.http.listen(this.options.httpPort ?? 0);
     for (const listener of this.listeners) listener.start();
     this.info(`Host started: ${this.options.app.functions.length} function(s)${this.httpPort === undefined ? "" : `, HTTP on 127.0.0.1:${this.httpPort}`}.`);
   }
 
   /**
-   * Stops polling and timers, closes the HTTP port and waits (bounded by `stopTimeoutMs`) for running invocations.
-   * Returns false when some were still running at the deadline; their queue messages reappear after their lease.
+   * Graceful stop, as when the host shuts a worker down: stops polling and timers, closes the HTTP port, runs the
+   * appTerminate hooks while invocations may still be running (that is how the app learns to stop them), and waits —
+   * all bounded by `stopTimeoutMs` — for the hooks and the running invocations. Returns false when invocations were
+   * still running at the deadline; their queue messages reappear after their lease.
    */
   async stop(): Promise<boolean> {
     const timeoutMs = this.options.stopTimeoutMs ?? 30_000;
@@ -105,7 +119,8 @@ export class FunctionsHost {
       timer = setTimeout(() => resolveDeadline(false), timeoutMs);
     });
     const drained = Promise.all([this.http.close(), ...this.listeners.map((listener) => listener.stop())]).then(() => true);
-    const finished = await Promise.race([drained, deadline]);
+    const terminated = this.hooks.runAppTerminate(timeoutMs);
+    const finished = await Promise.race([Promise.all([drained, terminated]).then(([done]) => done), deadline]);
     clearTimeout(timer);
     this.info(finished ? "Host stopped." : `Host stopped with invocations still running after ${timeoutMs} ms.`);
     return finished;

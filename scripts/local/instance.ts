@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { instanceIdFrom } from "../../src/app/context";
 import { parseEventLine } from "../../src/app/events";
 import { FunctionsHost } from "./host";
 import type { HostLogEntry } from "./invoke";
@@ -51,7 +52,7 @@ function invokeDelays(raw: string | undefined): Record<string, number> {
 }
 
 async function main(): Promise<void> {
-  const instanceId = process.env.WEBSITE_INSTANCE_ID ?? `local-${process.pid}`;
+  const instanceId = instanceIdFrom(process.env);
   const app = await loadFunctionApp(process.env.LOCAL_APP_ENTRY ?? resolve(REPO_ROOT, "functions", "index.ts"));
   const host = new FunctionsHost({
     app,

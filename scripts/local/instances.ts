@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import { instanceIdFrom } from "../../src/app/context";
 import { fieldText } from "./eventLog";
 import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol";
 
@@ -18,6 +19,8 @@ const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
 /** What is known about an instance. */
 export interface InstanceState {
   readonly name: string;
+  /** The app's id for this process (`name-pid`, region-prefixed when REGION_NAME is set), as in its events. */
+  readonly instanceId: string;
   readonly pid: number | undefined;
   /** "leader" while it holds a term; "dead" once it exited. */
   role: "starting" | "follower" | "leader" | "dead";
@@ -56,7 +59,8 @@ export class InstanceProcess {
       stdio: ["pipe", "pipe", "pipe"],
       detached: process.platform !== "win32",
     });
-    this.state = { name, pid: this.child.pid, role: "starting", startedAtMs: Date.now(), recentLogs: [] };
+    const instanceId = this.child.pid === undefined ? name : instanceIdFrom({ ...env, WEBSITE_INSTANCE_ID: name }, { pid: this.child.pid });
+    this.state = { name, instanceId, pid: this.child.pid, role: "starting", startedAtMs: Date.now(), recentLogs: [] };
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on("line", (text) => {
       this.onLine(text);
     });
@@ -137,7 +141,7 @@ export class InstanceProcess {
         state.role = "follower";
         break;
       case "leader-observed":
-        if (event.leader !== state.name) state.role = "follower";
+        if (event.leader !== state.instanceId) state.role = "follower";
         break;
       case "step-completed":
       case "step-skipped":

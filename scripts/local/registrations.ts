@@ -19,14 +19,24 @@ export interface RegisteredFunction {
   readonly callback: FunctionCallback;
 }
 
+/** One `registerHook` call: the hook's name (`appStart`, `appTerminate`, …) and the library's wrapper of the handler. */
+export interface RegisteredHook {
+  readonly name: string;
+  /** Called with the worker's hook context (`{ hookData, appHookData }`); may return a promise. */
+  readonly callback: HookCallback;
+}
+
+/** What the library registers for a hook: it wraps the app's handler and calls it with a context built from ours. */
+export type HookCallback = (coreContext: unknown) => unknown;
+
 /** The app as the local host sees it. */
 export interface FunctionApp {
   /** Every function, in registration order. */
   readonly functions: readonly RegisteredFunction[];
   /** The library's programming model, which converts trigger data to handler arguments and results back. */
   readonly programmingModel: ProgrammingModel;
-  /** Names of hooks the app registered (`app.hook.*`); the local host does not run them. */
-  readonly hooks: readonly string[];
+  /** Hooks the app registered (`app.hook.*`), in registration order. */
+  readonly hooks: readonly RegisteredHook[];
 }
 
 /** Where the library's own log lines (`coreApi.log`, category "system") go. */
@@ -35,7 +45,7 @@ export type SystemLogSink = (level: RpcLogLevel, category: RpcLogCategory, messa
 interface ShimState {
   programmingModel: ProgrammingModel | undefined;
   functions: RegisteredFunction[];
-  hooks: string[];
+  hooks: RegisteredHook[];
   systemLog: SystemLogSink;
 }
 
@@ -95,9 +105,12 @@ function installCoreApiShim(): ShimState {
         state.functions = state.functions.filter((candidate) => candidate !== entry);
       });
     },
-    registerHook: (hookName) => {
-      state.hooks.push(hookName);
-      return new CoreDisposable(() => undefined);
+    registerHook: (hookName, callback) => {
+      const entry: RegisteredHook = { name: hookName, callback: callback as HookCallback };
+      state.hooks.push(entry);
+      return new CoreDisposable(() => {
+        state.hooks = state.hooks.filter((candidate) => candidate !== entry);
+      });
     },
     log: (level, category, message) => {
       state.systemLog(level, category, message);

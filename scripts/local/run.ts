@@ -48,6 +48,8 @@ export interface RunLocalOptions extends Partial<LocalOptions> {
 /** An instance of the run, as it ended. */
 export interface InstanceSummary {
   name: string;
+  /** The app's id for the process, as in the event log. */
+  instanceId: string;
   pid: number | undefined;
   startedAt: string;
   exit?: { code: number | null; signal: string | null; at: string; killedByRunner: boolean };
@@ -152,14 +154,14 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       },
       onExit: (instance) => {
         const exit = instance.exit;
-        events.append({ ts: new Date().toISOString(), instance: instance.name, pid: instance.pid, type: "instance-exited", code: exit?.code ?? null, signal: exit?.signal ?? null, killedByRunner: exit?.killedByRunner ?? false });
+        events.append({ ts: new Date().toISOString(), instance: instance.instanceId, pid: instance.pid, type: "instance-exited", code: exit?.code ?? null, signal: exit?.signal ?? null, killedByRunner: exit?.killedByRunner ?? false });
         view.note(elapsed(), `${instance.name} exited (${exit?.signal ?? `code ${String(exit?.code)}`})${exit?.killedByRunner === true ? " — killed by the runner" : ""}`);
       },
     };
     for (let index = 1; index <= instanceCount; index++) {
       const instance = new InstanceProcess(`instance-${index}`, env, handlers);
       instances.push(instance);
-      events.append({ ts: new Date().toISOString(), instance: instance.state.name, pid: instance.state.pid, type: "instance-started" });
+      events.append({ ts: new Date().toISOString(), instance: instance.state.instanceId, pid: instance.state.pid, type: "instance-started" });
     }
     await waitForReady(instances, options.abortSignal);
 
@@ -214,6 +216,7 @@ function summarize(state: InstanceState): InstanceSummary {
   const exit = state.exit;
   return {
     name: state.name,
+    instanceId: state.instanceId,
     pid: state.pid,
     startedAt: new Date(state.startedAtMs).toISOString(),
     ...(exit === undefined ? {} : { exit: { code: exit.code, signal: exit.signal, at: new Date(exit.atMs).toISOString(), killedByRunner: exit.killedByRunner } }),

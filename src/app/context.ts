@@ -43,11 +43,26 @@ export function createRegistry(): TaskRegistry {
   return new TaskRegistry().register(groupByKind);
 }
 
-/** This instance's id: the platform's instance id (Azure sets WEBSITE_INSTANCE_ID; the local runner too), else host-pid. */
-export function instanceIdFrom(env: Record<string, string | undefined>): string {
+/** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */
+export interface ProcessIdentity {
+  /** @default process.pid */
+  pid?: number;
+  /** @default os.hostname() */
+  hostname?: string;
+}
+
+/**
+ * This process's instance id: `[region:]platform-pid`. The platform id (WEBSITE_INSTANCE_ID, set by Azure and by the
+ * local runner) names the machine, not the process: with FUNCTIONS_WORKER_PROCESS_COUNT > 1, and while a restarted
+ * worker overlaps the old one, several processes share it, so the process id is always appended. Without a platform
+ * id the host name stands in. The result stays readable in logs and in the lease record's `holder`.
+ */
+export function instanceIdFrom(env: Record<string, string | undefined>, identity: ProcessIdentity = {}): string {
+  const pid = identity.pid ?? process.pid;
   const platform = env.WEBSITE_INSTANCE_ID?.replace(/[^\w.:@-]/g, "").slice(0, 24);
   const region = env.REGION_NAME?.replace(/[^\w-]/g, "").slice(0, 24);
-  const base = platform !== undefined && platform !== "" ? platform : `${hostname().replace(/[^\w.-]/g, "").slice(0, 40)}-${process.pid}`;
+  const machine = platform !== undefined && platform !== "" ? platform : (identity.hostname ?? hostname()).replace(/[^\w.-]/g, "").slice(0, 40);
+  const base = `${machine}-${pid}`;
   return region ? `${region}:${base}` : base;
 }
 

@@ -8,13 +8,15 @@ import type { LeadResult } from "../leadership/LeaderElector";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../leadership/leaderInfo";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
 
-/** How a timer tick ended. */
-export type TickOutcome = LeadResult<StepReport>["outcome"] | "error";
+/** How a timer tick ended: "shutdown" when the signal had fired before a term began (nothing was led). */
+export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "error";
 
 /**
  * One timer tick: ONE attempt to lead, no waiting (serverless time is billed). The leader runs the coordination step
  * within the step budget under the leadership runner; a failed renewal aborts it through the term's signal. A
  * non-leader returns at once and logs who leads. Emits step-started / step-completed / step-aborted / step-skipped.
+ * `abortSignal` is the process's shutdown: during a term it ends the term with reason "shutdown" (the lease is
+ * released at once); before one, the tick is skipped.
  */
 export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, options: { abortSignal?: AbortSignal } = {}): Promise<TickOutcome> {
   app.sink = sink;
@@ -40,6 +42,11 @@ export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, option
     return result.outcome;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
+    if (epoch === undefined && options.abortSignal?.aborted === true) {
+      sink.logger.info(`Instance ${instanceId} skips this tick: the app is shutting down.`);
+      sink.emit({ type: "step-skipped", instanceId, atMs: at(), reason: "shutdown" });
+      return "shutdown";
+    }
     // A stale epoch means a newer leader exists: expected after a pause, not a failure of this app.
     const reason = error instanceof StaleEpochError ? "fenced" : "error";
     sink.emit({ type: "step-aborted", instanceId, atMs: at(), epoch, reason, detail: message });

@@ -54,7 +54,7 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     expect(killed[0]?.exit?.signal).toBe("SIGKILL");
 
     const events = readFileSync(result.eventsPath, "utf8").trim().split("\n").map((line) => JSON.parse(line) as LoggedEvent);
-    const killedName = killed[0]?.name ?? "";
+    const killedName = killed[0]?.instanceId ?? "";
     const killedAt = Date.parse(events.find((e) => e.type === "instance-exited" && e.instance === killedName)?.ts ?? "");
     const intervals = stepIntervals(events);
     // The kill landed mid-step: the killed instance has a step that never completed.

@@ -3,6 +3,8 @@ import { InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadFunctionApp, type FunctionApp } from "../../scripts/local/registrations";
 import { getCoordinatorApp } from "../../src/app/context";
+import { parseEventLine, type AppEvent } from "../../src/app/events";
+import { submitJob } from "../../src/app/operations";
 import { useAzurite } from "../support/azuriteFixture";
 import { testAppSettings } from "../support/inProcessApp";
 
@@ -18,7 +20,8 @@ describe("the app's real registrations (captured as the Functions worker does)",
   const env = useAzurite();
   let app: FunctionApp;
   beforeAll(async () => {
-    Object.assign(process.env, testAppSettings(env.azurite.connectionString), { WEBSITE_INSTANCE_ID: "registrations-test" });
+    // A long step budget: the shutdown test below must find the step still running when the hook fires.
+    Object.assign(process.env, testAppSettings(env.azurite.connectionString), { WEBSITE_INSTANCE_ID: "registrations-test", STEP_BUDGET_MS: "20000" });
     app = await loadFunctionApp(resolve(__dirname, "..", "..", "functions", "index.ts"));
   });
 
@@ -47,4 +50,54 @@ describe("the app's real registrations (captured as the Functions worker does)",
     expect(rejected).toContainEqual(expect.objectContaining({ rejected: expect.objectContaining({ messageId: "msg-1", reason: expect.stringMatching(/jobId/) as unknown }) as unknown }));
     expect(logs.some((line) => line.includes("rejected") && line.includes("msg-1"))).toBe(true);
   });
+
+  // Last: it fires the process-wide shutdown.
+  it("the captured appTerminate hook ends a running tick with reason shutdown, waits for the release, and later ticks are skipped", async () => {
+    expect(app.hooks.map((hook) => hook.name)).toEqual(["appTerminate"]);
+    const coordinator = app.functions.find((f) => f.metadata.name === "coordinator");
+    const events: AppEvent[] = [];
+    const context = (id: string): InvocationContext =>
+      new InvocationContext({
+        functionName: "coordinator",
+        invocationId: id,
+        logHandler: (_level, ...args) => {
+          const event = parseEventLine(args.map(String).join(" "));
+          if (event !== undefined) events.push(event);
+        },
+      });
+    const timer = { isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "", next: "", lastUpdated: "" } };
+    // A job nobody works on keeps the leader's step polling for its whole budget.
+    const submitted = await submitJob(getCoordinatorApp(), { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,1" }] });
+    expect(submitted.ok).toBe(true);
+    let tickSettled = false;
+    const tick = Promise.resolve(coordinator?.callback(timer, context("tick-1"))).finally(() => {
+      tickSettled = true;
+    });
+    await waitUntil(() => events.some((event) => event.type === "job-registered"));
+    const epoch = events.find((event) => event.type === "step-started")?.epoch;
+
+    const startedMs = Date.now();
+    await app.hooks[0]?.callback({ hookData: {}, appHookData: {} });
+    const hookMs = Date.now() - startedMs;
+    // The hook returned only after the tick had ended and the lease was given back.
+    expect(tickSettled).toBe(true);
+    await tick;
+    expect(events.find((event) => event.type === "lease-lost")).toMatchObject({ epoch, reason: "shutdown" });
+    expect(events.find((event) => event.type === "step-aborted")).toMatchObject({ epoch, reason: "shutdown" });
+    expect(events.some((event) => event.type === "lease-released" && event.epoch === epoch)).toBe(true);
+    expect(hookMs).toBeLessThan(5_000);
+    expect((await getCoordinatorApp().leaseStore.read()).state).toBe("available");
+
+    const before = events.length;
+    await coordinator?.callback(timer, context("tick-2"));
+    expect(events.slice(before).map((event) => [event.type, event.reason])).toEqual([["step-skipped", "shutdown"]]);
+  });
 });
+
+async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms.`);
+    await new Promise((done) => setTimeout(done, 20));
+  }
+}

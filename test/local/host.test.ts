@@ -55,7 +55,8 @@ describe("local Functions host on Azurite", () => {
 
   it("captures the real registrations with their binding metadata", () => {
     const byName = new Map(app.functions.map((fn) => [fn.metadata.name, Object.values(fn.metadata.bindings)]));
-    expect([...byName.keys()].sort()).toEqual(["alwaysFails", "echo", "echoBody", "getItem", "slow", "tick"]);
+    expect([...byName.keys()].sort()).toEqual(["alwaysFails", "echo", "echoBody", "getItem", "slow", "tick", "untilTerminate"]);
+    expect(app.hooks.map((hook) => hook.name)).toEqual(["appStart", "appTerminate"]);
     expect(byName.get("tick")).toContainEqual(expect.objectContaining({ type: "timerTrigger", direction: "in", schedule: "%FIXTURE_SCHEDULE%" }));
     expect(byName.get("echo")).toContainEqual(expect.objectContaining({ type: "queueTrigger", queueName: "%FIXTURE_QUEUE%", connection: "FIXTURE_STORAGE" }));
     expect(byName.get("echo")).toContainEqual(expect.objectContaining({ type: "queue", direction: "out" }));
@@ -130,13 +131,17 @@ describe("local Functions host on Azurite", () => {
   });
 
   // Last: it stops the shared host.
-  it("stops gracefully: no new timer ticks, and an invocation in flight finishes and answers", async () => {
+  it("stops gracefully: runs the appTerminate hooks while invocations are in flight, which finish and answer; no new timer ticks", async () => {
     const slow = fetch(`http://127.0.0.1:${String(host.httpPort)}/api/slow`);
-    await waitFor(() => logs.some((entry) => entry.functionName === "slow" && entry.message.startsWith("Executing")));
+    const untilTerminate = fetch(`http://127.0.0.1:${String(host.httpPort)}/api/until-terminate`);
+    await waitFor(() => ["slow", "untilTerminate"].every((name) => logs.some((entry) => entry.functionName === name && entry.message.startsWith("Executing"))));
     const drained = await host.stop();
     const ticksAtStop = records("tick").length;
     expect(drained).toBe(true);
     expect(await (await slow).text()).toBe("done");
+    // The hook saw the app-level hookData appStart wrote, and ran before the host stopped waiting for invocations.
+    expect(await (await untilTerminate).text()).toBe('terminated; hookData.note was "set by appStart"');
+    expect(logs.some((entry) => entry.category === "host" && /^appTerminate hooks finished in \d+ ms\.$/.test(entry.message))).toBe(true);
     await new Promise((done) => setTimeout(done, 1_500));
     expect(records("tick")).toHaveLength(ticksAtStop);
   });

@@ -1,4 +1,5 @@
 import { delay } from "../../../src/util/delay";
+import type { EventRecord } from "../../local/eventLog";
 import type { ChaosInstance } from "../cluster";
 import type { ScenarioRun } from "../scenario";
 
@@ -27,6 +28,48 @@ export async function catchLeaderMidStep(run: ScenarioRun, strike: (instance: Ch
     return { instance: leader, epoch, atMs: Date.now() };
   }
   return undefined;
+}
+
+/**
+ * Like {@link catchLeaderMidStep}, but for a step that has `jobId` to work on, decided from the event log alone: from
+ * record `fromIndex` on, takes the step that registers the job, or any step begun after it, lets it run a seeded
+ * 200–1500 ms, and calls `strike` if the log shows that very step still running (no step-completed/aborted, no exit)
+ * and the job not completed. A step without an active job ends within milliseconds, so catching "any" step races the
+ * job's completion; this waits for one that has work. Undefined when the job completed first or `timeoutMs` passed.
+ */
+export async function catchStepWithJob(run: ScenarioRun, jobId: string, fromIndex: number, strike: (instance: ChaosInstance) => void | Promise<void>, timeoutMs = 40_000): Promise<CaughtLeader | undefined> {
+  const { cluster } = run;
+  const deadline = Date.now() + timeoutMs;
+  const tried = new Set<string>();
+  const jobCompleted = (): boolean => cluster.records.some((record) => record.type === "job-completed" && record.jobId === jobId);
+  let index = fromIndex;
+  while (Date.now() < deadline) {
+    const candidate = await cluster.waitForEvent((record) => record.type === "step-started" || (record.type === "job-registered" && record.jobId === jobId), deadline - Date.now(), index);
+    if (candidate === undefined || jobCompleted()) return undefined;
+    index = cluster.records.indexOf(candidate, index) + 1;
+    const { instance: id, epoch } = candidate;
+    if (epoch === undefined || tried.has(`${id}@${epoch}`)) continue;
+    tried.add(`${id}@${epoch}`);
+    await delay(run.random.int(200, 1500));
+    const instance = cluster.instances.find((candidateInstance) => candidateInstance.id === id);
+    if (instance === undefined || !instance.process.alive || instance.frozen || jobCompleted() || !stepStillRunning(cluster.records, id, epoch)) continue;
+    await strike(instance);
+    return { instance, epoch, atMs: Date.now() };
+  }
+  return undefined;
+}
+
+/** Whether the log shows `instance`'s step of `epoch` begun and not yet ended (nor the instance exited). */
+export function stepStillRunning(records: readonly EventRecord[], instance: string, epoch: number): boolean {
+  let started = false;
+  for (const record of records) {
+    if (record.instance !== instance) continue;
+    if (record.type === "instance-exited") return false;
+    if (record.epoch !== epoch) continue;
+    if (record.type === "step-started") started = true;
+    if (record.type === "step-completed" || record.type === "step-aborted") return false;
+  }
+  return started;
 }
 
 /** SIGKILLs the leader mid-step and records the fault (a leader must exist again soon after). */
