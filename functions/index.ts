@@ -1,6 +1,7 @@
 /** The app's entry point (package.json `main`): importing each module registers its functions. */
 import "./coordinator";
 import "./worker";
+import "./wake";
 import "./jobsApi";
 import "./leaderApi";
 import "./hooks";

@@ -10,6 +10,7 @@ export async function submitJobHandler(request: HttpRequest, context: Invocation
   const result = await submitJob(getCoordinatorApp(), body.body);
   if (!result.ok) return problem(400, "The job submission is not valid.", result.errors);
   context.info(`Job ${result.id} submitted with ${result.itemCount} items.`);
+  if (result.wakeUp === "failed") context.warn(`Job ${result.id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick starts it.`);
   return { status: 202, jsonBody: { id: result.id, itemCount: result.itemCount, status: "pending" }, headers: { location: `/api/jobs/${result.id}` } };
 }
 

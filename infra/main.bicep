@@ -66,7 +66,7 @@ param tags object = {}
 
 // ---- Settings read by the app (src/config/settings.ts). Defaults equal the code's defaults (a test checks). ----
 
-@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer.')
+@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE).')
 param coordinatorSchedule string = '*/30 * * * * *'
 
 @description('LEASE_CONTAINER: container of the leader lease blob (created here).')
@@ -117,6 +117,11 @@ param workQueue string = 'work-items'
 @maxLength(56)
 param resultsQueue string = 'work-results'
 
+@description('WAKE_QUEUE: control queue of wake-ups (one per submission; the wake function makes one leadership attempt for each). Created here; a wake-up is never poisoned, so it has no <name>-poison queue.')
+@minLength(3)
+@maxLength(63)
+param wakeQueue string = 'coordinator-wake'
+
 @description('STEP_BUDGET_MS: time budget of one coordination step; shorter than the timer tick.')
 @minValue(1000)
 @maxValue(600000)
@@ -163,6 +168,7 @@ module coordinationStorage 'modules/storageAccount.bicep' = {
       '${workQueue}-poison'
       resultsQueue
       '${resultsQueue}-poison'
+      wakeQueue
     ]
   }
 }
@@ -205,6 +211,7 @@ module apps 'modules/functionApp.bicep' = [
       systemContainer: systemContainer
       workQueue: workQueue
       resultsQueue: resultsQueue
+      wakeQueue: wakeQueue
       stepBudgetMs: stepBudgetMs
       dispatchBatchSize: dispatchBatchSize
       stepStallTimeoutMs: stepStallTimeoutMs

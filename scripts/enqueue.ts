@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     return;
   }
   process.stdout.write(`Submitted job ${submitted.id} with ${submitted.itemCount} items.\n`);
+  if (submitted.wakeUp === "failed") process.stderr.write(`Warning: the coordinator could not be woken (${submitted.wakeUpError ?? "unknown error"}); the job starts at its next timer tick.\n`);
   if (!args.wait) return;
   const bar = new SingleBar({ format: "{bar} {percentage}% | {value}/{total} items | {failed} failed | {status}", hideCursor: true, noTTYOutput: true, notTTYSchedule: 5000 }, Presets.shades_classic);
   bar.start(submitted.itemCount, 0, { failed: 0, status: "pending" });

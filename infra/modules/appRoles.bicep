@@ -137,7 +137,8 @@ resource systemContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' 
 }
 
 // Storage Queue Data Contributor on the coordination account: the app both sends (leader -> work-items,
-// workers -> work-results) and receives/deletes (queue trigger on work-items; leader drains work-results), and the
+// workers -> work-results, submissions -> coordinator-wake) and receives/deletes (queue triggers on work-items and
+// coordinator-wake; leader drains work-results), and the
 // Functions host moves a message that failed maxDequeueCount times to <queue>-poison after a create-if-not-exists
 // of that queue (a Create Queue call, queues/write). Storage Queue Data Message Sender + Message Processor + Reader
 // together cover the messages but not queues/write; Contributor is the narrowest built-in role that covers all of it.
@@ -149,7 +150,7 @@ resource coordinationQueueContributor 'Microsoft.Authorization/roleAssignments@2
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageQueueDataContributor)
     principalId: principalId
     principalType: 'ServicePrincipal'
-    description: 'Work and result queues: send, receive, delete, and poison-queue moves by the Functions host.'
+    description: 'Work, result and wake-up queues: send, receive, delete, and poison-queue moves by the Functions host.'
   }
 }
 

@@ -56,6 +56,7 @@ param inputContainer string
 param systemContainer string
 param workQueue string
 param resultsQueue string
+param wakeQueue string
 param stepBudgetMs int
 param dispatchBatchSize int
 param stepStallTimeoutMs int
@@ -193,6 +194,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     SYSTEM_CONTAINER: systemContainer
     WORK_QUEUE: workQueue
     RESULTS_QUEUE: resultsQueue
+    WAKE_QUEUE: wakeQueue
     STEP_BUDGET_MS: string(stepBudgetMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)

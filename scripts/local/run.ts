@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
-import { readSettings } from "../../src/config/settings";
+import { readSettings, type Settings } from "../../src/config/settings";
 import { delay } from "../../src/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
@@ -113,16 +113,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       }
       connectionString = azurite.connectionString;
     }
-    const env: Record<string, string | undefined> = {
-      ...baseEnv,
-      COORDINATION_STORAGE: connectionString,
-      COORDINATOR_SCHEDULE: schedule,
-      // A killed instance's messages come back after 30 s instead of the host's 10 min (renewed while running).
-      LOCAL_MESSAGE_LEASE_SECONDS: baseEnv.LOCAL_MESSAGE_LEASE_SECONDS ?? "30",
-    };
-    const settings = readSettings(env);
-    // Bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one, locally the defaults do.
-    for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
+    const { env, settings } = instanceEnv(baseEnv, connectionString, schedule);
     await ensureAppStorage(connectionString, settings);
     const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
     // Bounded: thousands of uploads at once exhaust sockets.
@@ -201,7 +192,25 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
   return result;
 }
 
-async function waitForReady(instances: readonly InstanceProcess[], abortSignal: AbortSignal | undefined): Promise<void> {
+/**
+ * The instances' app settings: `baseEnv` with the storage and the schedule, and every setting the app reads filled in
+ * with its default (bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one).
+ */
+export function instanceEnv(baseEnv: Record<string, string | undefined>, connectionString: string, schedule: string): { env: Record<string, string | undefined>; settings: Settings } {
+  const env: Record<string, string | undefined> = {
+    ...baseEnv,
+    COORDINATION_STORAGE: connectionString,
+    COORDINATOR_SCHEDULE: schedule,
+    // A killed instance's messages come back after 30 s instead of the host's 10 min (renewed while running).
+    LOCAL_MESSAGE_LEASE_SECONDS: baseEnv.LOCAL_MESSAGE_LEASE_SECONDS ?? "30",
+  };
+  const settings = readSettings(env);
+  for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
+  return { env, settings };
+}
+
+/** Waits until every instance has reported ready. @throws Error when one exits first or 60 s pass. */
+export async function waitForReady(instances: readonly InstanceProcess[], abortSignal: AbortSignal | undefined): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const dead = instances.find((instance) => instance.state.exit !== undefined);

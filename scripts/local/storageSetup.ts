@@ -4,14 +4,14 @@ import type { Settings } from "../../src/config/settings";
 
 /**
  * Creates the containers and queues the app uses, as the Bicep templates do in Azure: the lease, state and input
- * containers, and the work and results queues with their `-poison` queues. Idempotent, so pointing the runner at
+ * containers, the work and results queues with their `-poison` queues, and the wake-up queue. Idempotent, so pointing the runner at
  * existing storage (COORDINATION_STORAGE set) is safe.
  */
 export async function ensureAppStorage(connectionString: string, settings: Settings): Promise<{ containers: string[]; queues: string[] }> {
   const blobs = BlobServiceClient.fromConnectionString(connectionString);
   const queues = QueueServiceClient.fromConnectionString(connectionString);
   const containers = [...new Set([settings.LEASE_CONTAINER, settings.STATE_CONTAINER, settings.INPUT_CONTAINER])];
-  const queueNames = [settings.WORK_QUEUE, `${settings.WORK_QUEUE}-poison`, settings.RESULTS_QUEUE, `${settings.RESULTS_QUEUE}-poison`];
+  const queueNames = [settings.WORK_QUEUE, `${settings.WORK_QUEUE}-poison`, settings.RESULTS_QUEUE, `${settings.RESULTS_QUEUE}-poison`, settings.WAKE_QUEUE];
   await Promise.all([
     ...containers.map((name) => blobs.getContainerClient(name).createIfNotExists()),
     ...queueNames.map((name) => queues.getQueueClient(name).createIfNotExists()),

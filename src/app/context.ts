@@ -28,10 +28,7 @@ export interface Sink {
 }
 
 /** Everything the app's handlers share within one process. Holds no state another instance needs. */
-export interface CoordinatorApp extends CoordinationPorts {
-  settings: Settings;
-  instanceId: string;
-  leaseStore: LeaseStore;
+export interface CoordinatorApp extends AppParts {
   /** One elector per process: it never runs two terms at once, and adopts a lease an earlier tick may have orphaned. */
   elector: LeaderElector;
   /** The sink of the invocation in progress; the elector's events and logs go there. */
@@ -66,6 +63,15 @@ export function instanceIdFrom(env: Record<string, string | undefined>, identity
   return region ? `${region}:${base}` : base;
 }
 
+/** What an app is built from: its settings, its identity and its storage ports (Azure's, or fakes in unit tests). */
+export interface AppParts extends CoordinationPorts {
+  settings: Settings;
+  instanceId: string;
+  leaseStore: LeaseStore;
+  /** WAKE_QUEUE: wake-ups that ask for a step now (see `src/coordination/wake.ts`). */
+  wakeQueue: MessageQueue;
+}
+
 /**
  * Builds the app from settings (by default `process.env`): validates every setting, connects to the coordination
  * storage account (connection string locally, managed identity in Azure), and wires the ports.
@@ -75,10 +81,25 @@ export function instanceIdFrom(env: Record<string, string | undefined>, identity
 export function createCoordinatorApp(env: Record<string, string | undefined> = process.env): CoordinatorApp {
   const settings = readSettings(env);
   const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env));
-  const instanceId = instanceIdFrom(env);
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
-  const leaseStore = new BlobLeaseStore(clients.blob, { containerName: settings.LEASE_CONTAINER, blobName: settings.LEASE_BLOB });
-  const state = new BlobStateStore(clients.blob, settings.STATE_CONTAINER);
+  return assembleCoordinatorApp({
+    settings,
+    instanceId: instanceIdFrom(env),
+    leaseStore: new BlobLeaseStore(clients.blob, { containerName: settings.LEASE_CONTAINER, blobName: settings.LEASE_BLOB }),
+    state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
+    files: new BlobFilesStore(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
+    workQueue: queue(settings.WORK_QUEUE),
+    resultsQueue: queue(settings.RESULTS_QUEUE),
+    workPoisonQueue: queue(`${settings.WORK_QUEUE}-poison`),
+    resultsPoisonQueue: queue(`${settings.RESULTS_QUEUE}-poison`),
+    wakeQueue: queue(settings.WAKE_QUEUE),
+    registry: createRegistry(),
+  });
+}
+
+/** Wires an app from its parts: one elector for the process, whose logs and events go to the invocation's sink. */
+export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
+  const { settings, instanceId, leaseStore, state } = parts;
   // The elector lives as long as the process; each invocation points `app.sink` at its own context.
   const sinkLogger: Logger = {
     verbose: (message, properties) => app.sink.logger.verbose(message, properties),
@@ -100,20 +121,7 @@ export function createCoordinatorApp(env: Record<string, string | undefined> = p
       app.sink.emit({ ...event });
     },
   });
-  const app: CoordinatorApp = {
-    settings,
-    instanceId,
-    leaseStore,
-    state,
-    files: new BlobFilesStore(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
-    workQueue: queue(settings.WORK_QUEUE),
-    resultsQueue: queue(settings.RESULTS_QUEUE),
-    workPoisonQueue: queue(`${settings.WORK_QUEUE}-poison`),
-    resultsPoisonQueue: queue(`${settings.RESULTS_QUEUE}-poison`),
-    registry: createRegistry(),
-    elector,
-    sink: { logger: silentLogger, emit: () => undefined },
-  };
+  const app: CoordinatorApp = { ...parts, elector, sink: { logger: silentLogger, emit: () => undefined } };
   return app;
 }
 

@@ -3,6 +3,8 @@ import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 import { storeSubmission, validateSubmission, type FieldError } from "../coordination/submit";
+import { parseMessage } from "../coordination/messages";
+import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../leadership/LeaderElector";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../leadership/leaderInfo";
@@ -11,6 +13,14 @@ import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
 /** How a timer tick ended: "shutdown" when the signal had fired before a term began (nothing was led). */
 export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "error";
 
+/** Options of {@link runCoordinatorTick}. */
+export interface TickOptions {
+  /** The process's shutdown signal. */
+  abortSignal?: AbortSignal;
+  /** What started the attempt, for the step events. @default { trigger: "timer" } */
+  trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeDelayMs: number };
+}
+
 /**
  * One timer tick: ONE attempt to lead, no waiting (serverless time is billed). The leader runs the coordination step
  * within the step budget under the leadership runner; a failed renewal aborts it through the term's signal. A
@@ -18,21 +28,22 @@ export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "erro
  * `abortSignal` is the process's shutdown: during a term it ends the term with reason "shutdown" (the lease is
  * released at once); before one, the tick is skipped.
  */
-export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, options: { abortSignal?: AbortSignal } = {}): Promise<TickOutcome> {
+export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, options: TickOptions = {}): Promise<TickOutcome> {
   app.sink = sink;
   const { instanceId } = app;
+  const trigger = options.trigger ?? { trigger: "timer" };
   const at = (): number => Date.now();
   let epoch: number | undefined;
   try {
     const result = await app.elector.tryLead(async (term) => {
       epoch = term.epoch;
-      sink.emit({ type: "step-started", instanceId, atMs: at(), epoch });
+      sink.emit({ type: "step-started", instanceId, atMs: at(), epoch, ...trigger });
       return runCoordinationStep(coordinationDeps(app, sink), term, { budgetMs: app.settings.STEP_BUDGET_MS });
-    }, options);
+    }, { abortSignal: options.abortSignal });
     if (result.outcome === "not-acquired") {
       const leader = result.leader;
       sink.logger.info(`Instance ${instanceId} is not the leader${leader ? `; ${leader.holder} leads with epoch ${leader.epoch}` : ""}.`);
-      sink.emit({ type: "step-skipped", instanceId, atMs: at(), leader: leader?.holder, leaderEpoch: leader?.epoch });
+      sink.emit({ type: "step-skipped", instanceId, atMs: at(), leader: leader?.holder, leaderEpoch: leader?.epoch, trigger: trigger.trigger });
     } else if (result.outcome === "completed") {
       sink.emit({ type: "step-completed", instanceId, atMs: at(), epoch: result.epoch, ...result.value });
     } else {
@@ -44,7 +55,7 @@ export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, option
     const message = error instanceof Error ? error.message : String(error);
     if (epoch === undefined && options.abortSignal?.aborted === true) {
       sink.logger.info(`Instance ${instanceId} skips this tick: the app is shutting down.`);
-      sink.emit({ type: "step-skipped", instanceId, atMs: at(), reason: "shutdown" });
+      sink.emit({ type: "step-skipped", instanceId, atMs: at(), reason: "shutdown", trigger: trigger.trigger });
       return "shutdown";
     }
     // A stale epoch means a newer leader exists: expected after a pause, not a failure of this app.
@@ -53,6 +64,42 @@ export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, option
     if (reason === "fenced") return "aborted";
     sink.logger.error(`Coordinator tick failed on ${instanceId}: ${message}`);
     throw error;
+  }
+}
+
+/** How a wake-up ended: as a tick, or "coalesced" (this process already runs one), or "rejected" (malformed). */
+export type WakeOutcome = TickOutcome | "coalesced" | "rejected";
+
+/**
+ * One wake-up message (the `wake` function): ONE leadership attempt and, when it wins, one step — the tick's own code
+ * path, no waiting for the lease. Losing the race is a normal outcome and the message is consumed: the leader's step
+ * will see the news. A wake-up that arrives while this process already has an attempt or a step in progress is a
+ * no-op (`step-skipped`, reason "coalesced"), so a burst of wake-ups costs at most one lease attempt per process at a
+ * time. A malformed message is logged (`message-rejected`) and consumed. A step that fails is retried by the host
+ * (the error is rethrown) except on the last delivery: a wake-up never goes to the poison queue, the timer is the
+ * heartbeat.
+ */
+export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: { dequeueCount: number; abortSignal?: AbortSignal }): Promise<WakeOutcome> {
+  const { instanceId } = app;
+  const parsed = parseMessage(wakeMessageSchema, payload);
+  if (!parsed.ok) {
+    sink.logger.warn(`Wake-up message rejected on ${instanceId}: ${parsed.reason}`);
+    sink.emit({ type: "message-rejected", instanceId, atMs: Date.now(), queue: app.wakeQueue.name, reason: parsed.reason });
+    return "rejected";
+  }
+  const wake: WakeMessage = parsed.value;
+  if (app.elector.busy) {
+    sink.logger.info(`Instance ${instanceId} already runs a leadership attempt or a step; wake-up (${wake.reason}) coalesced into it.`);
+    sink.emit({ type: "step-skipped", instanceId, atMs: Date.now(), reason: "coalesced", trigger: "wake", wakeReason: wake.reason });
+    return "coalesced";
+  }
+  const trigger = { trigger: "wake", wakeReason: wake.reason, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs) } as const;
+  try {
+    return await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
+  } catch (error) {
+    if (delivery.dequeueCount < MAX_DEQUEUE_COUNT) throw error;
+    sink.logger.error(`Wake-up step failed on its last delivery (${delivery.dequeueCount}); not retried, the next timer tick will run the step: ${error instanceof Error ? error.message : String(error)}`);
+    return "error";
   }
 }
 
@@ -81,12 +128,33 @@ export function handleWorkMessage(app: CoordinatorApp, sink: Sink, payload: unkn
   return processWorkMessage(coordinationDeps(app, sink), payload, { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT });
 }
 
-/** Validates and stores a job submission. Field errors are a value (the HTTP layer answers 400 with them). */
-export async function submitJob(app: CoordinatorApp, body: unknown, options: { abortSignal?: AbortSignal } = {}): Promise<{ ok: true; id: string; itemCount: number } | { ok: false; errors: FieldError[] }> {
+/** Options of {@link submitJob}. */
+export interface SubmitOptions {
+  abortSignal?: AbortSignal;
+  /** Send a wake-up so the coordinator starts the job now, not at its next tick. @default true */
+  wake?: boolean;
+}
+
+/** A submission's outcome: the job, and whether the wake-up was sent ("off" when not asked for). */
+export type SubmitResult = { ok: true; id: string; itemCount: number; wakeUp: "sent" | "failed" | "off"; wakeUpError?: string } | { ok: false; errors: FieldError[] };
+
+/**
+ * Validates and stores a job submission, then wakes the coordinator (one message on WAKE_QUEUE). Field errors are a
+ * value (the HTTP layer answers 400 with them). A wake-up that cannot be sent does not fail the submission: the job is
+ * stored, and the next timer tick starts it; the result says so (`wakeUp: "failed"`).
+ */
+export async function submitJob(app: CoordinatorApp, body: unknown, options: SubmitOptions = {}): Promise<SubmitResult> {
   const validated = validateSubmission(body, app.registry);
   if (!validated.ok) return validated;
-  const stored = await storeSubmission(app.files, validated.value, options);
-  return { ok: true, ...stored };
+  const { abortSignal } = options;
+  const stored = await storeSubmission(app.files, validated.value, { abortSignal });
+  if (options.wake === false) return { ok: true, ...stored, wakeUp: "off" };
+  try {
+    await sendWakeUp(app.wakeQueue, { reason: "job-submitted", jobId: stored.id, from: app.instanceId }, { abortSignal });
+    return { ok: true, ...stored, wakeUp: "sent" };
+  } catch (error) {
+    return { ok: true, ...stored, wakeUp: "failed", wakeUpError: error instanceof Error ? error.message : String(error) };
+  }
 }
 
 /** A job's status, or undefined when there is no such job. */

@@ -53,6 +53,11 @@ export const settingsSchema = z.object({
   WORK_QUEUE: queueName.default("work-items"),
   /** Queue workers report results on; the leader folds them. @default "work-results" */
   RESULTS_QUEUE: queueName.default("work-results"),
+  /**
+   * Control queue of wake-ups: each submission sends one message; the `wake` function makes one leadership attempt
+   * and runs a step, as a timer tick does. @default "coordinator-wake"
+   */
+  WAKE_QUEUE: queueName.default("coordinator-wake"),
   /** Time budget of one coordination step in ms; shorter than the timer's tick. @default 20000 */
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /** Most items the leader dispatches in one step (bounded fan-out). @default 500 */

@@ -53,6 +53,14 @@ export class LeaderElector {
   }
 
   /**
+   * Whether this elector has an attempt or a term in progress: a {@link tryLead} now would return "not-acquired" at
+   * once, without a lease request. Callers that merely want a step to happen soon (wake-ups) can skip theirs.
+   */
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
+  /**
    * One attempt to lead, without waiting (for timer-triggered functions, which pay for waiting). Reads the lease
    * first, so a held lease costs one read and no 409. If this instance wins, runs `task` for one term and releases.
    * While this elector already has an attempt or a term in progress, returns "not-acquired" at once (with the

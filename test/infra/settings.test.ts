@@ -191,11 +191,12 @@ describe("defaults and storage layout follow the code", () => {
       `${codeDefaults.WORK_QUEUE}-poison`,
       codeDefaults.RESULTS_QUEUE,
       `${codeDefaults.RESULTS_QUEUE}-poison`,
+      codeDefaults.WAKE_QUEUE,
     ]);
   });
 
   it("renaming a container or queue parameter renames both the created resource and the app setting", () => {
-    const renamed = { leaseContainer: "l-renamed", stateContainer: "s-renamed", inputContainer: "i-renamed", systemContainer: "y-renamed", workQueue: "w-renamed", resultsQueue: "r-renamed" };
+    const renamed = { leaseContainer: "l-renamed", stateContainer: "s-renamed", inputContainer: "i-renamed", systemContainer: "y-renamed", workQueue: "w-renamed", resultsQueue: "r-renamed", wakeQueue: "k-renamed" };
     const scope = mainScope(renamed);
     const containers = evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope);
     const queues = evaluate(moduleParam("modules/storageAccount.bicep", "queueNames"), scope);
@@ -203,7 +204,9 @@ describe("defaults and storage layout follow the code", () => {
     expect(containers).toEqual(["l-renamed", "s-renamed", "i-renamed", "y-renamed"]);
     const work = asString(deployedValue("WORK_QUEUE", scope));
     const results = asString(deployedValue("RESULTS_QUEUE", scope));
-    expect(queues).toEqual([work, `${work}-poison`, results, `${results}-poison`]);
+    const wake = asString(deployedValue("WAKE_QUEUE", scope));
+    expect(queues).toEqual([work, `${work}-poison`, results, `${results}-poison`, wake]);
     expect(work).toBe("w-renamed");
+    expect(wake).toBe("k-renamed");
   });
 });

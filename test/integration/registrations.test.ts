@@ -26,9 +26,10 @@ describe("the app's real registrations (captured as the Functions worker does)",
   });
 
   it("registers exactly the documented functions with their triggers and settings", () => {
-    expect(app.functions.map((f) => f.metadata.name).sort()).toEqual(["coordinator", "getJob", "getLeader", "stepDown", "submitJob", "worker"]);
+    expect(app.functions.map((f) => f.metadata.name).sort()).toEqual(["coordinator", "getJob", "getLeader", "stepDown", "submitJob", "wake", "worker"]);
     expect(trigger(app, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "%COORDINATOR_SCHEDULE%" });
     expect(trigger(app, "worker")).toMatchObject({ type: "queueTrigger", queueName: "%WORK_QUEUE%", connection: "COORDINATION_STORAGE" });
+    expect(trigger(app, "wake")).toMatchObject({ type: "queueTrigger", queueName: "%WAKE_QUEUE%", connection: "COORDINATION_STORAGE" });
     expect(trigger(app, "submitJob")).toMatchObject({ type: "httpTrigger", route: "jobs", methods: ["POST"], authLevel: "function" });
     expect(trigger(app, "getJob")).toMatchObject({ type: "httpTrigger", route: "jobs/{id}", methods: ["GET"], authLevel: "function" });
     expect(trigger(app, "getLeader")).toMatchObject({ type: "httpTrigger", route: "leader", methods: ["GET"] });

@@ -13,6 +13,7 @@ export function testAppSettings(connectionString: string): Record<string, string
     INPUT_CONTAINER: `inputs-${suffix}`,
     WORK_QUEUE: `work-${suffix}`,
     RESULTS_QUEUE: `results-${suffix}`,
+    WAKE_QUEUE: `wake-${suffix}`,
     WEBSITE_INSTANCE_ID: `test-${suffix}`,
     STEP_BUDGET_MS: "1000",
   };

@@ -12,6 +12,7 @@ describe("settings", () => {
       LEASE_DURATION_SECONDS: 15,
       LEASE_RENEW_INTERVAL_MS: 3000,
       LEASE_RENEW_DEADLINE_MS: 10_000,
+      WAKE_QUEUE: "coordinator-wake",
     });
   });
 

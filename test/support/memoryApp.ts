@@ -1,0 +1,32 @@
+import { assembleCoordinatorApp, createRegistry, type CoordinatorApp, type Sink } from "../../src/app/context";
+import type { AppEvent } from "../../src/app/events";
+import { readSettings } from "../../src/config/settings";
+import { silentLogger } from "../../src/util/logger";
+import { FakeLeaseStore } from "./FakeLeaseStore";
+import { MemoryStateStore } from "./MemoryStateStore";
+import { MemoryFiles, MemoryQueue } from "./memoryPorts";
+
+/** The app's own wiring (elector, sink) over in-memory ports and a fake lease, for unit tests of the operations. */
+export function memoryApp(options: { store?: FakeLeaseStore; instanceId?: string; wakeQueue?: MemoryQueue; settings?: Record<string, string> } = {}) {
+  const store = options.store ?? new FakeLeaseStore();
+  const queues = {
+    workQueue: new MemoryQueue("work"),
+    resultsQueue: new MemoryQueue("results"),
+    workPoisonQueue: new MemoryQueue("work-poison"),
+    resultsPoisonQueue: new MemoryQueue("results-poison"),
+    wakeQueue: options.wakeQueue ?? new MemoryQueue("wake"),
+  };
+  const files = new MemoryFiles();
+  const app: CoordinatorApp = assembleCoordinatorApp({
+    settings: readSettings({ STEP_BUDGET_MS: "1000", ...options.settings }),
+    instanceId: options.instanceId ?? "unit-wake",
+    leaseStore: store,
+    state: new MemoryStateStore(),
+    files,
+    registry: createRegistry(),
+    ...queues,
+  });
+  const events: AppEvent[] = [];
+  const sink: Sink = { logger: silentLogger, emit: (event) => events.push(event) };
+  return { app, sink, events, store, files, ...queues };
+}
