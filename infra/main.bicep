@@ -66,8 +66,8 @@ param tags object = {}
 
 // ---- Settings read by the app (src/config/settings.ts). Defaults equal the code's defaults (a test checks). ----
 
-@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE).')
-param coordinatorSchedule string = '*/30 * * * * *'
+@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE). Idle cost per schedule: docs/DEPLOY.md#costs.')
+param coordinatorSchedule string = '0 * * * * *'
 
 @description('LEASE_CONTAINER: container of the leader lease blob (created here).')
 @minLength(3)

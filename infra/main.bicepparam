@@ -29,6 +29,6 @@ param tags = {
   app: 'leader-coordinator'
 }
 
-// Coordinator timer: every 30 s. Within one app the host runs it on one instance at a time; across apps the lease
-// decides who coordinates.
-param coordinatorSchedule = '*/30 * * * * *'
+// Coordinator timer: every minute, the heartbeat; submissions wake the coordinator at once (WAKE_QUEUE). Within one
+// app the host runs the timer on one instance at a time; across apps the lease decides who coordinates.
+param coordinatorSchedule = '0 * * * * *'

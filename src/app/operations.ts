@@ -18,7 +18,7 @@ export interface TickOptions {
   /** The process's shutdown signal. */
   abortSignal?: AbortSignal;
   /** What started the attempt, for the step events. @default { trigger: "timer" } */
-  trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeDelayMs: number };
+  trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number };
 }
 
 /**
@@ -43,7 +43,7 @@ export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, option
     if (result.outcome === "not-acquired") {
       const leader = result.leader;
       sink.logger.info(`Instance ${instanceId} is not the leader${leader ? `; ${leader.holder} leads with epoch ${leader.epoch}` : ""}.`);
-      sink.emit({ type: "step-skipped", instanceId, atMs: at(), leader: leader?.holder, leaderEpoch: leader?.epoch, trigger: trigger.trigger });
+      sink.emit({ type: "step-skipped", instanceId, atMs: at(), leader: leader?.holder, leaderEpoch: leader?.epoch, ...trigger });
     } else if (result.outcome === "completed") {
       sink.emit({ type: "step-completed", instanceId, atMs: at(), epoch: result.epoch, ...result.value });
     } else {
@@ -90,10 +90,10 @@ export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload
   const wake: WakeMessage = parsed.value;
   if (app.elector.busy) {
     sink.logger.info(`Instance ${instanceId} already runs a leadership attempt or a step; wake-up (${wake.reason}) coalesced into it.`);
-    sink.emit({ type: "step-skipped", instanceId, atMs: Date.now(), reason: "coalesced", trigger: "wake", wakeReason: wake.reason });
+    sink.emit({ type: "step-skipped", instanceId, atMs: Date.now(), reason: "coalesced", trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId });
     return "coalesced";
   }
-  const trigger = { trigger: "wake", wakeReason: wake.reason, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs) } as const;
+  const trigger = { trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs) } as const;
   try {
     return await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
   } catch (error) {

@@ -33,8 +33,11 @@ const ncrontab = z
  * Connection settings are described separately in {@link CONNECTION_SETTINGS} because Functions resolves them by prefix.
  */
 export const settingsSchema = z.object({
-  /** Timer schedule of the `coordinator` function. @default every 30 s */
-  COORDINATOR_SCHEDULE: ncrontab.default("*/30 * * * * *"),
+  /**
+   * Timer schedule of the `coordinator` function: the heartbeat that guarantees progress. Submissions wake the
+   * coordinator through WAKE_QUEUE, so a new job does not wait for it. @default every minute
+   */
+  COORDINATOR_SCHEDULE: ncrontab.default("0 * * * * *"),
   /** Container of the leader lease blob. @default "leases" */
   LEASE_CONTAINER: containerName.default("leases"),
   /** Name of the leader lease blob. @default "MyLeaderCoordinatorTask" */

@@ -6,7 +6,7 @@ import { connectionFromSettings } from "../../src/storage/clients";
 describe("settings", () => {
   it("applies the documented defaults", () => {
     expect(readSettings({})).toMatchObject({
-      COORDINATOR_SCHEDULE: "*/30 * * * * *",
+      COORDINATOR_SCHEDULE: "0 * * * * *",
       LEASE_CONTAINER: "leases",
       LEASE_BLOB: "MyLeaderCoordinatorTask",
       LEASE_DURATION_SECONDS: 15,
