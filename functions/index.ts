@@ -4,4 +4,5 @@ import "./worker";
 import "./wake";
 import "./jobsApi";
 import "./leaderApi";
+import "./statusApi";
 import "./hooks";

@@ -9,6 +9,8 @@ import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordina
 import type { LeadResult } from "../leadership/LeaderElector";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../leadership/leaderInfo";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
+import { renderStatusPage, statusPageHeaders } from "./renderStatusPage";
+import { readStatusView } from "./statusView";
 
 /** How a timer tick ended: "shutdown" when the signal had fired before a term began (nothing was led). */
 export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "error";
@@ -170,4 +172,10 @@ export function getLeader(app: CoordinatorApp, options: { abortSignal?: AbortSig
 /** Asks the leader to step down; returns the revoked epoch or undefined when nobody leads. */
 export function stepDown(app: CoordinatorApp, options: { abortSignal?: AbortSignal } = {}): Promise<number | undefined> {
   return requestStepDown(app.leaseStore, options);
+}
+
+/** The status page: its HTML and the response headers (CSP with `nonce`, a fresh random value per response). */
+export async function getStatusPage(app: CoordinatorApp, options: { nonce: string; abortSignal?: AbortSignal }): Promise<{ html: string; headers: Record<string, string> }> {
+  const view = await readStatusView(app, { abortSignal: options.abortSignal });
+  return { html: renderStatusPage(view, { nonce: options.nonce }), headers: statusPageHeaders(options.nonce) };
 }

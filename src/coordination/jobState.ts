@@ -43,8 +43,14 @@ export const jobStateSchema = jobSpecSchema.extend({
 });
 export type JobState = z.infer<typeof jobStateSchema>;
 
-/** The leader's list of jobs not yet completed. */
-export const jobIndexSchema = z.strictObject({ v: z.literal(1), active: z.array(z.string()) });
+/** How many ended jobs the index remembers (newest last), for the status page. */
+export const RECENT_JOBS_LIMIT = 10;
+
+/**
+ * The leader's list of jobs not yet completed, and of the last {@link RECENT_JOBS_LIMIT} that ended (newest last). An
+ * index written before `recent` existed reads as having none.
+ */
+export const jobIndexSchema = z.strictObject({ v: z.literal(1), active: z.array(z.string()), recent: z.array(z.string()).default([]) });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
 /** Where everything lives. State keys are in the state container; the others in the input container. */

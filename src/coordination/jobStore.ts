@@ -1,6 +1,6 @@
 import type { FencedStateStore, Versioned } from "../fencing/FencedStateStore";
 import type { PortOptions } from "./ports";
-import { jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
+import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
 
 /** Typed reads and writes of the job index and job states through the fenced store. */
 export class JobStore {
@@ -10,18 +10,21 @@ export class JobStore {
     return this.fenced.read(keys.index, (value) => jobIndexSchema.parse(value), options);
   }
 
-  /** Adds or removes job ids in the index (read-modify-write with retry). */
+  /**
+   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list (read-modify-write with
+   * retry, fenced like every write).
+   */
   async updateIndex(change: { add?: string[]; remove?: string[] }, options: PortOptions = {}): Promise<void> {
     await this.fenced.update(
       keys.index,
       (value) => jobIndexSchema.parse(value),
       (current) => {
         const active = new Set(current?.active ?? []);
+        const ended = (change.remove ?? []).filter((id) => active.delete(id));
         for (const id of change.add ?? []) active.add(id);
-        for (const id of change.remove ?? []) active.delete(id);
-        const next = [...active];
-        const unchanged = current !== undefined && next.length === current.active.length && next.every((id) => current.active.includes(id));
-        return unchanged ? undefined : { v: 1 as const, active: next };
+        if (current !== undefined && ended.length === 0 && active.size === current.active.length) return undefined;
+        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(-RECENT_JOBS_LIMIT);
+        return { v: 1 as const, active: [...active], recent };
       },
       options,
     );

@@ -29,6 +29,8 @@ export interface MessageQueue {
   receive(max: number, visibilityTimeoutS: number, options?: PortOptions): Promise<ReceivedMessage[]>;
   /** Deletes a received message. Deleting one already gone is a no-op. */
   delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: PortOptions): Promise<void>;
+  /** How many messages the queue holds, visible or not (storage's approximate count); 0 for a missing queue. */
+  approximateCount(options?: PortOptions): Promise<number>;
 }
 
 /** Blobs the submitter writes and the leader and workers read: job specs, item chunks, inbox markers, inputs. */

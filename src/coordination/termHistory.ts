@@ -58,3 +58,13 @@ export async function recordTerm(fenced: FencedStateStore, term: LeadershipTerm,
 export async function readEpochFloor(state: StateStore, options: PortOptions = {}): Promise<number> {
   return (await state.read(TERMS_KEY, options))?.epoch ?? 0;
 }
+
+/**
+ * The recorded terms, oldest first (at most {@link TERM_HISTORY_LIMIT}). A plain read, no lease needed: any instance
+ * may call it. None when no term has been recorded yet, or when the document is not a term history (the next term
+ * starts it afresh).
+ */
+export async function readTermHistory(state: StateStore, options: PortOptions = {}): Promise<TermEntry[]> {
+  const parsed = termHistorySchema.safeParse((await state.read(TERMS_KEY, options))?.value);
+  return parsed.success ? parsed.data.terms : [];
+}

@@ -80,4 +80,14 @@ export class StorageQueue implements MessageQueue {
       throw toLibraryError(error, `Deleting a message from queue ${this.name}`, abortSignal);
     }
   }
+
+  async approximateCount(options: PortOptions = {}): Promise<number> {
+    const { abortSignal } = options;
+    try {
+      return (await this.client.getProperties({ abortSignal })).approximateMessagesCount ?? 0;
+    } catch (error) {
+      if (storageFailure(error).code === "QueueNotFound") return 0;
+      throw toLibraryError(error, `Reading the message count of queue ${this.name}`, abortSignal);
+    }
+  }
 }

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getCoordinatorApp } from "../../src/app/context";
 import { getJobHandler, submitJobHandler } from "../../functions/jobsApi";
 import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
+import { getStatusHandler } from "../../functions/statusApi";
 import { coordinatorHandler } from "../../functions/coordinator";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
@@ -59,5 +60,22 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect(leader.jsonBody).toMatchObject({ epoch: expect.any(Number) as unknown, transitions: expect.any(Number) as unknown });
     expect((leader.jsonBody as { epoch: number }).epoch).toBeGreaterThanOrEqual(1);
     expect((await stepDownHandler(undefined, context())).status).toBe(409);
+  });
+
+  it("GET /api/status serves the self-contained page: HTML under a nonce CSP, the last epoch and the ended job", async () => {
+    const response = await getStatusHandler();
+    expect(response.status).toBe(200);
+    const headers = response.headers as Record<string, string>;
+    expect(headers["content-type"]).toBe("text/html; charset=utf-8");
+    const nonce = /script-src 'nonce-([^']+)'/.exec(headers["content-security-policy"] ?? "")?.[1] ?? "(none)";
+    const page = response.body as string;
+    expect(typeof page).toBe("string");
+    expect(page).toContain(`<script nonce="${nonce}">`);
+    const { epoch } = (await getLeaderHandler()).jsonBody as { epoch: number };
+    expect(page).toContain(`<dd data-field="leader-epoch">${epoch}</dd>`);
+    expect(page).toMatch(/<tr data-job="[a-z0-9-]+">[\s\S]*?<span class="status completed">completed<\/span>[\s\S]*?data-field="done">2</);
+    // A second response gets a fresh nonce.
+    const again = (await getStatusHandler()).headers as Record<string, string>;
+    expect(again["content-security-policy"]).not.toContain(nonce);
   });
 });

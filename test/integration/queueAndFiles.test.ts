@@ -39,6 +39,17 @@ describe("StorageQueue on Azurite (adapter)", () => {
     const [message] = await queue.receive(32, 30);
     expect(message).toMatchObject({ text: undefined, rawText: "not base64 at all!" });
   });
+
+  it("approximateCount counts the messages in the queue, visible or not; a missing queue counts 0", async () => {
+    const { queue } = newQueue();
+    expect(await queue.approximateCount()).toBe(0);
+    await queue.send(["a", "b", "c"]);
+    expect(await queue.approximateCount()).toBe(3);
+    const [received] = await queue.receive(1, 30);
+    expect(await queue.approximateCount()).toBe(3); // invisible, still in the queue
+    if (received) await queue.delete(received);
+    expect(await queue.approximateCount()).toBe(2);
+  });
 });
 
 describe("BlobFilesStore on Azurite (adapter)", () => {

@@ -36,6 +36,10 @@ export class MemoryQueue implements MessageQueue {
     return Promise.resolve();
   }
 
+  approximateCount(): Promise<number> {
+    return Promise.resolve(this.messages.length);
+  }
+
   /** Every body, visible or not. */
   bodies(): string[] {
     return this.messages.map((m) => m.text);

@@ -3,7 +3,7 @@ import type { AppEvent } from "../../src/app/events";
 import { createRegistry } from "../../src/app/context";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
-import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { processWorkMessage } from "../../src/coordination/worker";
@@ -158,6 +158,27 @@ describe("coordination step (unit, in-memory ports)", () => {
     expect(report).toMatchObject({ rejected: 1, folded: 0, duplicates: 0 });
     expect((JSON.parse(poison.bodies()[0] ?? "{}") as { rejected: { reason: string } }).rejected.reason).toMatch(/item 7 is out of range/);
     expect(await readJob(state, id)).toMatchObject({ doneCount: 0, status: "running" });
+  });
+
+  it("moves ended jobs from the index's active list to its bounded recent list, newest last, written under the epoch", async () => {
+    const { deps, work: queue, state } = world();
+    const ids: string[] = [];
+    for (let n = 0; n < RECENT_JOBS_LIMIT + 2; n++) {
+      const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", n)] });
+      ids.push(id);
+      await runCoordinationStep(deps, fakeTerm(3), ONE_PASS); // registers and dispatches
+      await work(deps, queue);
+      await runCoordinationStep(deps, fakeTerm(3), ONE_PASS); // folds: the job completes and leaves the active list
+    }
+    const stored = await state.read(keys.index);
+    const index = jobIndexSchema.parse(stored?.value);
+    expect(index.active).toEqual([]);
+    expect(index.recent).toEqual(ids.slice(-RECENT_JOBS_LIMIT));
+    expect(stored?.epoch).toBe(3);
+  });
+
+  it("reads an index written before the recent list existed", () => {
+    expect(jobIndexSchema.parse({ v: 1, active: ["a"] })).toEqual({ v: 1, active: ["a"], recent: [] });
   });
 
   it("keeps the leader's per-job state small: two bits per item, not the results", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TERM_HISTORY_LIMIT, TERMS_KEY, readEpochFloor, recordTerm } from "../../src/coordination/termHistory";
+import { TERM_HISTORY_LIMIT, TERMS_KEY, readEpochFloor, readTermHistory, recordTerm } from "../../src/coordination/termHistory";
 import { StaleEpochError } from "../../src/errors";
 import { FencedStateStore } from "../../src/fencing/FencedStateStore";
 import { silentLogger } from "../../src/util/logger";
@@ -41,5 +41,21 @@ describe("term history (terms.json)", () => {
     await recordTerm(new FencedStateStore(state, term), term, { ...silentLogger, warn: (message) => warnings.push(message) });
     expect((await state.read(TERMS_KEY))?.value).toEqual({ v: 1, terms: [{ holder: "leader-4", epoch: 4, sinceMs: 0 }] });
     expect(warnings[0]).toMatch(/terms\.json is not a term history/);
+  });
+
+  it("readTermHistory returns the recorded terms oldest first, and none when there is no history or it has another shape", async () => {
+    const state = new MemoryStateStore();
+    expect(await readTermHistory(state)).toEqual([]);
+    for (const epoch of [1, 2]) {
+      const term = { ...fakeTerm(epoch), startedAtMs: epoch * 1000 };
+      await recordTerm(new FencedStateStore(state, term), term, silentLogger);
+    }
+    expect(await readTermHistory(state)).toEqual([
+      { holder: "leader-1", epoch: 1, sinceMs: 1000 },
+      { holder: "leader-2", epoch: 2, sinceMs: 2000 },
+    ]);
+    const other = new MemoryStateStore();
+    await other.write(TERMS_KEY, { something: "else" }, 3, { ifNoneMatch: "*" });
+    expect(await readTermHistory(other)).toEqual([]);
   });
 });

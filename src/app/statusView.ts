@@ -1,0 +1,276 @@
+import { jobIndexSchema, keys } from "../coordination/jobState";
+import type { BlobFiles, MessageQueue, PortOptions } from "../coordination/ports";
+import { readJobStatus, type JobStatus } from "../coordination/status";
+import type { TaskRegistry } from "../coordination/taskKinds";
+import { readTermHistory, type TermEntry } from "../coordination/termHistory";
+import type { StateStore } from "../fencing/StateStore";
+import { describeLeader, type LeaderInfo } from "../leadership/leaderInfo";
+import type { LeaseStore } from "../lease/LeaseStore";
+
+/**
+ * The status page's view model: everything the page shows, read from storage without the lease (any instance may
+ * serve it) and computed into plain values. Rendering is elsewhere (`renderStatusPage.ts`); this module decides what
+ * is shown, so its tests need no HTML.
+ */
+
+/** How often the page refreshes itself, in ms. */
+export const STATUS_REFRESH_MS = 5000;
+/** Most active jobs shown; more are counted in `jobs.moreActive`. */
+export const MAX_ACTIVE_JOBS_SHOWN = 25;
+/** Most submitted-but-unregistered jobs shown. */
+export const MAX_PENDING_JOBS_SHOWN = 10;
+/** Most distinct failure reasons listed (per job and overall). */
+export const MAX_REASONS_SHOWN = 5;
+
+/** What the view reads: a subset of the app's ports (the app itself fits). */
+export interface StatusSources {
+  leaseStore: LeaseStore;
+  state: StateStore;
+  files: BlobFiles;
+  registry: TaskRegistry;
+  workPoisonQueue: MessageQueue;
+  resultsPoisonQueue: MessageQueue;
+}
+
+/** Who leads now. */
+export interface LeaderView {
+  /** The holder, or undefined when nobody holds the lease (between ticks every leader releases). */
+  holder: string | undefined;
+  /** The latest term's epoch (0 before the first). */
+  epoch: number;
+  /** When the latest term began (ISO-8601). */
+  since: string | undefined;
+  /** How long ago the latest term began, for a person ("12 s"). */
+  sinceAgo: string | undefined;
+  transitions: number;
+  leaseState: LeaderInfo["leaseState"];
+  /** A pending or honoured step-down request. */
+  revocation: { epoch: number; honoured: boolean } | undefined;
+}
+
+/** One term of the history, with where it sits on the timeline. */
+export interface TermView {
+  holder: string;
+  epoch: number;
+  since: string;
+  sinceAgo: string;
+  /** True when this term's leader holds the lease now. */
+  current: boolean;
+  /** Position of its start on the timeline, 0 (oldest term) to 1 (now). */
+  position: number;
+  /** Index of its holder among `timeline.holders` (for a colour). */
+  holderIndex: number;
+}
+
+/** A count of failed items with one reason. */
+export interface ReasonCount {
+  reason: string;
+  count: number;
+}
+
+/** One job's line. */
+export interface JobView {
+  id: string;
+  kind: string;
+  status: JobStatus["status"];
+  total: number;
+  dispatched: number;
+  done: number;
+  failed: number;
+  /** Shares of `total`, in percent (0–100), for the progress bar. */
+  percent: { done: number; failed: number; dispatched: number };
+  createdAt: string;
+  completedAt: string | undefined;
+  /** How long it ran (completed jobs) or has been running, for a person. */
+  age: string;
+  lastEpoch: number | undefined;
+  /** Recorded failure reasons, most frequent first (at most {@link MAX_REASONS_SHOWN}). */
+  reasons: ReasonCount[];
+  /** Failed items whose reason was not kept (beyond the job's recorded-failure bound). */
+  unrecordedFailures: number;
+}
+
+/** A poison queue and how many messages wait in it. */
+export interface PoisonQueueView {
+  queue: string;
+  depth: number;
+}
+
+/** Everything the status page shows. */
+export interface StatusView {
+  renderedAt: string;
+  refreshMs: number;
+  leader: LeaderView | undefined;
+  timeline: { terms: TermView[]; holders: string[]; start: string | undefined };
+  jobs: { active: JobView[]; moreActive: number; pending: JobView[]; recent: JobView[] };
+  failures: { items: number; jobsWithFailures: number; reasons: ReasonCount[] };
+  poison: PoisonQueueView[];
+  /** Parts that could not be read, with why; the rest of the page still shows. */
+  problems: string[];
+}
+
+/** Options of {@link readStatusView}. */
+export interface StatusViewOptions extends PortOptions {
+  /** Wall clock. @default Date.now */
+  nowMs?: number;
+}
+
+/**
+ * Reads everything the status page shows. A part that cannot be read (storage trouble, a document of another shape)
+ * is listed in `problems` and the rest is still shown; only an abort rejects.
+ */
+export async function readStatusView(sources: StatusSources, options: StatusViewOptions = {}): Promise<StatusView> {
+  const nowMs = options.nowMs ?? Date.now();
+  const io: PortOptions = { abortSignal: options.abortSignal };
+  const problems: string[] = [];
+  const attempt = async <T>(what: string, read: () => Promise<T>, fallback: T): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      options.abortSignal?.throwIfAborted();
+      problems.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+      return fallback;
+    }
+  };
+  const [leader, terms, jobs, poison] = await Promise.all([
+    attempt("leader", () => describeLeader(sources.leaseStore, io), undefined),
+    attempt("term history", () => readTermHistory(sources.state, io), []),
+    attempt("jobs", () => readJobs(sources, io), { active: [], moreActive: 0, pending: [], recent: [] }),
+    Promise.all(
+      [sources.workPoisonQueue, sources.resultsPoisonQueue].map(async (queue) => ({
+        queue: queue.name,
+        depth: await attempt(`poison queue ${queue.name}`, () => queue.approximateCount(io), Number.NaN),
+      })),
+    ),
+  ]);
+  return buildStatusView({ nowMs, leader, terms, jobs, poison, problems });
+}
+
+/** What {@link buildStatusView} computes the view from (what {@link readStatusView} read). */
+export interface StatusSnapshot {
+  nowMs: number;
+  leader: LeaderInfo | undefined;
+  /** The term history, oldest first. */
+  terms: TermEntry[];
+  jobs: { active: JobStatus[]; moreActive: number; pending: JobStatus[]; recent: JobStatus[] };
+  /** Depth NaN: could not be read (the reason is in `problems`). */
+  poison: PoisonQueueView[];
+  problems: string[];
+}
+
+/** Computes the view from what was read. Pure: the unit tests drive it directly. */
+export function buildStatusView(snapshot: StatusSnapshot): StatusView {
+  const { nowMs, leader } = snapshot;
+  const jobView = (job: JobStatus): JobView => toJobView(job, nowMs);
+  const listed = [...snapshot.jobs.active, ...snapshot.jobs.recent];
+  const leaderView: LeaderView | undefined =
+    leader === undefined
+      ? undefined
+      : {
+          holder: leader.holder,
+          epoch: leader.epoch,
+          since: leader.since,
+          sinceAgo: leader.since === undefined ? undefined : formatDuration(nowMs - Date.parse(leader.since)),
+          transitions: leader.transitions,
+          leaseState: leader.leaseState,
+          revocation: leader.revokedEpoch === undefined ? undefined : { epoch: leader.revokedEpoch, honoured: leader.revocationHonoured },
+        };
+  return {
+    renderedAt: new Date(nowMs).toISOString(),
+    refreshMs: STATUS_REFRESH_MS,
+    leader: leaderView,
+    timeline: timelineOf(snapshot.terms, leader, nowMs),
+    jobs: { active: snapshot.jobs.active.map(jobView), moreActive: snapshot.jobs.moreActive, pending: snapshot.jobs.pending.map(jobView), recent: snapshot.jobs.recent.map(jobView) },
+    failures: {
+      items: listed.reduce((sum, job) => sum + job.progress.failed, 0),
+      jobsWithFailures: listed.filter((job) => job.progress.failed > 0).length,
+      reasons: countReasons(listed.flatMap((job) => job.failures.map((failure) => failure.reason))),
+    },
+    poison: snapshot.poison,
+    problems: snapshot.problems,
+  };
+}
+
+/** A duration for a person: "850 ms", "12 s", "3 min 4 s", "2 h 5 min", "3 d 4 h". Negative (clock skew) reads as 0. */
+export function formatDuration(ms: number): string {
+  const safe = Number.isFinite(ms) ? Math.max(0, ms) : 0;
+  if (safe < 1000) return `${Math.round(safe)} ms`;
+  const s = Math.floor(safe / 1000);
+  if (s < 60) return `${s} s`;
+  const pair = (big: number, bigUnit: string, small: number, smallUnit: string): string => (small === 0 ? `${big} ${bigUnit}` : `${big} ${bigUnit} ${small} ${smallUnit}`);
+  if (s < 3600) return pair(Math.floor(s / 60), "min", s % 60, "s");
+  if (s < 86_400) return pair(Math.floor(s / 3600), "h", Math.floor((s % 3600) / 60), "min");
+  return pair(Math.floor(s / 86_400), "d", Math.floor((s % 86_400) / 3600), "h");
+}
+
+function timelineOf(terms: TermEntry[], leader: LeaderInfo | undefined, nowMs: number): StatusView["timeline"] {
+  const holders = [...new Set(terms.map((term) => term.holder))];
+  const startMs = terms[0]?.sinceMs;
+  const span = startMs === undefined ? 0 : nowMs - startMs;
+  return {
+    holders,
+    start: startMs === undefined ? undefined : new Date(startMs).toISOString(),
+    terms: terms.map((term) => ({
+      holder: term.holder,
+      epoch: term.epoch,
+      since: new Date(term.sinceMs).toISOString(),
+      sinceAgo: formatDuration(nowMs - term.sinceMs),
+      current: leader?.holder === term.holder && leader.epoch === term.epoch,
+      position: span <= 0 || startMs === undefined ? 1 : clamp01((term.sinceMs - startMs) / span),
+      holderIndex: holders.indexOf(term.holder),
+    })),
+  };
+}
+
+function toJobView(job: JobStatus, nowMs: number): JobView {
+  const { total, dispatched, done, failed } = job.progress;
+  const share = (count: number): number => (total > 0 ? Math.round((count / total) * 1000) / 10 : 0);
+  const endMs = job.completedAt === undefined ? nowMs : Date.parse(job.completedAt);
+  return {
+    id: job.id,
+    kind: job.kind,
+    status: job.status,
+    total,
+    dispatched,
+    done,
+    failed,
+    percent: { done: share(done), failed: share(failed), dispatched: share(dispatched) },
+    createdAt: job.createdAt,
+    completedAt: job.completedAt,
+    age: formatDuration(endMs - Date.parse(job.createdAt)),
+    lastEpoch: job.lastEpoch,
+    reasons: countReasons(job.failures.map((failure) => failure.reason)),
+    unrecordedFailures: Math.max(0, failed - job.failures.length),
+  };
+}
+
+/** Counts equal reasons, most frequent first (ties by first seen), at most {@link MAX_REASONS_SHOWN}. */
+function countReasons(reasons: readonly string[]): ReasonCount[] {
+  const counts = new Map<string, number>();
+  for (const reason of reasons) counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  return [...counts]
+    .map(([reason, count]) => ({ reason, count }))
+    .sort((a, b) => b.count - a.count)
+    .slice(0, MAX_REASONS_SHOWN);
+}
+
+async function readJobs(sources: StatusSources, io: PortOptions): Promise<StatusSnapshot["jobs"]> {
+  const [stored, markers] = await Promise.all([sources.state.read(keys.index, io), sources.files.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io)]);
+  const index: { active: string[]; recent: string[] } = stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
+  const read = async (ids: readonly string[]): Promise<JobStatus[]> => {
+    const statuses = await Promise.all(ids.map((id) => readJobStatus(sources.state, sources.files, sources.registry, id, io)));
+    return statuses.filter((status): status is JobStatus => status !== undefined);
+  };
+  // A job being registered right now has both a state and its inbox marker: it is listed once, as active.
+  const submitted = markers.map((marker) => marker.slice(keys.inboxPrefix.length)).filter((id) => !index.active.includes(id));
+  const [active, pending, recent] = await Promise.all([
+    read(index.active.slice(0, MAX_ACTIVE_JOBS_SHOWN)),
+    read(submitted),
+    read([...index.recent].reverse()), // newest first
+  ]);
+  return { active, moreActive: Math.max(0, index.active.length - MAX_ACTIVE_JOBS_SHOWN), pending, recent };
+}
+
+function clamp01(value: number): number {
+  return Math.min(1, Math.max(0, value));
+}
