@@ -67,6 +67,8 @@ export interface LocalRunResult {
   aggregate?: Aggregate;
   expected: Aggregate;
   matches: boolean;
+  /** The status page of the first instance that serves HTTP (printed at start; gone when the run ends). */
+  statusUrl?: string;
   eventsPath: string;
   timelinePath: string;
   logsDir: string;
@@ -140,7 +142,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
         appendFileSync(join(logsDir, `${instance.name}.log`), `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`);
       },
       onReady: (instance, line) => {
-        const http = line.httpPort === undefined ? "" : `, HTTP http://127.0.0.1:${line.httpPort}/api`;
+        const http = line.httpPort === undefined ? "" : `, HTTP http://127.0.0.1:${line.httpPort}/api, status page ${statusPageUrl(line.httpPort)}`;
         view.note(elapsed(), `${instance.name} ready (pid ${line.pid}, ${line.functions.length} functions${http})`);
       },
       onExit: (instance) => {
@@ -155,6 +157,11 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       events.append({ ts: new Date().toISOString(), instance: instance.state.instanceId, pid: instance.state.pid, type: "instance-started" });
     }
     await waitForReady(instances, options.abortSignal);
+    const port = instances.find((instance) => instance.state.httpPort !== undefined)?.state.httpPort;
+    if (port !== undefined) {
+      result.statusUrl = statusPageUrl(port);
+      print(`Status page (every instance serves it; it refreshes itself): ${result.statusUrl}`);
+    }
 
     app = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "local-runner" });
     const submitted = await submitJob(app, demo.spec);
@@ -177,6 +184,11 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     writeFileSync(result.timelinePath, renderTimeline(events.records, { title: `Leadership timeline — ${instanceCount} instances, schedule "${schedule}"` }));
   }
   return finish(result, print, options.abortSignal?.aborted === true);
+}
+
+/** GET /api/status on a local instance (authLevel is not enforced locally, so no `?code=`). */
+function statusPageUrl(port: number): string {
+  return `http://127.0.0.1:${port}/api/status`;
 }
 
 /** Decides the exit code and prints the summary. */

@@ -48,6 +48,7 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     expect(result.matches).toBe(true);
     expect(result.aggregate).toEqual(result.expected);
     expect(result.status?.progress).toEqual({ total: 300, dispatched: 300, done: 300, failed: 0 });
+    expect(result.statusUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/status$/);
 
     const killed = result.instances.filter((i) => i.exit?.killedByRunner === true);
     expect(killed).toHaveLength(1);
