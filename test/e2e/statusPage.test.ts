@@ -77,9 +77,9 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
     );
     await isHeld;
 
-    // The local host in its own process, serving only the HTTP routes (the timer and the queue trigger are disabled
+    // The local host in its own process, serving only the HTTP routes (the timer and the queue triggers are disabled
     // so nothing changes while the page and the JSON API are compared).
-    const env: Record<string, string | undefined> = { ...process.env, ...settings, "AzureWebJobs.coordinator.Disabled": "true", "AzureWebJobs.worker.Disabled": "true" };
+    const env: Record<string, string | undefined> = { ...process.env, ...settings, "AzureWebJobs.coordinator.Disabled": "true", "AzureWebJobs.worker.Disabled": "true", "AzureWebJobs.wake.Disabled": "true" };
     for (const [name, value] of Object.entries(readSettings(env))) if ((env[name] ?? "") === "") env[name] = String(value);
     const ready = new Promise<number>((resolve, reject) => {
       instance = new InstanceProcess("status-page", env, {
