@@ -70,6 +70,7 @@ async function main(): Promise<number> {
     leaseContainers: [settings.LEASE_CONTAINER],
     stateContainers: [settings.STATE_CONTAINER],
     inputContainers: [settings.INPUT_CONTAINER, BASELINE_NAMES.inputContainer],
+    systemContainers: [settings.SYSTEM_CONTAINER],
   };
 
   // On disk, not in memory: Azurite's in-memory store makes one extent per queue message, and its queue GC (every

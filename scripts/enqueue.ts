@@ -3,31 +3,42 @@
  *
  *   npm run enqueue -- --file job.json [--wait]
  *   npm run enqueue -- --prefix sales/2026/ --kind group-by --params '{"format":"csv","keyField":"region","valueField":"amount"}' [--wait]
+ *   npm run enqueue -- --manifest items.ndjson --kind group-by --params '{…}' [--wait]
  *
  * Storage comes from COORDINATION_STORAGE (a connection string) or COORDINATION_STORAGE__blobServiceUri/__queueServiceUri
  * (managed identity / az login through DefaultAzureCredential), like the app itself.
  */
-import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import { basename, extname } from "node:path";
 import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
 import { getJobStatus, submitJob } from "../src/app/jobs";
-import { keys } from "../src/coordination/jobState";
+import { CONNECTION_SETTINGS } from "../src/config/settings";
+import { MAX_MANIFEST_BYTES } from "../src/coordination/manifest";
+import { connectionFromSettings, createStorageClients } from "../src/storage/clients";
+import { storageFailure } from "../src/storage/storageErrors";
 import { delay } from "../src/util/delay";
 
 const USAGE = `Usage:
   npm run enqueue -- --file JOB.json [--wait] [--timeout SECONDS]
   npm run enqueue -- --prefix BLOB_PREFIX --kind KIND --params JSON [--wait] [--timeout SECONDS]
+  npm run enqueue -- --manifest ITEMS.ndjson --kind KIND --params JSON [--wait] [--timeout SECONDS]
 JOB.json: {"kind":"group-by","params":{"format":"csv","keyField":"region","valueField":"amount"},"items":[{"inline":"region,amount\\neu,3"},{"blob":"sales/a.csv"}]}
---prefix makes one item per blob under the prefix in the input container (INPUT_CONTAINER).`;
+  or, naming a manifest already in the input container: {"kind":…,"params":…,"manifest":"manifests/big.ndjson"}
+--prefix makes one item per blob under the prefix in the input container (INPUT_CONTAINER).
+--manifest uploads ITEMS.ndjson (one item a line, {"inline":"…"} or {"blob":"…"}; at most ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB) to
+  manifests/ in the input container and submits a job naming it.`;
 
 /** Parses and checks the flags; throws with the usage on anything wrong. */
-export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: string; kind?: string; params?: string; wait: boolean; timeoutS: number } {
+export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: string; manifest?: string; kind?: string; params?: string; wait: boolean; timeoutS: number } {
   const { values } = parseArgs({
     args: argv,
     options: {
       file: { type: "string" },
       prefix: { type: "string" },
+      manifest: { type: "string" },
       kind: { type: "string" },
       params: { type: "string" },
       wait: { type: "boolean", default: false },
@@ -37,16 +48,38 @@ export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: stri
   });
   const timeoutS = Number(values.timeout);
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400) throw new Error(`--timeout must be a whole number of seconds from 1 to 86400, not ${values.timeout}.\n${USAGE}`);
-  if ((values.file === undefined) === (values.prefix === undefined)) throw new Error(`Give exactly one of --file or --prefix.\n${USAGE}`);
-  if (values.prefix !== undefined && (values.kind === undefined || values.params === undefined)) throw new Error(`--prefix needs --kind and --params.\n${USAGE}`);
-  return { file: values.file, prefix: values.prefix, kind: values.kind, params: values.params, wait: values.wait, timeoutS };
+  const sources = [values.file, values.prefix, values.manifest].filter((value) => value !== undefined);
+  if (sources.length !== 1) throw new Error(`Give exactly one of --file, --prefix or --manifest.\n${USAGE}`);
+  for (const [flag, value] of [["--prefix", values.prefix], ["--manifest", values.manifest]] as const) {
+    if (value !== undefined && (values.kind === undefined || values.params === undefined)) throw new Error(`${flag} needs --kind and --params.\n${USAGE}`);
+  }
+  return { file: values.file, prefix: values.prefix, manifest: values.manifest, kind: values.kind, params: values.params, wait: values.wait, timeoutS };
 }
 
 async function buildBody(app: CoordinatorApp, args: ReturnType<typeof parseEnqueueArgs>): Promise<unknown> {
   if (args.file !== undefined) return JSON.parse(readFileSync(args.file, "utf8")) as unknown;
-  const names = (await app.files.list(args.prefix ?? "", 1_000_001)).filter((name) => !name.startsWith(keys.inboxPrefix) && !name.startsWith("jobs/"));
+  const params = JSON.parse(args.params ?? "{}") as unknown;
+  if (args.manifest !== undefined) return { kind: args.kind, params, manifest: await uploadManifest(app, args.manifest) };
+  // The input container holds only the user's blobs: every blob under the prefix is an item.
+  const names = await app.inputs.list(args.prefix ?? "", 1_000_001);
   if (names.length === 0) throw new Error(`No blobs under "${args.prefix ?? ""}" in container ${app.settings.INPUT_CONTAINER}.`);
-  return { kind: args.kind, params: JSON.parse(args.params ?? "{}") as unknown, items: names.map((blob) => ({ blob })) };
+  return { kind: args.kind, params, items: names.map((blob) => ({ blob })) };
+}
+
+/** Uploads a local NDJSON file to `manifests/` in the input container (as its owner: the app itself only reads there); returns the blob name. */
+async function uploadManifest(app: CoordinatorApp, file: string): Promise<string> {
+  const size = statSync(file).size;
+  if (size > MAX_MANIFEST_BYTES) throw new Error(`${file} is ${size} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (${MAX_MANIFEST_BYTES / 1024 / 1024} MiB).`);
+  const name = `manifests/${basename(file, extname(file)).replace(/[^\w.-]/g, "_")}-${randomUUID().slice(0, 8)}.ndjson`;
+  const { blob } = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination));
+  try {
+    await blob.getContainerClient(app.settings.INPUT_CONTAINER).getBlockBlobClient(name).uploadFile(file, { blobHTTPHeaders: { blobContentType: "application/x-ndjson" } });
+  } catch (error) {
+    if (storageFailure(error).code === "ContainerNotFound") throw new Error(`The input container ${app.settings.INPUT_CONTAINER} does not exist; create it (the Bicep templates and npm run local do).`);
+    throw error;
+  }
+  process.stdout.write(`Uploaded ${file} (${size} bytes) as ${name} in ${app.settings.INPUT_CONTAINER}.\n`);
+  return name;
 }
 
 async function main(): Promise<void> {

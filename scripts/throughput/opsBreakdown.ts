@@ -12,6 +12,8 @@ export interface StorageRoles {
   leaseContainers: readonly string[];
   stateContainers: readonly string[];
   inputContainers: readonly string[];
+  /** The app's own blobs: specs, chunks, inbox markers, large partials. */
+  systemContainers: readonly string[];
 }
 
 /** The operation groups the report shows. */
@@ -39,7 +41,7 @@ export interface OpsSummary {
   receiveBatch: { work: number | undefined; results: number | undefined };
 }
 
-/** The detailed operation name of a request, e.g. `work.send`, `results.poll`, `lease.acquire`, `inputs.chunk.read`. */
+/** The detailed operation name of a request, e.g. `work.send`, `results.poll`, `lease.acquire`, `system.chunk.read`. */
 export function operationOf(count: RequestCount, roles: StorageRoles): string {
   if (count.service === "queue") {
     const role = roles.workQueues.includes(count.name) ? "work" : roles.resultsQueues.includes(count.name) ? "results" : count.name.endsWith("-poison") ? "poison" : "queue";
@@ -56,10 +58,11 @@ export function operationOf(count: RequestCount, roles: StorageRoles): string {
     return count.comp === "metadata" ? "lease.metadata" : `lease.${verb}`;
   }
   if (roles.stateContainers.includes(count.name)) return `state.${verb}`;
-  if (roles.inputContainers.includes(count.name)) {
-    const kind = /^jobs\/\{id\}\/items\//.test(count.path) ? "chunk" : /\/spec\.json$/.test(count.path) ? "spec" : count.path.startsWith("inbox/") ? "inbox" : count.path.includes("/partials/") ? "partial" : "item";
-    return `inputs.${kind}.${verb}`;
+  if (roles.systemContainers.includes(count.name)) {
+    const kind = /^jobs\/\{id\}\/items\//.test(count.path) ? "chunk" : /\/spec\.json$/.test(count.path) ? "spec" : count.path.startsWith("inbox/") ? "inbox" : count.path.includes("/partials/") ? "partial" : "other";
+    return `system.${kind}.${verb}`;
   }
+  if (roles.inputContainers.includes(count.name)) return `inputs.item.${verb}`;
   return `blob.${verb}`;
 }
 
@@ -67,6 +70,7 @@ function containerRole(name: string, roles: StorageRoles): string {
   if (roles.leaseContainers.includes(name)) return "lease";
   if (roles.stateContainers.includes(name)) return "state";
   if (roles.inputContainers.includes(name)) return "inputs";
+  if (roles.systemContainers.includes(name)) return "system";
   return "blob";
 }
 
@@ -81,7 +85,7 @@ export function groupOf(operation: string): OpGroup {
     return "other";
   }
   if (area === "lease") return "lease";
-  if (area === "state" || area === "inputs" || area === "blob") {
+  if (area === "state" || area === "inputs" || area === "system" || area === "blob") {
     if (verb === "read" || verb === "props" || verb === "list") return "blobRead";
     if (verb === "write" || verb === "delete") return "blobWrite";
   }

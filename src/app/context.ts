@@ -9,7 +9,7 @@ import { BlobStateStore } from "../fencing/BlobStateStore";
 import { BlobLeaseStore } from "../lease/BlobLeaseStore";
 import type { LeaseStore } from "../lease/LeaseStore";
 import { LeaderElector } from "../leadership/LeaderElector";
-import { BlobFilesStore } from "../storage/BlobFilesStore";
+import { BlobFilesStore, ReadOnlyBlobFiles } from "../storage/BlobFilesStore";
 import { connectionFromSettings, createStorageClients } from "../storage/clients";
 import { StorageQueue } from "../storage/StorageQueue";
 import { silentLogger, type Logger } from "../util/logger";
@@ -87,7 +87,8 @@ export function createCoordinatorApp(env: Record<string, string | undefined> = p
     instanceId: instanceIdFrom(env),
     leaseStore: new BlobLeaseStore(clients.blob, { containerName: settings.LEASE_CONTAINER, blobName: settings.LEASE_BLOB }),
     state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
-    files: new BlobFilesStore(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
+    system: new BlobFilesStore(clients.blob.getContainerClient(settings.SYSTEM_CONTAINER)),
+    inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
     workQueue: queue(settings.WORK_QUEUE),
     resultsQueue: queue(settings.RESULTS_QUEUE),
     workPoisonQueue: queue(`${settings.WORK_QUEUE}-poison`),

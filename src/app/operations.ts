@@ -5,6 +5,7 @@ import { readJobStatus, type JobStatus } from "../coordination/status";
 import { storeSubmission, validateSubmission, type FieldError } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
+import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../leadership/LeaderElector";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../leadership/leaderInfo";
@@ -107,10 +108,11 @@ export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload
 
 /** The coordination ports of this app, with the invocation's sink. */
 export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationDeps {
-  const { state, files, workQueue, resultsQueue, workPoisonQueue, resultsPoisonQueue, registry } = app;
+  const { state, system, inputs, workQueue, resultsQueue, workPoisonQueue, resultsPoisonQueue, registry } = app;
   return {
     state,
-    files,
+    system,
+    inputs,
     workQueue,
     resultsQueue,
     workPoisonQueue,
@@ -141,15 +143,19 @@ export interface SubmitOptions {
 export type SubmitResult = { ok: true; id: string; itemCount: number; wakeUp: "sent" | "failed" | "off"; wakeUpError?: string } | { ok: false; errors: FieldError[] };
 
 /**
- * Validates and stores a job submission, then wakes the coordinator (one message on WAKE_QUEUE). Field errors are a
- * value (the HTTP layer answers 400 with them). A wake-up that cannot be sent does not fail the submission: the job is
- * stored, and the next timer tick starts it; the result says so (`wakeUp: "failed"`).
+ * Validates and stores a job submission — its items, or the items of the manifest it names (read line by line from
+ * the input container) — then wakes the coordinator (one message on WAKE_QUEUE). Field errors are a value (the HTTP
+ * layer answers 400 with them). A wake-up that cannot be sent does not fail the submission: the job is stored, and the
+ * next timer tick starts it; the result says so (`wakeUp: "failed"`).
  */
 export async function submitJob(app: CoordinatorApp, body: unknown, options: SubmitOptions = {}): Promise<SubmitResult> {
   const validated = validateSubmission(body, app.registry);
   if (!validated.ok) return validated;
   const { abortSignal } = options;
-  const stored = await storeSubmission(app.files, validated.value, { abortSignal });
+  const { kind, params, items, manifest } = validated.value;
+  const result = manifest !== undefined ? await storeManifestSubmission(app, { kind, params, manifest }, { abortSignal }) : { ok: true as const, ...(await storeSubmission(app.system, { kind, params, items: items ?? [] }, { abortSignal })) };
+  if (!result.ok) return result;
+  const stored = { id: result.id, itemCount: result.itemCount };
   if (options.wake === false) return { ok: true, ...stored, wakeUp: "off" };
   try {
     await sendWakeUp(app.wakeQueue, { reason: "job-submitted", jobId: stored.id, from: app.instanceId }, { abortSignal });
@@ -161,7 +167,7 @@ export async function submitJob(app: CoordinatorApp, body: unknown, options: Sub
 
 /** A job's status, or undefined when there is no such job. */
 export function getJobStatus(app: CoordinatorApp, id: string, options: { abortSignal?: AbortSignal } = {}): Promise<JobStatus | undefined> {
-  return readJobStatus(app.state, app.files, app.registry, id, options);
+  return readJobStatus(app.state, app.system, app.registry, id, options);
 }
 
 /** Who leads. */

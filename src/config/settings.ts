@@ -50,8 +50,13 @@ export const settingsSchema = z.object({
   LEASE_RENEW_DEADLINE_MS: intIn(1000, 59_000).default(10_000),
   /** Container for the coordinator's fenced state (jobs, progress, aggregates). @default "coordinator-state" */
   STATE_CONTAINER: containerName.default("coordinator-state"),
-  /** Container for job input blobs named by items. @default "job-inputs" */
+  /**
+   * The user's container of job inputs: items and manifests name blobs in it. The app only reads it (never writes,
+   * creates or deletes anything there). @default "job-inputs"
+   */
   INPUT_CONTAINER: containerName.default("job-inputs"),
+  /** The app's own blobs: job specs, item chunks, inbox markers, large partial results. @default "coordinator-system" */
+  SYSTEM_CONTAINER: containerName.default("coordinator-system"),
   /** Queue the leader dispatches work items to; the `worker` function listens on it. @default "work-items" */
   WORK_QUEUE: queueName.default("work-items"),
   /** Queue workers report results on; the leader folds them. @default "work-results" */

@@ -1,15 +1,17 @@
 import type { AppEvent } from "../app/events";
 import type { StateStore } from "../fencing/StateStore";
 import type { Logger } from "../util/logger";
-import type { BlobFiles, MessageQueue } from "./ports";
+import type { BlobFiles, InputFiles, MessageQueue } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
 
 /** The storage ports and task kinds of the app: the same code runs on Azure Storage and on fakes. */
 export interface CoordinationPorts {
   /** Raw state store; the step wraps it in a `FencedStateStore` with the leader's term. */
   state: StateStore;
-  /** Job specs, item chunks, inbox markers, large inputs and partials. */
-  files: BlobFiles;
+  /** The app's own blobs (system container): job specs, item chunks, inbox markers, large partials. */
+  system: BlobFiles;
+  /** The user's input blobs and manifests (input container), read only. */
+  inputs: InputFiles;
   workQueue: MessageQueue;
   resultsQueue: MessageQueue;
   /** `<work queue>-poison`, where the host moves messages that exhausted their retries. */

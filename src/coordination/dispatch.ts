@@ -25,7 +25,7 @@ export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: V
     const wanted = Math.floor(item / state.chunkSize);
     if (wanted !== chunkIndex) {
       chunkIndex = wanted;
-      const text = await deps.files.readText(keys.chunk(state.id, chunkIndex), options);
+      const text = await deps.system.readText(keys.chunk(state.id, chunkIndex), options);
       chunk = text === undefined ? [] : chunkSchema.parse(JSON.parse(text));
     }
     const input = chunk[item % state.chunkSize];

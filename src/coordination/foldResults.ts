@@ -190,7 +190,7 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now">, s
 }
 
 async function readPartial(deps: CoordinationDeps, jobId: string, item: number, options: PortOptions): Promise<unknown> {
-  const text = await deps.files.readText(keys.partial(jobId, item), options);
+  const text = await deps.system.readText(keys.partial(jobId, item), options);
   try {
     return text === undefined ? undefined : JSON.parse(text);
   } catch {

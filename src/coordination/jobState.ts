@@ -53,7 +53,7 @@ export const RECENT_JOBS_LIMIT = 10;
 export const jobIndexSchema = z.strictObject({ v: z.literal(1), active: z.array(z.string()), recent: z.array(z.string()).default([]) });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
-/** Where everything lives. State keys are in the state container; the others in the input container. */
+/** Where everything lives. `index` and `jobState` are in the state container; the others in the system container. */
 export const keys = {
   index: "index.json",
   jobState: (id: string) => `jobs/${id}.json`,

@@ -8,10 +8,13 @@ import { z } from "zod";
 /** Largest inline item input accepted, in bytes: a base64 queue message (64 KiB) must still hold it with its envelope. */
 export const MAX_INLINE_ITEM_BYTES = 32 * 1024;
 
+/** The name of a blob in the input container (1–1024 characters, not ending in '.' or '/'). */
+export const inputBlobName = z.string().min(1).max(1024).regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'");
+
 /** Item input: inline text, or the name of a blob in the input container. */
 export const itemInputSchema = z.union([
   z.strictObject({ inline: z.string().refine((text) => Buffer.byteLength(text) <= MAX_INLINE_ITEM_BYTES, `inline input must be at most ${MAX_INLINE_ITEM_BYTES} bytes; put larger inputs in a blob and name it with { "blob": … }`) }),
-  z.strictObject({ blob: z.string().min(1).max(1024).regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'") }),
+  z.strictObject({ blob: inputBlobName }),
 ]);
 export type ItemInput = z.infer<typeof itemInputSchema>;
 

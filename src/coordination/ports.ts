@@ -33,14 +33,35 @@ export interface MessageQueue {
   approximateCount(options?: PortOptions): Promise<number>;
 }
 
-/** Blobs the submitter writes and the leader and workers read: job specs, item chunks, inbox markers, inputs. */
-export interface BlobFiles {
-  /** Reads a blob as text; undefined when it does not exist. */
-  readText(name: string, options?: PortOptions): Promise<string | undefined>;
+/**
+ * The app's own blobs, in the system container (SYSTEM_CONTAINER): job specs, item chunks, inbox markers and large
+ * partial results. Nothing else lives there, and the app writes nowhere else but the state and lease containers.
+ */
+export interface BlobFiles extends InputFiles {
   /** Writes a blob (overwrites). */
   writeText(name: string, text: string, options?: PortOptions): Promise<void>;
-  /** Lists blob names under a prefix, up to `max`. */
-  list(prefix: string, max: number, options?: PortOptions): Promise<string[]>;
   /** Deletes a blob; a missing one is a no-op. */
   delete(name: string, options?: PortOptions): Promise<void>;
+}
+
+/** A blob opened for reading: its size is known before a byte of it is read. */
+export interface OpenedBlob {
+  sizeBytes: number;
+  /** The content, in pieces as they arrive. Iterate it at most once. */
+  content: AsyncIterable<Uint8Array>;
+  /** Stops reading (closes the connection); call it when the content will not be read to the end. */
+  close(): void;
+}
+
+/**
+ * The user's input container (INPUT_CONTAINER), read only: items and manifests name blobs there. The app never
+ * writes, creates or deletes anything in it; in Azure its identity may only read it.
+ */
+export interface InputFiles {
+  /** Reads a blob as text; undefined when it (or the container) does not exist. */
+  readText(name: string, options?: PortOptions): Promise<string | undefined>;
+  /** Opens a blob to read it as a stream; undefined when it (or the container) does not exist. */
+  open(name: string, options?: PortOptions): Promise<OpenedBlob | undefined>;
+  /** Lists blob names under a prefix, up to `max`. */
+  list(prefix: string, max: number, options?: PortOptions): Promise<string[]>;
 }

@@ -13,15 +13,15 @@ const INBOX_BATCH = 50;
  * a replay after a crash changes nothing), adds it to the index, then removes the inbox marker. Returns how many.
  */
 export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<number> {
-  const markers = await deps.files.list(keys.inboxPrefix, INBOX_BATCH, options);
+  const markers = await deps.system.list(keys.inboxPrefix, INBOX_BATCH, options);
   const registered: string[] = [];
   for (const marker of markers) {
     const id = marker.slice(keys.inboxPrefix.length);
-    const specText = await deps.files.readText(keys.spec(id), options);
+    const specText = await deps.system.readText(keys.spec(id), options);
     const spec = specText === undefined ? undefined : jobSpecSchema.safeParse(safeJson(specText));
     if (spec === undefined || !spec.success) {
       deps.logger.warn(`Inbox marker ${marker} has no valid job spec; dropping it.`, { instanceId: deps.instanceId, epoch });
-      await deps.files.delete(marker, options);
+      await deps.system.delete(marker, options);
       continue;
     }
     const { data } = spec;
@@ -55,7 +55,7 @@ export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch
   if (registered.length === 0) return 0;
   await jobs.updateIndex({ add: registered }, options);
   for (const id of registered) {
-    await deps.files.delete(keys.inbox(id), options);
+    await deps.system.delete(keys.inbox(id), options);
     deps.emit({ type: "job-registered", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id });
   }
   return registered.length;

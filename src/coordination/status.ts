@@ -21,7 +21,7 @@ export interface JobStatus {
 }
 
 /** Reads a job's status without the lease (any instance may). Undefined when no such job exists. */
-export async function readJobStatus(state: StateStore, files: BlobFiles, registry: TaskRegistry, id: string, options: PortOptions = {}): Promise<JobStatus | undefined> {
+export async function readJobStatus(state: StateStore, system: BlobFiles, registry: TaskRegistry, id: string, options: PortOptions = {}): Promise<JobStatus | undefined> {
   if (!/^[a-z0-9-]{1,63}$/.test(id)) return undefined;
   const stored = await state.read(keys.jobState(id), options);
   if (stored !== undefined) {
@@ -41,7 +41,7 @@ export async function readJobStatus(state: StateStore, files: BlobFiles, registr
       lastEpoch: job.lastEpoch,
     };
   }
-  const specText = await files.readText(keys.spec(id), options);
+  const specText = await system.readText(keys.spec(id), options);
   if (specText === undefined) return undefined;
   const spec = jobSpecSchema.parse(JSON.parse(specText));
   return {

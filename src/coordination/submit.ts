@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { itemInputSchema } from "./messages";
+import { inputBlobName, itemInputSchema, type ItemInput } from "./messages";
 import { keys, type JobSpec } from "./jobState";
 import type { BlobFiles, PortOptions } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
@@ -10,13 +10,27 @@ export const MAX_ITEMS_PER_JOB = 1_000_000;
 /** Items per stored chunk: the leader reads one chunk per this many dispatched items. */
 export const CHUNK_SIZE = 1000;
 
-/** A job submission as users send it. */
-export const submissionSchema = z.strictObject({
-  kind: z.string().min(1).max(64),
-  params: z.unknown(),
-  items: z.array(itemInputSchema).min(1, "a job needs at least one item").max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`),
-});
+/** A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the two). */
+export const submissionSchema = z
+  .strictObject({
+    kind: z.string().min(1).max(64),
+    params: z.unknown(),
+    items: z.array(itemInputSchema).min(1, "a job needs at least one item").max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`).optional(),
+    /** An NDJSON blob in the input container, one item per line (see `manifest.ts`). */
+    manifest: inputBlobName.optional(),
+  })
+  .superRefine((value, context) => {
+    if ((value.items === undefined) === (value.manifest === undefined)) {
+      context.addIssue({
+        code: "custom",
+        path: [value.items === undefined ? "items" : "manifest"],
+        message: 'give exactly one of "items" (an array of items) or "manifest" (the name of an NDJSON blob in the input container, one item per line)',
+      });
+    }
+  });
 export type Submission = z.infer<typeof submissionSchema>;
+/** A submission with its items in the body. */
+export type ItemsSubmission = Pick<Submission, "kind" | "params"> & { items: ItemInput[] };
 
 /** A field-level problem with a submission. */
 export interface FieldError {
@@ -40,20 +54,72 @@ export function validateSubmission(body: unknown, registry: TaskRegistry): Valid
 }
 
 /**
- * Stores a validated submission for the leader to pick up: item chunks, then the spec, then an inbox marker (last, so
- * the leader never sees a half-written job). No coordinator state is written: that is the leader's, fenced.
+ * Stores a validated submission with its items for the leader to pick up, in the system container: item chunks, then
+ * the spec, then an inbox marker (last, so the leader never sees a half-written job). No coordinator state is written:
+ * that is the leader's, fenced.
  */
-export async function storeSubmission(files: BlobFiles, submission: Submission, options: PortOptions & { now?: () => number } = {}): Promise<{ id: string; itemCount: number }> {
-  const id = randomUUID();
-  const { items } = submission;
-  const writes: Promise<void>[] = [];
-  for (let chunk = 0; chunk * CHUNK_SIZE < items.length; chunk++) {
-    writes.push(files.writeText(keys.chunk(id, chunk), JSON.stringify(items.slice(chunk * CHUNK_SIZE, (chunk + 1) * CHUNK_SIZE)), options));
-    if (writes.length >= 16) await Promise.all(writes.splice(0));
+export async function storeSubmission(system: BlobFiles, submission: ItemsSubmission, options: PortOptions & { now?: () => number } = {}): Promise<{ id: string; itemCount: number }> {
+  const writer = new JobWriter(system, options);
+  try {
+    for (const item of submission.items) await writer.add(item);
+    return await writer.commit(submission);
+  } catch (error) {
+    await writer.abandon();
+    throw error;
   }
-  await Promise.all(writes);
-  const spec: JobSpec = { v: 1, id, kind: submission.kind, params: submission.params, itemCount: items.length, chunkSize: CHUNK_SIZE, createdAtMs: (options.now ?? Date.now)() };
-  await files.writeText(keys.spec(id), JSON.stringify(spec), options);
-  await files.writeText(keys.inbox(id), "", options);
-  return { id, itemCount: items.length };
+}
+
+/** Chunks written at once. */
+const WRITE_PARALLELISM = 16;
+
+/** Writes one new job's blobs: items in chunks as they come, then the spec and the inbox marker; or removes what it wrote. */
+export class JobWriter {
+  readonly id = randomUUID();
+  private pending: ItemInput[] = [];
+  private chunks = 0;
+  private count = 0;
+  private writes: Promise<void>[] = [];
+
+  constructor(
+    private readonly system: BlobFiles,
+    private readonly options: PortOptions & { now?: () => number },
+  ) {}
+
+  /** Items added so far. */
+  get itemCount(): number {
+    return this.count;
+  }
+
+  async add(item: ItemInput): Promise<void> {
+    this.pending.push(item);
+    this.count++;
+    if (this.pending.length === CHUNK_SIZE) await this.flush();
+  }
+
+  /** Writes the last chunk, the spec, then the inbox marker: the job exists for the leader from that moment. */
+  async commit(submission: Pick<Submission, "kind" | "params">): Promise<{ id: string; itemCount: number }> {
+    const itemCount = this.itemCount;
+    await this.flush();
+    await Promise.all(this.writes.splice(0));
+    const spec: JobSpec = { v: 1, id: this.id, kind: submission.kind, params: submission.params, itemCount, chunkSize: CHUNK_SIZE, createdAtMs: (this.options.now ?? Date.now)() };
+    await this.system.writeText(keys.spec(this.id), JSON.stringify(spec), this.options);
+    await this.system.writeText(keys.inbox(this.id), "", this.options);
+    return { id: this.id, itemCount };
+  }
+
+  /** Deletes the chunks written so far (best effort: without a spec and a marker they are never read). */
+  async abandon(): Promise<void> {
+    await Promise.allSettled(this.writes.splice(0));
+    const written = Array.from({ length: this.chunks }, (_, chunk) => keys.chunk(this.id, chunk));
+    for (let start = 0; start < written.length; start += WRITE_PARALLELISM) {
+      await Promise.allSettled(written.slice(start, start + WRITE_PARALLELISM).map((name) => this.system.delete(name, this.options)));
+    }
+  }
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    this.writes.push(this.system.writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options));
+    this.pending = [];
+    if (this.writes.length >= WRITE_PARALLELISM) await Promise.all(this.writes.splice(0));
+  }
 }

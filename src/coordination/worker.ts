@@ -5,7 +5,7 @@ import type { PortOptions } from "./ports";
 import { ItemError } from "./taskKinds";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
-export type WorkerDeps = Pick<CoordinationDeps, "files" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now">;
+export type WorkerDeps = Pick<CoordinationDeps, "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now">;
 
 /** Delivery facts the host gives the trigger. */
 export interface Delivery {
@@ -43,7 +43,7 @@ export async function processWorkMessage(deps: WorkerDeps, payload: unknown, del
 
   const { jobId, item } = message;
   try {
-    const input = "inline" in message.input ? message.input.inline : await deps.files.readText(message.input.blob, options);
+    const input = "inline" in message.input ? message.input.inline : await deps.inputs.readText(message.input.blob, options);
     if (input === undefined) throw new ItemError(`input blob "${"blob" in message.input ? message.input.blob : ""}" does not exist`);
     const partial = kind.process(input, params.data);
     await sendResult(deps, { v: 1, jobId, item, ok: true, partial }, options);
@@ -65,7 +65,7 @@ async function sendResult(deps: WorkerDeps, result: ResultMessage, options: Port
   let text = JSON.stringify(result);
   if (result.ok && Buffer.byteLength(text) > MAX_INLINE_PARTIAL_BYTES) {
     const blob = keys.partial(result.jobId, result.item);
-    await deps.files.writeText(blob, JSON.stringify(result.partial), options);
+    await deps.system.writeText(blob, JSON.stringify(result.partial), options);
     text = JSON.stringify({ v: 1, jobId: result.jobId, item: result.item, ok: true, partialBlob: blob } satisfies ResultMessage);
   }
   await deps.resultsQueue.send([text], options);

@@ -1,14 +1,13 @@
+import type { Readable } from "node:stream";
 import type { ContainerClient } from "@azure/storage-blob";
-import type { BlobFiles, PortOptions } from "../coordination/ports";
+import type { BlobFiles, InputFiles, OpenedBlob, PortOptions } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { streamToBuffer } from "./streams";
 import { OnDemandCreation } from "./OnDemandCreation";
 
-/** The files port on one blob container; creates the container on first write. */
-export class BlobFilesStore implements BlobFiles {
-  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
-
-  constructor(private readonly container: ContainerClient) {}
+/** Read-only access to one blob container (the input container): it never writes, creates or deletes anything. */
+export class ReadOnlyBlobFiles implements InputFiles {
+  constructor(protected readonly container: ContainerClient) {}
 
   async readText(name: string, options: PortOptions = {}): Promise<string | undefined> {
     const { abortSignal } = options;
@@ -22,18 +21,29 @@ export class BlobFilesStore implements BlobFiles {
     }
   }
 
-  async writeText(name: string, text: string, options: PortOptions = {}): Promise<void> {
+  async open(name: string, options: PortOptions = {}): Promise<OpenedBlob | undefined> {
     const { abortSignal } = options;
-    const upload = (): Promise<unknown> => this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
+    const operation = `Reading blob ${name}`;
+    let body: Readable | undefined;
+    let sizeBytes: number;
     try {
-      await upload().catch(async (error: unknown) => {
-        if (storageFailure(error).code !== "ContainerNotFound") throw error;
-        await this.creation.ensure({ abortSignal });
-        return upload();
-      });
+      // One request: the size comes with the headers, the body only as it is read.
+      const response = await this.container.getBlobClient(name).download(0, undefined, { abortSignal });
+      body = response.readableStreamBody as Readable | undefined;
+      sizeBytes = response.contentLength ?? 0;
     } catch (error) {
-      throw toLibraryError(error, `Writing blob ${name}`, abortSignal);
+      if (storageFailure(error).statusCode === 404) return undefined;
+      throw toLibraryError(error, operation, abortSignal);
     }
+    async function* content(): AsyncGenerator<Uint8Array> {
+      if (body === undefined) return;
+      try {
+        for await (const piece of body) yield piece as Uint8Array;
+      } catch (error) {
+        throw toLibraryError(error, operation, abortSignal);
+      }
+    }
+    return { sizeBytes, content: content(), close: () => body?.destroy() };
   }
 
   async list(prefix: string, max: number, options: PortOptions = {}): Promise<string[]> {
@@ -49,6 +59,25 @@ export class BlobFilesStore implements BlobFiles {
       throw toLibraryError(error, `Listing blobs under ${prefix}`, abortSignal);
     }
     return names;
+  }
+}
+
+/** The files port on one blob container the app owns (the system container); creates the container on first write. */
+export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
+  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
+
+  async writeText(name: string, text: string, options: PortOptions = {}): Promise<void> {
+    const { abortSignal } = options;
+    const upload = (): Promise<unknown> => this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
+    try {
+      await upload().catch(async (error: unknown) => {
+        if (storageFailure(error).code !== "ContainerNotFound") throw error;
+        await this.creation.ensure({ abortSignal });
+        return upload();
+      });
+    } catch (error) {
+      throw toLibraryError(error, `Writing blob ${name}`, abortSignal);
+    }
   }
 
   async delete(name: string, options: PortOptions = {}): Promise<void> {

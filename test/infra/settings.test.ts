@@ -29,14 +29,6 @@ const HOST_SETTING_PREFIXES = ["AzureWebJobs", "AzureFunctionsJobHost__", "APPLI
 
 const isHostSetting = (name: string): boolean => HOST_SETTING_PREFIXES.some((prefix) => name.startsWith(prefix));
 
-/**
- * Settings the templates already set for code that is being added to src/config/settings.ts in parallel (the system
- * container of the inputs-read-only change), with the default the code will have. Once the code reads a name, it
- * comes from APP_SETTING_NAMES and its default from the schema, and its entry here has no effect.
- */
-const PENDING_APP_SETTINGS: Readonly<Record<string, string>> = { SYSTEM_CONTAINER: "coordinator-system" };
-const expectedAppSettingNames = (): string[] => [...new Set([...APP_SETTING_NAMES, ...Object.keys(PENDING_APP_SETTINGS)])].sort();
-
 let templates: BicepFile[] = [];
 let main: BicepFile;
 let settings: AppSettingEntry[] = [];
@@ -122,9 +114,9 @@ describe("app settings: Bicep and src/config/settings.ts are the same set", () =
     expect(new Set(names).size).toBe(names.length);
   });
 
-  it("the app's own names in Bicep equal APP_SETTING_NAMES exactly (plus PENDING_APP_SETTINGS)", () => {
+  it("the app's own names in Bicep equal APP_SETTING_NAMES exactly", () => {
     const inBicep = settings.map((entry) => entry.key).filter((name) => !isHostSetting(name));
-    expect([...inBicep].sort()).toEqual(expectedAppSettingNames());
+    expect([...inBicep].sort()).toEqual([...APP_SETTING_NAMES].sort());
   });
 
   it("the host settings are only identity-based storage and Entra-authenticated Application Insights", () => {
@@ -184,8 +176,7 @@ describe("defaults and storage layout follow the code", () => {
 
   it("the coordination account gets the containers and queues the defaults name, including the poison queues", () => {
     const scope = mainScope();
-    const systemContainer = (codeDefaults as Record<string, unknown>).SYSTEM_CONTAINER ?? PENDING_APP_SETTINGS.SYSTEM_CONTAINER;
-    expect(evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope)).toEqual([codeDefaults.LEASE_CONTAINER, codeDefaults.STATE_CONTAINER, codeDefaults.INPUT_CONTAINER, systemContainer]);
+    expect(evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope)).toEqual([codeDefaults.LEASE_CONTAINER, codeDefaults.STATE_CONTAINER, codeDefaults.INPUT_CONTAINER, codeDefaults.SYSTEM_CONTAINER]);
     expect(evaluate(moduleParam("modules/storageAccount.bicep", "queueNames"), scope)).toEqual([
       codeDefaults.WORK_QUEUE,
       `${codeDefaults.WORK_QUEUE}-poison`,

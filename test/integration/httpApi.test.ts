@@ -27,6 +27,9 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     ["an unknown task kind", JSON.stringify({ ...good, kind: "mystery" }), "kind", /unknown task kind "mystery"; known kinds: group-by/],
     ["bad params", JSON.stringify({ ...good, params: { format: "xml", keyField: "", valueField: "amount" } }), "params.format", /./],
     ["an oversized inline item", JSON.stringify({ ...good, items: [{ inline: "x".repeat(40_000) }] }), "items.0.inline", /at most 32768 bytes/],
+    ["neither items nor a manifest", JSON.stringify({ kind: good.kind, params: good.params }), "items", /exactly one of "items" .* or "manifest"/],
+    ["both items and a manifest", JSON.stringify({ ...good, manifest: "m.ndjson" }), "manifest", /exactly one of "items" .* or "manifest"/],
+    ["a manifest that does not exist", JSON.stringify({ kind: good.kind, params: good.params, manifest: "none.ndjson" }), "manifest", /blob "none.ndjson" does not exist in the input container/],
   ])("POST /api/jobs with %s answers 400 naming the field", async (_name, body, field, message) => {
     const response = await submitJobHandler(post(body), context());
     expect(response.status).toBe(400);
@@ -34,9 +37,10 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect(errors.find((e) => e.field === field)?.message).toMatch(message);
   });
 
-  it("POST /api/jobs with a body over the limit answers 413 without reading it", async () => {
+  it("POST /api/jobs with a body over the limit answers 413 without reading it, pointing to manifests", async () => {
     const response = await submitJobHandler(post("{}", { "content-length": String(64 * 1024 * 1024) }), context());
     expect(response.status).toBe(413);
+    expect((response.jsonBody as { error: string }).error).toMatch(/name the items in a manifest/);
   });
 
   it("a good job submitted after bad ones completes, undisturbed; GET /api/jobs/{id} shows progress and the aggregate", async () => {

@@ -11,6 +11,7 @@ export function testAppSettings(connectionString: string): Record<string, string
     LEASE_CONTAINER: `leases-${suffix}`,
     STATE_CONTAINER: `state-${suffix}`,
     INPUT_CONTAINER: `inputs-${suffix}`,
+    SYSTEM_CONTAINER: `system-${suffix}`,
     WORK_QUEUE: `work-${suffix}`,
     RESULTS_QUEUE: `results-${suffix}`,
     WAKE_QUEUE: `wake-${suffix}`,

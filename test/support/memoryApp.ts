@@ -16,17 +16,19 @@ export function memoryApp(options: { store?: FakeLeaseStore; instanceId?: string
     resultsPoisonQueue: new MemoryQueue("results-poison"),
     wakeQueue: options.wakeQueue ?? new MemoryQueue("wake"),
   };
-  const files = new MemoryFiles();
+  const system = new MemoryFiles();
+  const inputs = new MemoryFiles();
   const app: CoordinatorApp = assembleCoordinatorApp({
     settings: readSettings({ STEP_BUDGET_MS: "1000", ...options.settings }),
     instanceId: options.instanceId ?? "unit-wake",
     leaseStore: store,
     state: new MemoryStateStore(),
-    files,
+    system,
+    inputs,
     registry: createRegistry(),
     ...queues,
   });
   const events: AppEvent[] = [];
   const sink: Sink = { logger: silentLogger, emit: (event) => events.push(event) };
-  return { app, sink, events, store, files, ...queues };
+  return { app, sink, events, store, system, inputs, ...queues };
 }

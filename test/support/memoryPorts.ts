@@ -1,4 +1,4 @@
-import type { BlobFiles, MessageQueue, ReceivedMessage } from "../../src/coordination/ports";
+import type { BlobFiles, MessageQueue, OpenedBlob, ReceivedMessage } from "../../src/coordination/ports";
 import { LeadershipLostError } from "../../src/errors";
 import type { LeadershipTerm } from "../../src/leadership/Term";
 
@@ -50,12 +50,28 @@ export class MemoryQueue implements MessageQueue {
   }
 }
 
-/** In-memory blob files. */
+/** In-memory blob files (also usable as the read-only input files). `open` hands out the content in pieces of `pieceBytes`. */
 export class MemoryFiles implements BlobFiles {
-  readonly blobs = new Map<string, string>();
+  readonly blobs = new Map<string, string | Buffer>();
+  pieceBytes = 64 * 1024;
 
   readText(name: string): Promise<string | undefined> {
-    return Promise.resolve(this.blobs.get(name));
+    const blob = this.blobs.get(name);
+    return Promise.resolve(typeof blob === "string" || blob === undefined ? blob : blob.toString("utf8"));
+  }
+  open(name: string): Promise<OpenedBlob | undefined> {
+    const blob = this.blobs.get(name);
+    if (blob === undefined) return Promise.resolve(undefined);
+    const bytes = typeof blob === "string" ? Buffer.from(blob, "utf8") : blob;
+    const { pieceBytes } = this;
+    let closed = false;
+    async function* content(): AsyncGenerator<Uint8Array> {
+      for (let start = 0; start < bytes.length && !closed; start += pieceBytes) {
+        await Promise.resolve();
+        yield bytes.subarray(start, start + pieceBytes);
+      }
+    }
+    return Promise.resolve({ sizeBytes: bytes.length, content: content(), close: () => (closed = true) });
   }
   writeText(name: string, text: string): Promise<void> {
     this.blobs.set(name, text);

@@ -21,7 +21,8 @@ function world(overrides: Partial<CoordinationDeps> = {}) {
   const resultsPoison = new MemoryQueue("results-poison");
   const deps: CoordinationDeps = {
     state,
-    files: new MemoryFiles(),
+    system: new MemoryFiles(),
+    inputs: new MemoryFiles(),
     workQueue: work,
     resultsQueue: results,
     workPoisonQueue: poison,
@@ -61,7 +62,7 @@ async function readJob(state: MemoryStateStore, id: string) {
 describe("coordination step (unit, in-memory ports)", () => {
   it("dispatches at most the batch size per pass and never more than maxInFlight without results", async () => {
     const { deps, work: queue, state } = world({ dispatchBatchSize: 10, maxInFlight: 15 });
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 50 }, (_, i) => item("a", i)) });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 50 }, (_, i) => item("a", i)) });
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ registered: 1, dispatched: 10 });
     // The next pass can send only 5 more (15 in flight), then none until results arrive.
@@ -73,7 +74,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("counts a result delivered twice only once, and completes exactly when every item is done or failed", async () => {
     const { deps, events, work: queue, results, state } = world();
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 5)] });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 5)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     await results.send(results.bodies()); // every result delivered a second time
@@ -87,7 +88,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("a leader that crashes after folding but before acknowledging leaves results that the next leader counts as duplicates", async () => {
     const { deps, work: queue, results, state } = world();
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     results.failDeletes = true;
@@ -102,7 +103,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("a new leader continues the old leader's job where it stopped, with every item counted once", async () => {
     const { deps, work: queue, state } = world({ dispatchBatchSize: 4, maxInFlight: 4 });
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 12 }, (_, i) => item(`k${i % 3}`, i)) });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 12 }, (_, i) => item(`k${i % 3}`, i)) });
     const first = fakeTerm(1);
     await runCoordinationStep(deps, first, ONE_PASS);
     await work(deps, queue);
@@ -120,7 +121,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("a stale leader's step is refused with StaleEpochError once a newer epoch has written, and changes nothing", async () => {
     const { deps, state, work: queue, results } = world();
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
     await runCoordinationStep(deps, fakeTerm(2), ONE_PASS); // the newer leader registers and dispatches
     await work(deps, queue);
     const before = await state.read(keys.jobState(id));
@@ -135,7 +136,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("records items whose messages the host poisoned as failed with a reason, and leaves unattributable poison alone", async () => {
     const { deps, work: queue, poison, state } = world();
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, second] = await queue.receive(2, 60);
     if (first === undefined || second === undefined) throw new Error("expected two work messages");
@@ -151,7 +152,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("rejects a result for an item the job does not have to the results poison queue, with a reason, without counting it", async () => {
     const { deps, results, resultsPoison: poison, state } = world();
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", 1)] });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await results.send([JSON.stringify({ v: 1, jobId: id, item: 7, ok: true, partial: [["a", 1, "1000000", 1, 1]] })]);
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
@@ -183,7 +184,7 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("keeps the leader's per-job state small: two bits per item, not the results", async () => {
     const { deps, state } = world({ dispatchBatchSize: 1 });
-    const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 100_000 }, (_, i) => item("k", i)) });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 100_000 }, (_, i) => item("k", i)) });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const stored = await state.read(keys.jobState(id));
     expect(JSON.stringify(stored?.value).length).toBeLessThan(2 * (100_000 / 8) * 1.4 + 2000); // two base64 bitmaps + fields
@@ -216,7 +217,7 @@ describe("worker (unit)", () => {
 
   it("rethrows a transient failure for the host to retry, and on the last delivery also reports the item as failed", async () => {
     const { deps, results } = world();
-    deps.files.readText = () => Promise.reject(new Error("storage is down"));
+    deps.inputs.readText = () => Promise.reject(new Error("storage is down"));
     const message = { v: 1, jobId: "j1", item: 3, kind: "group-by", params, input: { blob: "inputs/x.ndjson" } };
     await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 2, maxDequeueCount: 5 })).rejects.toThrow("storage is down");
     expect(results.length).toBe(0);

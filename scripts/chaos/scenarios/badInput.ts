@@ -25,8 +25,9 @@ export function badInputScenario(options: ScenarioOptions): Promise<ScenarioResu
     const { cluster } = run;
     const { connectionString } = cluster.azurite;
     const instances = await run.startInstances("instance", 3);
-    const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(cluster.settings.INPUT_CONTAINER);
-    const refused = await refuseSubmissions(run, inputs, instances[0]?.process.state.httpPort);
+    const blobs = BlobServiceClient.fromConnectionString(connectionString);
+    const stored = [blobs.getContainerClient(cluster.settings.SYSTEM_CONTAINER), blobs.getContainerClient(cluster.settings.INPUT_CONTAINER)];
+    const refused = await refuseSubmissions(run, stored, instances[0]?.process.state.httpPort);
 
     const good = await run.jobs.submitDemo("good", 40, options.seed);
     const mixed = mixedJob();
@@ -68,9 +69,9 @@ export function badInputScenario(options: ScenarioOptions): Promise<ScenarioResu
   });
 }
 
-/** Submits every bad submission (app API and HTTP); each must be refused with field errors and store nothing. */
-async function refuseSubmissions(run: ScenarioRun, inputs: ContainerClient, httpPort: number | undefined): Promise<number> {
-  const before = await countBlobs(inputs);
+/** Submits every bad submission (app API and HTTP); each must be refused with field errors and store nothing (in the system and input containers). */
+async function refuseSubmissions(run: ScenarioRun, containers: ContainerClient[], httpPort: number | undefined): Promise<number> {
+  const before = await countBlobs(containers);
   const client = run.cluster.client();
   let count = 0;
   for (const { label, body } of badSubmissions()) {
@@ -87,14 +88,17 @@ async function refuseSubmissions(run: ScenarioRun, inputs: ContainerClient, http
       if (response.status !== 400) run.fail(`POST /api/jobs with ${label} answered ${response.status}, not 400`);
     }
   }
-  const after = await countBlobs(inputs);
+  const after = await countBlobs(containers);
   if (after !== before) run.fail(`refused submissions stored ${after - before} blob(s)`);
   return count;
 }
 
-async function countBlobs(container: ContainerClient): Promise<number> {
+async function countBlobs(containers: ContainerClient[]): Promise<number> {
   let count = 0;
-  for await (const blob of container.listBlobsFlat()) if (blob.name !== "") count++;
+  for (const container of containers) {
+    if (!(await container.exists())) continue;
+    for await (const blob of container.listBlobsFlat()) if (blob.name !== "") count++;
+  }
   return count;
 }
 
