@@ -82,6 +82,9 @@ export function badSubmissions(): { label: string; body: unknown }[] {
     { label: "__proto__ key", body: JSON.parse(`{"__proto__":{"admin":true},"kind":"group-by","params":${JSON.stringify(PARAMS)},"items":[${JSON.stringify(item)}]}`) as unknown },
     { label: "constructor key", body: { constructor: { prototype: { admin: true } }, kind: "group-by", params: PARAMS, items: [item] } },
     { label: "extra field", body: { kind: "group-by", params: PARAMS, items: [item], priority: "high" } },
+    { label: "both items and a manifest", body: { kind: "group-by", params: PARAMS, items: [item], manifest: "m.ndjson" } },
+    { label: "a manifest that does not exist", body: { kind: "group-by", params: PARAMS, manifest: "no-such-manifest.ndjson" } },
+    { label: "a manifest name ending in /", body: { kind: "group-by", params: PARAMS, manifest: "manifests/" } },
   ];
 }
 
