@@ -26,7 +26,8 @@ export const MAX_REASONS_SHOWN = 5;
 export interface StatusSources {
   leaseStore: LeaseStore;
   state: StateStore;
-  files: BlobFiles;
+  /** The system container: inbox markers and specs of jobs not yet registered. */
+  system: BlobFiles;
   registry: TaskRegistry;
   workPoisonQueue: MessageQueue;
   resultsPoisonQueue: MessageQueue;
@@ -255,10 +256,10 @@ function countReasons(reasons: readonly string[]): ReasonCount[] {
 }
 
 async function readJobs(sources: StatusSources, io: PortOptions): Promise<StatusSnapshot["jobs"]> {
-  const [stored, markers] = await Promise.all([sources.state.read(keys.index, io), sources.files.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io)]);
+  const [stored, markers] = await Promise.all([sources.state.read(keys.index, io), sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io)]);
   const index: { active: string[]; recent: string[] } = stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
   const read = async (ids: readonly string[]): Promise<JobStatus[]> => {
-    const statuses = await Promise.all(ids.map((id) => readJobStatus(sources.state, sources.files, sources.registry, id, io)));
+    const statuses = await Promise.all(ids.map((id) => readJobStatus(sources.state, sources.system, sources.registry, id, io)));
     return statuses.filter((status): status is JobStatus => status !== undefined);
   };
   // A job being registered right now has both a state and its inbox marker: it is listed once, as active.

@@ -165,7 +165,7 @@ describe("coordination step (unit, in-memory ports)", () => {
     const { deps, work: queue, state } = world();
     const ids: string[] = [];
     for (let n = 0; n < RECENT_JOBS_LIMIT + 2; n++) {
-      const { id } = await storeSubmission(deps.files, { kind: "group-by", params, items: [item("a", n)] });
+      const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", n)] });
       ids.push(id);
       await runCoordinationStep(deps, fakeTerm(3), ONE_PASS); // registers and dispatches
       await work(deps, queue);

@@ -139,7 +139,8 @@ describe("reading the status view from the ports (in-memory)", () => {
     const leaseStore = new FakeLeaseStore(() => T0);
     const deps: CoordinationDeps = {
       state,
-      files,
+      system: files,
+      inputs: new MemoryFiles(),
       workQueue: work,
       resultsQueue: results,
       workPoisonQueue: workPoison,
@@ -152,7 +153,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       instanceId: "unit",
       now: () => T0,
     };
-    const sources: StatusSources = { leaseStore, state, files, registry: deps.registry, workPoisonQueue: workPoison, resultsPoisonQueue: resultsPoison };
+    const sources: StatusSources = { leaseStore, state, system: files, registry: deps.registry, workPoisonQueue: workPoison, resultsPoisonQueue: resultsPoison };
     return { deps, sources, work, workPoison, leaseStore, state };
   }
   const ONE_PASS = { budgetMs: 1 };
@@ -167,15 +168,15 @@ describe("reading the status view from the ports (in-memory)", () => {
 
   it("lists running, submitted and recently ended jobs, the recorded terms, the leader and the poison depths", async () => {
     const { deps, sources, work, workPoison, leaseStore } = world();
-    const ended = await storeSubmission(deps.files, { kind: "group-by", params, items: [{ inline: '{"k":"a","v":1}' }, { inline: "not json" }] });
+    const ended = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: '{"k":"a","v":1}' }, { inline: "not json" }] });
     const term1 = { ...fakeTerm(1, "a-1"), startedAtMs: T0 - 50_000 };
     await runCoordinationStep(deps, term1, ONE_PASS);
     await runWorkers(deps, work);
     await runCoordinationStep(deps, term1, ONE_PASS); // ended: 1 done, 1 failed
-    const running = await storeSubmission(deps.files, { kind: "group-by", params, items: Array.from({ length: 6 }, (_, v) => ({ inline: JSON.stringify({ k: "b", v }) })) });
+    const running = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 6 }, (_, v) => ({ inline: JSON.stringify({ k: "b", v }) })) });
     const term2 = { ...fakeTerm(2, "b-2"), startedAtMs: T0 - 10_000 };
     await runCoordinationStep(deps, term2, ONE_PASS); // registers, dispatches 2
-    const submitted = await storeSubmission(deps.files, { kind: "group-by", params, items: [{ inline: '{"k":"c","v":1}' }] });
+    const submitted = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: '{"k":"c","v":1}' }] });
     await workPoison.send(["x", "y", "z"]);
     leaseStore.record = { holder: "b-2", epoch: 2, sinceMs: T0 - 10_000, transitions: 2 };
     leaseStore.leaseId = "lease";
