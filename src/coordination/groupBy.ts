@@ -19,8 +19,29 @@ export type GroupByParams = z.infer<typeof groupByParamsSchema>;
  * merging is exactly associative — float addition is not.
  */
 const groupTuple = z.tuple([z.string(), z.number().int().min(0), z.string().regex(/^-?\d+$/), z.number(), z.number()]);
-export const groupByPartialSchema = z.array(groupTuple);
-export type GroupByPartial = z.infer<typeof groupByPartialSchema>;
+export type GroupByPartial = z.infer<typeof groupTuple>[];
+
+/** Whether one entry is a valid group tuple: the fast check of {@link groupTuple}, for aggregates of many groups. */
+function isGroupTuple(value: unknown): boolean {
+  if (!Array.isArray(value) || value.length !== 5) return false;
+  const [key, count, sum, min, max] = value as unknown[];
+  return typeof key === "string" && Number.isSafeInteger(count) && (count as number) >= 0 && typeof sum === "string" && /^-?\d+$/.test(sum) && Number.isFinite(min) && Number.isFinite(max);
+}
+
+/**
+ * A group-by partial: an array of group tuples. Checked entry by entry with a plain loop — a job's aggregate may hold
+ * 200,000 groups, and the leader validates it on every fold — with zod naming the path of the first bad entry.
+ */
+export const groupByPartialSchema = z.custom<GroupByPartial>().superRefine((value, context) => {
+  if (!Array.isArray(value)) {
+    context.addIssue({ code: "custom", message: "expected an array of [key, count, sumMicros, min, max] tuples" });
+    return;
+  }
+  const bad = value.findIndex((entry) => !isGroupTuple(entry));
+  if (bad === -1) return;
+  const parsed = groupTuple.safeParse(value[bad]);
+  for (const issue of parsed.error?.issues ?? [{ path: [], message: "not a group tuple" }]) context.addIssue({ code: "custom", path: [bad, ...issue.path], message: issue.message });
+});
 
 /** Largest magnitude accepted for a value: beyond it sums of millionths stop being meaningful. */
 export const MAX_ABS_VALUE = 1e12;
@@ -55,6 +76,7 @@ export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
     return [...groups].map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max]).sort(byKey);
   },
   merge(a, b) {
+    if (isSortedByKey(a) && isSortedByKey(b)) return mergeSorted(a, b);
     const merged = new Map<string, GroupByPartial[number]>();
     for (const tuple of [...a, ...b]) {
       const [key, count, sum, min, max] = tuple;
@@ -74,6 +96,37 @@ export function groupByView(partial: GroupByPartial): Record<string, GroupStats>
 
 function byKey(a: readonly [string, ...unknown[]], b: readonly [string, ...unknown[]]): number {
   return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+}
+
+/** Whether keys strictly increase (sorted, each key once): what `process` and `merge` produce. */
+function isSortedByKey(partial: GroupByPartial): boolean {
+  for (let index = 1; index < partial.length; index++) if (!((partial[index - 1] as GroupByPartial[number])[0] < (partial[index] as GroupByPartial[number])[0])) return false;
+  return true;
+}
+
+/** Merges two partials sorted by key in one linear pass (no map, no sort): a batch into a large aggregate stays cheap. */
+function mergeSorted(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
+  const merged: GroupByPartial = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i] as GroupByPartial[number];
+    const y = b[j] as GroupByPartial[number];
+    if (x[0] < y[0]) {
+      merged.push(x);
+      i++;
+    } else if (y[0] < x[0]) {
+      merged.push(y);
+      j++;
+    } else {
+      merged.push([x[0], x[1] + y[1], (BigInt(x[2]) + BigInt(y[2])).toString(), Math.min(x[3], y[3]), Math.max(x[4], y[4])]);
+      i++;
+      j++;
+    }
+  }
+  for (; i < a.length; i++) merged.push(a[i] as GroupByPartial[number]);
+  for (; j < b.length; j++) merged.push(b[j] as GroupByPartial[number]);
+  return merged;
 }
 
 /** Yields `[record number, record]` pairs; record values are strings (CSV) or JSON values (NDJSON). */

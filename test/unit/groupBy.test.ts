@@ -41,4 +41,20 @@ describe("group-by task kind (unit)", () => {
     expect(pairwise(shuffled)).toEqual(leftFold);
     expect(groupByView(leftFold).b?.sum).toBe(Number((0.1 * (1 + 4 + 7 + 10 + 13 + 16 + 19 + 22 + 25 + 28) + 0.7 * 30).toFixed(6)));
   });
+
+  it("merges partials that are not sorted or repeat a key (valid, from any producer) like sorted ones", () => {
+    const sorted: GroupByPartial = [["a", 1, "1000000", 1, 1], ["b", 2, "5000000", 2, 3]];
+    const unsorted: GroupByPartial = [["b", 1, "4000000", 4, 4], ["a", 1, "-1000000", -1, -1], ["b", 1, "1000000", 1, 1]];
+    expect(groupByKind.merge(sorted, unsorted)).toEqual([["a", 2, "0", -1, 1], ["b", 4, "10000000", 1, 4]]);
+    expect(groupByKind.merge(unsorted, sorted)).toEqual(groupByKind.merge(sorted, unsorted));
+  });
+
+  it("validates a partial entry by entry, naming the path of the first bad one", () => {
+    expect(groupByKind.partialSchema.safeParse([["a", 1, "1000000", 1, 1]]).success).toBe(true);
+    const bad = groupByKind.partialSchema.safeParse([["a", 1, "1000000", 1, 1], ["b", -2, "1", 1, 1]]);
+    expect(bad.error?.issues[0]).toMatchObject({ path: [1, 1] });
+    expect(groupByKind.partialSchema.safeParse({ a: 1 }).error?.issues[0]?.message).toMatch(/expected an array/);
+    expect(groupByKind.partialSchema.safeParse([["a", 1, "1.5", 1, 1]]).error?.issues[0]).toMatchObject({ path: [0, 2] });
+    expect(groupByKind.partialSchema.safeParse([["a", 1, "1", Number.NaN, 1]]).success).toBe(false);
+  });
 });
