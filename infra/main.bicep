@@ -132,6 +132,11 @@ param stepBudgetMs int = 20000
 @maxValue(10000)
 param dispatchBatchSize int = 500
 
+@description('MAX_AGGREGATE_GROUPS: most groups a job\'s aggregate may hold; a job that would exceed it ends as failed with the reason.')
+@minValue(1)
+@maxValue(2000000)
+param maxAggregateGroups int = 200000
+
 @description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
 @minValue(1000)
 @maxValue(3600000)
@@ -214,6 +219,7 @@ module apps 'modules/functionApp.bicep' = [
       wakeQueue: wakeQueue
       stepBudgetMs: stepBudgetMs
       dispatchBatchSize: dispatchBatchSize
+      maxAggregateGroups: maxAggregateGroups
       stepStallTimeoutMs: stepStallTimeoutMs
     }
   }

@@ -105,6 +105,10 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify({ id: status.id, progress: status.progress, aggregate: status.aggregate, failures: status.failures }, null, 2)}\n`);
       return;
     }
+    if (status?.status === "failed") {
+      bar.stop();
+      throw new Error(`Job ${submitted.id} failed: ${status.failureReason ?? "no reason recorded"} (${status.progress.done} done, ${status.progress.failed} failed of ${status.progress.total}).`);
+    }
     if (Date.now() > deadline) {
       bar.stop();
       throw new Error(`Job ${submitted.id} did not complete within ${args.timeoutS} s; is a coordinator running (npm run local, or the deployed app)?`);

@@ -59,6 +59,7 @@ param resultsQueue string
 param wakeQueue string
 param stepBudgetMs int
 param dispatchBatchSize int
+param maxAggregateGroups int
 param stepStallTimeoutMs int
 
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
@@ -197,6 +198,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WAKE_QUEUE: wakeQueue
     STEP_BUDGET_MS: string(stepBudgetMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
+    MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
   }
   dependsOn: [

@@ -42,6 +42,7 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
     if (now - lastStatusMs >= STATUS_EVERY_MS) {
       lastStatusMs = now;
       status = (await getJobStatus(app, jobId).catch(() => undefined)) ?? status;
+      if (status?.status === "failed") return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
       if (status?.status === "completed" && completedAtMs === undefined) {
         completedAtMs = now;
         view.note(now - startedMs, `job ${jobId.slice(0, 8)} completed`);

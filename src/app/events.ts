@@ -21,6 +21,7 @@ export type AppEventType =
   | "step-skipped"
   | "job-registered"
   | "job-completed"
+  | "job-failed"
   | "message-rejected";
 
 /** One event. `atMs` is wall-clock ms; `instanceId` who emitted it; other fields depend on the type. */

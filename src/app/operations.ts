@@ -120,6 +120,7 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     registry,
     dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
+    maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
     logger: sink.logger,
     emit: sink.emit,
     instanceId: app.instanceId,

@@ -151,9 +151,9 @@ function jobTable(jobs: readonly JobView[]): SafeHtml {
 
 function jobRow(job: JobView): SafeHtml {
   const reasons =
-    job.reasons.length === 0
+    job.reasons.length === 0 && job.failureReason === undefined
       ? undefined
-      : html`<tr class="reasons" data-reasons-of="${job.id}"><td></td><td colspan="9"><ul>${job.reasons.map((reason) => html`<li><span class="num">${reason.count}×</span> ${reason.reason}</li>`)}${job.unrecordedFailures > 0 && html`<li class="muted">${job.unrecordedFailures} more without a recorded reason</li>`}</ul></td></tr>`;
+      : html`<tr class="reasons" data-reasons-of="${job.id}"><td></td><td colspan="9"><ul>${job.failureReason !== undefined && html`<li class="bad">the job failed: ${job.failureReason}</li>`}${job.reasons.map((reason) => html`<li><span class="num">${reason.count}×</span> ${reason.reason}</li>`)}${job.unrecordedFailures > 0 && html`<li class="muted">${job.unrecordedFailures} more without a recorded reason</li>`}</ul></td></tr>`;
   return html`<tr data-job="${job.id}">
 <td><code title="${job.id}">${job.id.slice(0, 8)}</code></td><td>${job.kind}</td><td data-field="status"><span class="status ${job.status}">${job.status}</span></td>
 <td class="wide">${progressBar(job)}</td>
@@ -181,7 +181,7 @@ function renderPoison(view: StatusView): SafeHtml {
       html`<tr data-queue="${queue.queue}"><td><code>${queue.queue}</code></td><td class="num${queue.depth > 0 ? " bad" : ""}" data-field="depth">${Number.isNaN(queue.depth) ? "unknown" : queue.depth}</td></tr>`,
   );
   return html`<section id="poison"><h2>Poison queues</h2>
-<p class="muted">Messages waiting here were given up on; the leader records the items of the work poison queue as failed on its next step.</p>
+<p class="muted">Messages waiting here were given up on. The leader records the items a job claims in the work poison queue as failed on its next step; what stays names no job, for a person to inspect.</p>
 <table><thead><tr><th>Queue</th><th>Messages</th></tr></thead><tbody>${rows}</tbody></table>
 </section>`;
 }
@@ -201,7 +201,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 th { font-weight: 600; color: var(--muted); } .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.wide { width: 30%; white-space: nowrap; } .pct { font-variant-numeric: tabular-nums; margin-left: 6px; color: var(--muted); }
 tr.reasons td { border-bottom: 1px solid var(--line); padding-top: 0; } tr.reasons ul { margin: 0; padding-left: 18px; }
-.status { padding: 1px 8px; border-radius: 10px; background: var(--line); } .status.completed { background: var(--good); color: #fff; } .status.running { background: var(--busy); }
+.status { padding: 1px 8px; border-radius: 10px; background: var(--line); } .status.completed { background: var(--good); color: #fff; } .status.running { background: var(--busy); } .status.failed { background: var(--bad); color: #fff; }
 svg.bar { width: calc(100% - 60px); height: 12px; vertical-align: middle; border-radius: 3px; }
 svg.bar .track { fill: var(--line); } svg.bar .dispatched { fill: var(--busy); } svg.bar .done { fill: var(--good); } svg.bar .failed { fill: var(--bad); }
 svg.timeline { width: 100%; height: auto; display: block; }

@@ -74,6 +74,8 @@ export interface JobView {
   id: string;
   kind: string;
   status: JobStatus["status"];
+  /** Why a failed job stopped. */
+  failureReason?: string;
   total: number;
   dispatched: number;
   done: number;
@@ -231,6 +233,7 @@ function toJobView(job: JobStatus, nowMs: number): JobView {
     id: job.id,
     kind: job.kind,
     status: job.status,
+    ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
     total,
     dispatched,
     done,

@@ -70,6 +70,8 @@ export const settingsSchema = z.object({
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /** Most items the leader dispatches in one step (bounded fan-out). @default 500 */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(500),
+  /** Most groups a job's aggregate may hold; a job that would exceed it ends as failed with the reason. @default 200000 */
+  MAX_AGGREGATE_GROUPS: intIn(1, 2_000_000).default(200_000),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
 });

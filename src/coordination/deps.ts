@@ -27,8 +27,10 @@ export interface CoordinationDeps extends CoordinationPorts {
   dispatchBatchSize: number;
   /** Most items of one job on the queue without a result yet. */
   maxInFlight: number;
+  /** Most groups a job's aggregate may hold (`MAX_AGGREGATE_GROUPS`); a job that would exceed it fails with the reason. */
+  maxAggregateGroups: number;
   logger: Logger;
-  /** Structured events (job registered, completed, message rejected). */
+  /** Structured events (job registered, completed, failed, message rejected). */
   emit: (event: AppEvent) => void;
   instanceId: string;
   /** Wall clock, for timestamps in state. */

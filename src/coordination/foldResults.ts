@@ -2,18 +2,23 @@ import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { MAX_RECORDED_FAILURES, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
-import { parseMessage, resultMessageSchema, workMessageSchema } from "./messages";
+import { claimPoison, describeIssues, parseMessage, resultMessageSchema, type Rejection } from "./messages";
 import type { MessageQueue, PortOptions, ReceivedMessage } from "./ports";
+import { mergeAll, partialSize } from "./taskKinds";
 
-/** What one fold did. */
-export interface FoldReport {
+/** Counts of what folding did. */
+export interface FoldCounts {
   /** Results folded into aggregates (first delivery). */
   folded: number;
-  /** Results for items already counted (duplicates, replays): acknowledged, not counted again. */
+  /** Results for items already counted (duplicates, replays) or for a job that has ended: acknowledged, not counted. */
   duplicates: number;
   /** Items recorded as failed. */
   failed: number;
-  /** Messages that could not be used, moved to the poison queue with a reason. */
+}
+
+/** What one fold did. */
+export interface FoldReport extends FoldCounts {
+  /** Messages that could not be used, moved to a poison queue with a reason. */
   rejected: number;
   /** Ids of jobs that completed in this fold. */
   completed: string[];
@@ -21,17 +26,43 @@ export interface FoldReport {
    * Deletes of folded messages still in flight: they start only after the state write, and the caller awaits them
    * with {@link awaitAcknowledgements} while it already receives the next batch. Never rejects.
    */
-  acknowledgements: Promise<PromiseSettledResult<void>[]>[];
+  acknowledgements: Promise<PromiseSettledResult<boolean>[]>[];
+  /** Messages taken off the queue (received). */
+  received: number;
+  /** Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed). */
+  more: boolean;
 }
 
-/** Waits for in-flight deletes; throws the first failure. */
-export async function awaitAcknowledgements(pending: Promise<PromiseSettledResult<void>[]>[]): Promise<void> {
-  const failure = (await Promise.all(pending)).flat().find((result) => result.status === "rejected");
-  if (failure !== undefined) throw failure.reason instanceof Error ? failure.reason : new Error(String(failure.reason));
+/**
+ * Waits for in-flight deletes and logs the failed ones. A folded message whose delete failed is not lost work: its
+ * item is counted already, and when it comes back it is acknowledged as a duplicate — so a failed delete (or one
+ * storage answers `404` or `400 PopReceiptMismatch`) is no reason to fail the step.
+ */
+export async function awaitAcknowledgements(deps: Pick<CoordinationDeps, "logger" | "instanceId">, epoch: number, pending: Promise<PromiseSettledResult<boolean>[]>[]): Promise<void> {
+  const results = (await Promise.all(pending)).flat();
+  const failures = results.filter((result) => result.status === "rejected");
+  const gone = results.filter((result) => result.status === "fulfilled" && !result.value).length;
+  if (failures.length > 0) {
+    const reason: unknown = failures[0]?.reason;
+    deps.logger.warn(`${failures.length} folded message(s) could not be deleted (${reason instanceof Error ? reason.message : String(reason)}); they will come back and count as duplicates.`, { instanceId: deps.instanceId, epoch });
+  }
+  if (gone > 0) deps.logger.verbose(`${gone} folded message(s) were no longer ours to delete (received again after their visibility timeout); they will count as duplicates.`, { instanceId: deps.instanceId, epoch });
 }
 
-/** An outcome for one item, from a result message or the poison queue. */
-type Outcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };
+/** An outcome for one item, from a result message, the poison queue or dispatch. */
+export type ItemOutcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };
+
+/** Outcomes and their messages, by job. */
+type ByJob = Map<string, { outcomes: ItemOutcome[]; messages: ReceivedMessage[] }>;
+
+/** Where messages come from, and what happens to those no job can use. */
+interface Source {
+  queue: MessageQueue;
+  /** Where a message with a reason goes (a bad message; an item out of range). */
+  poison: MessageQueue;
+  /** Results: a message for no job is rejected to `poison`. Work poison: it is not claimed, and released as it was. */
+  noJob: "reject" | "release";
+}
 
 /** Receives made at once per fold batch (32 messages each): fewer round trips per result, one state write per job. */
 const PARALLEL_RECEIVES = 4;
@@ -40,85 +71,100 @@ export const FOLD_BATCH_SIZE = 32 * PARALLEL_RECEIVES;
 
 /** Seconds a received result stays invisible: long enough to fold and delete, short enough for a new leader to see it soon. */
 const RESULT_VISIBILITY_S = 30;
-/** Seconds a poison message no one can attribute stays hidden before the leader looks at it again. */
-const UNATTRIBUTABLE_VISIBILITY_S = 3600;
+/**
+ * Seconds a received poison message stays invisible. The leader receives poison only when it can claim some of it,
+ * and releases at once what it does not claim; this bounds how long a leader that dies in between hides it.
+ */
+const POISON_VISIBILITY_S = 30;
+/** Poison messages looked at, and received, at once (the queue's maximum). */
+const POISON_BATCH = 32;
 
 /**
  * Folds one batch of worker results into their jobs, exactly once: an item's bit is set in the same conditional write
  * that merges its partial, and messages are deleted only after that write. A crash before the write leaves the
  * messages to reappear; a crash after it makes them duplicates, which the bit rejects.
  */
-export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport & { received: number }> {
+export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport> {
   const received = await Promise.all(Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)));
   const messages = received.flat();
+  const source: Source = { queue: deps.resultsQueue, poison: deps.resultsPoisonQueue, noJob: "reject" };
   const report = emptyReport();
-  const byJob = new Map<string, { outcomes: Outcome[]; messages: ReceivedMessage[] }>();
+  const byJob: ByJob = new Map();
   for (const message of messages) {
     const parsed = message.text === undefined ? { ok: false as const, reason: "not valid base64" } : parseMessage(resultMessageSchema, message.text);
     if (!parsed.ok) {
-      await reject(deps, deps.resultsQueue, deps.resultsPoisonQueue, message, parsed.reason, epoch, options);
+      await reject(deps, source, message, parsed.reason, epoch, options);
       report.rejected++;
       continue;
     }
     const result = parsed.value;
-    let outcome: Outcome;
-    if (result.ok) {
-      const partial = result.partialBlob !== undefined ? await readPartial(deps, result.jobId, result.item, options) : result.partial;
-      outcome = { item: result.item, ok: true, partial };
-    } else {
-      outcome = { item: result.item, ok: false, reason: result.reason };
-    }
-    const group = byJob.get(result.jobId) ?? { outcomes: [], messages: [] };
-    group.outcomes.push(outcome);
-    group.messages.push(message);
-    byJob.set(result.jobId, group);
+    const outcome: ItemOutcome = result.ok
+      ? { item: result.item, ok: true, partial: result.partialBlob !== undefined ? await readPartial(deps, result.jobId, result.item, options) : result.partial }
+      : { item: result.item, ok: false, reason: result.reason };
+    addOutcome(byJob, result.jobId, outcome, message);
   }
-  await applyOutcomes(deps, jobs, epoch, byJob, deps.resultsQueue, report, options);
-  return { ...report, received: messages.length };
+  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+  return { ...report, received: messages.length, more: messages.length === FOLD_BATCH_SIZE };
 }
 
 /**
- * Records items whose work messages the host moved to the poison queue (retries exhausted, e.g. a worker that
- * crashed on every delivery) as failed. Messages no job can claim stay in the poison queue for a person to inspect.
+ * Records items that the work poison queue accounts for as failed, with the reason: work messages the host moved
+ * there after their retries ran out, and the worker's rejections of messages that named their job and item (see
+ * {@link claimPoison}). The queue is peeked first, and received — with a visibility of {@link POISON_VISIBILITY_S} —
+ * only when a job can claim something in it (or a full page hides what lies behind). Messages no job claims are
+ * released at once, visible as they were to a person peeking at the queue; an item out of range is moved back to
+ * the work poison queue with the reason.
  */
-export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport & { received: number }> {
-  const messages = await deps.workPoisonQueue.receive(32, UNATTRIBUTABLE_VISIBILITY_S, options);
+export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport> {
   const report = emptyReport();
-  const byJob = new Map<string, { outcomes: Outcome[]; messages: ReceivedMessage[] }>();
+  const queue = deps.workPoisonQueue;
+  const peeked = await queue.peek(POISON_BATCH, options);
+  const named = new Set(peeked.flatMap((message) => claimPoison(message.text, queue.name)?.jobId ?? []));
+  let claimable = false;
+  for (const jobId of named) if (!claimable) claimable = (await jobs.readJob(jobId, options)) !== undefined;
+  // A full page no job claims is received and released too: it goes behind the rest, so the next step sees past it.
+  if (!claimable && peeked.length < POISON_BATCH) return report;
+
+  const messages = await queue.receive(POISON_BATCH, POISON_VISIBILITY_S, options);
+  const source: Source = { queue, poison: queue, noJob: "release" };
+  const byJob: ByJob = new Map();
+  const unclaimed: ReceivedMessage[] = [];
   for (const message of messages) {
-    const parsed = message.text === undefined ? undefined : parseMessage(workMessageSchema, message.text);
-    if (parsed === undefined || !parsed.ok) continue; // not attributable: left in place, hidden for an hour
-    const { jobId, item } = parsed.value;
-    const group = byJob.get(jobId) ?? { outcomes: [], messages: [] };
-    group.outcomes.push({ item, ok: false, reason: `retries exhausted: the work message failed ${message.dequeueCount} deliveries and was moved to ${deps.workPoisonQueue.name}` });
-    group.messages.push(message);
-    byJob.set(jobId, group);
+    const claim = claimPoison(message.text, queue.name);
+    if (claim === undefined) unclaimed.push(message);
+    else addOutcome(byJob, claim.jobId, { item: claim.item, ok: false, reason: claim.reason }, message);
   }
-  await applyOutcomes(deps, jobs, epoch, byJob, deps.workPoisonQueue, report, options);
-  return { ...report, received: messages.length };
+  unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
+  const released = await Promise.allSettled(unclaimed.map((message) => queue.release(message, options)));
+  const failed = released.find((result) => result.status === "rejected");
+  if (failed !== undefined) deps.logger.warn(`Releasing unclaimed poison failed (it shows again within ${POISON_VISIBILITY_S} s): ${String(failed.reason)}`, { instanceId: deps.instanceId, epoch });
+  return { ...report, received: messages.length, more: messages.length === POISON_BATCH && unclaimed.length === 0 };
 }
 
-async function applyOutcomes(
-  deps: CoordinationDeps,
-  jobs: JobStore,
-  epoch: number,
-  byJob: Map<string, { outcomes: Outcome[]; messages: ReceivedMessage[] }>,
-  source: MessageQueue,
-  report: FoldReport,
-  options: PortOptions,
-): Promise<void> {
+function addOutcome(byJob: ByJob, jobId: string, outcome: ItemOutcome, message: ReceivedMessage): void {
+  const group = byJob.get(jobId) ?? { outcomes: [], messages: [] };
+  group.outcomes.push(outcome);
+  group.messages.push(message);
+  byJob.set(jobId, group);
+}
+
+/** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
+async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: number, byJob: ByJob, source: Source, report: FoldReport, options: PortOptions): Promise<ReceivedMessage[]> {
+  const unclaimed: ReceivedMessage[] = [];
   for (const [jobId, { outcomes, messages }] of byJob) {
     const current = await jobs.readJob(jobId, options);
     if (current === undefined) {
-      // A result for no job is rejected with its reason; a poisoned work message for no job stays where it is.
-      if (source !== deps.resultsQueue) continue;
-      for (const message of messages) await reject(deps, source, deps.resultsPoisonQueue, message, `no job "${jobId}"`, epoch, options);
+      if (source.noJob === "release") {
+        unclaimed.push(...messages);
+        continue;
+      }
+      for (const message of messages) await reject(deps, source, message, `no job "${jobId}"`, epoch, options);
       report.rejected += messages.length;
       continue;
     }
     // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
     const { itemCount } = current.value;
-    const kept: { outcomes: Outcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
+    const kept: { outcomes: ItemOutcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
     for (const [index, message] of messages.entries()) {
       const outcome = outcomes[index];
       if (outcome === undefined) continue;
@@ -127,54 +173,82 @@ async function applyOutcomes(
         kept.messages.push(message);
         continue;
       }
-      await reject(deps, source, deps.resultsPoisonQueue, message, `item ${outcome.item} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
+      await reject(deps, source, message, `item ${outcome.item} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
       report.rejected++;
     }
-    const next = foldOutcomes(deps, current.value, kept.outcomes, report);
-    if (next !== undefined) {
-      await jobs.writeJob(next, current, options);
-      if (next.status === "completed") report.completed.push(jobId);
-    }
+    // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
+    const attempt = { counts: emptyCounts(), completes: false };
+    await jobs.updateJob(
+      jobId,
+      (state) => {
+        attempt.counts = emptyCounts();
+        const next = foldOutcomes(deps, state, kept.outcomes, attempt.counts);
+        attempt.completes = next?.status === "completed";
+        return next;
+      },
+      options,
+      current,
+    );
+    report.folded += attempt.counts.folded;
+    report.duplicates += attempt.counts.duplicates;
+    report.failed += attempt.counts.failed;
+    if (attempt.completes) report.completed.push(jobId);
     // Only after the write: a crash before it leaves the messages to be delivered again.
-    report.acknowledgements.push(Promise.allSettled(kept.messages.map((message) => source.delete(message, options))));
+    report.acknowledgements.push(Promise.allSettled(kept.messages.map((message) => source.queue.delete(message, options))));
   }
+  return unclaimed;
 }
 
-/** Pure fold of outcomes into a job state; returns the new state, or undefined when nothing changed. */
-export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now">, state: JobState, outcomes: Outcome[], report: FoldReport): JobState | undefined {
+/**
+ * Pure fold of outcomes into a job state; returns the new state, or undefined when nothing changed. The batch's
+ * partials are merged with each other first and then into the aggregate once, so a batch costs one pass over the
+ * aggregate, not one per result. A job whose aggregate would exceed `maxAggregateGroups`, or whose stored aggregate
+ * its kind refuses, ends as `failed` with the reason and its counts as they were; a job that has ended takes no more.
+ */
+export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">, state: JobState, outcomes: ItemOutcome[], report: FoldCounts): JobState | undefined {
+  if (state.status !== "running") {
+    report.duplicates += outcomes.length;
+    return undefined;
+  }
   const kind = deps.registry.get(state.kind);
+  const stored = kind?.partialSchema.safeParse(state.aggregate);
+  if (stored !== undefined && !stored.success) return endJob(deps, state, `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000));
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
-  let aggregate = kind?.partialSchema.parse(state.aggregate);
   const failures = [...state.failures];
-  let { doneCount, failedCount } = state;
-  const fail = (item: number, reason: string): void => {
-    failed.add(item);
-    failedCount++;
-    report.failed++;
-    if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason });
-  };
+  const counts = emptyCounts();
+  const partials: unknown[] = [];
   for (const outcome of outcomes) {
     const { item } = outcome;
     if (item >= state.itemCount || done.has(item) || failed.has(item)) {
-      report.duplicates++;
+      counts.duplicates++;
       continue;
     }
-    if (!outcome.ok) {
-      fail(item, outcome.reason);
+    const partial = outcome.ok ? kind?.partialSchema.safeParse(outcome.partial) : undefined;
+    if (!outcome.ok || partial === undefined || !partial.success) {
+      failed.add(item);
+      counts.failed++;
+      if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason: outcome.ok ? "the worker's partial result is not valid for this task kind" : outcome.reason });
       continue;
     }
-    const partial = kind?.partialSchema.safeParse(outcome.partial);
-    if (kind === undefined || aggregate === undefined || partial === undefined || !partial.success) {
-      fail(item, "the worker's partial result is not valid for this task kind");
-      continue;
-    }
-    aggregate = kind.merge(aggregate, partial.data);
+    partials.push(partial.data);
     done.add(item);
-    doneCount++;
-    report.folded++;
+    counts.folded++;
   }
-  if (doneCount === state.doneCount && failedCount === state.failedCount) return undefined;
+  report.duplicates += counts.duplicates;
+  if (counts.folded === 0 && counts.failed === 0) return undefined;
+  let aggregate = state.aggregate;
+  if (kind !== undefined && stored?.success === true && partials.length > 0) {
+    aggregate = kind.merge(stored.data, mergeAll(kind, partials));
+    const groups = partialSize(kind, aggregate);
+    if (groups > deps.maxAggregateGroups) {
+      return endJob(deps, state, `the aggregate would have ${groups} groups, more than MAX_AGGREGATE_GROUPS (${deps.maxAggregateGroups}); ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`);
+    }
+  }
+  report.folded += counts.folded;
+  report.failed += counts.failed;
+  const doneCount = state.doneCount + counts.folded;
+  const failedCount = state.failedCount + counts.failed;
   const complete = doneCount + failedCount === state.itemCount;
   return {
     ...state,
@@ -182,11 +256,16 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now">, s
     failedBits: failed.toBase64(),
     doneCount,
     failedCount,
-    aggregate: aggregate ?? state.aggregate,
+    aggregate,
     failures,
     status: complete ? "completed" : state.status,
     ...(complete ? { completedAtMs: deps.now() } : {}),
   };
+}
+
+/** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */
+function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: string): JobState {
+  return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
 }
 
 async function readPartial(deps: CoordinationDeps, jobId: string, item: number, options: PortOptions): Promise<unknown> {
@@ -198,14 +277,25 @@ async function readPartial(deps: CoordinationDeps, jobId: string, item: number, 
   }
 }
 
-/** Moves a message the leader cannot use to a poison queue with the reason, logs it, and deletes the original. */
-async function reject(deps: CoordinationDeps, source: MessageQueue, poison: MessageQueue, message: ReceivedMessage, reason: string, epoch: number, options: PortOptions): Promise<void> {
-  deps.logger.warn(`Rejected message ${message.id} from ${source.name}: ${reason}`, { instanceId: deps.instanceId, epoch });
-  deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), epoch, queue: source.name, messageId: message.id, reason });
-  await poison.send([JSON.stringify({ rejected: { reason, queue: source.name, messageId: message.id, atMs: deps.now() }, original: message.rawText })], options);
-  await source.delete(message, options);
+/**
+ * Moves a message the leader cannot use to the source's poison queue with the reason, logs it, and deletes the
+ * original. The leader's rejection names the queue it came from, so the poison fold never claims it again.
+ */
+async function reject(deps: CoordinationDeps, source: Source, message: ReceivedMessage, reason: string, epoch: number, options: PortOptions): Promise<void> {
+  deps.logger.warn(`Rejected message ${message.id} from ${source.queue.name}: ${reason}`, { instanceId: deps.instanceId, epoch });
+  deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), epoch, queue: source.queue.name, messageId: message.id, reason });
+  const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
+    rejected: { by: "leader", reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() },
+    original: message.rawText,
+  };
+  await source.poison.send([JSON.stringify(rejection)], options);
+  await source.queue.delete(message, options);
+}
+
+function emptyCounts(): FoldCounts {
+  return { folded: 0, duplicates: 0, failed: 0 };
 }
 
 function emptyReport(): FoldReport {
-  return { folded: 0, duplicates: 0, failed: 0, rejected: 0, completed: [], acknowledgements: [] };
+  return { ...emptyCounts(), rejected: 0, completed: [], acknowledgements: [], received: 0, more: false };
 }

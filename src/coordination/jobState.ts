@@ -26,7 +26,9 @@ export const MAX_RECORDED_FAILURES = 200;
  */
 export const jobStateSchema = jobSpecSchema.extend({
   registeredAtMs: z.number(),
-  status: z.enum(["running", "completed"]),
+  /** `failed`: the job as a whole could not go on (`failureReason` says why); its counts are kept as they were. */
+  status: z.enum(["running", "completed", "failed"]),
+  failureReason: z.string().optional(),
   /** Items [0, dispatched) have been sent to the work queue at least once. */
   dispatched: z.number().int().min(0),
   /** Base64 bitmaps: items whose result has been folded, and items recorded as failed. */
@@ -37,6 +39,7 @@ export const jobStateSchema = jobSpecSchema.extend({
   /** The kind's partial result over every done item (validated by the kind's `partialSchema` when read). */
   aggregate: z.unknown(),
   failures: z.array(failureSchema),
+  /** When the job ended (completed or failed). */
   completedAtMs: z.number().optional(),
   /** Epoch of the leader that last changed this job; helps a person see who did what. */
   lastEpoch: z.number().int().min(0),

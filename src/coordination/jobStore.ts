@@ -1,6 +1,13 @@
+import { ConcurrentUpdateError } from "../errors";
 import type { FencedStateStore, Versioned } from "../fencing/FencedStateStore";
 import type { PortOptions } from "./ports";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
+
+/**
+ * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README
+ * allows — a stale leader's write landing between this leader's read and write — leaves the job one version newer.
+ */
+export const JOB_WRITE_RETRIES = 3;
 
 /** Typed reads and writes of the job index and job states through the fenced store. */
 export class JobStore {
@@ -32,6 +39,29 @@ export class JobStore {
 
   readJob(id: string, options: PortOptions = {}): Promise<Versioned<JobState> | undefined> {
     return this.fenced.read(keys.jobState(id), (value) => jobStateSchema.parse(value), options);
+  }
+
+  /**
+   * Read-modify-write of a job: `change` gets the current state and returns the next one, or undefined to leave it.
+   * A write that loses a race is retried on a fresh read, at most {@link JOB_WRITE_RETRIES} times, so `change` must be
+   * pure (it may run again). `first` is a version already read, used for the first attempt.
+   *
+   * @returns the version written, the current one when `change` left it, or undefined when there is no such job.
+   * @throws StaleEpochError when a newer epoch wrote the job (this leader must stop); ConcurrentUpdateError when every attempt lost.
+   */
+  async updateJob(id: string, change: (state: JobState) => JobState | undefined, options: PortOptions = {}, first?: Versioned<JobState>): Promise<Versioned<JobState> | undefined> {
+    let current = first ?? (await this.readJob(id, options));
+    for (let retry = 0; current !== undefined; retry++) {
+      const next = change(current.value);
+      if (next === undefined) return current;
+      try {
+        return await this.writeJob(next, current, options);
+      } catch (error) {
+        if (!(error instanceof ConcurrentUpdateError) || retry >= JOB_WRITE_RETRIES) throw error;
+      }
+      current = await this.readJob(id, options);
+    }
+    return undefined;
   }
 
   /** Writes a job state over the version read (or creates it). Throws StaleEpochError / ConcurrentUpdateError. */

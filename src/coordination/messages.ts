@@ -19,12 +19,13 @@ export const itemInputSchema = z.union([
 export type ItemInput = z.infer<typeof itemInputSchema>;
 
 const jobId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-'");
+const itemIndex = z.number().int().min(0).max(10_000_000);
 
 /** A unit of work on the work queue. */
 export const workMessageSchema = z.strictObject({
   v: z.literal(1),
   jobId,
-  item: z.number().int().min(0).max(10_000_000),
+  item: itemIndex,
   kind: z.string().min(1).max(64),
   params: z.unknown(),
   input: itemInputSchema,
@@ -37,6 +38,78 @@ export const resultMessageSchema = z.union([
   z.strictObject({ v: z.literal(1), jobId, item: z.number().int().min(0), ok: z.literal(false), reason: z.string().max(2000) }),
 ]);
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
+
+/** The job and item a message names. */
+export interface ItemRef {
+  jobId: string;
+  item: number;
+}
+
+/** Just the job and item of a message, whatever else it holds (or lacks). */
+const itemRefSchema = z.object({ jobId, item: itemIndex });
+
+/**
+ * The job and item a message (JSON text or a parsed value) names, when it parses that far — even if the rest of it
+ * is not a valid work message; undefined otherwise.
+ */
+export function itemRefOf(message: unknown): ItemRef | undefined {
+  const parsed = itemRefSchema.safeParse(typeof message === "string" ? parseJson(message) : message);
+  return parsed.success ? { jobId: parsed.data.jobId, item: parsed.data.item } : undefined;
+}
+
+/**
+ * What the worker, or the leader, puts on a poison queue for a message it rejected: the reason, who rejected it, the
+ * job and item when the original named them, and the original body. Versions before `by` existed wrote no `by`,
+ * `jobId` or `item`; the leader's rejections always name the `queue` they came from.
+ */
+export const rejectionSchema = z.object({
+  rejected: z.object({
+    reason: z.string(),
+    by: z.enum(["worker", "leader"]).optional(),
+    queue: z.string().optional(),
+    jobId: jobId.optional(),
+    item: itemIndex.optional(),
+  }),
+  original: z.string().optional(),
+});
+export type Rejection = z.infer<typeof rejectionSchema>;
+
+/** Longest reason kept for a failed item. */
+const MAX_REASON_LENGTH = 2000;
+
+/** An item a work-poison message accounts for, and why it failed. */
+export interface PoisonClaim extends ItemRef {
+  reason: string;
+}
+
+/**
+ * Which item a message on the work poison queue accounts for, and why it failed: a work message the host moved there
+ * after its retries ran out, or the worker's rejection of a work message that named its job and item (including a
+ * rejection written before rejections named them: then its original is read). Undefined when no job can claim it —
+ * undecodable text, a rejection of a message that named no item, or a rejection the leader itself wrote, which is
+ * left for a person.
+ */
+export function claimPoison(text: string | undefined, poisonQueue: string): PoisonClaim | undefined {
+  if (text === undefined) return undefined;
+  const value = parseJson(text);
+  const rejection = rejectionSchema.safeParse(value);
+  if (rejection.success) {
+    const { rejected, original } = rejection.data;
+    if (rejected.by === "leader" || rejected.queue !== undefined) return undefined;
+    const ref = rejected.jobId !== undefined && rejected.item !== undefined ? { jobId: rejected.jobId, item: rejected.item } : itemRefOf(original);
+    return ref && { ...ref, reason: `rejected by the worker: ${rejected.reason}`.slice(0, MAX_REASON_LENGTH) };
+  }
+  const ref = itemRefOf(value);
+  return ref && { ...ref, reason: `retries exhausted: the host moved its work message to ${poisonQueue} after its last failed delivery` };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
 
 /** Parses JSON text with a schema; returns the value or a one-line reason that says what was wrong. */
 export function parseMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; reason: string } {

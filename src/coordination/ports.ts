@@ -19,6 +19,9 @@ export interface ReceivedMessage {
   rawText: string;
 }
 
+/** A message seen by a peek: visible, not received (no pop receipt: a peek changes nothing). */
+export type PeekedMessage = Omit<ReceivedMessage, "popReceipt">;
+
 /** A storage queue, with the encoding the Functions host expects (base64 by default). */
 export interface MessageQueue {
   /** Queue name, for logs. */
@@ -27,8 +30,18 @@ export interface MessageQueue {
   send(texts: readonly string[], options?: PortOptions): Promise<void>;
   /** Receives up to `max` (1–32) messages, invisible to others for `visibilityTimeoutS`. */
   receive(max: number, visibilityTimeoutS: number, options?: PortOptions): Promise<ReceivedMessage[]>;
-  /** Deletes a received message. Deleting one already gone is a no-op. */
-  delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: PortOptions): Promise<void>;
+  /** Up to `max` (1–32) visible messages, in the order `receive` would return them, without hiding them or counting a delivery. */
+  peek(max: number, options?: PortOptions): Promise<PeekedMessage[]>;
+  /**
+   * Makes a received message visible again at once (visibility timeout 0), as it was. Answers false when the message
+   * is no longer ours to release: deleted, or received again by someone else since (its pop receipt is stale).
+   */
+  release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: PortOptions): Promise<boolean>;
+  /**
+   * Deletes a received message. Answers false, changing nothing, when it is already gone or no longer ours (Azure's
+   * `404` or `400 PopReceiptMismatch`: someone received it again and will see it as a duplicate).
+   */
+  delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: PortOptions): Promise<boolean>;
   /** How many messages the queue holds, visible or not (storage's approximate count); 0 for a missing queue. */
   approximateCount(options?: PortOptions): Promise<number>;
 }

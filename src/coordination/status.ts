@@ -7,8 +7,10 @@ import type { TaskRegistry } from "./taskKinds";
 export interface JobStatus {
   id: string;
   kind: string;
-  /** `pending`: submitted, not yet picked up by a leader. */
-  status: "pending" | "running" | "completed";
+  /** `pending`: submitted, not yet picked up by a leader; `failed`: the job could not go on (see `failureReason`). */
+  status: "pending" | "running" | "completed" | "failed";
+  /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
+  failureReason?: string;
   progress: { total: number; dispatched: number; done: number; failed: number };
   /** The aggregate so far (final once completed), in the kind's view. */
   aggregate: unknown;
@@ -33,6 +35,7 @@ export async function readJobStatus(state: StateStore, system: BlobFiles, regist
       id,
       kind: job.kind,
       status: job.status,
+      ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
       progress: { total: job.itemCount, dispatched: job.dispatched, done: job.doneCount, failed: job.failedCount },
       aggregate,
       failures: job.failures,

@@ -1,15 +1,19 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { FencedStateStore } from "../fencing/FencedStateStore";
 import type { LeadershipTerm } from "../leadership/Term";
 import { delay, throwIfAborted } from "../util/delay";
 import type { CoordinationDeps } from "./deps";
 import { dispatchJob } from "./dispatch";
-import { FOLD_BATCH_SIZE, awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
+import { awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
+import type { JobState } from "./jobState";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { recordTerm } from "./termHistory";
 
 /** How long an idle pass waits for workers before looking again, while jobs are active. */
 const IDLE_POLL_MS = 500;
+/** Most fold batches of one kind per pass. */
+const MAX_FOLD_BATCHES = 20;
 
 /** Options for {@link runCoordinationStep}. */
 export interface StepOptions {
@@ -53,10 +57,13 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     const registered = await registerJobs(deps, jobs, epoch, io);
     report.registered += registered;
     let work = registered > 0;
-    for (const fold of [foldResultBatch, foldPoisonBatch]) {
-      // Results first and repeatedly: they free in-flight room for dispatch.
+    // Results in every pass and repeatedly: they free in-flight room for dispatch. Poison once per step (its first
+    // pass), and again only while it yields full batches that jobs claim.
+    for (const fold of report.passes === 1 ? [foldResultBatch, foldPoisonBatch] : [foldResultBatch]) {
       const acknowledgements: FoldReport["acknowledgements"] = [];
-      for (let batch = 0; batch < 20; batch++) {
+      for (let batch = 0; batch < MAX_FOLD_BATCHES; batch++) {
+        // Between batches the event loop runs (renewals, the watchdog), however fast storage answers.
+        await yieldToEventLoop();
         const folded = await fold(deps, jobs, epoch, io);
         acknowledgements.push(...folded.acknowledgements);
         report.folded += folded.folded;
@@ -66,24 +73,25 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
         report.completedJobs.push(...folded.completed);
         term.reportProgress();
         if (folded.received > 0) work = true;
-        if (folded.received < (fold === foldResultBatch ? FOLD_BATCH_SIZE : 32) || monotonicMs() >= endMono) break;
+        if (!folded.more || monotonicMs() >= endMono) break;
       }
-      await awaitAcknowledgements(acknowledgements);
+      await awaitAcknowledgements(deps, epoch, acknowledgements);
     }
     const index = await jobs.readIndex(io);
     const finished: string[] = [];
     let budget = deps.dispatchBatchSize;
     for (const id of index?.value.active ?? []) {
       const job = await jobs.readJob(id, io);
-      if (job === undefined || job.value.status === "completed") {
+      if (job === undefined || job.value.status !== "running") {
         finished.push(id);
-        if (job !== undefined) deps.emit({ type: "job-completed", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id, done: job.value.doneCount, failed: job.value.failedCount });
+        if (job !== undefined) emitJobEnded(deps, epoch, job.value);
         continue;
       }
-      const sent = await dispatchJob(deps, jobs, job, budget, io);
-      budget -= sent;
+      const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io);
+      budget -= sent + failed;
       report.dispatched += sent;
-      if (sent > 0) work = true;
+      report.failed += failed;
+      if (sent + failed > 0) work = true;
       term.reportProgress();
     }
     if (finished.length > 0) await jobs.updateIndex({ remove: finished }, io);
@@ -92,5 +100,15 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     if (remainingMs <= 0 || (!work && report.activeJobs === 0)) return report;
     // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.
     if (!work) await delay(Math.min(IDLE_POLL_MS, remainingMs), { abortSignal: term.signal });
+  }
+}
+
+/** The event of a job that has ended, as the step takes it off the active list. */
+function emitJobEnded(deps: CoordinationDeps, epoch: number, job: JobState): void {
+  const fields = { instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: job.id, done: job.doneCount, failed: job.failedCount };
+  if (job.status === "completed") deps.emit({ type: "job-completed", ...fields });
+  else {
+    deps.logger.warn(`Job ${job.id} failed: ${job.failureReason ?? "no reason recorded"}.`, { instanceId: deps.instanceId, epoch });
+    deps.emit({ type: "job-failed", ...fields, reason: job.failureReason });
   }
 }

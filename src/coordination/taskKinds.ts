@@ -20,6 +20,37 @@ export interface TaskKind<Params, Partial> {
   empty(): Partial;
   /** The aggregate as users read it (in job status and the final result). @default the partial itself */
   view?(partial: Partial): unknown;
+  /**
+   * How many groups (entries) a partial holds; the leader fails a job whose aggregate would exceed
+   * `MAX_AGGREGATE_GROUPS`. @default the length of an array, the number of keys of an object, otherwise 1
+   */
+  size?(partial: Partial): number;
+}
+
+/** The size of a partial as `kind` measures it (see {@link TaskKind.size}). */
+export function partialSize<P>(kind: TaskKind<unknown, P>, partial: P): number {
+  if (kind.size !== undefined) return kind.size(partial);
+  if (Array.isArray(partial)) return partial.length;
+  if (typeof partial === "object" && partial !== null) return Object.keys(partial).length;
+  return 1;
+}
+
+/**
+ * Merges many partials in a balanced tree of `merge` calls, so each level handles every entry once: log2(n) levels,
+ * not n merges into an ever larger result. `empty()` when there are none.
+ */
+export function mergeAll<P>(kind: TaskKind<unknown, P>, partials: readonly P[]): P {
+  let level = [...partials];
+  if (level.length === 0) return kind.empty();
+  while (level.length > 1) {
+    const next: P[] = [];
+    for (let index = 0; index < level.length; index += 2) {
+      const [a, b] = [level[index] as P, level[index + 1]];
+      next.push(b === undefined ? a : kind.merge(a, b));
+    }
+    level = next;
+  }
+  return level[0] as P;
 }
 
 /** A task kind with its types erased, as the registry holds it. */

@@ -1,6 +1,6 @@
 import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
-import { parseMessage, workMessageSchema, type ResultMessage } from "./messages";
+import { itemRefOf, parseMessage, workMessageSchema, type Rejection, type ResultMessage } from "./messages";
 import type { PortOptions } from "./ports";
 import { ItemError } from "./taskKinds";
 
@@ -75,6 +75,11 @@ async function reject(deps: WorkerDeps, payload: unknown, delivery: Delivery, re
   const original = typeof payload === "string" ? payload : (JSON.stringify(payload) as string | undefined) ?? String(payload);
   deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, { instanceId: deps.instanceId });
   deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), queue: "work", messageId: delivery.id, reason });
-  await deps.workPoisonQueue.send([JSON.stringify({ rejected: { reason, messageId: delivery.id, atMs: deps.now() }, original: original.slice(0, 16_000) })], options);
+  // Naming the job and item, when the message got that far, lets the leader record the item as failed with the reason.
+  const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
+    rejected: { by: "worker", reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) },
+    original: original.slice(0, 16_000),
+  };
+  await deps.workPoisonQueue.send([JSON.stringify(rejection)], options);
   return { status: "rejected", reason };
 }

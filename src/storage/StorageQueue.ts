@@ -1,5 +1,5 @@
 import type { QueueClient } from "@azure/storage-queue";
-import type { MessageQueue, PortOptions, ReceivedMessage } from "../coordination/ports";
+import type { MessageQueue, PeekedMessage, PortOptions, ReceivedMessage } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { OnDemandCreation } from "./OnDemandCreation";
 
@@ -70,13 +70,36 @@ export class StorageQueue implements MessageQueue {
     }
   }
 
-  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<void> {
+  async peek(max: number, options: PortOptions = {}): Promise<PeekedMessage[]> {
+    const { abortSignal } = options;
+    try {
+      const response = await this.client.peekMessages({ numberOfMessages: Math.min(32, Math.max(1, max)), abortSignal });
+      return response.peekedMessageItems.map((item) => ({ id: item.messageId, dequeueCount: item.dequeueCount, text: decodeBody(item.messageText, this.encoding), rawText: item.messageText }));
+    } catch (error) {
+      if (storageFailure(error).code === "QueueNotFound") return [];
+      throw toLibraryError(error, `Peeking at queue ${this.name}`, abortSignal);
+    }
+  }
+
+  async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
+    const { abortSignal } = options;
+    try {
+      // No new body: the content stays as it is; only the visibility changes.
+      await this.client.updateMessage(message.id, message.popReceipt, undefined, 0, { abortSignal });
+      return true;
+    } catch (error) {
+      if (isNoLongerOurs(error)) return false;
+      throw toLibraryError(error, `Releasing a message of queue ${this.name}`, abortSignal);
+    }
+  }
+
+  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
     const { abortSignal } = options;
     try {
       await this.client.deleteMessage(message.id, message.popReceipt, { abortSignal });
+      return true;
     } catch (error) {
-      // 404: already deleted, or its pop receipt expired and someone else has it now (it will be folded as a duplicate).
-      if (storageFailure(error).statusCode === 404) return;
+      if (isNoLongerOurs(error)) return false;
       throw toLibraryError(error, `Deleting a message from queue ${this.name}`, abortSignal);
     }
   }
@@ -90,4 +113,13 @@ export class StorageQueue implements MessageQueue {
       throw toLibraryError(error, `Reading the message count of queue ${this.name}`, abortSignal);
     }
   }
+}
+
+/**
+ * A delete or update answered 404 (the message, or its queue, is gone) or 400 PopReceiptMismatch (its visibility
+ * timeout ran out and someone received it again): the message is not ours to change any more.
+ */
+function isNoLongerOurs(error: unknown): boolean {
+  const { statusCode, code } = storageFailure(error);
+  return statusCode === 404 || (statusCode === 400 && code === "PopReceiptMismatch");
 }

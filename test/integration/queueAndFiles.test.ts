@@ -27,9 +27,43 @@ describe("StorageQueue on Azurite (adapter)", () => {
     const first = await queue.receive(32, 30);
     expect(first).toHaveLength(2);
     expect(await queue.receive(32, 30)).toEqual([]);
-    for (const message of first) await queue.delete(message);
+    for (const message of first) expect(await queue.delete(message)).toBe(true);
     const [again] = first;
-    if (again) await queue.delete(again);
+    if (again) expect(await queue.delete(again)).toBe(false);
+  });
+
+  it("peeks visible messages, decoded, without hiding them or counting a delivery; a missing queue peeks empty", async () => {
+    const { queue, raw } = newQueue();
+    expect(await queue.peek(32)).toEqual([]);
+    await queue.send(["a", "b"]);
+    const peeked = await queue.peek(32);
+    expect(peeked).toMatchObject([
+      { text: "a", rawText: Buffer.from("a").toString("base64"), dequeueCount: 0 },
+      { text: "b", dequeueCount: 0 },
+    ]);
+    expect(peeked[0]).not.toHaveProperty("popReceipt");
+    expect(await queue.peek(1)).toHaveLength(1);
+    expect((await raw.peekMessages({ numberOfMessages: 32 })).peekedMessageItems).toHaveLength(2);
+    expect(await queue.receive(32, 30)).toHaveLength(2); // peeking hid nothing
+    expect(await queue.peek(32)).toEqual([]);
+  });
+
+  it("releases a received message (visible again at once); releasing or deleting with a stale pop receipt answers false", async () => {
+    const { queue } = newQueue();
+    await queue.send(["a"]);
+    const [first] = await queue.receive(32, 30);
+    if (first === undefined) throw new Error("expected a message");
+    expect(await queue.release(first)).toBe(true);
+    expect(await queue.peek(32)).toMatchObject([{ text: "a", dequeueCount: 1 }]);
+    const [second] = await queue.receive(32, 30);
+    if (second === undefined) throw new Error("expected the released message again");
+    expect(second).toMatchObject({ id: first.id, dequeueCount: 2 });
+    // The first receipt is stale now: Azure answers 400 PopReceiptMismatch (or 404), which is "not ours any more".
+    expect(await queue.release(first)).toBe(false);
+    expect(await queue.delete(first)).toBe(false);
+    expect(await queue.delete(second)).toBe(true);
+    expect(await queue.delete(second)).toBe(false);
+    expect(await queue.release(second)).toBe(false);
   });
 
   it("reports a body that is not base64 as undecodable, keeping the raw text", async () => {

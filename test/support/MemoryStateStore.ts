@@ -6,19 +6,22 @@ export class MemoryStateStore implements StateStore {
   private readonly docs = new Map<string, StoredState>();
   private version = 0;
   writes = 0;
+  /** Runs before each write: a test can let another writer get in first (a stale leader's write, a race). */
+  beforeWrite: ((key: string) => Promise<void>) | undefined;
 
   read(key: string): Promise<StoredState | undefined> {
     const doc = this.docs.get(key);
     return Promise.resolve(doc === undefined ? undefined : { ...doc, value: structuredClone(doc.value) });
   }
 
-  write(key: string, value: unknown, epoch: number, condition: WriteCondition): Promise<{ etag: string }> {
+  async write(key: string, value: unknown, epoch: number, condition: WriteCondition): Promise<{ etag: string }> {
+    await this.beforeWrite?.(key);
     const current = this.docs.get(key);
     const ok = "ifMatch" in condition ? current?.etag === condition.ifMatch : current === undefined;
-    if (!ok) return Promise.reject(new ConcurrentUpdateError(`${key} changed`));
+    if (!ok) throw new ConcurrentUpdateError(`${key} changed`);
     const etag = `"v${++this.version}"`;
     this.docs.set(key, { value: structuredClone(value), etag, epoch });
     this.writes++;
-    return Promise.resolve({ etag });
+    return { etag };
   }
 }

@@ -1,39 +1,77 @@
-import type { BlobFiles, MessageQueue, OpenedBlob, ReceivedMessage } from "../../src/coordination/ports";
+import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
 import { LeadershipLostError } from "../../src/errors";
 import type { LeadershipTerm } from "../../src/leadership/Term";
 
-/** In-memory queue with visibility timeouts on a settable clock, for unit tests. Bodies are stored as given. */
+/** A message as the in-memory queue holds it. */
+interface StoredMessage {
+  id: string;
+  text: string;
+  visibleAtMs: number;
+  /** Tie-break for equal visibility times: the order of the last visibility change, as storage orders by it. */
+  order: number;
+  dequeueCount: number;
+  popReceipt: string;
+}
+
+/**
+ * In-memory queue with the semantics of Azure Queue Storage on a settable clock, for unit tests: receive and peek
+ * return visible messages ordered by the time they became visible (a released message goes behind the others),
+ * receive hides them and gives a new pop receipt, release makes one visible at once, and delete or release with a
+ * stale pop receipt (or of a message already gone) changes nothing and answers false. Bodies are stored as given.
+ */
 export class MemoryQueue implements MessageQueue {
-  private messages: { id: string; text: string; visibleAtMs: number; dequeueCount: number; popReceipt: string }[] = [];
+  private messages: StoredMessage[] = [];
   private nextId = 0;
+  private nextOrder = 0;
   nowMs = 0;
   /** When set, `delete` throws (a leader that crashes before acknowledging). */
   failDeletes = false;
+  /** How many times each operation was called. */
+  readonly calls = { send: 0, receive: 0, peek: 0, release: 0, delete: 0 };
 
   constructor(readonly name = "queue") {}
 
   send(texts: readonly string[]): Promise<void> {
-    for (const text of texts) this.messages.push({ id: `m${++this.nextId}`, text, visibleAtMs: 0, dequeueCount: 0, popReceipt: "" });
+    this.calls.send++;
+    for (const text of texts) this.messages.push({ id: `m${++this.nextId}`, text, visibleAtMs: this.nowMs, order: ++this.nextOrder, dequeueCount: 0, popReceipt: "" });
     return Promise.resolve();
   }
 
   receive(max: number, visibilityTimeoutS: number): Promise<ReceivedMessage[]> {
-    const out: ReceivedMessage[] = [];
-    for (const message of this.messages) {
-      if (out.length >= max) break;
-      if (message.visibleAtMs > this.nowMs) continue;
-      message.visibleAtMs = this.nowMs + visibilityTimeoutS * 1000;
-      message.dequeueCount++;
-      message.popReceipt = `p${++this.nextId}`;
-      out.push({ id: message.id, popReceipt: message.popReceipt, dequeueCount: message.dequeueCount, text: message.text, rawText: message.text });
-    }
-    return Promise.resolve(out);
+    this.calls.receive++;
+    return Promise.resolve(
+      this.visible(max).map((message) => {
+        message.visibleAtMs = this.nowMs + visibilityTimeoutS * 1000;
+        message.order = ++this.nextOrder;
+        message.dequeueCount++;
+        message.popReceipt = `p${++this.nextId}`;
+        return { id: message.id, popReceipt: message.popReceipt, dequeueCount: message.dequeueCount, text: message.text, rawText: message.text };
+      }),
+    );
   }
 
-  delete(message: Pick<ReceivedMessage, "id" | "popReceipt">): Promise<void> {
+  peek(max: number): Promise<PeekedMessage[]> {
+    this.calls.peek++;
+    return Promise.resolve(this.visible(Math.min(32, max)).map((message) => ({ id: message.id, dequeueCount: message.dequeueCount, text: message.text, rawText: message.text })));
+  }
+
+  release(message: Pick<ReceivedMessage, "id" | "popReceipt">): Promise<boolean> {
+    this.calls.release++;
+    const stored = this.find(message);
+    if (stored === undefined) return Promise.resolve(false);
+    stored.visibleAtMs = this.nowMs;
+    stored.order = ++this.nextOrder;
+    stored.popReceipt = `p${++this.nextId}`;
+    return Promise.resolve(true);
+  }
+
+  delete(message: Pick<ReceivedMessage, "id" | "popReceipt">): Promise<boolean> {
+    this.calls.delete++;
     if (this.failDeletes) return Promise.reject(new Error("crashed before delete (simulated)"));
-    this.messages = this.messages.filter((m) => !(m.id === message.id && m.popReceipt === message.popReceipt));
-    return Promise.resolve();
+    const stored = this.find(message);
+    if (stored === undefined) return Promise.resolve(false);
+    this.messages = this.messages.filter((m) => m !== stored);
+    return Promise.resolve(true);
   }
 
   approximateCount(): Promise<number> {
@@ -47,6 +85,18 @@ export class MemoryQueue implements MessageQueue {
 
   get length(): number {
     return this.messages.length;
+  }
+
+  private visible(max: number): StoredMessage[] {
+    return this.messages
+      .filter((message) => message.visibleAtMs <= this.nowMs)
+      .sort((a, b) => a.visibleAtMs - b.visibleAtMs || a.order - b.order)
+      .slice(0, max);
+  }
+
+  /** The message with this id and pop receipt (the one a holder of that receipt may change). */
+  private find(message: Pick<ReceivedMessage, "id" | "popReceipt">): StoredMessage | undefined {
+    return this.messages.find((m) => m.id === message.id && m.popReceipt === message.popReceipt);
   }
 }
 

@@ -1,63 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { AppEvent } from "../../src/app/events";
-import { createRegistry } from "../../src/app/context";
-import type { CoordinationDeps } from "../../src/coordination/deps";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
-import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys } from "../../src/coordination/jobState";
+import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { StaleEpochError } from "../../src/errors";
-import { silentLogger } from "../../src/util/logger";
-import { MemoryStateStore } from "../support/MemoryStateStore";
-import { MemoryFiles, MemoryQueue, fakeTerm } from "../support/memoryPorts";
-
-function world(overrides: Partial<CoordinationDeps> = {}) {
-  const events: AppEvent[] = [];
-  const state = new MemoryStateStore();
-  const work = new MemoryQueue("work");
-  const results = new MemoryQueue("results");
-  const poison = new MemoryQueue("work-poison");
-  const resultsPoison = new MemoryQueue("results-poison");
-  const deps: CoordinationDeps = {
-    state,
-    system: new MemoryFiles(),
-    inputs: new MemoryFiles(),
-    workQueue: work,
-    resultsQueue: results,
-    workPoisonQueue: poison,
-    resultsPoisonQueue: resultsPoison,
-    registry: createRegistry(),
-    dispatchBatchSize: 10,
-    maxInFlight: 20,
-    logger: silentLogger,
-    emit: (event) => events.push(event),
-    instanceId: "unit",
-    now: () => 1000,
-    ...overrides,
-  };
-  return { deps, events, work, results, poison, resultsPoison, state };
-}
-
-/** A budget that ends the step after its first pass (workers run between steps in these tests). */
-const ONE_PASS = { budgetMs: 1 };
-const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
-const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
-
-/** Runs every queued work message through the worker (the queue trigger's job). */
-async function work(deps: CoordinationDeps, queue: MemoryQueue): Promise<number> {
-  const messages = await queue.receive(1000, 60);
-  for (const message of messages) {
-    await processWorkMessage({ ...deps, now: deps.now }, JSON.parse(message.text ?? "null") as unknown, { id: message.id, dequeueCount: message.dequeueCount, maxDequeueCount: 5 });
-    await queue.delete(message);
-  }
-  return messages.length;
-}
-
-async function readJob(state: MemoryStateStore, id: string) {
-  const stored = await state.read(keys.jobState(id));
-  return stored === undefined ? undefined : { ...jobStateSchema.parse(stored.value), epoch: stored.epoch };
-}
+import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { fakeTerm } from "../support/memoryPorts";
 
 describe("coordination step (unit, in-memory ports)", () => {
   it("dispatches at most the batch size per pass and never more than maxInFlight without results", async () => {
@@ -84,21 +33,6 @@ describe("coordination step (unit, in-memory ports)", () => {
     expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({ a: { count: 2, sum: 3, min: 1, max: 2 }, b: { count: 1, sum: 5, min: 5, max: 5 } });
     expect(events.filter((e) => e.type === "job-completed")).toHaveLength(1);
     expect(results.length).toBe(0);
-  });
-
-  it("a leader that crashes after folding but before acknowledging leaves results that the next leader counts as duplicates", async () => {
-    const { deps, work: queue, results, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
-    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    await work(deps, queue);
-    results.failDeletes = true;
-    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("crashed before delete");
-    expect((await readJob(state, id))?.doneCount).toBe(2);
-    results.failDeletes = false;
-    results.nowMs += 60_000; // the results become visible again
-    const report = await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
-    expect(report).toMatchObject({ folded: 0, duplicates: 2 });
-    expect(await readJob(state, id)).toMatchObject({ doneCount: 2, status: "completed" });
   });
 
   it("a new leader continues the old leader's job where it stopped, with every item counted once", async () => {

@@ -148,6 +148,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       registry: createRegistry(),
       dispatchBatchSize: 2,
       maxInFlight: 2,
+      maxAggregateGroups: 200_000,
       logger: silentLogger,
       emit: () => undefined,
       instanceId: "unit",
@@ -243,6 +244,15 @@ describe("status page rendering (src/app/renderStatusPage.ts)", () => {
     const page = renderStatusPage(view, { nonce: "abc" });
     expect(page).not.toContain("<img");
     expect(page).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
+  });
+
+  it("shows a failed job with why it stopped (escaped), among the recently ended", () => {
+    const reason = "the aggregate would have 5 groups, more than MAX_AGGREGATE_GROUPS (3) <b>";
+    const view = buildStatusView(snapshot({ jobs: { active: [], moreActive: 0, pending: [], recent: [job({ id: "j9", status: "failed", failureReason: reason, failures: [] })] } }));
+    expect(view.jobs.recent[0]).toMatchObject({ status: "failed", failureReason: reason });
+    const page = renderStatusPage(view, { nonce: "n" });
+    expect(page).toContain('<span class="status failed">failed</span>');
+    expect(page).toContain("the job failed: the aggregate would have 5 groups, more than MAX_AGGREGATE_GROUPS (3) &lt;b&gt;");
   });
 
   it("is self-contained: nothing loaded from elsewhere, style and script carry the nonce the CSP allows", () => {

@@ -1,0 +1,45 @@
+import { QueueClient } from "@azure/storage-queue";
+import { describe, expect, it } from "vitest";
+import type { CoordinatorApp } from "../../src/app/context";
+import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
+import { TaskRegistry } from "../../src/coordination/taskKinds";
+import { useAzurite } from "../support/azuriteFixture";
+import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";
+
+const params = { format: "csv", keyField: "region", valueField: "amount" };
+const csv = (amount: number): { inline: string } => ({ inline: `region,amount\neu,${amount}` });
+
+describe("poison on Azurite (issue 14, items 8 and 9)", () => {
+  const env = useAzurite();
+
+  it("a worker rejection of real items (their task kind removed by a deploy) ends the job with those items failed and the reason", async () => {
+    const { app, sink } = newTestApp(env.azurite.connectionString);
+    // The same app deployed without the group-by kind: its worker rejects the items to the work poison queue.
+    const withoutKind: CoordinatorApp = { ...app, registry: new TaskRegistry() };
+    const submitted = await submitJob(app, { kind: "group-by", params, items: [csv(1), csv(2), csv(3), csv(4)] });
+    if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
+    await runCoordinatorTick(app, sink); // registers and dispatches all four
+    expect(await drainWorkQueue(app, sink, 1)).toBe(1);
+    expect(await drainWorkQueue(withoutKind, sink)).toBe(3);
+    await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed", 5);
+    const status = await getJobStatus(app, submitted.id);
+    expect(status).toMatchObject({ status: "completed", progress: { total: 4, done: 1, failed: 3 }, aggregate: { eu: { count: 1 } } });
+    expect(status?.failures).toHaveLength(3);
+    for (const failure of status?.failures ?? []) expect(failure.reason).toMatch(/^rejected by the worker: unknown task kind "group-by"/);
+    expect(await app.workPoisonQueue.peek(32)).toEqual([]); // claimed and deleted
+  });
+
+  it("poison that no job claims stays visible to a peek (as in the portal or Storage Explorer), never received", async () => {
+    const { app, sink } = newTestApp(env.azurite.connectionString);
+    await app.workPoisonQueue.send(["garbage that no job can claim", JSON.stringify({ v: 1, jobId: "no-such-job", item: 0, kind: "group-by", params, input: csv(1) })]);
+    await runCoordinatorTick(app, sink);
+    await runCoordinatorTick(app, sink);
+    const raw = new QueueClient(env.azurite.connectionString, app.workPoisonQueue.name);
+    const peeked = (await raw.peekMessages({ numberOfMessages: 32 })).peekedMessageItems;
+    expect(peeked.map((message) => Buffer.from(message.messageText, "base64").toString("utf8"))).toEqual([
+      "garbage that no job can claim",
+      expect.stringContaining('"jobId":"no-such-job"'),
+    ]);
+    expect(peeked.map((message) => message.dequeueCount)).toEqual([0, 0]);
+  });
+});

@@ -1,0 +1,60 @@
+import type { AppEvent } from "../../src/app/events";
+import { createRegistry } from "../../src/app/context";
+import type { CoordinationDeps } from "../../src/coordination/deps";
+import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { processWorkMessage } from "../../src/coordination/worker";
+import { silentLogger } from "../../src/util/logger";
+import { MemoryStateStore } from "./MemoryStateStore";
+import { MemoryFiles, MemoryQueue } from "./memoryPorts";
+
+/** The coordination deps on in-memory ports, with the fakes and the events they record, for unit tests. */
+export function world(overrides: Partial<CoordinationDeps> = {}) {
+  const events: AppEvent[] = [];
+  const state = new MemoryStateStore();
+  const work = new MemoryQueue("work");
+  const results = new MemoryQueue("results");
+  const poison = new MemoryQueue("work-poison");
+  const resultsPoison = new MemoryQueue("results-poison");
+  const system = new MemoryFiles();
+  const inputs = new MemoryFiles();
+  const deps: CoordinationDeps = {
+    state,
+    system,
+    inputs,
+    workQueue: work,
+    resultsQueue: results,
+    workPoisonQueue: poison,
+    resultsPoisonQueue: resultsPoison,
+    registry: createRegistry(),
+    dispatchBatchSize: 10,
+    maxInFlight: 20,
+    maxAggregateGroups: 200_000,
+    logger: silentLogger,
+    emit: (event) => events.push(event),
+    instanceId: "unit",
+    now: () => 1000,
+    ...overrides,
+  };
+  return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
+}
+
+/** A budget that ends the step after its first pass (workers run between steps in these tests). */
+export const ONE_PASS = { budgetMs: 1 };
+export const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
+export const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
+
+/** Runs every queued work message through the worker (the queue trigger's job); `workerDeps` may differ (another deployment). */
+export async function work(deps: CoordinationDeps, queue: MemoryQueue, workerDeps: CoordinationDeps = deps): Promise<number> {
+  const messages = await queue.receive(1000, 60);
+  for (const message of messages) {
+    await processWorkMessage(workerDeps, JSON.parse(message.text ?? "null") as unknown, { id: message.id, dequeueCount: message.dequeueCount, maxDequeueCount: 5 });
+    await queue.delete(message);
+  }
+  return messages.length;
+}
+
+/** A job's stored state with the epoch that wrote it. */
+export async function readJob(state: MemoryStateStore, id: string) {
+  const stored = await state.read(keys.jobState(id));
+  return stored === undefined ? undefined : { ...jobStateSchema.parse(stored.value), epoch: stored.epoch };
+}
