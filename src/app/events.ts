@@ -22,6 +22,8 @@ export type AppEventType =
   | "job-registered"
   | "job-completed"
   | "job-failed"
+  | "job-cancelled"
+  | "job-expired"
   | "message-rejected";
 
 /** One event. `atMs` is wall-clock ms; `instanceId` who emitted it; other fields depend on the type. */

@@ -1,4 +1,5 @@
 /** Job operations, for callers that only submit and watch jobs (CLI, local runner, HTTP). */
-export { submitJob, getJobStatus } from "./operations";
+export { submitJob, cancelJob, getJobStatus } from "./operations";
+export type { CancelRequestResult } from "../coordination/cancel";
 export type { JobStatus } from "../coordination/status";
 export type { FieldError } from "../coordination/submit";

@@ -1,4 +1,5 @@
 import { StaleEpochError } from "../errors";
+import { requestCancel, type CancelRequestResult } from "../coordination/cancel";
 import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
@@ -153,8 +154,9 @@ export async function submitJob(app: CoordinatorApp, body: unknown, options: Sub
   const validated = validateSubmission(body, app.registry);
   if (!validated.ok) return validated;
   const { abortSignal } = options;
-  const { kind, params, items, manifest } = validated.value;
-  const result = manifest !== undefined ? await storeManifestSubmission(app, { kind, params, manifest }, { abortSignal }) : { ok: true as const, ...(await storeSubmission(app.system, { kind, params, items: items ?? [] }, { abortSignal })) };
+  const { kind, params, items, manifest, deadline, timeoutS } = validated.value;
+  const header = { kind, params, deadline, timeoutS };
+  const result = manifest !== undefined ? await storeManifestSubmission(app, { ...header, manifest }, { abortSignal }) : { ok: true as const, ...(await storeSubmission(app.system, { ...header, items: items ?? [] }, { abortSignal })) };
   if (!result.ok) return result;
   const stored = { id: result.id, itemCount: result.itemCount };
   if (options.wake === false) return { ok: true, ...stored, wakeUp: "off" };
@@ -164,6 +166,15 @@ export async function submitJob(app: CoordinatorApp, body: unknown, options: Sub
   } catch (error) {
     return { ok: true, ...stored, wakeUp: "failed", wakeUpError: error instanceof Error ? error.message : String(error) };
   }
+}
+
+/**
+ * Requests cancellation of a job: the leader ends it as `cancelled` at its next step. `not-found` for no such job;
+ * `ended` (with its status) for a job already completed, cancelled or expired. Asking again before the leader has
+ * applied the request is accepted again.
+ */
+export function cancelJob(app: CoordinatorApp, id: string, options: { abortSignal?: AbortSignal } = {}): Promise<CancelRequestResult> {
+  return requestCancel(app, id, options);
 }
 
 /** A job's status, or undefined when there is no such job. */

@@ -228,7 +228,9 @@ function timelineOf(terms: TermEntry[], leader: LeaderInfo | undefined, nowMs: n
 function toJobView(job: JobStatus, nowMs: number): JobView {
   const { total, dispatched, done, failed } = job.progress;
   const share = (count: number): number => (total > 0 ? Math.round((count / total) * 1000) / 10 : 0);
-  const endMs = job.completedAt === undefined ? nowMs : Date.parse(job.completedAt);
+  // A cancelled or expired job ended without completing: its duration stops at endedAt too.
+  const ended = job.endedAt ?? job.completedAt;
+  const endMs = ended === undefined ? nowMs : Date.parse(ended);
   return {
     id: job.id,
     kind: job.kind,

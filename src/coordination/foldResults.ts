@@ -1,6 +1,6 @@
 import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
-import { MAX_RECORDED_FAILURES, keys, type JobState } from "./jobState";
+import { MAX_RECORDED_FAILURES, isStopped, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
 import { claimPoison, describeIssues, parseMessage, resultMessageSchema, type Rejection } from "./messages";
 import type { MessageQueue, PortOptions, ReceivedMessage } from "./ports";
@@ -20,6 +20,8 @@ export interface FoldCounts {
 export interface FoldReport extends FoldCounts {
   /** Messages that could not be used, moved to a poison queue with a reason. */
   rejected: number;
+  /** Results and poisoned items of cancelled or expired jobs: acknowledged without counting. */
+  discarded: number;
   /** Ids of jobs that completed in this fold. */
   completed: string[];
   /**
@@ -162,6 +164,12 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
       report.rejected += messages.length;
       continue;
     }
+    if (isStopped(current.value.status)) {
+      // Late work of a cancelled or expired job: final, so acknowledged and never counted.
+      report.discarded += messages.length;
+      report.acknowledgements.push(Promise.allSettled(messages.map((message) => source.queue.delete(message, options))));
+      continue;
+    }
     // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
     const { itemCount } = current.value;
     const kept: { outcomes: ItemOutcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
@@ -297,5 +305,5 @@ function emptyCounts(): FoldCounts {
 }
 
 function emptyReport(): FoldReport {
-  return { ...emptyCounts(), rejected: 0, completed: [], acknowledgements: [], received: 0, more: false };
+  return { ...emptyCounts(), rejected: 0, discarded: 0, completed: [], acknowledgements: [], received: 0, more: false };
 }

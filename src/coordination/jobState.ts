@@ -10,6 +10,8 @@ export const jobSpecSchema = z.strictObject({
   itemCount: z.number().int().min(1),
   chunkSize: z.number().int().min(1),
   createdAtMs: z.number(),
+  /** Wall-clock ms after which the leader ends the job as `expired` (from the submission's `deadline` or `timeoutS`). */
+  deadlineAtMs: z.number().optional(),
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
@@ -26,8 +28,12 @@ export const MAX_RECORDED_FAILURES = 200;
  */
 export const jobStateSchema = jobSpecSchema.extend({
   registeredAtMs: z.number(),
-  /** `failed`: the job as a whole could not go on (`failureReason` says why); its counts are kept as they were. */
-  status: z.enum(["running", "completed", "failed"]),
+  /**
+   * `failed`: the job as a whole could not go on (`failureReason` says why); `cancelled` (on request) and `expired`
+   * (deadline passed): stopped by the leader. All three are final like `completed`, their counts kept as they were;
+   * results arriving later are acknowledged, not counted.
+   */
+  status: z.enum(["running", "completed", "failed", "cancelled", "expired"]),
   failureReason: z.string().optional(),
   /** Items [0, dispatched) have been sent to the work queue at least once. */
   dispatched: z.number().int().min(0),
@@ -41,10 +47,26 @@ export const jobStateSchema = jobSpecSchema.extend({
   failures: z.array(failureSchema),
   /** When the job ended (completed or failed). */
   completedAtMs: z.number().optional(),
+  /** When the leader cancelled or expired the job; items neither done nor failed then are counted as skipped. */
+  endedAtMs: z.number().optional(),
+  skippedCount: z.number().int().min(0).optional(),
   /** Epoch of the leader that last changed this job; helps a person see who did what. */
   lastEpoch: z.number().int().min(0),
 });
 export type JobState = z.infer<typeof jobStateSchema>;
+
+/** Statuses of a job the leader stopped before every item was done or failed. */
+export type StoppedStatus = "cancelled" | "expired";
+
+/** Whether the job was stopped early: its late results are discarded, not counted. */
+export function isStopped(status: JobState["status"]): status is StoppedStatus {
+  return status === "cancelled" || status === "expired";
+}
+
+/** Whether `id` can name a job (the ids `storeSubmission` makes); anything else names no job. */
+export function isJobId(id: string): boolean {
+  return /^[a-z0-9-]{1,63}$/.test(id);
+}
 
 /** How many ended jobs the index remembers (newest last), for the status page. */
 export const RECENT_JOBS_LIMIT = 10;
@@ -64,6 +86,9 @@ export const keys = {
   chunk: (id: string, chunk: number) => `jobs/${id}/items/${chunk}.json`,
   inboxPrefix: "inbox/",
   inbox: (id: string) => `inbox/${id}`,
+  /** Cancellation requests: written by the submitter, applied and removed by the leader. */
+  cancelPrefix: "cancel/",
+  cancel: (id: string) => `cancel/${id}`,
   partial: (id: string, item: number) => `jobs/${id}/partials/${item}.json`,
 } as const;
 

@@ -1,4 +1,4 @@
-import type { FieldError, Submission } from "./submit";
+import type { FieldError, JobHeader } from "./submit";
 import { JobWriter, MAX_ITEMS_PER_JOB } from "./submit";
 import { describeIssues, itemInputSchema, type ItemInput } from "./messages";
 import type { BlobFiles, InputFiles, PortOptions } from "./ports";
@@ -87,7 +87,7 @@ export function parseManifestLine(text: string): { ok: true; item: ItemInput } |
  */
 export async function storeManifestSubmission(
   ports: { system: BlobFiles; inputs: InputFiles },
-  submission: Pick<Submission, "kind" | "params"> & { manifest: string },
+  submission: JobHeader & { manifest: string },
   options: PortOptions & { now?: () => number } = {},
 ): Promise<{ ok: true; id: string; itemCount: number } | { ok: false; errors: FieldError[] }> {
   const { manifest } = submission;

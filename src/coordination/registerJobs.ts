@@ -33,6 +33,7 @@ export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch
       itemCount: data.itemCount,
       chunkSize: data.chunkSize,
       createdAtMs: data.createdAtMs,
+      ...(data.deadlineAtMs !== undefined ? { deadlineAtMs: data.deadlineAtMs } : {}),
       registeredAtMs: deps.now(),
       status: "running",
       dispatched: 0,

@@ -2,10 +2,11 @@ import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { FencedStateStore } from "../fencing/FencedStateStore";
 import type { LeadershipTerm } from "../leadership/Term";
 import { delay, throwIfAborted } from "../util/delay";
+import { applyCancelRequests, expireIfDue } from "./cancel";
 import type { CoordinationDeps } from "./deps";
 import { dispatchJob } from "./dispatch";
 import { awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
-import type { JobState } from "./jobState";
+import { isStopped, type JobState } from "./jobState";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { recordTerm } from "./termHistory";
@@ -32,6 +33,8 @@ export interface StepReport {
   duplicates: number;
   failed: number;
   rejected: number;
+  /** Results and poisoned items of cancelled or expired jobs: acknowledged, not counted. */
+  discarded: number;
   completedJobs: string[];
   activeJobs: number;
 }
@@ -50,7 +53,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
   // First, before any other write: keeps the term history's epoch >= every stored epoch (the next term's floor).
   await recordTerm(fenced, term, deps.logger, io);
   const { epoch } = term;
-  const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, completedJobs: [], activeJobs: 0 };
+  const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, discarded: 0, completedJobs: [], activeJobs: 0 };
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
@@ -70,6 +73,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
         report.duplicates += folded.duplicates;
         report.failed += folded.failed;
         report.rejected += folded.rejected;
+        report.discarded += folded.discarded;
         report.completedJobs.push(...folded.completed);
         term.reportProgress();
         if (folded.received > 0) work = true;
@@ -80,8 +84,11 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     const index = await jobs.readIndex(io);
     const finished: string[] = [];
     let budget = deps.dispatchBatchSize;
+    // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
+    if ((index?.value.active.length ?? 0) > 0) await applyCancelRequests(deps, jobs, io);
     for (const id of index?.value.active ?? []) {
-      const job = await jobs.readJob(id, io);
+      const read = await jobs.readJob(id, io);
+      const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
       if (job === undefined || job.value.status !== "running") {
         finished.push(id);
         if (job !== undefined) emitJobEnded(deps, epoch, job.value);
@@ -107,6 +114,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
 function emitJobEnded(deps: CoordinationDeps, epoch: number, job: JobState): void {
   const fields = { instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: job.id, done: job.doneCount, failed: job.failedCount };
   if (job.status === "completed") deps.emit({ type: "job-completed", ...fields });
+  else if (isStopped(job.status)) deps.emit({ type: job.status === "cancelled" ? "job-cancelled" : "job-expired", ...fields, skipped: job.skippedCount });
   else {
     deps.logger.warn(`Job ${job.id} failed: ${job.failureReason ?? "no reason recorded"}.`, { instanceId: deps.instanceId, epoch });
     deps.emit({ type: "job-failed", ...fields, reason: job.failureReason });

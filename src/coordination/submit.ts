@@ -10,6 +10,9 @@ export const MAX_ITEMS_PER_JOB = 1_000_000;
 /** Items per stored chunk: the leader reads one chunk per this many dispatched items. */
 export const CHUNK_SIZE = 1000;
 
+/** Furthest a job's deadline may lie ahead: 7 days, in seconds. */
+export const MAX_DEADLINE_S = 7 * 24 * 3600;
+
 /** A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the two). */
 export const submissionSchema = z
   .strictObject({
@@ -18,6 +21,10 @@ export const submissionSchema = z
     items: z.array(itemInputSchema).min(1, "a job needs at least one item").max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`).optional(),
     /** An NDJSON blob in the input container, one item per line (see `manifest.ts`). */
     manifest: inputBlobName.optional(),
+    /** ISO 8601 time with a zone (`Z` or an offset) after which the leader ends the job as `expired`. */
+    deadline: z.iso.datetime({ offset: true, message: "must be an ISO 8601 time with a time zone, e.g. 2026-05-01T12:00:00Z" }).optional(),
+    /** The same as a number of seconds from submission. */
+    timeoutS: z.number().int(`must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`).min(1).max(MAX_DEADLINE_S, `at most ${MAX_DEADLINE_S} s (7 days)`).optional(),
   })
   .superRefine((value, context) => {
     if ((value.items === undefined) === (value.manifest === undefined)) {
@@ -30,7 +37,9 @@ export const submissionSchema = z
   });
 export type Submission = z.infer<typeof submissionSchema>;
 /** A submission with its items in the body. */
-export type ItemsSubmission = Pick<Submission, "kind" | "params"> & { items: ItemInput[] };
+export type ItemsSubmission = JobHeader & { items: ItemInput[] };
+/** What a job's spec takes from its submission besides the items. */
+export type JobHeader = Pick<Submission, "kind" | "params" | "deadline" | "timeoutS">;
 
 /** A field-level problem with a submission. */
 export interface FieldError {
@@ -42,15 +51,32 @@ export interface FieldError {
 /** Validation result: the submission, or every field error. */
 export type ValidatedSubmission = { ok: true; value: Submission } | { ok: false; errors: FieldError[] };
 
-/** Validates a submission, including the task kind's own params, and returns every problem at once. */
-export function validateSubmission(body: unknown, registry: TaskRegistry): ValidatedSubmission {
+/** Validates a submission, including the task kind's own params and its deadline against `nowMs`, and returns every problem at once. */
+export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs = Date.now()): ValidatedSubmission {
   const parsed = submissionSchema.safeParse(body);
   if (!parsed.success) return { ok: false, errors: parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "(body)", message: issue.message })) };
+  const deadlineError = checkDeadline(parsed.data, nowMs);
+  if (deadlineError !== undefined) return { ok: false, errors: [deadlineError] };
   const kind = registry.get(parsed.data.kind);
   if (kind === undefined) return { ok: false, errors: [{ field: "kind", message: `unknown task kind "${parsed.data.kind}"; known kinds: ${registry.names().join(", ")}` }] };
   const params = kind.paramsSchema.safeParse(parsed.data.params);
   if (!params.success) return { ok: false, errors: params.error.issues.map((issue) => ({ field: ["params", ...issue.path].join("."), message: issue.message })) };
   return { ok: true, value: { ...parsed.data, params: params.data } };
+}
+
+/** The wall-clock ms a submission's `deadline` or `timeoutS` stands for, submitted at `nowMs`; undefined for none. */
+export function deadlineOf(submission: Pick<Submission, "deadline" | "timeoutS">, nowMs: number): number | undefined {
+  if (submission.timeoutS !== undefined) return nowMs + submission.timeoutS * 1000;
+  return submission.deadline === undefined ? undefined : Date.parse(submission.deadline);
+}
+
+function checkDeadline(submission: Submission, nowMs: number): FieldError | undefined {
+  if (submission.deadline === undefined) return undefined;
+  if (submission.timeoutS !== undefined) return { field: "deadline", message: "give either deadline or timeoutS, not both" };
+  const atMs = deadlineOf(submission, nowMs) ?? nowMs;
+  if (atMs <= nowMs) return { field: "deadline", message: `must be in the future (it is now ${new Date(nowMs).toISOString()})` };
+  if (atMs > nowMs + MAX_DEADLINE_S * 1000) return { field: "deadline", message: `must be at most 7 days (${MAX_DEADLINE_S} s) ahead` };
+  return undefined;
 }
 
 /**
@@ -97,11 +123,13 @@ export class JobWriter {
   }
 
   /** Writes the last chunk, the spec, then the inbox marker: the job exists for the leader from that moment. */
-  async commit(submission: Pick<Submission, "kind" | "params">): Promise<{ id: string; itemCount: number }> {
+  async commit(submission: JobHeader): Promise<{ id: string; itemCount: number }> {
     const itemCount = this.itemCount;
     await this.flush();
     await Promise.all(this.writes.splice(0));
-    const spec: JobSpec = { v: 1, id: this.id, kind: submission.kind, params: submission.params, itemCount, chunkSize: CHUNK_SIZE, createdAtMs: (this.options.now ?? Date.now)() };
+    const createdAtMs = (this.options.now ?? Date.now)();
+    const deadlineAtMs = deadlineOf(submission, createdAtMs);
+    const spec: JobSpec = { v: 1, id: this.id, kind: submission.kind, params: submission.params, itemCount, chunkSize: CHUNK_SIZE, createdAtMs, ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}) };
     await this.system.writeText(keys.spec(this.id), JSON.stringify(spec), this.options);
     await this.system.writeText(keys.inbox(this.id), "", this.options);
     return { id: this.id, itemCount };

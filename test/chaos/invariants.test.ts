@@ -80,7 +80,7 @@ describe("leader again after a fault", () => {
 describe("job verdicts", () => {
   const job = { id: "j", label: "j", itemCount: 3, goodItems: 2, badItems: [2], expected: { north: { count: 2, sum: 3, min: 1, max: 2 } } };
   const status = (done: number, failed: number, count: number, failures: { item: number; reason: string }[]) => ({
-    id: "j", kind: "group-by", status: "completed" as const, progress: { total: 3, dispatched: 3, done, failed },
+    id: "j", kind: "group-by", status: "completed" as const, progress: { total: 3, dispatched: 3, done, failed, skipped: 0 },
     aggregate: { north: { count, sum: count === 2 ? 3 : 4, min: 1, max: 2 } }, failures, createdAt: at(0), completedAt: at(1), lastEpoch: 1,
   });
 

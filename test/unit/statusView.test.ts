@@ -20,7 +20,7 @@ function job(overrides: Partial<JobStatus> & { id: string }): JobStatus {
   return {
     kind: "group-by",
     status: "running",
-    progress: { total: 10, dispatched: 8, done: 4, failed: 1 },
+    progress: { total: 10, dispatched: 8, done: 4, failed: 1, skipped: 0 },
     aggregate: undefined,
     failures: [{ item: 3, reason: "value is not a number" }],
     createdAt: new Date(T0).toISOString(),
@@ -79,14 +79,14 @@ describe("status view model (src/app/statusView.ts)", () => {
     const view = buildStatusView(
       snapshot({
         jobs: {
-          active: [job({ id: "j1", progress: { total: 3, dispatched: 3, done: 1, failed: 1 } })],
+          active: [job({ id: "j1", progress: { total: 3, dispatched: 3, done: 1, failed: 1, skipped: 0 } })],
           moreActive: 4,
-          pending: [job({ id: "p1", status: "pending", progress: { total: 5, dispatched: 0, done: 0, failed: 0 }, failures: [], lastEpoch: undefined })],
+          pending: [job({ id: "p1", status: "pending", progress: { total: 5, dispatched: 0, done: 0, failed: 0, skipped: 0 }, failures: [], lastEpoch: undefined })],
           recent: [
             job({
               id: "r1",
               status: "completed",
-              progress: { total: 400, dispatched: 400, done: 380, failed: 20 },
+              progress: { total: 400, dispatched: 400, done: 380, failed: 20, skipped: 0 },
               failures: reasons.map((reason, item) => ({ item, reason })),
               completedAt: new Date(T0 + 3_723_000).toISOString(),
             }),
@@ -110,7 +110,7 @@ describe("status view model (src/app/statusView.ts)", () => {
   });
 
   it("a job of zero items shows 0 %, not NaN", () => {
-    const view = buildStatusView(snapshot({ jobs: { active: [job({ id: "z", progress: { total: 0, dispatched: 0, done: 0, failed: 0 }, failures: [] })], moreActive: 0, pending: [], recent: [] } }));
+    const view = buildStatusView(snapshot({ jobs: { active: [job({ id: "z", progress: { total: 0, dispatched: 0, done: 0, failed: 0, skipped: 0 }, failures: [] })], moreActive: 0, pending: [], recent: [] } }));
     expect(view.jobs.active[0]?.percent).toEqual({ done: 0, failed: 0, dispatched: 0 });
   });
 

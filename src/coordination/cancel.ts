@@ -1,0 +1,80 @@
+import type { Versioned } from "../fencing/FencedStateStore";
+import type { CoordinationDeps, CoordinationPorts } from "./deps";
+import { isJobId, jobStateSchema, keys, type JobState, type StoppedStatus } from "./jobState";
+import type { JobStore } from "./jobStore";
+import type { PortOptions } from "./ports";
+
+/**
+ * Cancellation and deadlines. A cancellation is a request the submitter writes (a marker blob `cancel/<id>` next to the
+ * inbox), never the leader's fenced state; the leader applies it in its next step. A deadline is part of the job's
+ * spec; the leader ends a running job whose deadline has passed. Both end states are final, like `completed`.
+ */
+
+/** What a cancellation request found. */
+export type CancelRequestResult =
+  /** The request is stored; the leader applies it at its next step (asking again before then is accepted again). */
+  | { outcome: "requested"; id: string }
+  | { outcome: "not-found" }
+  /** The job had already ended: nothing was stored. */
+  | { outcome: "ended"; status: Exclude<JobState["status"], "running"> };
+
+/** Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state. */
+export async function requestCancel(ports: Pick<CoordinationPorts, "state" | "system">, id: string, options: PortOptions & { now?: () => number } = {}): Promise<CancelRequestResult> {
+  if (!isJobId(id)) return { outcome: "not-found" };
+  const stored = await ports.state.read(keys.jobState(id), options);
+  if (stored !== undefined) {
+    const { status } = jobStateSchema.parse(stored.value);
+    if (status !== "running") return { outcome: "ended", status };
+  } else if ((await ports.system.readText(keys.spec(id), options)) === undefined) {
+    return { outcome: "not-found" };
+  }
+  await ports.system.writeText(keys.cancel(id), JSON.stringify({ v: 1, requestedAtMs: (options.now ?? Date.now)() }), options);
+  return { outcome: "requested", id };
+}
+
+/** Whether a cancellation of the job has been requested and not yet applied. */
+export async function isCancelRequested(system: CoordinationPorts["system"], id: string, options: PortOptions = {}): Promise<boolean> {
+  return (await system.readText(keys.cancel(id), options)) !== undefined;
+}
+
+/** Most cancellation requests applied per pass. */
+const CANCEL_BATCH = 50;
+
+/**
+ * Applies stored cancellation requests: a running job becomes `cancelled` (a fenced write), then the request is
+ * removed. A request for a job still waiting in the inbox is kept until registration; one for an ended job, or for
+ * no job, is removed. A crash between the write and the removal leaves the request, which then finds the job ended.
+ * Returns how many jobs were cancelled.
+ */
+export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore, options: PortOptions): Promise<number> {
+  const markers = await deps.system.list(keys.cancelPrefix, CANCEL_BATCH, options);
+  let cancelled = 0;
+  for (const marker of markers) {
+    const id = marker.slice(keys.cancelPrefix.length);
+    const job = isJobId(id) ? await jobs.readJob(id, options) : undefined;
+    if (job === undefined && isJobId(id) && (await deps.system.readText(keys.inbox(id), options)) !== undefined) continue; // not registered yet
+    if (job?.value.status === "running") {
+      const now = deps.now();
+      // A write that loses a race (a stale leader's) is retried on a fresh read; a job that ended meanwhile stays so.
+      const updated = await jobs.updateJob(id, (state) => (state.status === "running" ? stopJob(state, "cancelled", now) : undefined), options, job);
+      if (updated?.value.status === "cancelled") cancelled++;
+    } else if (job === undefined) {
+      deps.logger.warn(`Cancellation request ${marker} names no job; dropping it.`, { instanceId: deps.instanceId });
+    }
+    await deps.system.delete(marker, options);
+  }
+  return cancelled;
+}
+
+/** Ends a running job whose deadline has passed as `expired` (a fenced write); returns the job as it now is. */
+export async function expireIfDue(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, options: PortOptions): Promise<Versioned<JobState>> {
+  const now = deps.now();
+  const due = (state: JobState): boolean => state.status === "running" && state.deadlineAtMs !== undefined && now >= state.deadlineAtMs;
+  if (!due(job.value)) return job;
+  return (await jobs.updateJob(job.value.id, (state) => (due(state) ? stopJob(state, "expired", now) : undefined), options, job)) ?? job;
+}
+
+/** A running job stopped early: items neither done nor failed are counted as skipped. */
+function stopJob(state: JobState, status: StoppedStatus, nowMs: number): JobState {
+  return { ...state, status, endedAtMs: nowMs, skippedCount: state.itemCount - state.doneCount - state.failedCount };
+}
