@@ -1,6 +1,6 @@
 import { app, type HttpFunctionOptions, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import { getCoordinatorApp } from "../src/app/context";
-import { getJobStatus, submitJob } from "../src/app/operations";
+import { cancelJob, getJobStatus, submitJob } from "../src/app/operations";
 import { problem, readJsonBody } from "./http";
 
 /** POST /api/jobs: submit a job. 202 with its id; 400 with field-level errors. */
@@ -21,8 +21,23 @@ export async function getJobHandler(request: HttpRequest): Promise<HttpResponseI
   return status === undefined ? problem(404, `No job "${id}".`) : { status: 200, jsonBody: status };
 }
 
+/**
+ * DELETE /api/jobs/{id}: request cancellation. 202 with the id (the leader ends the job as `cancelled` at its next
+ * step; asking again before then is accepted again); 404 for no such job; 409 with its status for a job already ended.
+ */
+export async function cancelJobHandler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const id = request.params.id ?? "";
+  const result = await cancelJob(getCoordinatorApp(), id);
+  if (result.outcome === "not-found") return problem(404, `No job "${id}".`);
+  if (result.outcome === "ended") return { status: 409, jsonBody: { error: `Job "${id}" has already ended (${result.status}); nothing to cancel.`, id, status: result.status } };
+  context.info(`Cancellation of job ${id} requested.`);
+  return { status: 202, jsonBody: { id, cancelRequested: true }, headers: { location: `/api/jobs/${id}` } };
+}
+
 export const submitJobOptions: HttpFunctionOptions = { methods: ["POST"], authLevel: "function", route: "jobs", handler: submitJobHandler };
 export const getJobOptions: HttpFunctionOptions = { methods: ["GET"], authLevel: "function", route: "jobs/{id}", handler: getJobHandler };
+export const cancelJobOptions: HttpFunctionOptions = { methods: ["DELETE"], authLevel: "function", route: "jobs/{id}", handler: cancelJobHandler };
 
 app.http("submitJob", submitJobOptions);
 app.http("getJob", getJobOptions);
+app.http("cancelJob", cancelJobOptions);

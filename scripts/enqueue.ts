@@ -4,6 +4,8 @@
  *   npm run enqueue -- --file job.json [--wait]
  *   npm run enqueue -- --prefix sales/2026/ --kind group-by --params '{"format":"csv","keyField":"region","valueField":"amount"}' [--wait]
  *   npm run enqueue -- --manifest items.ndjson --kind group-by --params '{…}' [--wait]
+ *   npm run enqueue -- --file job.json --job-timeout 3600      (or --deadline 2026-05-01T12:00:00Z: the job expires then)
+ *   npm run enqueue -- --cancel JOB_ID
  *
  * Storage comes from COORDINATION_STORAGE (a connection string) or COORDINATION_STORAGE__blobServiceUri/__queueServiceUri
  * (managed identity / az login through DefaultAzureCredential), like the app itself.
@@ -14,7 +16,7 @@ import { basename, extname } from "node:path";
 import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
-import { getJobStatus, submitJob } from "../src/app/jobs";
+import { cancelJob, getJobStatus, submitJob } from "../src/app/jobs";
 import { CONNECTION_SETTINGS } from "../src/config/settings";
 import { MAX_MANIFEST_BYTES } from "../src/coordination/manifest";
 import { connectionFromSettings, createStorageClients } from "../src/storage/clients";
@@ -22,17 +24,31 @@ import { storageFailure } from "../src/storage/storageErrors";
 import { delay } from "../src/util/delay";
 
 const USAGE = `Usage:
-  npm run enqueue -- --file JOB.json [--wait] [--timeout SECONDS]
-  npm run enqueue -- --prefix BLOB_PREFIX --kind KIND --params JSON [--wait] [--timeout SECONDS]
-  npm run enqueue -- --manifest ITEMS.ndjson --kind KIND --params JSON [--wait] [--timeout SECONDS]
+  npm run enqueue -- --file JOB.json [DEADLINE] [--wait] [--timeout SECONDS]
+  npm run enqueue -- --prefix BLOB_PREFIX --kind KIND --params JSON [DEADLINE] [--wait] [--timeout SECONDS]
+  npm run enqueue -- --manifest ITEMS.ndjson --kind KIND --params JSON [DEADLINE] [--wait] [--timeout SECONDS]
+  npm run enqueue -- --cancel JOB_ID
 JOB.json: {"kind":"group-by","params":{"format":"csv","keyField":"region","valueField":"amount"},"items":[{"inline":"region,amount\\neu,3"},{"blob":"sales/a.csv"}]}
   or, naming a manifest already in the input container: {"kind":…,"params":…,"manifest":"manifests/big.ndjson"}
 --prefix makes one item per blob under the prefix in the input container (INPUT_CONTAINER).
 --manifest uploads ITEMS.ndjson (one item a line, {"inline":"…"} or {"blob":"…"}; at most ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB) to
-  manifests/ in the input container and submits a job naming it.`;
+  manifests/ in the input container and submits a job naming it.
+DEADLINE: --job-timeout SECONDS or --deadline ISO_TIME: the leader ends the job as expired then (at most 7 days ahead).
+--timeout: how long --wait waits (default 600 s). --cancel: the leader ends the job as cancelled at its next step.`;
 
 /** Parses and checks the flags; throws with the usage on anything wrong. */
-export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: string; manifest?: string; kind?: string; params?: string; wait: boolean; timeoutS: number } {
+export function parseEnqueueArgs(argv: string[]): {
+  file?: string;
+  prefix?: string;
+  manifest?: string;
+  kind?: string;
+  params?: string;
+  wait: boolean;
+  timeoutS: number;
+  cancel?: string;
+  jobTimeoutS?: number;
+  deadline?: string;
+} {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -43,9 +59,17 @@ export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: stri
       params: { type: "string" },
       wait: { type: "boolean", default: false },
       timeout: { type: "string", default: "600" },
+      "job-timeout": { type: "string" },
+      deadline: { type: "string" },
+      cancel: { type: "string" },
     },
     strict: true,
   });
+  if (values.cancel !== undefined) {
+    const others = [values.file, values.prefix, values.manifest, values.kind, values.params, values["job-timeout"], values.deadline].some((value) => value !== undefined);
+    if (others || values.wait) throw new Error(`--cancel takes no other flag.\n${USAGE}`);
+    return { wait: false, timeoutS: 0, cancel: values.cancel };
+  }
   const timeoutS = Number(values.timeout);
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400) throw new Error(`--timeout must be a whole number of seconds from 1 to 86400, not ${values.timeout}.\n${USAGE}`);
   const sources = [values.file, values.prefix, values.manifest].filter((value) => value !== undefined);
@@ -53,17 +77,21 @@ export function parseEnqueueArgs(argv: string[]): { file?: string; prefix?: stri
   for (const [flag, value] of [["--prefix", values.prefix], ["--manifest", values.manifest]] as const) {
     if (value !== undefined && (values.kind === undefined || values.params === undefined)) throw new Error(`${flag} needs --kind and --params.\n${USAGE}`);
   }
-  return { file: values.file, prefix: values.prefix, manifest: values.manifest, kind: values.kind, params: values.params, wait: values.wait, timeoutS };
+  // Checked with the rest of the submission (whole seconds, at most 7 days); a flag that is not a number is refused here.
+  const jobTimeoutS = values["job-timeout"] === undefined ? undefined : Number(values["job-timeout"]);
+  if (jobTimeoutS !== undefined && Number.isNaN(jobTimeoutS)) throw new Error(`--job-timeout must be a number of seconds, not ${values["job-timeout"]}.\n${USAGE}`);
+  return { file: values.file, prefix: values.prefix, manifest: values.manifest, kind: values.kind, params: values.params, wait: values.wait, timeoutS, jobTimeoutS, deadline: values.deadline };
 }
 
 async function buildBody(app: CoordinatorApp, args: ReturnType<typeof parseEnqueueArgs>): Promise<unknown> {
-  if (args.file !== undefined) return JSON.parse(readFileSync(args.file, "utf8")) as unknown;
+  const deadline = { ...(args.jobTimeoutS !== undefined ? { timeoutS: args.jobTimeoutS } : {}), ...(args.deadline !== undefined ? { deadline: args.deadline } : {}) };
+  if (args.file !== undefined) return { ...(JSON.parse(readFileSync(args.file, "utf8")) as object), ...deadline };
   const params = JSON.parse(args.params ?? "{}") as unknown;
-  if (args.manifest !== undefined) return { kind: args.kind, params, manifest: await uploadManifest(app, args.manifest) };
+  if (args.manifest !== undefined) return { kind: args.kind, params, manifest: await uploadManifest(app, args.manifest), ...deadline };
   // The input container holds only the user's blobs: every blob under the prefix is an item.
   const names = await app.inputs.list(args.prefix ?? "", 1_000_001);
   if (names.length === 0) throw new Error(`No blobs under "${args.prefix ?? ""}" in container ${app.settings.INPUT_CONTAINER}.`);
-  return { kind: args.kind, params, items: names.map((blob) => ({ blob })) };
+  return { kind: args.kind, params, items: names.map((blob) => ({ blob })), ...deadline };
 }
 
 /** Uploads a local NDJSON file to `manifests/` in the input container (as its owner: the app itself only reads there); returns the blob name. */
@@ -85,6 +113,10 @@ async function uploadManifest(app: CoordinatorApp, file: string): Promise<string
 async function main(): Promise<void> {
   const args = parseEnqueueArgs(process.argv.slice(2));
   const app = createCoordinatorApp();
+  if (args.cancel !== undefined) {
+    await cancel(app, args.cancel);
+    return;
+  }
   const submitted = await submitJob(app, await buildBody(app, args));
   if (!submitted.ok) {
     process.stderr.write(`The job was not submitted:\n${submitted.errors.map((e) => `  ${e.field}: ${e.message}`).join("\n")}\n`);
@@ -100,9 +132,13 @@ async function main(): Promise<void> {
   for (;;) {
     const status = await getJobStatus(app, submitted.id);
     if (status !== undefined) bar.update(status.progress.done + status.progress.failed, { failed: status.progress.failed, status: status.status });
-    if (status?.status === "completed") {
+    if (status !== undefined && status.status !== "pending" && status.status !== "running") {
       bar.stop();
-      process.stdout.write(`${JSON.stringify({ id: status.id, progress: status.progress, aggregate: status.aggregate, failures: status.failures }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ id: status.id, status: status.status, progress: status.progress, aggregate: status.aggregate, failures: status.failures }, null, 2)}\n`);
+      if (status.status !== "completed") {
+        process.stderr.write(`Job ${status.id} ended as ${status.status}${status.failureReason === undefined ? "" : ` (${status.failureReason})`} before every item was processed.\n`);
+        process.exitCode = 3;
+      }
       return;
     }
     if (status?.status === "failed") {
@@ -115,6 +151,16 @@ async function main(): Promise<void> {
     }
     await delay(1000);
   }
+}
+
+async function cancel(app: CoordinatorApp, id: string): Promise<void> {
+  const result = await cancelJob(app, id);
+  if (result.outcome === "requested") {
+    process.stdout.write(`Cancellation of job ${id} requested; the leader ends it as cancelled at its next step.\n`);
+    return;
+  }
+  process.stderr.write(result.outcome === "not-found" ? `No job "${id}".\n` : `Job ${id} has already ended (${result.status}); nothing to cancel.\n`);
+  process.exitCode = 1;
 }
 
 if (require.main === module) {

@@ -19,6 +19,8 @@ export function describeEvent(event: EventLine): string | undefined {
       return `${who} aborted its step${epoch}: ${fieldText(event.reason)} ${fieldText(event.detail)}`.trimEnd();
     case "job-registered":
     case "job-completed":
+    case "job-cancelled":
+    case "job-expired":
       return `${who}: ${event.type}${typeof event.jobId === "string" ? ` ${event.jobId.slice(0, 8)}` : ""}${epoch}`;
     case "message-rejected":
       return `${who} rejected a message: ${fieldText(event.reason ?? event.detail)}`;

@@ -197,6 +197,7 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
   result.matches = aggregatesMatch(result.aggregate, result.expected);
   const completed = result.status?.status === "completed";
   if (result.problem === undefined && interrupted) result.problem = "Interrupted before the run finished.";
+  else if (result.problem === undefined && (result.status?.status === "cancelled" || result.status?.status === "expired")) result.problem = `The job ended as ${result.status.status} before completing.`;
   else if (result.problem === undefined && !completed) result.problem = `The job did not complete in time (status ${result.status?.status ?? "unknown"}).`;
   else if (result.problem === undefined && !result.matches) result.problem = "The job completed, but its aggregate differs from the expected one.";
   result.exitCode = result.problem === undefined ? 0 : interrupted ? 130 : 1;

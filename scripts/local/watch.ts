@@ -43,9 +43,10 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
       lastStatusMs = now;
       status = (await getJobStatus(app, jobId).catch(() => undefined)) ?? status;
       if (status?.status === "failed") return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
-      if (status?.status === "completed" && completedAtMs === undefined) {
+      // Completed, or ended early (cancelled, expired): either way the job is over.
+      if (status !== undefined && status.status !== "pending" && status.status !== "running" && completedAtMs === undefined) {
         completedAtMs = now;
-        view.note(now - startedMs, `job ${jobId.slice(0, 8)} completed`);
+        view.note(now - startedMs, `job ${jobId.slice(0, 8)} ${status.status}`);
       }
     }
     if (durationMs === undefined && completedAtMs !== undefined && now - completedAtMs >= (options.settleS ?? 5) * 1000) return { status };

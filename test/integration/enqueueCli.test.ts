@@ -85,10 +85,40 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     expect(await getJobStatus(app, id ?? "")).toMatchObject({ status: "pending", progress: { total: 3 } });
   });
 
+  it("--job-timeout and --deadline set the job's deadline; a deadline in the past is refused with exit code 2", async () => {
+    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const timed = run(["--file", join(ROOT, "examples", "sales-job.json"), "--job-timeout", "3600"]);
+    expect(timed.stderr).toBe("");
+    const status = await getJobStatus(app, /Submitted job ([0-9a-f-]{36})/.exec(timed.stdout)?.[1] ?? "");
+    expect(Date.parse(status?.deadline ?? "") - Date.parse(status?.createdAt ?? "")).toBe(3600_000);
+    const deadline = new Date(Date.now() + 86_400_000).toISOString();
+    const dated = run(["--file", join(ROOT, "examples", "sales-job.json"), "--deadline", deadline]);
+    expect((await getJobStatus(app, /Submitted job ([0-9a-f-]{36})/.exec(dated.stdout)?.[1] ?? ""))?.deadline).toBe(deadline);
+    const late = run(["--file", join(ROOT, "examples", "sales-job.json"), "--deadline", "2020-01-01T00:00:00Z"]);
+    expect(late.status).toBe(2);
+    expect(late.stderr).toMatch(/deadline: must be in the future/);
+  });
+
+  it("--cancel ID requests cancellation of a job; an unknown id exits 1 naming it", async () => {
+    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const id = /Submitted job ([0-9a-f-]{36})/.exec(run(["--file", join(ROOT, "examples", "sales-job.json")]).stdout)?.[1] ?? "";
+    const cancelled = run(["--cancel", id]);
+    expect(cancelled.stderr).toBe("");
+    expect(cancelled.status).toBe(0);
+    expect(cancelled.stdout).toMatch(new RegExp(`Cancellation of job ${id} requested`));
+    expect(await getJobStatus(app, id)).toMatchObject({ status: "pending", cancelRequested: true });
+    const unknown = run(["--cancel", "no-such-job"]);
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toMatch(/No job "no-such-job"/);
+  });
+
   it("explains bad flags with the usage", () => {
     const result = run(["--prefix", "sales/"]);
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/--prefix needs --kind and --params/);
     expect(run(["--manifest", "x.ndjson", "--prefix", "a/"]).stderr).toMatch(/Give exactly one of --file, --prefix or --manifest/);
+    const both = run(["--file", "job.json", "--cancel", "abc"]);
+    expect(both.status).toBe(1);
+    expect(both.stderr).toMatch(/--cancel takes no other flag/);
   });
 });

@@ -1,7 +1,7 @@
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { getCoordinatorApp } from "../../src/app/context";
-import { getJobHandler, submitJobHandler } from "../../functions/jobsApi";
+import { cancelJobHandler, getJobHandler, submitJobHandler } from "../../functions/jobsApi";
 import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
 import { getStatusHandler } from "../../functions/statusApi";
 import { coordinatorHandler } from "../../functions/coordinator";
@@ -30,6 +30,8 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     ["neither items nor a manifest", JSON.stringify({ kind: good.kind, params: good.params }), "items", /exactly one of "items" .* or "manifest"/],
     ["both items and a manifest", JSON.stringify({ ...good, manifest: "m.ndjson" }), "manifest", /exactly one of "items" .* or "manifest"/],
     ["a manifest that does not exist", JSON.stringify({ kind: good.kind, params: good.params, manifest: "none.ndjson" }), "manifest", /blob "none.ndjson" does not exist in the input container/],
+    ["a deadline in the past", JSON.stringify({ ...good, deadline: "2020-01-01T00:00:00Z" }), "deadline", /must be in the future/],
+    ["a timeout over 7 days", JSON.stringify({ ...good, timeoutS: 8 * 86_400 }), "timeoutS", /at most 604800 s/],
   ])("POST /api/jobs with %s answers 400 naming the field", async (_name, body, field, message) => {
     const response = await submitJobHandler(post(body), context());
     expect(response.status).toBe(400);
@@ -57,6 +59,22 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect((await get()).jsonBody).toMatchObject({ status: "completed", progress: { total: 2, done: 2, failed: 0 }, aggregate: { eu: { count: 2, sum: 7, min: 2, max: 5 }, us: { count: 1, sum: 3 } } });
     expect((await get()).status).toBe(200);
     expect((await getJobHandler(new HttpRequest({ method: "GET", url: "http://localhost/api/jobs/none", params: { id: "none" } }))).status).toBe(404);
+  });
+
+  it("DELETE /api/jobs/{id}: 404 for no such job; 202 with the id (again until the leader applies it); then the job is cancelled and DELETE answers 409", async () => {
+    const del = (id: string): Promise<{ status?: number; jsonBody?: unknown }> => cancelJobHandler(new HttpRequest({ method: "DELETE", url: `http://localhost/api/jobs/${id}`, params: { id } }), context());
+    const get = async (id: string): Promise<unknown> => (await getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }))).jsonBody;
+    expect(await del("no-such-job")).toMatchObject({ status: 404, jsonBody: { error: 'No job "no-such-job".' } });
+    const submitted = await submitJobHandler(post(JSON.stringify({ ...good, timeoutS: 3600 })), context());
+    const { id } = submitted.jsonBody as { id: string };
+    expect(await del(id)).toMatchObject({ status: 202, jsonBody: { id, cancelRequested: true } });
+    expect(await del(id)).toMatchObject({ status: 202, jsonBody: { id, cancelRequested: true } });
+    expect(await get(id)).toMatchObject({ status: "pending", cancelRequested: true, deadline: expect.any(String) as unknown });
+    await coordinatorHandler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
+    const cancelled = await get(id);
+    expect(cancelled).toMatchObject({ status: "cancelled", progress: { total: 2, dispatched: 0, done: 0, failed: 0, skipped: 2 }, endedAt: expect.any(String) as unknown });
+    expect(cancelled).not.toHaveProperty("cancelRequested");
+    expect(await del(id)).toMatchObject({ status: 409, jsonBody: { id, status: "cancelled" } });
   });
 
   it("GET /api/leader describes the last term; POST /api/leader/step-down answers 409 when nobody holds the lease", async () => {

@@ -26,12 +26,13 @@ describe("the app's real registrations (captured as the Functions worker does)",
   });
 
   it("registers exactly the documented functions with their triggers and settings", () => {
-    expect(app.functions.map((f) => f.metadata.name).sort()).toEqual(["coordinator", "getJob", "getLeader", "getStatus", "stepDown", "submitJob", "wake", "worker"]);
+    expect(app.functions.map((f) => f.metadata.name).sort()).toEqual(["cancelJob", "coordinator", "getJob", "getLeader", "getStatus", "stepDown", "submitJob", "wake", "worker"]);
     expect(trigger(app, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "%COORDINATOR_SCHEDULE%" });
     expect(trigger(app, "worker")).toMatchObject({ type: "queueTrigger", queueName: "%WORK_QUEUE%", connection: "COORDINATION_STORAGE" });
     expect(trigger(app, "wake")).toMatchObject({ type: "queueTrigger", queueName: "%WAKE_QUEUE%", connection: "COORDINATION_STORAGE" });
     expect(trigger(app, "submitJob")).toMatchObject({ type: "httpTrigger", route: "jobs", methods: ["POST"], authLevel: "function" });
     expect(trigger(app, "getJob")).toMatchObject({ type: "httpTrigger", route: "jobs/{id}", methods: ["GET"], authLevel: "function" });
+    expect(trigger(app, "cancelJob")).toMatchObject({ type: "httpTrigger", route: "jobs/{id}", methods: ["DELETE"], authLevel: "function" });
     expect(trigger(app, "getLeader")).toMatchObject({ type: "httpTrigger", route: "leader", methods: ["GET"] });
     expect(trigger(app, "stepDown")).toMatchObject({ type: "httpTrigger", route: "leader/step-down", methods: ["POST"] });
     expect(trigger(app, "getStatus")).toMatchObject({ type: "httpTrigger", route: "status", methods: ["GET"], authLevel: "function" });
