@@ -31,6 +31,7 @@ export async function cancelJobHandler(request: HttpRequest, context: Invocation
   if (result.outcome === "not-found") return problem(404, `No job "${id}".`);
   if (result.outcome === "ended") return { status: 409, jsonBody: { error: `Job "${id}" has already ended (${result.status}); nothing to cancel.`, id, status: result.status } };
   context.info(`Cancellation of job ${id} requested.`);
+  if (result.wakeUp === "failed") context.warn(`Job ${id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick applies the cancellation.`);
   return { status: 202, jsonBody: { id, cancelRequested: true }, headers: { location: `/api/jobs/${id}` } };
 }
 

@@ -157,6 +157,7 @@ async function cancel(app: CoordinatorApp, id: string): Promise<void> {
   const result = await cancelJob(app, id);
   if (result.outcome === "requested") {
     process.stdout.write(`Cancellation of job ${id} requested; the leader ends it as cancelled at its next step.\n`);
+    if (result.wakeUp === "failed") process.stderr.write(`Warning: the coordinator could not be woken (${result.wakeUpError ?? "unknown error"}); the cancellation is applied at its next timer tick.\n`);
     return;
   }
   process.stderr.write(result.outcome === "not-found" ? `No job "${id}".\n` : `Job ${id} has already ended (${result.status}); nothing to cancel.\n`);

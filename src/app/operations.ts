@@ -134,15 +134,32 @@ export function handleWorkMessage(app: CoordinatorApp, sink: Sink, payload: unkn
   return processWorkMessage(coordinationDeps(app, sink), payload, { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT });
 }
 
-/** Options of {@link submitJob}. */
+/** Options of {@link submitJob} and {@link cancelJob}. */
 export interface SubmitOptions {
   abortSignal?: AbortSignal;
-  /** Send a wake-up so the coordinator starts the job now, not at its next tick. @default true */
+  /** Send a wake-up so the coordinator acts now (starts the job, applies the cancellation), not at its next tick. @default true */
   wake?: boolean;
 }
 
-/** A submission's outcome: the job, and whether the wake-up was sent ("off" when not asked for). */
-export type SubmitResult = { ok: true; id: string; itemCount: number; wakeUp: "sent" | "failed" | "off"; wakeUpError?: string } | { ok: false; errors: FieldError[] };
+/** Whether a request's wake-up was sent ("off" when not asked for), and why not. */
+export interface WakeUpReport {
+  wakeUp: "sent" | "failed" | "off";
+  wakeUpError?: string;
+}
+
+/** A submission's outcome: the job, and whether the wake-up was sent. */
+export type SubmitResult = ({ ok: true; id: string; itemCount: number } & WakeUpReport) | { ok: false; errors: FieldError[] };
+
+/** Sends a wake-up unless `wake` is false; a failure is reported, not thrown (the timer is the heartbeat). */
+async function wakeCoordinator(app: CoordinatorApp, reason: string, jobId: string, options: SubmitOptions): Promise<WakeUpReport> {
+  if (options.wake === false) return { wakeUp: "off" };
+  try {
+    await sendWakeUp(app.wakeQueue, { reason, jobId, from: app.instanceId }, { abortSignal: options.abortSignal });
+    return { wakeUp: "sent" };
+  } catch (error) {
+    return { wakeUp: "failed", wakeUpError: error instanceof Error ? error.message : String(error) };
+  }
+}
 
 /**
  * Validates and stores a job submission — its items, or the items of the manifest it names (read line by line from
@@ -158,23 +175,22 @@ export async function submitJob(app: CoordinatorApp, body: unknown, options: Sub
   const header = { kind, params, deadline, timeoutS };
   const result = manifest !== undefined ? await storeManifestSubmission(app, { ...header, manifest }, { abortSignal }) : { ok: true as const, ...(await storeSubmission(app.system, { ...header, items: items ?? [] }, { abortSignal })) };
   if (!result.ok) return result;
-  const stored = { id: result.id, itemCount: result.itemCount };
-  if (options.wake === false) return { ok: true, ...stored, wakeUp: "off" };
-  try {
-    await sendWakeUp(app.wakeQueue, { reason: "job-submitted", jobId: stored.id, from: app.instanceId }, { abortSignal });
-    return { ok: true, ...stored, wakeUp: "sent" };
-  } catch (error) {
-    return { ok: true, ...stored, wakeUp: "failed", wakeUpError: error instanceof Error ? error.message : String(error) };
-  }
+  return { ok: true, id: result.id, itemCount: result.itemCount, ...(await wakeCoordinator(app, "job-submitted", result.id, options)) };
 }
 
+/** A cancellation request's outcome; a stored request also says whether its wake-up was sent. */
+export type CancelResult = Exclude<CancelRequestResult, { outcome: "requested" }> | (Extract<CancelRequestResult, { outcome: "requested" }> & WakeUpReport);
+
 /**
- * Requests cancellation of a job: the leader ends it as `cancelled` at its next step. `not-found` for no such job;
- * `ended` (with its status) for a job already completed, cancelled or expired. Asking again before the leader has
- * applied the request is accepted again.
+ * Requests cancellation of a job, then wakes the coordinator: the leader ends the job as `cancelled` at its next step.
+ * `not-found` for no such job; `ended` (with its status) for a job already completed, cancelled or expired. Asking
+ * again before the leader has applied the request is accepted again. A wake-up that cannot be sent leaves the request
+ * to the next timer tick (`wakeUp: "failed"`).
  */
-export function cancelJob(app: CoordinatorApp, id: string, options: { abortSignal?: AbortSignal } = {}): Promise<CancelRequestResult> {
-  return requestCancel(app, id, options);
+export async function cancelJob(app: CoordinatorApp, id: string, options: SubmitOptions = {}): Promise<CancelResult> {
+  const result = await requestCancel(app, id, { abortSignal: options.abortSignal });
+  if (result.outcome !== "requested") return result;
+  return { ...result, ...(await wakeCoordinator(app, "job-cancel-requested", id, options)) };
 }
 
 /** A job's status, or undefined when there is no such job. */

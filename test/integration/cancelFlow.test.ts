@@ -20,8 +20,11 @@ describe("cancel and deadline on Azurite (in process)", () => {
     const dispatched = (await getJobStatus(app, id))?.progress.dispatched ?? 0;
     expect(dispatched).toBeGreaterThanOrEqual(5);
     expect(await drainWorkQueue(app, sink, 4)).toBe(4);
-    expect(await cancelJob(app, id)).toEqual({ outcome: "requested", id });
+    expect(await cancelJob(app, id)).toEqual({ outcome: "requested", id, wakeUp: "sent" });
     expect(await getJobStatus(app, id)).toMatchObject({ status: "running", cancelRequested: true });
+    // The request also woke the coordinator (one message on the wake queue), as a submission does.
+    const wakes = (await app.wakeQueue.receive(32, 1)).map((message) => JSON.parse(message.text ?? "{}") as { reason?: string; jobId?: string });
+    expect(wakes).toContainEqual(expect.objectContaining({ reason: "job-cancel-requested", jobId: id }));
     await runCoordinatorTick(app, sink);
     const cancelled = await getJobStatus(app, id);
     expect(cancelled).toMatchObject({ status: "cancelled", progress: { total: 40, dispatched, done: 4, failed: 0, skipped: 36 } });
