@@ -109,6 +109,12 @@ describe("status view model (src/app/statusView.ts)", () => {
     expect(view.failures.reasons[0]).toEqual({ reason: "not a number", count: 3 });
   });
 
+  it("a cancelled job's age stops when it ended, not now", () => {
+    const cancelled = job({ id: "c1", status: "cancelled", progress: { total: 10, dispatched: 4, done: 4, failed: 0, skipped: 6 }, failures: [], endedAt: new Date(T0 + 30_000).toISOString() });
+    const view = buildStatusView(snapshot({ jobs: { active: [], moreActive: 0, pending: [], recent: [cancelled] } }));
+    expect(view.jobs.recent[0]).toMatchObject({ status: "cancelled", done: 4, age: "30 s" });
+  });
+
   it("a job of zero items shows 0 %, not NaN", () => {
     const view = buildStatusView(snapshot({ jobs: { active: [job({ id: "z", progress: { total: 0, dispatched: 0, done: 0, failed: 0, skipped: 0 }, failures: [] })], moreActive: 0, pending: [], recent: [] } }));
     expect(view.jobs.active[0]?.percent).toEqual({ done: 0, failed: 0, dispatched: 0 });
