@@ -47,7 +47,7 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     // The aggregate equals the one the runner computed independently from the demo data: nothing lost or doubled.
     expect(result.matches).toBe(true);
     expect(result.aggregate).toEqual(result.expected);
-    expect(result.status?.progress).toEqual({ total: 300, dispatched: 300, done: 300, failed: 0 });
+    expect(result.status?.progress).toEqual({ total: 300, dispatched: 300, done: 300, failed: 0, skipped: 0 });
     expect(result.statusUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/status$/);
 
     const killed = result.instances.filter((i) => i.exit?.killedByRunner === true);
