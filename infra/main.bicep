@@ -56,6 +56,13 @@ param maximumInstanceCount int = 40
 ])
 param instanceMemoryMB int = 2048
 
+@description('Node.js major version of every app (Flex Consumption runtime). 22 is the floor the code declares (package.json engines) and the one CI tests; 24 is the other GA version.')
+@allowed([
+  '22'
+  '24'
+])
+param nodeVersion string = '22'
+
 @description('Days Log Analytics keeps data.')
 @minValue(30)
 @maxValue(730)
@@ -205,6 +212,7 @@ module apps 'modules/functionApp.bicep' = [
       applicationInsightsName: monitoring.outputs.applicationInsightsName
       maximumInstanceCount: maximumInstanceCount
       instanceMemoryMB: instanceMemoryMB
+      nodeVersion: nodeVersion
       coordinatorSchedule: coordinatorSchedule
       leaseContainer: leaseContainer
       leaseBlob: leaseBlob

@@ -23,6 +23,9 @@ param coordinationStorageSkuName = 'Standard_LRS'
 param maximumInstanceCount = 40
 param instanceMemoryMB = 2048
 
+// Node.js major version of the apps: '22' (the floor the code is tested on) or '24'.
+param nodeVersion = '22'
+
 param logRetentionInDays = 30
 
 param tags = {

@@ -1,4 +1,4 @@
-// One deployment of the coordinator app: its own Flex Consumption plan (Linux, Node 22), user-assigned managed
+// One deployment of the coordinator app: its own Flex Consumption plan (Linux, Node 22 or 24), user-assigned managed
 // identity, host storage and least-privilege roles, and app settings that point it at the SHARED coordination account.
 // main.bicep instantiates this once per entry of appRegions.
 //
@@ -43,6 +43,9 @@ param maximumInstanceCount int
 
 @description('Memory per instance in MB.')
 param instanceMemoryMB int
+
+@description('Node.js major version of the runtime (main.bicep restricts it to the supported ones).')
+param nodeVersion string
 
 // The coordinator's own settings, passed through from main.bicep where they are documented and validated.
 param coordinatorSchedule string
@@ -151,7 +154,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       }
       runtime: {
         name: 'node'
-        version: '22'
+        version: nodeVersion
       }
     }
   }

@@ -229,11 +229,13 @@ export function moduleDeclarations(file: BicepFile): ModuleDeclaration[] {
   }));
 }
 
-/** A `param` declaration: its type as written and its default value, if any. */
+/** A `param` declaration: its type as written, its default value, if any, and its decorators. */
 export interface ParameterDeclaration {
   readonly name: string;
   readonly type: string;
   readonly defaultValue: Node | undefined;
+  /** Decorator name (`allowed`, `minLength`, `description`, …) → its argument expressions. */
+  readonly decorators: ReadonlyMap<string, Node[]>;
 }
 
 /** The `param` declarations of a file, by name. */
@@ -242,9 +244,21 @@ export function parameterDeclarations(file: BicepFile): Map<string, ParameterDec
   for (const node of descendants(file.root, "parameter_declaration")) {
     const [nameNode, typeNode, defaultValue] = node.namedChildren.filter((child) => child.type !== "comment");
     if (nameNode === undefined || typeNode === undefined) continue;
-    declarations.set(nameNode.text, { name: nameNode.text, type: typeNode.text, defaultValue });
+    declarations.set(nameNode.text, { name: nameNode.text, type: typeNode.text, defaultValue, decorators: decoratorsOf(node) });
   }
   return declarations;
+}
+
+/** The decorators written above a declaration (the grammar keeps them in a `decorators` node just before it). */
+function decoratorsOf(declaration: Node): Map<string, Node[]> {
+  let previous = declaration.previousNamedSibling;
+  while (previous?.type === "comment") previous = previous.previousNamedSibling;
+  const decorators = new Map<string, Node[]>();
+  if (previous?.type !== "decorators") return decorators;
+  for (const call of descendants(previous, "call_expression").filter((candidate) => candidate.parent?.type === "decorator")) {
+    decorators.set(calledFunctionName(call), callArguments(call));
+  }
+  return decorators;
 }
 
 /** The `var` declarations of a file: name → value expression. */

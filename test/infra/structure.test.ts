@@ -1,6 +1,7 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BicepFile, FIXTURES_DIR, INFRA_DIR, listFiles, moduleDeclarations, parameterDeclarations, parseBicepFile, resourceDeclarations, stringLiteral, valueAt } from "./bicep";
+import { type BicepFile, FIXTURES_DIR, INFRA_DIR, REPO_ROOT, listFiles, moduleDeclarations, parameterDeclarations, parseBicepFile, resourceDeclarations, stringLiteral, valueAt } from "./bicep";
 import { type BicepValue, evaluate } from "./evaluate";
 import { API_VERSION_FLOORS, apiVersionViolations, storageHardeningViolations } from "./checks";
 
@@ -122,13 +123,31 @@ describe("Function App on Flex Consumption", () => {
     expect(valueAt(plan.body, "properties", "reserved")?.text).toBe("true");
   });
 
-  it("the app is a Linux function app on Node 22, HTTPS only, with a user-assigned identity", () => {
+  it("the app is a Linux function app on Node, HTTPS only, with a user-assigned identity", () => {
     const site = only("Microsoft.Web/sites");
     expect(stringLiteral(valueAt(site.body, "kind"))).toBe("functionapp,linux");
     expect(stringLiteral(valueAt(site.body, "identity", "type"))).toBe("UserAssigned");
     expect(valueAt(site.body, "properties", "httpsOnly")?.text).toBe("true");
     expect(stringLiteral(valueAt(site.body, "properties", "functionAppConfig", "runtime", "name"))).toBe("node");
-    expect(stringLiteral(valueAt(site.body, "properties", "functionAppConfig", "runtime", "version"))).toBe("22");
+  });
+
+  it("the Node version is main.bicep's nodeVersion: '22' (package.json's engines floor) by default, '24' selectable, nothing else", async () => {
+    const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
+    const module = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
+    const parameter = parameterDeclarations(main).get("nodeVersion");
+    expect(parameter?.type).toBe("string");
+    const allowed = parameter?.decorators.get("allowed")?.[0];
+    expect(allowed === undefined ? undefined : evaluate(allowed, new Map())).toEqual(["22", "24"]);
+    const declared = parameter?.defaultValue;
+    const defaultVersion = declared === undefined ? undefined : evaluate(declared, new Map());
+    const engines = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+    expect(defaultVersion).toBe("22");
+    expect(engines).toBe(">=22");
+    // Passed to every app, and the site's runtime version is that parameter, not a literal.
+    expect(valueAt(moduleDeclarations(main).find((m) => m.path === "modules/functionApp.bicep")?.body, "params", "nodeVersion")?.text).toBe("nodeVersion");
+    expect(parameterDeclarations(module).get("nodeVersion")?.type).toBe("string");
+    const site = resourceDeclarations(module).find((resource) => resource.type === "Microsoft.Web/sites" && !resource.existing);
+    expect(valueAt(site?.body, "properties", "functionAppConfig", "runtime", "version")?.text).toBe("nodeVersion");
   });
 
   it("the deployment package is read with the user-assigned identity, not a connection string", () => {
