@@ -37,7 +37,21 @@ export interface StepReport {
   discarded: number;
   completedJobs: string[];
   activeJobs: number;
+  /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
+  jobs: JobProgress[];
 }
+
+/** One job's progress in a {@link StepReport}: items in total, sent at least once, done and failed. */
+export interface JobProgress {
+  id: string;
+  total: number;
+  dispatched: number;
+  done: number;
+  failed: number;
+}
+
+/** Most jobs a step report lists, so its event stays one small log line (Application Insights keeps 32 KB a trace). */
+export const MAX_REPORTED_JOBS = 100;
 
 /**
  * The coordination step, run by the leader under its term: register submitted jobs, fold worker results and poisoned
@@ -53,7 +67,13 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
   // First, before any other write: keeps the term history's epoch >= every stored epoch (the next term's floor).
   await recordTerm(fenced, term, deps.logger, io);
   const { epoch } = term;
-  const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, discarded: 0, completedJobs: [], activeJobs: 0 };
+  const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, discarded: 0, completedJobs: [], activeJobs: 0, jobs: [] };
+  const progress = new Map<string, JobProgress>();
+  // The job as read before this pass's dispatch, plus what the dispatch added (items sent, items failed unsent).
+  const noteProgress = (job: JobState, dispatched: number, failed: number): void => {
+    if (progress.size >= MAX_REPORTED_JOBS && !progress.has(job.id)) return;
+    progress.set(job.id, { id: job.id, total: job.itemCount, dispatched: job.dispatched + dispatched, done: job.doneCount, failed: job.failedCount + failed });
+  };
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
@@ -91,10 +111,14 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
       const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
       if (job === undefined || job.value.status !== "running") {
         finished.push(id);
-        if (job !== undefined) emitJobEnded(deps, epoch, job.value);
+        if (job !== undefined) {
+          noteProgress(job.value, 0, 0);
+          emitJobEnded(deps, epoch, job.value);
+        }
         continue;
       }
       const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io);
+      noteProgress(job.value, sent + failed, failed);
       budget -= sent + failed;
       report.dispatched += sent;
       report.failed += failed;
@@ -103,6 +127,7 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
     }
     if (finished.length > 0) await jobs.updateIndex({ remove: finished }, io);
     report.activeJobs = (index?.value.active.length ?? 0) - finished.length;
+    report.jobs = [...progress.values()];
     const remainingMs = endMono - monotonicMs();
     if (remainingMs <= 0 || (!work && report.activeJobs === 0)) return report;
     // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep, type JobProgress } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { StaleEpochError } from "../../src/errors";
@@ -122,6 +122,23 @@ describe("coordination step (unit, in-memory ports)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const stored = await state.read(keys.jobState(id));
     expect(JSON.stringify(stored?.value).length).toBeLessThan(2 * (100_000 / 8) * 1.4 + 2000); // two base64 bitmaps + fields
+  });
+
+  it("reports each job's progress (total, dispatched, done, failed) as of the step's last pass, for step-completed", async () => {
+    const { deps, work: queue } = world({ dispatchBatchSize: 10, maxInFlight: 2 });
+    const first = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 3)] });
+    const second = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("c", 1), { inline: '{"k":"c","v":"lots"}' }] });
+    const byId = (jobs: JobProgress[]): JobProgress[] => [...jobs].sort((a, b) => (a.id === first.id ? -1 : b.id === first.id ? 1 : 0));
+    expect(byId((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).jobs)).toEqual([
+      { id: first.id, total: 3, dispatched: 2, done: 0, failed: 0 },
+      { id: second.id, total: 2, dispatched: 2, done: 0, failed: 0 },
+    ]);
+    await work(deps, queue);
+    // The second job completes in this step (one item done, one failed) and is still reported, with its final counts.
+    expect(byId((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).jobs)).toEqual([
+      { id: first.id, total: 3, dispatched: 3, done: 2, failed: 0 },
+      { id: second.id, total: 2, dispatched: 2, done: 1, failed: 1 },
+    ]);
   });
 });
 

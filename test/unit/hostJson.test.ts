@@ -1,6 +1,10 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
+import { sinkFor } from "../../functions/sink";
+import { parseEventLine, type AppEventType } from "../../src/app/events";
+import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
 import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
 
@@ -25,5 +29,60 @@ describe("host.json agrees with the code", () => {
     ["base64 of invalid UTF-8", Buffer.from([0xff, 0xfe, 0xfd]).toString("base64")],
   ])("decoding rejects %s (it goes to poison like a host binding error)", (_name, body) => {
     expect(decodeBody(body, "base64")).toBeUndefined();
+  });
+});
+
+/**
+ * Coordinator events must reach Application Insights unsampled. The Node worker hands every `context.*` log to the
+ * host as a user log of category `Function.<name>.User`; the host filters it by `logging.logLevel` and sends what
+ * passes as Trace telemetry (the traces table). The worker has no way to send customEvents (the host turns only
+ * metrics into another type), and adaptive sampling is chosen per telemetry type: so Trace must be excluded.
+ */
+describe("coordinator events survive Application Insights sampling", () => {
+  interface HostLogging {
+    logging: { logLevel: Record<string, string>; applicationInsights: { samplingSettings: { isEnabled: boolean; excludedTypes?: string; includedTypes?: string } } };
+  }
+  const logging = (host as unknown as HostLogging).logging;
+  const LEVELS = ["Trace", "Debug", "Information", "Warning", "Error", "Critical", "None"];
+
+  /** The level the host applies to a log category: the longest `logLevel` key that prefixes it, else `default`. */
+  function effectiveLevel(category: string): string {
+    const keys = Object.keys(logging.logLevel).filter((key) => key !== "default" && (category === key || category.startsWith(`${key}.`)));
+    const longest = keys.sort((a, b) => b.length - a.length)[0];
+    return logging.logLevel[longest ?? "default"] ?? "Information";
+  }
+
+  /** Every function the app registers (`app.timer("name", …)`, `app.storageQueue(…)`, `app.http(…)`, …). */
+  const functionNames = readdirSync(join(__dirname, "..", "..", "functions"))
+    .filter((file) => file.endsWith(".ts"))
+    .flatMap((file) => [...readFileSync(join(__dirname, "..", "..", "functions", file), "utf8").matchAll(/\bapp\.[a-zA-Z]+\(\s*"([^"]+)"/g)].map((match) => match[1] ?? ""));
+
+  it("sampling leaves Trace telemetry (where the events land) alone", () => {
+    const settings = logging.applicationInsights.samplingSettings;
+    const types = (value: string | undefined): string[] => (value ?? "").split(";").map((type) => type.trim().toLowerCase()).filter((type) => type !== "");
+    if (settings.isEnabled) {
+      expect(types(settings.excludedTypes)).toContain("trace");
+      expect(types(settings.includedTypes)).not.toContain("trace");
+    }
+  });
+
+  it("the user logs of every function pass host.json's level filter at Information", () => {
+    expect(functionNames).toEqual(expect.arrayContaining(["coordinator", "worker", "submitJob", "getJob", "getLeader", "stepDown"]));
+    for (const name of functionNames) {
+      expect(LEVELS.indexOf(effectiveLevel(`Function.${name}.User`)), `Function.${name}.User`).toBeLessThanOrEqual(LEVELS.indexOf("Information"));
+    }
+  });
+
+  it("the sink logs every event type except lease-renewed at information, as one line that parses back", () => {
+    const lines: { level: string; message: string }[] = [];
+    const context = new InvocationContext({ functionName: "coordinator", invocationId: "inv-1", logHandler: (level, ...args) => lines.push({ level, message: args.map(String).join(" ") }) });
+    const sink = sinkFor(context);
+    const types = Object.keys(EVERY_EVENT_TYPE) as AppEventType[];
+    for (const [index, type] of types.entries()) sink.emit({ type, instanceId: "westeurope:abc-1", atMs: 1_700_000_000_000 + index, epoch: 7, jobId: "j-1" });
+    expect(lines).toHaveLength(types.length);
+    for (const [index, type] of types.entries()) {
+      expect(lines[index]?.level, type).toBe(type === "lease-renewed" ? "debug" : "information");
+      expect(parseEventLine(lines[index]?.message ?? "")).toEqual({ type, instanceId: "westeurope:abc-1", atMs: 1_700_000_000_000 + index, epoch: 7, jobId: "j-1" });
+    }
   });
 });
