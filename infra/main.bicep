@@ -139,6 +139,16 @@ param stepBudgetMs int = 20000
 @maxValue(10000)
 param dispatchBatchSize int = 500
 
+@description('WORK_UNIT_MAX_ITEMS: most items one work message (a unit) carries; 1 sends one item per message.')
+@minValue(1)
+@maxValue(1000)
+param workUnitMaxItems int = 32
+
+@description('WORK_UNIT_MAX_BYTES: most bytes of JSON in one work message (its base64 form must fit a 64 KiB queue message).')
+@minValue(1024)
+@maxValue(48128)
+param workUnitMaxBytes int = 46080
+
 @description('MAX_AGGREGATE_GROUPS: most groups a job\'s aggregate may hold; a job that would exceed it ends as failed with the reason.')
 @minValue(1)
 @maxValue(2000000)
@@ -227,6 +237,8 @@ module apps 'modules/functionApp.bicep' = [
       wakeQueue: wakeQueue
       stepBudgetMs: stepBudgetMs
       dispatchBatchSize: dispatchBatchSize
+      workUnitMaxItems: workUnitMaxItems
+      workUnitMaxBytes: workUnitMaxBytes
       maxAggregateGroups: maxAggregateGroups
       stepStallTimeoutMs: stepStallTimeoutMs
     }

@@ -62,6 +62,8 @@ param resultsQueue string
 param wakeQueue string
 param stepBudgetMs int
 param dispatchBatchSize int
+param workUnitMaxItems int
+param workUnitMaxBytes int
 param maxAggregateGroups int
 param stepStallTimeoutMs int
 
@@ -201,6 +203,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WAKE_QUEUE: wakeQueue
     STEP_BUDGET_MS: string(stepBudgetMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
+    WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
+    WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
   }

@@ -122,6 +122,8 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
+    workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
+    workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
     logger: sink.logger,
     emit: sink.emit,
     instanceId: app.instanceId,

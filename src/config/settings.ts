@@ -70,6 +70,13 @@ export const settingsSchema = z.object({
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /** Most items the leader dispatches in one step (bounded fan-out). @default 500 */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(500),
+  /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
+  WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
+  /**
+   * Most bytes of JSON one work message holds; its base64 form, with the queue's envelope, must fit 64 KiB. A single
+   * item larger than this still goes alone. @default 46080
+   */
+  WORK_UNIT_MAX_BYTES: intIn(1024, 47 * 1024).default(45 * 1024),
   /** Most groups a job's aggregate may hold; a job that would exceed it ends as failed with the reason. @default 200000 */
   MAX_AGGREGATE_GROUPS: intIn(1, 2_000_000).default(200_000),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */

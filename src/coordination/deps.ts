@@ -25,8 +25,12 @@ export interface CoordinationPorts {
 export interface CoordinationDeps extends CoordinationPorts {
   /** Most items dispatched per pass over all jobs (bounded fan-out). */
   dispatchBatchSize: number;
-  /** Most items of one job on the queue without a result yet. */
+  /** Most items of one job on the queue without a result yet (the last unit sent may go past it). */
   maxInFlight: number;
+  /** Most items per work message (WORK_UNIT_MAX_ITEMS), fixed per job when it registers. */
+  workUnitMaxItems: number;
+  /** Most bytes of JSON per work message (WORK_UNIT_MAX_BYTES), fixed per job when it registers. */
+  workUnitMaxBytes: number;
   /** Most groups a job's aggregate may hold (`MAX_AGGREGATE_GROUPS`); a job that would exceed it fails with the reason. */
   maxAggregateGroups: number;
   logger: Logger;

@@ -1,9 +1,9 @@
 import type { Versioned } from "../fencing/FencedStateStore";
 import type { CoordinationDeps } from "./deps";
-import { foldOutcomes, type FoldCounts, type ItemOutcome } from "./foldResults";
+import { foldOutcomes, type FoldCounts, type UnitOutcome } from "./foldResults";
 import { chunkSchema, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
-import { describeIssues, itemInputSchema, type WorkMessage } from "./messages";
+import { describeIssues, itemInputSchema, type ItemInput, type UnitWorkMessage } from "./messages";
 import type { PortOptions } from "./ports";
 
 /** Work messages sent at once. */
@@ -13,6 +13,8 @@ const SEND_PARALLELISM = 64;
 export interface DispatchReport {
   /** Items sent to the work queue. */
   sent: number;
+  /** Work messages (units) they went in. */
+  messages: number;
   /** Items recorded as failed instead: their chunk was missing or corrupt, or their entry in it was not an item input. */
   failed: number;
 }
@@ -20,23 +22,40 @@ export interface DispatchReport {
 /** A chunk's entries, or why there are none. */
 type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: string };
 
+/** How a job's items are packed into units: fixed when the job registers, so a unit's boundaries never change. */
+export function unitLimits(deps: Pick<CoordinationDeps, "workUnitMaxItems" | "workUnitMaxBytes">, state: Pick<JobState, "unitMaxItems" | "unitMaxBytes">): { items: number; bytes: number } {
+  return { items: state.unitMaxItems ?? deps.workUnitMaxItems, bytes: state.unitMaxBytes ?? deps.workUnitMaxBytes };
+}
+
 /**
- * Sends the next items of a job to the work queue — at most `budget`, and never more than `maxInFlight` items of the
- * job without a result — then advances the job's cursor in a fenced write. Sending first means a crash in between
- * re-sends those items (duplicates, which folding ignores) rather than losing them. An item whose input cannot be
- * read (its chunk blob missing or corrupt, or its entry not an item input) is not sent: it is recorded as failed in
- * the same write, with a reason naming the chunk.
+ * Sends the next items of a job to the work queue in units — whole units of up to the job's `unitMaxItems` items and
+ * `unitMaxBytes` bytes of JSON, contiguous and packed greedily from the cursor — starting units while fewer than
+ * `budget` items were sent and fewer than `maxInFlight` items of the job lack a result (the last unit may go past
+ * either by less than one unit), then advances the job's cursor in a fenced write. The cursor therefore always sits
+ * on a unit boundary, and a unit re-sent after a crash is the same unit (folding discards it by its bits). Sending
+ * first means a crash in between re-sends those units (duplicates) rather than losing them. An item whose input
+ * cannot be read (its chunk blob missing or corrupt, or its entry not an item input) is not sent, and ends its unit:
+ * it is recorded as failed in the same write, with a reason naming the chunk.
  */
 export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, budget: number, options: PortOptions): Promise<DispatchReport> {
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
   const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
-  if (state.status !== "running" || count <= 0) return { sent: 0, failed: 0 };
+  if (state.status !== "running" || count <= 0) return { sent: 0, messages: 0, failed: 0 };
+  const limits = unitLimits(deps, state);
+  // The envelope of a unit, with the widest item index the job has: what every unit costs besides its inputs.
+  const envelopeBytes = Buffer.byteLength(JSON.stringify({ v: 2, jobId: state.id, first: state.itemCount, kind: state.kind, params: state.params, inputs: [] } satisfies UnitWorkMessage));
   const messages: string[] = [];
-  const failures: ItemOutcome[] = [];
+  const failures: UnitOutcome["failed"] = [];
+  let unit: { first: number; inputs: ItemInput[]; bytes: number } | undefined;
+  const close = (): void => {
+    if (unit !== undefined) messages.push(JSON.stringify({ v: 2, jobId: state.id, first: unit.first, kind: state.kind, params: state.params, inputs: unit.inputs } satisfies UnitWorkMessage));
+    unit = undefined;
+  };
   let chunkIndex = -1;
   let chunk: ChunkRead = { ok: true, entries: [] };
-  for (let item = state.dispatched; item < state.dispatched + count; item++) {
+  let item = state.dispatched;
+  for (; item < state.itemCount && (item - state.dispatched < count || unit !== undefined); item++) {
     const wanted = Math.floor(item / state.chunkSize);
     if (wanted !== chunkIndex) {
       chunkIndex = wanted;
@@ -45,35 +64,44 @@ export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: V
     const entry = item % state.chunkSize;
     const input = chunk.ok ? itemInputSchema.safeParse(chunk.entries[entry]) : undefined;
     if (input?.success === true) {
-      const message: WorkMessage = { v: 1, jobId: state.id, item, kind: state.kind, params: state.params, input: input.data };
-      messages.push(JSON.stringify(message));
+      const bytes = Buffer.byteLength(JSON.stringify(input.data)) + 1;
+      if (unit !== undefined && envelopeBytes + unit.bytes + bytes > limits.bytes) {
+        close();
+        if (item - state.dispatched >= count) break; // this item starts the next unit, in a later dispatch
+      }
+      unit ??= { first: item, inputs: [], bytes: 0 };
+      unit.inputs.push(input.data);
+      unit.bytes += bytes;
+      if (unit.inputs.length >= limits.items) close();
       continue;
     }
+    close();
     const where = `its chunk "${keys.chunk(state.id, chunkIndex)}"`;
     const reason = !chunk.ok
       ? chunk.reason
       : entry >= chunk.entries.length
         ? `${where} has ${chunk.entries.length} entries; entry ${entry} is missing`
         : `entry ${entry} of ${where} is not an item input: ${input === undefined ? "" : describeIssues(input.error)}`;
-    failures.push({ item, ok: false, reason: `not dispatched: ${reason}` });
+    failures.push({ item, reason: `not dispatched: ${reason}` });
   }
+  close();
   for (let start = 0; start < messages.length; start += SEND_PARALLELISM) {
     await deps.workQueue.send(messages.slice(start, start + SEND_PARALLELISM), options);
   }
-  const end = state.dispatched + count;
+  const end = item;
   const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
   await jobs.updateJob(
     state.id,
     (current) => {
       attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
       const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
-      const next = failures.length > 0 ? (foldOutcomes(deps, advanced, failures, attempt.counts) ?? advanced) : advanced;
+      const next = failures.length > 0 ? (foldOutcomes(deps, advanced, [{ done: [], failed: failures }], attempt.counts) ?? advanced) : advanced;
       return next.dispatched === current.dispatched && next === advanced ? undefined : next;
     },
     options,
     job,
   );
-  return { sent: messages.length, failed: attempt.counts.failed };
+  return { sent: end - state.dispatched - failures.length, messages: messages.length, failed: attempt.counts.failed };
 }
 
 /** Reads one chunk of a job's item inputs; a missing or corrupt chunk is a reason, not an exception. */

@@ -2,7 +2,8 @@ import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { MAX_RECORDED_FAILURES, isStopped, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
-import { claimPoison, describeIssues, parseMessage, resultMessageSchema, type Rejection } from "./messages";
+import type { z } from "zod";
+import { claimPoison, describeIssues, fromRanges, parseMessage, resultMessageSchema, unitOutcomeSchema, type ItemRanges, type Rejection, type unitResultMessageSchema } from "./messages";
 import type { MessageQueue, PortOptions, ReceivedMessage } from "./ports";
 import { mergeAll, partialSize } from "./taskKinds";
 
@@ -51,11 +52,35 @@ export async function awaitAcknowledgements(deps: Pick<CoordinationDeps, "logger
   if (gone > 0) deps.logger.verbose(`${gone} folded message(s) were no longer ours to delete (received again after their visibility timeout); they will count as duplicates.`, { instanceId: deps.instanceId, epoch });
 }
 
-/** An outcome for one item, from a result message, the poison queue or dispatch. */
+/** An outcome for one item, from a v1 result message. */
 export type ItemOutcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };
 
+/**
+ * The outcome of a unit of items, from a result message, the poison queue or dispatch: the items done, with their
+ * partials merged into one, and the failed items with reasons.
+ */
+export interface UnitOutcome {
+  done: number[];
+  partial?: unknown;
+  failed: { item: number; reason: string }[];
+}
+
+/** What the fold takes: unit outcomes, or item outcomes (results of leaders before work units). */
+export type Outcome = UnitOutcome | ItemOutcome;
+
+/** A unit outcome for any outcome. */
+function asUnit(outcome: Outcome): UnitOutcome {
+  if (!("item" in outcome)) return outcome;
+  return outcome.ok ? { done: [outcome.item], partial: outcome.partial, failed: [] } : { done: [], failed: [{ item: outcome.item, reason: outcome.reason }] };
+}
+
+/** The highest item an outcome names (-1 for none). */
+function lastItem(outcome: UnitOutcome): number {
+  return Math.max(-1, ...outcome.done.slice(-1), ...outcome.failed.map((failure) => failure.item));
+}
+
 /** Outcomes and their messages, by job. */
-type ByJob = Map<string, { outcomes: ItemOutcome[]; messages: ReceivedMessage[] }>;
+type ByJob = Map<string, { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }>;
 
 /** Where messages come from, and what happens to those no job can use. */
 interface Source {
@@ -100,10 +125,18 @@ export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, ep
       continue;
     }
     const result = parsed.value;
+    if (result.v === 2) {
+      const outcome = await unitOutcomeOf(deps, result, options);
+      if (!outcome.ok) {
+        await reject(deps, source, message, outcome.reason, epoch, options);
+        report.rejected++;
+      } else addOutcome(byJob, result.jobId, outcome.value, message);
+      continue;
+    }
     const outcome: ItemOutcome = result.ok
       ? { item: result.item, ok: true, partial: result.partialBlob !== undefined ? await readPartial(deps, result.jobId, result.item, options) : result.partial }
       : { item: result.item, ok: false, reason: result.reason };
-    addOutcome(byJob, result.jobId, outcome, message);
+    addOutcome(byJob, result.jobId, asUnit(outcome), message);
   }
   await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
   return { ...report, received: messages.length, more: messages.length === FOLD_BATCH_SIZE };
@@ -134,7 +167,7 @@ export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, ep
   for (const message of messages) {
     const claim = claimPoison(message.text, queue.name);
     if (claim === undefined) unclaimed.push(message);
-    else addOutcome(byJob, claim.jobId, { item: claim.item, ok: false, reason: claim.reason }, message);
+    else addOutcome(byJob, claim.jobId, { done: [], failed: Array.from({ length: claim.count }, (_, offset) => ({ item: claim.item + offset, reason: claim.reason })) }, message);
   }
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
   const released = await Promise.allSettled(unclaimed.map((message) => queue.release(message, options)));
@@ -143,7 +176,30 @@ export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, ep
   return { ...report, received: messages.length, more: messages.length === POISON_BATCH && unclaimed.length === 0 };
 }
 
-function addOutcome(byJob: ByJob, jobId: string, outcome: ItemOutcome, message: ReceivedMessage): void {
+/**
+ * The outcome a unit result reports (read from its blob when it names one). Every item of the unit is accounted for:
+ * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
+ */
+async function unitOutcomeOf(deps: CoordinationDeps, result: z.output<typeof unitResultMessageSchema>, options: PortOptions): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
+  const { first, count } = result;
+  let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
+  if (result.outcomeBlob !== undefined) {
+    const text = await deps.system.readText(result.outcomeBlob, options);
+    const parsed = text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
+    reported = parsed.ok ? parsed.value : { done: [], failed: [{ items: [[first, first + count - 1]], reason: `the unit's result blob "${result.outcomeBlob}" is not usable: ${parsed.reason}`.slice(0, 2000) }] };
+  }
+  const done = fromRanges(reported.done);
+  const failed = reported.failed.flatMap(({ items, reason }) => fromRanges(items).map((item) => ({ item, reason })));
+  const named = new Set<number>();
+  for (const item of [...done, ...failed.map((failure) => failure.item)]) {
+    if (item < first || item >= first + count || named.has(item)) return { ok: false, reason: `item ${item} is ${named.has(item) ? "named twice" : "outside its unit"} (items ${first}–${first + count - 1})` };
+    named.add(item);
+  }
+  for (let item = first; item < first + count; item++) if (!named.has(item)) failed.push({ item, reason: "the worker's result for its unit did not report it" });
+  return { ok: true, value: { done, partial: reported.partial, failed } };
+}
+
+function addOutcome(byJob: ByJob, jobId: string, outcome: UnitOutcome, message: ReceivedMessage): void {
   const group = byJob.get(jobId) ?? { outcomes: [], messages: [] };
   group.outcomes.push(outcome);
   group.messages.push(message);
@@ -172,16 +228,17 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
     }
     // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
     const { itemCount } = current.value;
-    const kept: { outcomes: ItemOutcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
+    const kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
     for (const [index, message] of messages.entries()) {
       const outcome = outcomes[index];
       if (outcome === undefined) continue;
-      if (outcome.item < itemCount) {
+      const last = lastItem(outcome);
+      if (last < itemCount) {
         kept.outcomes.push(outcome);
         kept.messages.push(message);
         continue;
       }
-      await reject(deps, source, message, `item ${outcome.item} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
+      await reject(deps, source, message, `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
       report.rejected++;
     }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
@@ -208,14 +265,16 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
 }
 
 /**
- * Pure fold of outcomes into a job state; returns the new state, or undefined when nothing changed. The batch's
- * partials are merged with each other first and then into the aggregate once, so a batch costs one pass over the
- * aggregate, not one per result. A job whose aggregate would exceed `maxAggregateGroups`, or whose stored aggregate
- * its kind refuses, ends as `failed` with the reason and its counts as they were; a job that has ended takes no more.
+ * Pure fold of outcomes into a job state; returns the new state, or undefined when nothing changed. Exactly once per
+ * item: a unit's partial is merged only if none of its done items is counted yet, and then every one of them is set
+ * in the same state (a replayed or duplicated unit is discarded by its bits). The batch's partials are merged with
+ * each other first and then into the aggregate once, so a batch costs one pass over the aggregate, not one per
+ * result. A job whose aggregate would exceed `maxAggregateGroups`, or whose stored aggregate its kind refuses, ends
+ * as `failed` with the reason and its counts as they were; a job that has ended takes no more.
  */
-export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">, state: JobState, outcomes: ItemOutcome[], report: FoldCounts): JobState | undefined {
+export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">, state: JobState, outcomes: Outcome[], report: FoldCounts): JobState | undefined {
   if (state.status !== "running") {
-    report.duplicates += outcomes.length;
+    report.duplicates += outcomes.reduce((sum, outcome) => sum + (asUnit(outcome).done.length + asUnit(outcome).failed.length), 0);
     return undefined;
   }
   const kind = deps.registry.get(state.kind);
@@ -226,22 +285,34 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "
   const failures = [...state.failures];
   const counts = emptyCounts();
   const partials: unknown[] = [];
-  for (const outcome of outcomes) {
-    const { item } = outcome;
-    if (item >= state.itemCount || done.has(item) || failed.has(item)) {
-      counts.duplicates++;
+  const counted = (item: number): boolean => item >= state.itemCount || done.has(item) || failed.has(item);
+  const fail = (item: number, reason: string): void => {
+    failed.add(item);
+    counts.failed++;
+    if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason });
+  };
+  for (const outcome of outcomes.map(asUnit)) {
+    for (const { item, reason } of outcome.failed) {
+      if (counted(item)) counts.duplicates++;
+      else fail(item, reason);
+    }
+    if (outcome.done.length === 0) continue;
+    const fresh = outcome.done.filter((item) => !counted(item));
+    counts.duplicates += outcome.done.length - fresh.length;
+    if (fresh.length === 0) continue;
+    if (fresh.length < outcome.done.length) {
+      // Cannot happen while a job's units keep their boundaries; never count a merged partial twice if it does.
+      for (const item of fresh) fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
       continue;
     }
-    const partial = outcome.ok ? kind?.partialSchema.safeParse(outcome.partial) : undefined;
-    if (!outcome.ok || partial === undefined || !partial.success) {
-      failed.add(item);
-      counts.failed++;
-      if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason: outcome.ok ? "the worker's partial result is not valid for this task kind" : outcome.reason });
+    const partial = kind?.partialSchema.safeParse(outcome.partial);
+    if (partial === undefined || !partial.success) {
+      for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
       continue;
     }
     partials.push(partial.data);
-    done.add(item);
-    counts.folded++;
+    for (const item of fresh) done.add(item);
+    counts.folded += fresh.length;
   }
   report.duplicates += counts.duplicates;
   if (counts.folded === 0 && counts.failed === 0) return undefined;

@@ -35,6 +35,13 @@ export const jobStateSchema = jobSpecSchema.extend({
    */
   status: z.enum(["running", "completed", "failed", "cancelled", "expired"]),
   failureReason: z.string().optional(),
+  /**
+   * How items are packed into work units (WORK_UNIT_MAX_ITEMS and WORK_UNIT_MAX_BYTES when the job registered): fixed
+   * for the job's life, so a unit re-sent after a crash has the same items. A job registered before units had none:
+   * the leader's current settings apply.
+   */
+  unitMaxItems: z.number().int().min(1).optional(),
+  unitMaxBytes: z.number().int().min(1).optional(),
   /** Items [0, dispatched) have been sent to the work queue at least once. */
   dispatched: z.number().int().min(0),
   /** Base64 bitmaps: items whose result has been folded, and items recorded as failed. */

@@ -21,8 +21,11 @@ export type ItemInput = z.infer<typeof itemInputSchema>;
 const jobId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-'");
 const itemIndex = z.number().int().min(0).max(10_000_000);
 
-/** A unit of work on the work queue. */
-export const workMessageSchema = z.strictObject({
+/** Most items one work unit may carry (WORK_UNIT_MAX_ITEMS allows up to this). */
+export const MAX_UNIT_ITEMS = 1_000;
+
+/** One item on the work queue: what leaders before work units sent (still processed, and answered in kind). */
+export const itemWorkMessageSchema = z.strictObject({
   v: z.literal(1),
   jobId,
   item: itemIndex,
@@ -30,31 +33,95 @@ export const workMessageSchema = z.strictObject({
   params: z.unknown(),
   input: itemInputSchema,
 });
+
+/** A unit of work on the work queue: the inputs of items `first`, `first + 1`, … of one job. */
+export const unitWorkMessageSchema = z.strictObject({
+  v: z.literal(2),
+  jobId,
+  first: itemIndex,
+  kind: z.string().min(1).max(64),
+  params: z.unknown(),
+  inputs: z.array(itemInputSchema).min(1).max(MAX_UNIT_ITEMS),
+});
+
+/** A work message: a unit of items, or one item (v1). */
+export const workMessageSchema = z.discriminatedUnion("v", [unitWorkMessageSchema, itemWorkMessageSchema]);
 export type WorkMessage = z.infer<typeof workMessageSchema>;
+export type UnitWorkMessage = z.infer<typeof unitWorkMessageSchema>;
 
 /** A worker's report on the results queue: a partial result (inline or in a blob), or a failure with its reason. */
-export const resultMessageSchema = z.union([
+export const itemResultMessageSchema = z.union([
   z.strictObject({ v: z.literal(1), jobId, item: z.number().int().min(0), ok: z.literal(true), partial: z.unknown().optional(), partialBlob: z.string().optional() }),
   z.strictObject({ v: z.literal(1), jobId, item: z.number().int().min(0), ok: z.literal(false), reason: z.string().max(2000) }),
 ]);
+
+/** Inclusive ranges of item indexes, `[first, last]`, e.g. `[[0, 30], [32, 32]]`. */
+export const itemRangesSchema = z.array(z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"));
+export type ItemRanges = z.infer<typeof itemRangesSchema>;
+
+/** What a worker reports for a unit: the items done (their partials merged into one), and the failed ones with reasons. */
+export const unitOutcomeSchema = z.strictObject({
+  done: itemRangesSchema,
+  partial: z.unknown().optional(),
+  failed: z.array(z.strictObject({ items: itemRangesSchema, reason: z.string().max(2000) })),
+});
+export type UnitOutcomeReport = z.infer<typeof unitOutcomeSchema>;
+
+/**
+ * One result for a whole unit `[first, first + count)`: the outcome inline, or — when it would not fit a queue
+ * message — `outcomeBlob`, the name of a blob in the system container holding it (then `done` and `failed` are empty).
+ */
+export const unitResultMessageSchema = z.strictObject({
+  v: z.literal(2),
+  jobId,
+  first: itemIndex,
+  count: z.number().int().min(1).max(MAX_UNIT_ITEMS),
+  done: itemRangesSchema.default([]),
+  partial: z.unknown().optional(),
+  failed: unitOutcomeSchema.shape.failed.default([]),
+  outcomeBlob: z.string().optional(),
+});
+export type UnitResultMessage = z.input<typeof unitResultMessageSchema>;
+
+export const resultMessageSchema = z.union([unitResultMessageSchema, itemResultMessageSchema]);
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
 
-/** The job and item a message names. */
+/** Sorted item indexes as inclusive ranges. */
+export function toRanges(items: readonly number[]): ItemRanges {
+  const ranges: ItemRanges = [];
+  for (const item of items) {
+    const last = ranges.at(-1);
+    if (last !== undefined && item === last[1] + 1) last[1] = item;
+    else ranges.push([item, item]);
+  }
+  return ranges;
+}
+
+/** The item indexes of inclusive ranges. */
+export function fromRanges(ranges: ItemRanges): number[] {
+  return ranges.flatMap(([first, last]) => Array.from({ length: last - first + 1 }, (_, offset) => first + offset));
+}
+
+/** The job and items a message names: `count` items from `item` (one for a v1 message). */
 export interface ItemRef {
   jobId: string;
   item: number;
+  count: number;
 }
 
-/** Just the job and item of a message, whatever else it holds (or lacks). */
-const itemRefSchema = z.object({ jobId, item: itemIndex });
+/** Just the job and items of a message, whatever else it holds (or lacks). */
+const itemRefSchema = z.union([
+  z.object({ v: z.literal(2), jobId, first: itemIndex, inputs: z.array(z.unknown()).min(1).max(MAX_UNIT_ITEMS) }).transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.inputs.length })),
+  z.object({ jobId, item: itemIndex }).transform((one) => ({ jobId: one.jobId, item: one.item, count: 1 })),
+]);
 
 /**
- * The job and item a message (JSON text or a parsed value) names, when it parses that far — even if the rest of it
+ * The job and items a message (JSON text or a parsed value) names, when it parses that far — even if the rest of it
  * is not a valid work message; undefined otherwise.
  */
 export function itemRefOf(message: unknown): ItemRef | undefined {
   const parsed = itemRefSchema.safeParse(typeof message === "string" ? parseJson(message) : message);
-  return parsed.success ? { jobId: parsed.data.jobId, item: parsed.data.item } : undefined;
+  return parsed.success ? parsed.data : undefined;
 }
 
 /**
@@ -69,6 +136,8 @@ export const rejectionSchema = z.object({
     queue: z.string().optional(),
     jobId: jobId.optional(),
     item: itemIndex.optional(),
+    /** Items the rejected unit held, from `item` (1 when absent). */
+    count: z.number().int().min(1).max(MAX_UNIT_ITEMS).optional(),
   }),
   original: z.string().optional(),
 });
@@ -77,13 +146,13 @@ export type Rejection = z.infer<typeof rejectionSchema>;
 /** Longest reason kept for a failed item. */
 const MAX_REASON_LENGTH = 2000;
 
-/** An item a work-poison message accounts for, and why it failed. */
+/** The items a work-poison message accounts for (`count` from `item`), and why they failed. */
 export interface PoisonClaim extends ItemRef {
   reason: string;
 }
 
 /**
- * Which item a message on the work poison queue accounts for, and why it failed: a work message the host moved there
+ * Which items a message on the work poison queue accounts for, and why it failed: a work message the host moved there
  * after its retries ran out, or the worker's rejection of a work message that named its job and item (including a
  * rejection written before rejections named them: then its original is read). Undefined when no job can claim it —
  * undecodable text, a rejection of a message that named no item, or a rejection the leader itself wrote, which is
@@ -96,7 +165,7 @@ export function claimPoison(text: string | undefined, poisonQueue: string): Pois
   if (rejection.success) {
     const { rejected, original } = rejection.data;
     if (rejected.by === "leader" || rejected.queue !== undefined) return undefined;
-    const ref = rejected.jobId !== undefined && rejected.item !== undefined ? { jobId: rejected.jobId, item: rejected.item } : itemRefOf(original);
+    const ref = rejected.jobId !== undefined && rejected.item !== undefined ? { jobId: rejected.jobId, item: rejected.item, count: rejected.count ?? 1 } : itemRefOf(original);
     return ref && { ...ref, reason: `rejected by the worker: ${rejected.reason}`.slice(0, MAX_REASON_LENGTH) };
   }
   const ref = itemRefOf(value);

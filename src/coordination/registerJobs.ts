@@ -36,6 +36,8 @@ export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch
       ...(data.deadlineAtMs !== undefined ? { deadlineAtMs: data.deadlineAtMs } : {}),
       registeredAtMs: deps.now(),
       status: "running",
+      unitMaxItems: deps.workUnitMaxItems,
+      unitMaxBytes: deps.workUnitMaxBytes,
       dispatched: 0,
       doneBits: Bitmap.empty(data.itemCount).toBase64(),
       failedBits: Bitmap.empty(data.itemCount).toBase64(),

@@ -1,8 +1,9 @@
 import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
-import { itemRefOf, parseMessage, workMessageSchema, type Rejection, type ResultMessage } from "./messages";
+import type { z } from "zod";
+import { itemRefOf, parseMessage, toRanges, workMessageSchema, type itemResultMessageSchema, type Rejection, type UnitResultMessage } from "./messages";
 import type { PortOptions } from "./ports";
-import { ItemError } from "./taskKinds";
+import { ItemError, mergeAll } from "./taskKinds";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<CoordinationDeps, "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now">;
@@ -17,20 +18,22 @@ export interface Delivery {
   maxDequeueCount: number;
 }
 
-/** How the worker handled a message. */
+/** How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not. */
 export type WorkOutcome =
-  | { status: "processed"; jobId: string; item: number }
-  | { status: "failed"; jobId: string; item: number; reason: string }
+  | { status: "processed"; jobId: string; item: number; count: number }
+  | { status: "failed"; jobId: string; item: number; count: number; reason: string }
   | { status: "rejected"; reason: string };
 
-/** Partials larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
-const MAX_INLINE_PARTIAL_BYTES = 40 * 1024;
+/** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
+const MAX_INLINE_RESULT_BYTES = 40 * 1024;
 
 /**
- * Handles one work message. Never lets bad input crash the worker: a malformed message is moved to the poison queue
- * with the reason at once (retrying cannot fix it); an item whose input is unusable is reported as failed; a
- * transient failure is thrown so the host retries it, and on the last delivery it is also reported as failed so the
- * job can finish.
+ * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
+ * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it); an
+ * item whose input is unusable fails alone, with its reason; the partials of the others are merged with the kind's
+ * `merge`, and ONE result names the items done and failed. A transient failure of any item is thrown so the host
+ * retries the whole unit; on the last delivery the items it hit are reported as failed instead, with the others'
+ * results, so the job can finish.
  */
 export async function processWorkMessage(deps: WorkerDeps, payload: unknown, delivery: Delivery, options: PortOptions = {}): Promise<WorkOutcome> {
   const parsed = parseMessage(workMessageSchema, payload);
@@ -41,32 +44,61 @@ export async function processWorkMessage(deps: WorkerDeps, payload: unknown, del
   const params = kind.paramsSchema.safeParse(message.params);
   if (!params.success) return reject(deps, payload, delivery, `params are not valid for "${message.kind}": ${params.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, options);
 
-  const { jobId, item } = message;
-  try {
-    const input = "inline" in message.input ? message.input.inline : await deps.inputs.readText(message.input.blob, options);
-    if (input === undefined) throw new ItemError(`input blob "${"blob" in message.input ? message.input.blob : ""}" does not exist`);
-    const partial = kind.process(input, params.data);
-    await sendResult(deps, { v: 1, jobId, item, ok: true, partial }, options);
-    return { status: "processed", jobId, item };
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    if (error instanceof ItemError) {
-      await sendResult(deps, { v: 1, jobId, item, ok: false, reason }, options);
-      return { status: "failed", jobId, item, reason };
+  const { jobId } = message;
+  const first = message.v === 2 ? message.first : message.item;
+  const inputs = message.v === 2 ? message.inputs : [message.input];
+  const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
+  const done: number[] = [];
+  const partials: unknown[] = [];
+  const failures = new Map<string, number[]>();
+  const fail = (item: number, reason: string): void => {
+    const items = failures.get(reason) ?? [];
+    items.push(item);
+    failures.set(reason, items);
+  };
+  for (const [offset, input] of inputs.entries()) {
+    const item = first + offset;
+    try {
+      const text = "inline" in input ? input.inline : await deps.inputs.readText(input.blob, options);
+      if (text === undefined) throw new ItemError(`input blob "${"blob" in input ? input.blob : ""}" does not exist`);
+      partials.push(kind.process(text, params.data));
+      done.push(item);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      if (error instanceof ItemError) fail(item, reason);
+      else if (lastDelivery) fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
+      else throw error; // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
     }
-    if (delivery.dequeueCount >= delivery.maxDequeueCount) {
-      await sendResult(deps, { v: 1, jobId, item, ok: false, reason: `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}` }, options);
-    }
-    throw error; // transient: let the host retry, and poison it after the last delivery
   }
+  const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
+  if (message.v === 1) {
+    const [failure] = failed;
+    await sendItemResult(deps, failure === undefined ? { v: 1, jobId, item: first, ok: true, partial: partials[0] } : { v: 1, jobId, item: first, ok: false, reason: failure.reason }, options);
+  } else {
+    await sendUnitResult(deps, { v: 2, jobId, first, count: inputs.length, done: toRanges(done), ...(partials.length > 0 ? { partial: mergeAll(kind, partials) } : {}), failed }, options);
+  }
+  if (failed.length === 0) return { status: "processed", jobId, item: first, count: inputs.length };
+  return { status: "failed", jobId, item: first, count: inputs.length, reason: failed.map((failure) => failure.reason).join("; ") };
 }
 
-async function sendResult(deps: WorkerDeps, result: ResultMessage, options: PortOptions): Promise<void> {
+async function sendItemResult(deps: WorkerDeps, result: z.input<typeof itemResultMessageSchema>, options: PortOptions): Promise<void> {
   let text = JSON.stringify(result);
-  if (result.ok && Buffer.byteLength(text) > MAX_INLINE_PARTIAL_BYTES) {
+  if (result.ok && Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.partial(result.jobId, result.item);
     await deps.system.writeText(blob, JSON.stringify(result.partial), options);
-    text = JSON.stringify({ v: 1, jobId: result.jobId, item: result.item, ok: true, partialBlob: blob } satisfies ResultMessage);
+    text = JSON.stringify({ v: 1, jobId: result.jobId, item: result.item, ok: true, partialBlob: blob });
+  }
+  await deps.resultsQueue.send([text], options);
+}
+
+/** Sends a unit's result; one too large for a queue message goes to a blob (keyed by job and first item) that it names. */
+async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: PortOptions): Promise<void> {
+  let text = JSON.stringify(result);
+  if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
+    const blob = keys.partial(result.jobId, result.first);
+    const { done, partial, failed } = result;
+    await deps.system.writeText(blob, JSON.stringify({ done, partial, failed }), options);
+    text = JSON.stringify({ v: 2, jobId: result.jobId, first: result.first, count: result.count, outcomeBlob: blob } satisfies UnitResultMessage);
   }
   await deps.resultsQueue.send([text], options);
 }
@@ -75,7 +107,7 @@ async function reject(deps: WorkerDeps, payload: unknown, delivery: Delivery, re
   const original = typeof payload === "string" ? payload : (JSON.stringify(payload) as string | undefined) ?? String(payload);
   deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, { instanceId: deps.instanceId });
   deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), queue: "work", messageId: delivery.id, reason });
-  // Naming the job and item, when the message got that far, lets the leader record the item as failed with the reason.
+  // Naming the job and items, when the message got that far, lets the leader record them as failed with the reason.
   const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
     rejected: { by: "worker", reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) },
     original: original.slice(0, 16_000),

@@ -29,6 +29,9 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     dispatchBatchSize: 10,
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
+    // One item per work message unless a test asks for units (the per-item behaviour most tests check).
+    workUnitMaxItems: 1,
+    workUnitMaxBytes: 45 * 1024,
     logger: silentLogger,
     emit: (event) => events.push(event),
     instanceId: "unit",

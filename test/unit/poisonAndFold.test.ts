@@ -84,8 +84,8 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("b", 2), item("c", 3)] });
     system.blobs.set(keys.chunk(id, 0), JSON.stringify([item("a", 1), 42, item("c", 3)]));
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(queue.bodies().map((body) => (JSON.parse(body) as { item: number; input: unknown }).item)).toEqual([0, 2]);
-    expect(queue.bodies().every((body) => (JSON.parse(body) as { input?: unknown }).input !== undefined)).toBe(true);
+    expect(queue.bodies().map((body) => (JSON.parse(body) as { first: number }).first)).toEqual([0, 2]);
+    expect(queue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs)).toEqual([[item("a", 1)], [item("c", 3)]]);
     expect((await readJob(state, id))?.failures).toEqual([{ item: 1, reason: expect.stringMatching(new RegExp(`^not dispatched: entry 1 of its chunk "${keys.chunk(id, 0)}" is not an item input: `)) as unknown }]);
   });
 });

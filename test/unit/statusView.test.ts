@@ -155,6 +155,8 @@ describe("reading the status view from the ports (in-memory)", () => {
       dispatchBatchSize: 2,
       maxInFlight: 2,
       maxAggregateGroups: 200_000,
+      workUnitMaxItems: 1,
+      workUnitMaxBytes: 45 * 1024,
       logger: silentLogger,
       emit: () => undefined,
       instanceId: "unit",

@@ -59,7 +59,8 @@ describe("wake-up: a submission wakes the coordinator", () => {
     expect(attempts(world.store)).toEqual(["read", "acquire", "read"]);
     expect(world.events.find((event) => event.type === "step-started")).toMatchObject({ trigger: "wake", wakeReason: "job-submitted" });
     expect(world.events.find((event) => event.type === "job-registered")).toMatchObject({ jobId: id });
-    expect(world.workQueue.length).toBe(2);
+    // Both items, in one work unit (WORK_UNIT_MAX_ITEMS defaults to 32).
+    expect(world.workQueue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs.length)).toEqual([2]);
   });
 
   it("not acquired is a normal outcome: one lease read, no acquire, and the handler returns (the message is consumed, not retried)", async () => {
