@@ -19,6 +19,8 @@ import { ensureAppStorage } from "../local/storageSetup";
 export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
   COORDINATOR_SCHEDULE: "*/2 * * * * *",
   DISPATCH_BATCH_SIZE: "5",
+  // Units of 8 items: a job spans many units, so duplicates and kills hit whole units mid-job.
+  WORK_UNIT_MAX_ITEMS: "8",
   STEP_BUDGET_MS: "6000",
   // A killed worker's messages come back after 10 s instead of the host's 10 min.
   LOCAL_MESSAGE_LEASE_SECONDS: "10",

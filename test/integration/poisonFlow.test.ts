@@ -13,18 +13,19 @@ describe("poison on Azurite (issue 14, items 8 and 9)", () => {
   const env = useAzurite();
 
   it("a worker rejection of real items (their task kind removed by a deploy) ends the job with those items failed and the reason", async () => {
-    const { app, sink } = newTestApp(env.azurite.connectionString);
+    // Units of two items: the rejected unit's items all fail, the other unit's are done.
+    const { app, sink } = newTestApp(env.azurite.connectionString, { WORK_UNIT_MAX_ITEMS: "2" });
     // The same app deployed without the group-by kind: its worker rejects the items to the work poison queue.
     const withoutKind: CoordinatorApp = { ...app, registry: new TaskRegistry() };
     const submitted = await submitJob(app, { kind: "group-by", params, items: [csv(1), csv(2), csv(3), csv(4)] });
     if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
-    await runCoordinatorTick(app, sink); // registers and dispatches all four
+    await runCoordinatorTick(app, sink); // registers and dispatches all four, in two units
     expect(await drainWorkQueue(app, sink, 1)).toBe(1);
-    expect(await drainWorkQueue(withoutKind, sink)).toBe(3);
+    expect(await drainWorkQueue(withoutKind, sink)).toBe(1);
     await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed", 5);
     const status = await getJobStatus(app, submitted.id);
-    expect(status).toMatchObject({ status: "completed", progress: { total: 4, done: 1, failed: 3 }, aggregate: { eu: { count: 1 } } });
-    expect(status?.failures).toHaveLength(3);
+    expect(status).toMatchObject({ status: "completed", progress: { total: 4, done: 2, failed: 2 }, aggregate: { eu: { count: 2 } } });
+    expect(status?.failures).toHaveLength(2);
     for (const failure of status?.failures ?? []) expect(failure.reason).toMatch(/^rejected by the worker: unknown task kind "group-by"/);
     expect(await app.workPoisonQueue.peek(32)).toEqual([]); // claimed and deleted
   });

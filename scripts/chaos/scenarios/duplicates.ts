@@ -1,5 +1,7 @@
 import { QueueClient } from "@azure/storage-queue";
 import { groupByKind, type GroupByParams } from "../../../src/coordination/groupBy";
+import { unitWorkMessageSchema, type UnitResultMessage, type UnitWorkMessage } from "../../../src/coordination/messages";
+import { mergeAll } from "../../../src/coordination/taskKinds";
 import { delay } from "../../../src/util/delay";
 import { createDemoJob } from "../../local/demoData";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
@@ -8,10 +10,10 @@ const ITEMS = 80;
 const encode = (text: string): string => Buffer.from(text, "utf8").toString("base64");
 
 /**
- * Duplicate delivery: while a job runs, the same work and result messages are delivered again — copies of work
- * messages the leader dispatched (peeked from the queue), work messages and worker results rebuilt exactly as the app
- * builds them (so a copy may even arrive before the original), 1–3 copies each at seeded moments; and after the job
- * completed, a burst of replayed results. Checks: every item counted exactly once (aggregate equal to the
+ * Duplicate delivery of whole work units: while a job runs, the same work and result messages are delivered again —
+ * copies of units the leader dispatched (peeked from the queue), and unit results rebuilt exactly as the worker builds
+ * them from a peeked unit (so a copy often arrives before the original), 1–3 copies each at seeded moments; and after
+ * the job completed, a burst of replayed unit results. Checks: every item counted exactly once (aggregate equal to the
  * independently computed one), the leader saw duplicates, and the completed job's state is never written again.
  */
 export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioResult> {
@@ -25,30 +27,32 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     const demo = createDemoJob(ITEMS, `chaos/duplicates-${options.seed}`, options.seed);
     const texts = new Map(demo.blobs.map((blob) => [blob.name, blob.text]));
     const params: GroupByParams = demo.spec.params;
-    const workText = (item: number): string => JSON.stringify({ v: 1, jobId: job.id, item, kind: "group-by", params, input: demo.spec.items[item] });
-    const resultText = (item: number): string => {
-      const input = demo.spec.items[item];
-      const text = input === undefined ? "" : "inline" in input ? input.inline : (texts.get(input.blob) ?? "");
-      return JSON.stringify({ v: 1, jobId: job.id, item, ok: true, partial: groupByKind.process(text, params) });
+    /** The result a worker sends for a unit (every item of the demo job succeeds). */
+    const resultText = (unit: UnitWorkMessage): string => {
+      const partials = unit.inputs.map((input) => groupByKind.process("inline" in input ? input.inline : (texts.get(input.blob) ?? ""), params));
+      return JSON.stringify({ v: 2, jobId: job.id, first: unit.first, count: unit.inputs.length, done: [[unit.first, unit.first + unit.inputs.length - 1]], partial: mergeAll(groupByKind, partials), failed: [] } satisfies UnitResultMessage);
     };
+    /** Units seen on the work queue, for replays after completion. */
+    const units = new Map<number, UnitWorkMessage>();
     const sent = { peekedWorkCopies: 0, rebuiltWork: 0, rebuiltResults: 0, replayedAfterCompletion: 0 };
     const durationMs = options.quick ? 15_000 : 30_000;
     const until = Date.now() + durationMs;
     while (Date.now() < until) {
       const peeked = await workQueue.peekMessages({ numberOfMessages: 32 }).catch(() => undefined);
       const original = peeked?.peekedMessageItems[run.random.int(0, Math.max(0, (peeked.peekedMessageItems.length || 1) - 1))];
-      if (original !== undefined) {
+      const unit = original === undefined ? undefined : unitWorkMessageSchema.safeParse(JSON.parse(Buffer.from(original.messageText, "base64").toString("utf8"))).data;
+      if (original !== undefined && unit !== undefined) {
+        units.set(unit.first, unit);
         await workQueue.sendMessage(original.messageText);
         sent.peekedWorkCopies++;
-      }
-      const item = run.random.int(0, ITEMS - 1);
-      for (let copy = run.random.int(1, 3); copy > 0; copy--) {
-        if (run.random.chance(0.5)) {
-          await workQueue.sendMessage(encode(workText(item)));
-          sent.rebuiltWork++;
-        } else {
-          await resultsQueue.sendMessage(encode(resultText(item)));
-          sent.rebuiltResults++;
+        for (let copy = run.random.int(1, 3); copy > 0; copy--) {
+          if (run.random.chance(0.5)) {
+            await workQueue.sendMessage(encode(JSON.stringify(unit)));
+            sent.rebuiltWork++;
+          } else {
+            await resultsQueue.sendMessage(encode(resultText(unit)));
+            sent.rebuiltResults++;
+          }
         }
       }
       await delay(run.random.int(100, 400));
@@ -58,8 +62,10 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     options.log(`  duplicated ${sent.peekedWorkCopies + sent.rebuiltWork} work and ${sent.rebuiltResults} result messages`);
     run.afterJobs.push(async () => {
       // Replays after completion: the job is done, so these must change nothing.
-      for (let item = 0; item < 10; item++) await resultsQueue.sendMessage(encode(resultText(run.random.int(0, ITEMS - 1))));
-      sent.replayedAfterCompletion = 10;
+      const seen = [...units.values()];
+      if (seen.length === 0) run.fail("no work unit was seen on the work queue to duplicate");
+      for (const unit of seen.slice(0, 10)) await resultsQueue.sendMessage(encode(resultText(unit)));
+      sent.replayedAfterCompletion = Math.min(10, seen.length);
       await delay(6000);
       const versions = run.observer.versionsOf(`jobs/${job.id}.json`);
       const completedAt = versions.findIndex((version) => version.job?.status === "completed");

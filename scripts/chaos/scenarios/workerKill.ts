@@ -6,10 +6,11 @@ import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scena
 const WORKER_ENV = { "AzureWebJobs.coordinator.Disabled": "true", LOCAL_INVOKE_DELAY_MS: "worker=300", LOCAL_MESSAGE_LEASE_SECONDS: "5" };
 
 /**
- * A worker process killed mid-item: two coordinator-only instances lead, two worker-only instances process items
- * (each item made to take 300 ms longer). A worker is SIGKILLed while it has work invocations in flight (from the
- * host's Executing/Executed lines); a replacement starts. Checks: the kill landed mid-item, and the job still counts
- * every item exactly once — the killed worker's items were redelivered (their messages were never deleted).
+ * A worker process killed mid-unit: two coordinator-only instances lead, two worker-only instances process work units
+ * of 8 items (each invocation made to take 300 ms longer). A worker is SIGKILLed while it has work invocations in
+ * flight (from the host's Executing/Executed lines); a replacement starts. Checks: the kill landed mid-unit, and the
+ * job still counts every item exactly once — the killed worker's units were redelivered whole (their messages were
+ * never deleted).
  */
 export function workerKillScenario(options: ScenarioOptions): Promise<ScenarioResult> {
   return runScenario("worker-kill", options, async (run) => {
