@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
@@ -113,5 +114,21 @@ describe("work units (issue 9, part 1)", () => {
     expect(job?.failures.map((failure) => failure.item)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(job?.failures[0]?.reason).toMatch(/retries exhausted/);
     expect(job?.failures[4]?.reason).toMatch(/rejected by the worker: unknown task kind "gone"/);
+  });
+
+  it("cancel with units in flight: the rest of the job is skipped, and a late unit's result is discarded whole, never counted", async () => {
+    const { deps, work: queue, results, state } = world({ workUnitMaxItems: 5, dispatchBatchSize: 10, maxInFlight: 10 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(30) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await work(deps, queue, deps, 1); // one unit of 5 done; the other is still queued
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // folds it, and dispatches one more unit (10 in flight)
+    await requestCancel(deps, id);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "cancelled", doneCount: 5, skippedCount: 25, dispatched: 15 });
+    expect(await work(deps, queue)).toBe(2); // the worker does not know: it still runs the queued units
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(report).toMatchObject({ discarded: 2, folded: 0, dispatched: 0 });
+    expect(results.length).toBe(0);
+    expect(await readJob(state, id)).toMatchObject({ status: "cancelled", doneCount: 5, skippedCount: 25 });
   });
 });
