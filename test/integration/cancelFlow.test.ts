@@ -8,11 +8,14 @@ import { runCoordinatorTick } from "../../src/app/operations";
 const params = { format: "csv", keyField: "region", valueField: "amount" };
 const items = (n: number): { inline: string }[] => Array.from({ length: n }, (_, i) => ({ inline: `region,amount\n${i % 2 === 0 ? "eu" : "us"},${i}` }));
 
+/** One item per work message, so messages and items count alike here (units with cancel: test/unit/workUnits.test.ts). */
+const PER_ITEM = { DISPATCH_BATCH_SIZE: "5", WORK_UNIT_MAX_ITEMS: "1" };
+
 describe("cancel and deadline on Azurite (in process)", () => {
   const env = useAzurite();
 
   it("a job cancelled mid-run ends as cancelled with the rest skipped; its late results are acknowledged and not counted", async () => {
-    const { app, sink, events } = newTestApp(env.azurite.connectionString, { DISPATCH_BATCH_SIZE: "5" });
+    const { app, sink, events } = newTestApp(env.azurite.connectionString, PER_ITEM);
     const submitted = await submitJob(app, { kind: "group-by", params, items: items(40) });
     if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
     const { id } = submitted;
@@ -42,7 +45,7 @@ describe("cancel and deadline on Azurite (in process)", () => {
   });
 
   it("a job whose deadline passes ends as expired with its counts; results after that are not counted", async () => {
-    const { app, sink, events } = newTestApp(env.azurite.connectionString, { DISPATCH_BATCH_SIZE: "5" });
+    const { app, sink, events } = newTestApp(env.azurite.connectionString, PER_ITEM);
     const submitted = await submitJob(app, { kind: "group-by", params, items: items(20), timeoutS: 6 });
     if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
     const { id } = submitted;
