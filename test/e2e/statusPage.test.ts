@@ -42,8 +42,8 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
 
   beforeAll(async () => {
     if (!HAVE_CHROMIUM) throw new Error(`CI is set, so the browser test must run, but there is no Chromium at ${CHROMIUM}: .ci/run installs Debian's chromium with apt-get.`);
-    // Small dispatch batches, so one job is still mid-way when the page is read.
-    settings = { ...testAppSettings(storage.azurite.connectionString), DISPATCH_BATCH_SIZE: "2" };
+    // Small dispatch batches of one-item units, so one job is still mid-way when the page is read.
+    settings = { ...testAppSettings(storage.azurite.connectionString), DISPATCH_BATCH_SIZE: "2", WORK_UNIT_MAX_ITEMS: "1" };
     const first = newTestApp(storage.azurite.connectionString, { ...settings, WEBSITE_INSTANCE_ID: "status-first" });
     const second = createCoordinatorApp({ ...settings, WEBSITE_INSTANCE_ID: "status-second" });
 
