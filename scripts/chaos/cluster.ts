@@ -91,7 +91,8 @@ export class ChaosCluster {
   /** Starts a persistent Azurite and creates the app's containers and queues. */
   static async start(options: { eventsPath: string; logsDir: string; env?: Record<string, string> }): Promise<ChaosCluster> {
     const azurite = await startAzurite({ persistent: true });
-    const env: Record<string, string | undefined> = { ...process.env, ...CHAOS_APP_SETTINGS, ...options.env, COORDINATION_STORAGE: azurite.connectionString };
+    // The coordination account doubles as host storage (AzureWebJobsStorage: the timer listener locks).
+    const env: Record<string, string | undefined> = { ...process.env, ...CHAOS_APP_SETTINGS, ...options.env, COORDINATION_STORAGE: azurite.connectionString, AzureWebJobsStorage: azurite.connectionString };
     const settings = readSettings(env);
     // Bindings name settings such as %WORK_QUEUE%; the defaults fill them in, as in run.ts.
     for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
@@ -105,9 +106,14 @@ export class ChaosCluster {
     return this.events.records;
   }
 
-  /** Starts an instance process named `name` (its id gets the REGION_NAME prefix of `extraEnv`, if any). */
+  /**
+   * Starts an instance process named `name` (its id gets the REGION_NAME prefix of `extraEnv`, if any). Its function
+   * app is WEBSITE_SITE_NAME from `extraEnv` or the cluster's env; without one, the instance is an app of its own
+   * (named `name`), so its timer fires whatever the others do — how separate apps sharing one coordination account
+   * behave. Instances given the same app name share the host's timer listener lock: one of them fires the timer.
+   */
   startInstance(name: string, extraEnv: Record<string, string> = {}): ChaosInstance {
-    const env = { ...this.env, ...extraEnv };
+    const env = { ...this.env, WEBSITE_SITE_NAME: this.env.WEBSITE_SITE_NAME ?? name, ...extraEnv };
     const child = new InstanceProcess(name, env, this.handlers);
     const instance: ChaosInstance = { id: child.state.instanceId, process: child, inFlight: new Set(), frozen: false };
     this.instances.push(instance);

@@ -4,6 +4,7 @@ import { findTrigger } from "./bindings";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig";
 import { HttpListener } from "./httpTrigger";
 import { invokeFunction, type HostLogSink, type Invoker } from "./invoke";
+import { hostIdFrom, ListenerLock, type ListenerLockSettings } from "./listenerLock";
 import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings";
 import { QueueClients } from "./queueClients";
 import { QueueListener } from "./queueTrigger";
@@ -13,7 +14,8 @@ import { TimerListener } from "./timerTrigger";
 /**
  * A small Functions host for the Node v4 programming model: it runs the registrations captured by
  * {@link loadFunctionApp} — timer, storage queue and HTTP triggers, and storage queue outputs — against real
- * storage (Azurite locally), with host.json's queue settings, and the app's appStart/appTerminate hooks. It is what
+ * storage (Azurite locally), with host.json's queue settings, the timer listener lock (one instance per app fires a
+ * timer, when host storage AzureWebJobsStorage is set), and the app's appStart/appTerminate hooks. It is what
  * each local instance process runs; it replaces `func start`, which cannot be installed here. Other trigger types and
  * invocation hooks are reported and skipped.
  */
@@ -30,6 +32,8 @@ export interface FunctionsHostOptions {
   hostJsonPath?: string;
   /** Queue settings that win over host.json (tests use short timings). */
   queueOverrides?: Partial<QueueSettings>;
+  /** Timer listener lock periods that win over host.json `singleton` (tests and the chaos suite shorten them). */
+  singletonOverrides?: Partial<ListenerLockSettings>;
   /** Port of the HTTP listener; 0 picks a free one. @default 0 */
   httpPort?: number;
   /** Visibility timeout of received queue messages, renewed while running, in ms. @default 600000 (the host's) */
@@ -58,7 +62,9 @@ export class FunctionsHost {
     this.env = options.env ?? process.env;
     const hostJsonPath = options.hostJsonPath ?? resolve(__dirname, "..", "..", "host.json");
     this.appDirectory = dirname(hostJsonPath);
-    this.config = readHostConfig(hostJsonPath, options.queueOverrides);
+    this.config = readHostConfig(hostJsonPath, options.queueOverrides, options.singletonOverrides);
+    const hostStorage = this.env.AzureWebJobsStorage?.trim();
+    const hostId = hostIdFrom(this.env);
     const clients = new QueueClients(this.env);
     const invoke: Invoker = (fn, input) =>
       invokeFunction(fn, options.app.programmingModel, input, options.log, (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env), options.invokeDelayMs?.[fn.metadata.name] ?? 0);
@@ -73,9 +79,12 @@ export class FunctionsHost {
       const skipped = unsupportedOutputs(fn);
       if (skipped.length > 0) this.warn(`Function "${name}": output bindings ${skipped.join(", ")} are not emulated locally and will not be written.`);
       switch (trigger.type.toLowerCase()) {
-        case "timertrigger":
-          this.listeners.push(new TimerListener(fn, trigger, invoke, this.env));
+        case "timertrigger": {
+          const lock = hostStorage ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, (level, message) => options.log({ level, category: "host", message })) : undefined;
+          if (lock === undefined) this.warn(`Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock: this instance fires the timer whatever other instances of the app do.`);
+          this.listeners.push(new TimerListener(fn, trigger, invoke, this.env, lock));
           break;
+        }
         case "queuetrigger":
           this.listeners.push(new QueueListener(fn, trigger, { settings: this.config.queues, clients, invoke, log: options.log, env: this.env, messageLeaseMs: options.messageLeaseMs }));
           break;

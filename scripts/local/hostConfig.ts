@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseTimeSpanMs } from "./bindings";
+import { HOST_LISTENER_LOCK_DEFAULTS, validateListenerLockSettings, type ListenerLockSettings } from "./listenerLock";
 
 /**
  * The host.json settings the local host honours, with the Functions defaults (queues extension 5.x:
@@ -27,11 +28,14 @@ export interface HostConfig {
   queues: QueueSettings;
   /** `extensions.http.routePrefix`. @default "api" */
   httpRoutePrefix: string;
+  /** `singleton`: the timer listener lock's periods. @default the host's (60 s, 60 s) */
+  singleton: ListenerLockSettings;
 }
 
 /** host.json, partially: only the parts read here. Values may be any JSON until validated. */
 interface HostJson {
   extensions?: { queues?: Record<string, unknown>; http?: Record<string, unknown> };
+  singleton?: Record<string, unknown>;
 }
 
 /**
@@ -39,7 +43,7 @@ interface HostJson {
  *
  * @throws Error naming the setting and what is allowed.
  */
-export function readHostConfig(hostJsonPath: string | undefined, overrides: Partial<QueueSettings> = {}): HostConfig {
+export function readHostConfig(hostJsonPath: string | undefined, overrides: Partial<QueueSettings> = {}, singletonOverrides: Partial<ListenerLockSettings> = {}): HostConfig {
   const json: HostJson = hostJsonPath !== undefined && existsSync(hostJsonPath) ? (JSON.parse(readFileSync(hostJsonPath, "utf8")) as HostJson) : {};
   const raw = json.extensions?.queues ?? {};
   const batchSize = overrides.batchSize ?? intSetting(raw, "batchSize", 1, 32, 16);
@@ -53,7 +57,13 @@ export function readHostConfig(hostJsonPath: string | undefined, overrides: Part
   };
   const routePrefix = json.extensions?.http?.routePrefix;
   if (routePrefix !== undefined && typeof routePrefix !== "string") throw new Error("host.json extensions.http.routePrefix must be a string.");
-  return { queues, httpRoutePrefix: (routePrefix ?? "api").replace(/^\/+|\/+$/g, "") };
+  const singletonJson = json.singleton ?? {};
+  const singleton = validateListenerLockSettings({
+    listenerLockPeriodMs: singletonOverrides.listenerLockPeriodMs ?? durationSetting(singletonJson, "listenerLockPeriod", 0, HOST_LISTENER_LOCK_DEFAULTS.listenerLockPeriodMs, "singleton"),
+    listenerLockRecoveryPollingIntervalMs:
+      singletonOverrides.listenerLockRecoveryPollingIntervalMs ?? durationSetting(singletonJson, "listenerLockRecoveryPollingInterval", 0, HOST_LISTENER_LOCK_DEFAULTS.listenerLockRecoveryPollingIntervalMs, "singleton"),
+  });
+  return { queues, httpRoutePrefix: (routePrefix ?? "api").replace(/^\/+|\/+$/g, ""), singleton };
 }
 
 function intSetting(raw: Record<string, unknown>, name: string, min: number, max: number, fallback: number): number {
@@ -66,12 +76,12 @@ function intSetting(raw: Record<string, unknown>, name: string, min: number, max
 }
 
 /** A TimeSpan string ("00:00:02") or, as older host.json files wrote it, a number of ms. */
-function durationSetting(raw: Record<string, unknown>, name: string, minMs: number, fallbackMs: number): number {
+function durationSetting(raw: Record<string, unknown>, name: string, minMs: number, fallbackMs: number, section = "extensions.queues"): number {
   const value = raw[name];
   if (value === undefined) return fallbackMs;
   const ms = typeof value === "number" ? value : typeof value === "string" ? parseTimeSpanMs(value) : undefined;
   if (ms === undefined || !Number.isFinite(ms) || ms < minMs) {
-    throw new Error(`host.json extensions.queues.${name} must be a TimeSpan such as "00:00:02" (at least ${minMs} ms), got ${JSON.stringify(value)}.`);
+    throw new Error(`host.json ${section}.${name} must be a TimeSpan such as "00:00:02" (at least ${minMs} ms), got ${JSON.stringify(value)}.`);
   }
   return ms;
 }

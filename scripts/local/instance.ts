@@ -13,8 +13,11 @@ import { loadFunctionApp } from "./registrations";
  *
  * Environment: `WEBSITE_INSTANCE_ID` (set by the orchestrator, e.g. `instance-1`), `COORDINATION_STORAGE` and the
  * app settings; `LOCAL_APP_ENTRY` (default `functions/index.ts`), `LOCAL_HOST_JSON` (default `host.json`),
- * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's), and for fault
- * injection `LOCAL_INVOKE_DELAY_MS` (`worker=300,other=50`: each invocation of that function takes that much longer).
+ * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's),
+ * `LOCAL_LISTENER_LOCK_PERIOD_SECONDS` / `LOCAL_LISTENER_LOCK_RECOVERY_SECONDS` (the timer listener lock's periods,
+ * winning over host.json `singleton`; default the host's 60 s / 60 s), and for fault injection `LOCAL_INVOKE_DELAY_MS`
+ * (`worker=300,other=50`: each invocation of that function takes that much longer). The timer listener lock is per app
+ * name (WEBSITE_SITE_NAME) in host storage (AzureWebJobsStorage); see `listenerLock.ts`.
  */
 
 const REPO_ROOT = resolve(__dirname, "..", "..");
@@ -30,6 +33,12 @@ function forward(entry: HostLogEntry): void {
     return;
   }
   write({ kind: "log", level: entry.level, functionName: entry.functionName, message: entry.message, ts: new Date().toISOString() });
+}
+
+/** An optional number of seconds as ms; undefined when unset (the host.json value then applies). */
+function optionalSecondsMs(name: string): number | undefined {
+  const raw = process.env[name];
+  return raw === undefined || raw === "" ? undefined : numberSetting(name, 0) * 1000;
 }
 
 function numberSetting(name: string, fallback: number): number {
@@ -60,6 +69,7 @@ async function main(): Promise<void> {
     hostJsonPath: process.env.LOCAL_HOST_JSON ?? resolve(REPO_ROOT, "host.json"),
     httpPort: numberSetting("LOCAL_HTTP_PORT", 0),
     messageLeaseMs: numberSetting("LOCAL_MESSAGE_LEASE_SECONDS", 600) * 1000,
+    singletonOverrides: { listenerLockPeriodMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_PERIOD_SECONDS"), listenerLockRecoveryPollingIntervalMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_RECOVERY_SECONDS") },
     invokeDelayMs: invokeDelays(process.env.LOCAL_INVOKE_DELAY_MS),
   });
   let stopping: Promise<void> | undefined;

@@ -19,6 +19,15 @@ export interface LocalOptions {
   items: number;
   /** Where to write the timeline SVG. @default `.local/timeline-<timestamp>.svg` */
   timelinePath?: string;
+  /**
+   * Function apps the instances form, 1–instances (round-robin; app names `local-app-1`, …). One app (the default)
+   * fires the timer on one instance at a time, as in Azure; several apps each fire their own. @default 1
+   */
+  apps: number;
+  /** The timer listener lock's lease period, 15–60 s. @default 60 (the host's) */
+  listenerLockPeriodS?: number;
+  /** How often an instance without the listener lock polls for it, 0.1–3600 s. @default 60 (the host's) */
+  listenerLockRecoveryS?: number;
 }
 
 /** A bad command line: the message names the flag and what is allowed. */
@@ -39,6 +48,11 @@ group-by job, a live view, and a leadership timeline (SVG) at the end.
   --kill-leader-after S   SIGKILL the leader after S seconds; the others carry on
   --items N               demo job items, 1–5000 (default 200)
   --timeline FILE         where to write the SVG (default .local/timeline-<timestamp>.svg)
+  --apps N                function apps the instances form, 1–instances (default 1: one app, so the timer fires on
+                          one instance at a time, held by the host's listener lock, as in Azure)
+  --listener-lock-period S      the listener lock's lease, 15–60 s (default 60, the host's listenerLockPeriod)
+  --listener-lock-recovery S    how often the others poll for it, 0.1–3600 s (default 60, the host's
+                                listenerLockRecoveryPollingInterval)
   --help                  show this text
 
 To see a leader die mid-job, make the job span several steps:
@@ -58,8 +72,14 @@ export function parseLocalArgs(argv: readonly string[]): LocalOptions | "help" {
   if (durationS !== undefined && killLeaderAfterS !== undefined && killLeaderAfterS >= durationS) {
     throw new UsageError(`--kill-leader-after (${killLeaderAfterS}) must be less than --duration (${durationS}).`);
   }
+  const instances = optionalNumber(values.instances, "--instances", 1, 16, true) ?? 3;
+  const apps = optionalNumber(values.apps, "--apps", 1, 16, true) ?? 1;
+  if (apps > instances) throw new UsageError(`--apps (${apps}) must be at most --instances (${instances}).`);
   return {
-    instances: optionalNumber(values.instances, "--instances", 1, 16, true) ?? 3,
+    instances,
+    apps,
+    listenerLockPeriodS: optionalNumber(values["listener-lock-period"], "--listener-lock-period", 15, 60, false),
+    listenerLockRecoveryS: optionalNumber(values["listener-lock-recovery"], "--listener-lock-recovery", 0.1, 3600, false),
     durationS,
     schedule: schedule(values.schedule),
     eventsPath: nonEmpty(values.events, "--events"),
@@ -83,6 +103,9 @@ function parseFlags(argv: readonly string[]) {
         "kill-leader-after": { type: "string" },
         items: { type: "string" },
         timeline: { type: "string" },
+        apps: { type: "string" },
+        "listener-lock-period": { type: "string" },
+        "listener-lock-recovery": { type: "string" },
         help: { type: "boolean" },
       },
     }).values;

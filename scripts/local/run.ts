@@ -115,7 +115,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       }
       connectionString = azurite.connectionString;
     }
-    const { env, settings } = instanceEnv(baseEnv, connectionString, schedule);
+    const { env, settings } = instanceEnv(baseEnv, connectionString, schedule, options);
     await ensureAppStorage(connectionString, settings);
     const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
     // Bounded: thousands of uploads at once exhaust sockets.
@@ -151,8 +151,11 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
         view.note(elapsed(), `${instance.name} exited (${exit?.signal ?? `code ${String(exit?.code)}`})${exit?.killedByRunner === true ? " — killed by the runner" : ""}`);
       },
     };
+    const apps = options.apps ?? 1;
     for (let index = 1; index <= instanceCount; index++) {
-      const instance = new InstanceProcess(`instance-${index}`, env, handlers);
+      // Several apps: instances round-robin over app names; one app: the base env's WEBSITE_SITE_NAME (or the default).
+      const siteName = apps > 1 ? `local-app-${((index - 1) % apps) + 1}` : env.WEBSITE_SITE_NAME;
+      const instance = new InstanceProcess(`instance-${index}`, { ...env, WEBSITE_SITE_NAME: siteName }, handlers);
       instances.push(instance);
       events.append({ ts: new Date().toISOString(), instance: instance.state.instanceId, pid: instance.state.pid, type: "instance-started" });
     }
@@ -181,7 +184,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     await azurite?.stop();
     result.instances = instances.map((instance) => summarize(instance.state));
     mkdirSync(dirname(result.timelinePath), { recursive: true });
-    writeFileSync(result.timelinePath, renderTimeline(events.records, { title: `Leadership timeline — ${instanceCount} instances, schedule "${schedule}"` }));
+    writeFileSync(result.timelinePath, renderTimeline(events.records, { title: `Leadership timeline — ${instanceCount} instances (${(options.apps ?? 1) > 1 ? `${options.apps ?? 1} apps` : "one app"}), schedule "${schedule}"` }));
   }
   return finish(result, print, options.abortSignal?.aborted === true);
 }
@@ -207,13 +210,22 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
 
 /**
  * The instances' app settings: `baseEnv` with the storage and the schedule, and every setting the app reads filled in
- * with its default (bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one).
+ * with its default (bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one). The coordination
+ * account doubles as host storage (AzureWebJobsStorage), where the host keeps the timer listener lock.
  */
-export function instanceEnv(baseEnv: Record<string, string | undefined>, connectionString: string, schedule: string): { env: Record<string, string | undefined>; settings: Settings } {
+export function instanceEnv(
+  baseEnv: Record<string, string | undefined>,
+  connectionString: string,
+  schedule: string,
+  lock: Pick<LocalOptions, "listenerLockPeriodS" | "listenerLockRecoveryS"> = {},
+): { env: Record<string, string | undefined>; settings: Settings } {
   const env: Record<string, string | undefined> = {
     ...baseEnv,
     COORDINATION_STORAGE: connectionString,
+    AzureWebJobsStorage: connectionString,
     COORDINATOR_SCHEDULE: schedule,
+    LOCAL_LISTENER_LOCK_PERIOD_SECONDS: lock.listenerLockPeriodS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_PERIOD_SECONDS,
+    LOCAL_LISTENER_LOCK_RECOVERY_SECONDS: lock.listenerLockRecoveryS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_RECOVERY_SECONDS,
     // A killed instance's messages come back after 30 s instead of the host's 10 min (renewed while running).
     LOCAL_MESSAGE_LEASE_SECONDS: baseEnv.LOCAL_MESSAGE_LEASE_SECONDS ?? "30",
   };

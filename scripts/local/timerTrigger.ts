@@ -2,16 +2,21 @@ import { CronExpressionParser } from "cron-parser";
 import { delay } from "../../src/util/delay";
 import { parseTimeSpanMs, stringProperty, type TriggerBinding } from "./bindings";
 import type { Invoker } from "./invoke";
+import type { ListenerLock } from "./listenerLock";
 import type { RegisteredFunction } from "./registrations";
 
 /**
  * Timer triggers as the host runs them: NCRONTAB with seconds (`*\/5 * * * * *`; five fields also parse, seconds 0)
  * or a TimeSpan (`"00:00:30"`), `%AppSetting%` allowed, times in UTC unless WEBSITE_TIME_ZONE says otherwise. The
  * next occurrence is computed after each invocation ends, so invocations of one function never overlap and missed
- * occurrences are skipped, not queued. `runOnStartup` fires once at start.
+ * occurrences are skipped, not queued. `runOnStartup` fires once each time the listener starts.
+ *
+ * With a {@link ListenerLock} (the host passes one when host storage, AzureWebJobsStorage, is set) the listener runs
+ * only while this instance holds the app's lock, as in Azure: one instance per app fires the timer. Without one,
+ * every instance fires it, like separate function apps.
  *
  * Not emulated: the schedule monitor (`useMonitor`, status blobs in azure-webjobs-hosts — so `isPastDue` is always
- * false) and the host's per-app timer lock: every local instance fires its own timers, like separate function apps.
+ * false).
  */
 
 /** Occurrences of a schedule. */
@@ -60,6 +65,7 @@ export class TimerListener {
     trigger: TriggerBinding,
     private readonly invoke: Invoker,
     env: Record<string, string | undefined>,
+    private readonly lock?: ListenerLock,
   ) {
     const name = fn.metadata.name;
     const expression = stringProperty(trigger.binding, "schedule", env, name);
@@ -80,6 +86,12 @@ export class TimerListener {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
+    if (this.lock === undefined) await this.listen(signal);
+    else await this.lock.hold(signal, (listening) => this.listen(listening));
+  }
+
+  /** Fires at the schedule's occurrences until `signal` fires (stop, or the listener lock was lost). */
+  private async listen(signal: AbortSignal): Promise<void> {
     let last: Date | undefined;
     if (this.runOnStartup) {
       const now = new Date();

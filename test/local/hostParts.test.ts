@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseTimeSpanMs, resolveAppSettings } from "../../scripts/local/bindings";
 import { readHostConfig } from "../../scripts/local/hostConfig";
+import { hostIdFrom } from "../../scripts/local/listenerLock";
 import { decodeMessageText, encodeMessageText } from "../../scripts/local/queueMessages";
 import { compileRoute } from "../../scripts/local/routes";
 import { parseSchedule } from "../../scripts/local/timerTrigger";
@@ -51,7 +52,23 @@ describe("host.json queue settings", () => {
     expect(readHostConfig(undefined)).toEqual({
       queues: { batchSize: 16, newBatchThreshold: 8, maxDequeueCount: 5, visibilityTimeoutMs: 0, maxPollingIntervalMs: 60_000, messageEncoding: "base64" },
       httpRoutePrefix: "api",
+      singleton: { listenerLockPeriodMs: 60_000, listenerLockRecoveryPollingIntervalMs: 60_000 },
     });
+  });
+
+  it("reads the timer listener lock's periods from host.json singleton; overrides win; a period outside 15–60 s is refused", () => {
+    const path = write({ singleton: { listenerLockPeriod: "00:00:30", listenerLockRecoveryPollingInterval: "00:00:10" } });
+    expect(readHostConfig(path).singleton).toEqual({ listenerLockPeriodMs: 30_000, listenerLockRecoveryPollingIntervalMs: 10_000 });
+    expect(readHostConfig(path, {}, { listenerLockRecoveryPollingIntervalMs: 500 }).singleton).toEqual({ listenerLockPeriodMs: 30_000, listenerLockRecoveryPollingIntervalMs: 500 });
+    expect(() => readHostConfig(write({ singleton: { listenerLockPeriod: "00:02:00" } }))).toThrow("singleton.listenerLockPeriod must be from 15 to 60 seconds (a blob lease's limits), got 120 s.");
+    expect(() => readHostConfig(write({ singleton: { listenerLockRecoveryPollingInterval: "soon" } }))).toThrow(/host.json singleton.listenerLockRecoveryPollingInterval must be a TimeSpan/);
+  });
+
+  it("names the app's listener lock by host id: AzureFunctionsWebHost__hostid, else WEBSITE_SITE_NAME as the host shortens it", () => {
+    expect(hostIdFrom({})).toBe("local-app");
+    expect(hostIdFrom({ WEBSITE_SITE_NAME: "Coordinator-WestEurope" })).toBe("coordinator-westeurope");
+    expect(hostIdFrom({ WEBSITE_SITE_NAME: "a-very-long-function-app-name-with-many-parts-x" })).toBe("a-very-long-function-app-name-wi");
+    expect(hostIdFrom({ WEBSITE_SITE_NAME: "app", AzureFunctionsWebHost__hostid: "Shared-Id" })).toBe("shared-id");
   });
 
   it("reads extensions.queues and extensions.http.routePrefix", () => {

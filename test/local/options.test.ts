@@ -4,12 +4,13 @@ import { parseLocalArgs, UsageError } from "../../scripts/local";
 
 describe("npm run local flags", () => {
   it("has defaults for a quick demo", () => {
-    expect(parseLocalArgs([])).toEqual({ instances: 3, durationS: undefined, schedule: "*/5 * * * * *", eventsPath: undefined, killLeaderAfterS: undefined, items: 200, timelinePath: undefined });
+    expect(parseLocalArgs([])).toEqual({ instances: 3, durationS: undefined, schedule: "*/5 * * * * *", eventsPath: undefined, killLeaderAfterS: undefined, items: 200, timelinePath: undefined, apps: 1, listenerLockPeriodS: undefined, listenerLockRecoveryS: undefined });
   });
 
   it("reads every flag", () => {
     const options = parseLocalArgs(["--instances", "5", "--duration", "90", "--schedule", "*/2 * * * * *", "--events", "e.jsonl", "--kill-leader-after", "20", "--items", "50"]);
     expect(options).toMatchObject({ instances: 5, durationS: 90, schedule: "*/2 * * * * *", eventsPath: "e.jsonl", killLeaderAfterS: 20, items: 50 });
+    expect(parseLocalArgs(["--apps", "3", "--listener-lock-period", "15", "--listener-lock-recovery", "2.5"])).toMatchObject({ apps: 3, listenerLockPeriodS: 15, listenerLockRecoveryS: 2.5 });
     expect(parseLocalArgs(["--help"])).toBe("help");
   });
 
@@ -20,6 +21,8 @@ describe("npm run local flags", () => {
       [["--duration", "soon"], '--duration must be a number from 1 to 86400, got "soon".'],
       [["--items", "0"], '--items must be a whole number from 1 to 5000, got "0".'],
       [["--duration", "10", "--kill-leader-after", "10"], "--kill-leader-after (10) must be less than --duration (10)."],
+      [["--apps", "4"], "--apps (4) must be at most --instances (3)."],
+      [["--listener-lock-period", "10"], '--listener-lock-period must be a number from 15 to 60, got "10".'],
     ];
     for (const [argv, message] of cases) expect(() => parseLocalArgs(argv)).toThrow(new UsageError(message));
     expect(() => parseLocalArgs(["--schedule", "*/5 * * * *"])).toThrow(/--schedule must be an NCRONTAB expression with six fields/);
