@@ -134,6 +134,11 @@ param wakeQueue string = 'coordinator-wake'
 @maxValue(600000)
 param stepBudgetMs int = 20000
 
+@description('ACTIVITY_WAKE_INTERVAL_MS: a worker that sent a result wakes the coordinator at most this often per process, and a wake-up that found the lease held sends one follow-up a lease duration later (at most this often per process); 0 turns both off.')
+@minValue(0)
+@maxValue(600000)
+param activityWakeIntervalMs int = 5000
+
 @description('DISPATCH_BATCH_SIZE: most items the leader dispatches in one step.')
 @minValue(1)
 @maxValue(10000)
@@ -236,6 +241,7 @@ module apps 'modules/functionApp.bicep' = [
       resultsQueue: resultsQueue
       wakeQueue: wakeQueue
       stepBudgetMs: stepBudgetMs
+      activityWakeIntervalMs: activityWakeIntervalMs
       dispatchBatchSize: dispatchBatchSize
       workUnitMaxItems: workUnitMaxItems
       workUnitMaxBytes: workUnitMaxBytes

@@ -61,6 +61,7 @@ param workQueue string
 param resultsQueue string
 param wakeQueue string
 param stepBudgetMs int
+param activityWakeIntervalMs int
 param dispatchBatchSize int
 param workUnitMaxItems int
 param workUnitMaxBytes int
@@ -202,6 +203,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     RESULTS_QUEUE: resultsQueue
     WAKE_QUEUE: wakeQueue
     STEP_BUDGET_MS: string(stepBudgetMs)
+    ACTIVITY_WAKE_INTERVAL_MS: string(activityWakeIntervalMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)

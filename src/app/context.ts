@@ -5,6 +5,7 @@ import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskKinds";
 import { readEpochFloor } from "../coordination/termHistory";
+import { ActivityWakeUps } from "../coordination/wake";
 import { BlobStateStore } from "../fencing/BlobStateStore";
 import { BlobLeaseStore } from "../lease/BlobLeaseStore";
 import type { LeaseStore } from "../lease/LeaseStore";
@@ -33,6 +34,8 @@ export interface CoordinatorApp extends AppParts {
   elector: LeaderElector;
   /** The sink of the invocation in progress; the elector's events and logs go there. */
   sink: Sink;
+  /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
+  activityWakeUps: ActivityWakeUps;
 }
 
 /** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
@@ -122,7 +125,8 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
       app.sink.emit({ ...event });
     },
   });
-  const app: CoordinatorApp = { ...parts, elector, sink: { logger: silentLogger, emit: () => undefined } };
+  const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs: settings.ACTIVITY_WAKE_INTERVAL_MS, followUpDelayS: settings.LEASE_DURATION_SECONDS, from: instanceId });
+  const app: CoordinatorApp = { ...parts, elector, activityWakeUps, sink: { logger: silentLogger, emit: () => undefined } };
   return app;
 }
 

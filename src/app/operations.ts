@@ -22,7 +22,7 @@ export interface TickOptions {
   /** The process's shutdown signal. */
   abortSignal?: AbortSignal;
   /** What started the attempt, for the step events. @default { trigger: "timer" } */
-  trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number };
+  trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number; wakeFollowUp?: number };
 }
 
 /**
@@ -97,9 +97,12 @@ export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload
     sink.emit({ type: "step-skipped", instanceId, atMs: Date.now(), reason: "coalesced", trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId });
     return "coalesced";
   }
-  const trigger = { trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs) } as const;
+  const trigger = { trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs), ...(wake.followUp === undefined ? {} : { wakeFollowUp: wake.followUp }) } as const;
   try {
-    return await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
+    const outcome = await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
+    // The holder may have just died: look again once the lease it may have renewed a moment ago has run out.
+    if (outcome === "not-acquired") await sendActivityWakeUp(app, sink, "follow-up", () => app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }));
+    return outcome;
   } catch (error) {
     if (delivery.dequeueCount < MAX_DEQUEUE_COUNT) throw error;
     sink.logger.error(`Wake-up step failed on its last delivery (${delivery.dequeueCount}); not retried, the next timer tick will run the step: ${error instanceof Error ? error.message : String(error)}`);
@@ -131,9 +134,32 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
   };
 }
 
-/** Handles one work-queue message (the `worker` function). */
-export function handleWorkMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: Omit<Delivery, "maxDequeueCount">): Promise<WorkOutcome> {
-  return processWorkMessage(coordinationDeps(app, sink), payload, { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT });
+/**
+ * Handles one work-queue message (the `worker` function). Whatever it sent the leader — a result, or a message to the
+ * poison queue — it then wakes the coordinator (at most once per ACTIVITY_WAKE_INTERVAL_MS per process), so the result
+ * is folded now even when no step is running. A failure to send the wake-up is logged and changes nothing else.
+ */
+export async function handleWorkMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: Omit<Delivery, "maxDequeueCount">): Promise<WorkOutcome> {
+  let outcome: WorkOutcome;
+  try {
+    outcome = await processWorkMessage(coordinationDeps(app, sink), payload, { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT });
+  } catch (error) {
+    // On the last delivery the worker reported the item as failed before rethrowing (and the host poisons the message).
+    if (delivery.dequeueCount >= MAX_DEQUEUE_COUNT) await sendActivityWakeUp(app, sink, "results-arrived", () => app.activityWakeUps.activity("results-arrived", undefined));
+    throw error;
+  }
+  const reason = outcome.status === "rejected" ? "poison-arrived" : "results-arrived";
+  await sendActivityWakeUp(app, sink, reason, () => app.activityWakeUps.activity(reason, "jobId" in outcome ? outcome.jobId : undefined));
+  return outcome;
+}
+
+/** Sends an activity wake-up or follow-up; a failure is logged, never thrown (the timer is the heartbeat). */
+async function sendActivityWakeUp(app: CoordinatorApp, sink: Sink, what: string, send: () => Promise<unknown>): Promise<void> {
+  try {
+    await send();
+  } catch (error) {
+    sink.logger.warn(`Instance ${app.instanceId} could not send a wake-up (${what}); the next timer tick or wake-up will do: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** Options of {@link submitJob} and {@link cancelJob}. */

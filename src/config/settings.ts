@@ -66,6 +66,13 @@ export const settingsSchema = z.object({
    * and runs a step, as a timer tick does. @default "coordinator-wake"
    */
   WAKE_QUEUE: queueName.default("coordinator-wake"),
+  /**
+   * Wake-ups from queue activity, in ms: a worker that sent a result (or poison) sends a wake-up at most this often
+   * per process, and a wake-up that finds the lease held sends one follow-up a lease duration later (at most this often
+   * per process, at most 3 in a chain), so a job keeps moving between timer ticks and after its leader died. 0 turns
+   * both off (the timer and submissions alone start steps). @default 5000
+   */
+  ACTIVITY_WAKE_INTERVAL_MS: intIn(0, 600_000).default(5000),
   /** Time budget of one coordination step in ms; shorter than the timer's tick. @default 20000 */
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /** Most items the leader dispatches in one step (bounded fan-out). @default 500 */

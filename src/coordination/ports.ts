@@ -8,6 +8,12 @@ export interface PortOptions {
   abortSignal?: AbortSignal;
 }
 
+/** Options of {@link MessageQueue.send}. */
+export interface SendOptions extends PortOptions {
+  /** Keep the messages invisible for this many seconds after sending (a delayed message). @default 0 */
+  visibilityDelayS?: number;
+}
+
 /** A received queue message. `text` is the decoded body. */
 export interface ReceivedMessage {
   id: string;
@@ -26,8 +32,8 @@ export type PeekedMessage = Omit<ReceivedMessage, "popReceipt">;
 export interface MessageQueue {
   /** Queue name, for logs. */
   readonly name: string;
-  /** Sends messages (each a UTF-8 string, encoded by the adapter). */
-  send(texts: readonly string[], options?: PortOptions): Promise<void>;
+  /** Sends messages (each a UTF-8 string, encoded by the adapter), visible at once or after `visibilityDelayS`. */
+  send(texts: readonly string[], options?: SendOptions): Promise<void>;
   /** Receives up to `max` (1–32) messages, invisible to others for `visibilityTimeoutS`. */
   receive(max: number, visibilityTimeoutS: number, options?: PortOptions): Promise<ReceivedMessage[]>;
   /** Up to `max` (1–32) visible messages, in the order `receive` would return them, without hiding them or counting a delivery. */

@@ -1,12 +1,16 @@
 import { z } from "zod";
-import type { MessageQueue, PortOptions } from "./ports";
+import type { MessageQueue, PortOptions, SendOptions } from "./ports";
 
 /**
  * Wake-ups: small messages on the control queue (WAKE_QUEUE) that ask for a coordination step now instead of at the
- * next timer tick. Whoever has news for the leader sends one — a submission today; queue activity later — and the
- * `wake` function makes ONE leadership attempt for it, exactly as a tick does. A wake-up carries no work and no
- * authority: losing one costs latency (the timer is the heartbeat), duplicating one costs one lease attempt.
+ * next timer tick. Whoever has news for the leader sends one — a submission, a worker that sent a result or poison
+ * ({@link ActivityWakeUps}) — and the `wake` function makes ONE leadership attempt for it, exactly as a tick does. A
+ * wake-up carries no work and no authority: losing one costs latency (the timer is the heartbeat), duplicating one
+ * costs one lease attempt.
  */
+
+/** Most follow-ups chained from one wake-up that found the lease held (3 × a lease duration of cover). */
+export const MAX_FOLLOW_UPS = 3;
 
 /** Why a wake-up was sent: lowercase words joined by '-', e.g. "job-submitted". Informational (events, logs). */
 const wakeReason = z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-', starting with a letter");
@@ -21,6 +25,8 @@ export const wakeMessageSchema = z.strictObject({
   sentAtMs: z.number().int().min(0),
   /** Instance id (or tool) that sent it. */
   from: z.string().max(200),
+  /** Set on a follow-up: its place in the chain, 1 to {@link MAX_FOLLOW_UPS}. */
+  followUp: z.number().int().min(1).max(MAX_FOLLOW_UPS).optional(),
 });
 export type WakeMessage = z.infer<typeof wakeMessageSchema>;
 
@@ -29,10 +35,63 @@ export interface WakeUp {
   reason: string;
   jobId?: string;
   from: string;
+  followUp?: number;
 }
 
 /** Sends one wake-up to the control queue. @throws the queue's error (callers decide whether that matters). */
-export async function sendWakeUp(queue: MessageQueue, wake: WakeUp, options: PortOptions & { now?: () => number } = {}): Promise<void> {
+export async function sendWakeUp(queue: MessageQueue, wake: WakeUp, options: SendOptions & { now?: () => number } = {}): Promise<void> {
   const message: WakeMessage = wakeMessageSchema.parse({ v: 1, ...wake, sentAtMs: (options.now ?? Date.now)() });
   await queue.send([JSON.stringify(message)], options);
+}
+
+/** What an {@link ActivityWakeUps} call did. */
+export type ActivitySend = "sent" | "throttled" | "off" | "chain-ended";
+
+/**
+ * Wake-ups from queue activity, one instance per process. A worker that has just sent a result or a poison message
+ * calls {@link ActivityWakeUps.activity}: the leader has something to fold, and if no step is running (the last one
+ * spent its budget, or the leader died) nobody would fold it before the next timer tick. A wake-up whose attempt found
+ * the lease held calls {@link ActivityWakeUps.followUp}: the holder may have just died, and its lease runs out at most
+ * a lease duration after the attempt, so one more wake-up, invisible until then, finds it free (or a live leader).
+ *
+ * Each kind is sent at most once per `intervalMs` per process, so a busy queue costs at most two wake-up messages —
+ * and two leadership attempts, each ONE lease read when the lease is held — per process per interval, whatever the
+ * number of results. 0 turns both off.
+ */
+export class ActivityWakeUps {
+  private lastActivityMs = Number.NEGATIVE_INFINITY;
+  private lastFollowUpMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly queue: MessageQueue,
+    private readonly options: { intervalMs: number; followUpDelayS: number; from: string; now?: () => number },
+  ) {}
+
+  /** After a result or poison message was sent. @throws the queue's error (the throttle then lets the next one try). */
+  activity(reason: "results-arrived" | "poison-arrived", jobId: string | undefined, options: PortOptions = {}): Promise<ActivitySend> {
+    return this.throttled("lastActivityMs", { reason, jobId, from: this.options.from }, options);
+  }
+
+  /** After `wake` found the lease held: the next link of its chain, delayed by a lease duration. @throws the queue's error. */
+  followUp(wake: Pick<WakeMessage, "reason" | "jobId" | "followUp">, options: PortOptions = {}): Promise<ActivitySend> {
+    const next = (wake.followUp ?? 0) + 1;
+    if (next > MAX_FOLLOW_UPS) return Promise.resolve(this.options.intervalMs === 0 ? "off" : "chain-ended");
+    return this.throttled("lastFollowUpMs", { reason: wake.reason, jobId: wake.jobId, from: this.options.from, followUp: next }, { ...options, visibilityDelayS: this.options.followUpDelayS });
+  }
+
+  private async throttled(slot: "lastActivityMs" | "lastFollowUpMs", wake: WakeUp, options: SendOptions): Promise<ActivitySend> {
+    const { intervalMs } = this.options;
+    if (intervalMs === 0) return "off";
+    const now = this.options.now ?? Date.now;
+    const previous = this[slot];
+    if (now() - previous < intervalMs) return "throttled";
+    this[slot] = now(); // before sending: concurrent invocations of this process must not all send
+    try {
+      await sendWakeUp(this.queue, wake, { ...options, now });
+    } catch (error) {
+      this[slot] = previous;
+      throw error;
+    }
+    return "sent";
+  }
 }

@@ -1,5 +1,5 @@
 import type { QueueClient } from "@azure/storage-queue";
-import type { MessageQueue, PeekedMessage, PortOptions, ReceivedMessage } from "../coordination/ports";
+import type { MessageQueue, PeekedMessage, PortOptions, ReceivedMessage, SendOptions } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { OnDemandCreation } from "./OnDemandCreation";
 
@@ -35,9 +35,9 @@ export class StorageQueue implements MessageQueue {
     this.name = client.name;
   }
 
-  async send(texts: readonly string[], options: PortOptions = {}): Promise<void> {
-    const { abortSignal } = options;
-    const sendOne = (text: string): Promise<unknown> => this.client.sendMessage(encodeBody(text, this.encoding), { abortSignal });
+  async send(texts: readonly string[], options: SendOptions = {}): Promise<void> {
+    const { abortSignal, visibilityDelayS } = options;
+    const sendOne = (text: string): Promise<unknown> => this.client.sendMessage(encodeBody(text, this.encoding), { abortSignal, visibilityTimeout: visibilityDelayS });
     try {
       await Promise.all(
         texts.map((text) =>

@@ -1,4 +1,4 @@
-import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
+import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage, SendOptions } from "../../src/coordination/ports";
 import { LeadershipLostError } from "../../src/errors";
 import type { LeadershipTerm } from "../../src/leadership/Term";
 
@@ -31,9 +31,10 @@ export class MemoryQueue implements MessageQueue {
 
   constructor(readonly name = "queue") {}
 
-  send(texts: readonly string[]): Promise<void> {
+  send(texts: readonly string[], options: SendOptions = {}): Promise<void> {
     this.calls.send++;
-    for (const text of texts) this.messages.push({ id: `m${++this.nextId}`, text, visibleAtMs: this.nowMs, order: ++this.nextOrder, dequeueCount: 0, popReceipt: "" });
+    const visibleAtMs = this.nowMs + (options.visibilityDelayS ?? 0) * 1000;
+    for (const text of texts) this.messages.push({ id: `m${++this.nextId}`, text, visibleAtMs, order: ++this.nextOrder, dequeueCount: 0, popReceipt: "" });
     return Promise.resolve();
   }
 
