@@ -125,7 +125,10 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
       app.sink.emit({ ...event });
     },
   });
-  const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs: settings.ACTIVITY_WAKE_INTERVAL_MS, followUpDelayS: settings.LEASE_DURATION_SECONDS, from: instanceId });
+  // Follow-ups look again every interval for three lease durations: a dead holder's lease has run out by then.
+  const intervalMs = settings.ACTIVITY_WAKE_INTERVAL_MS;
+  const maxFollowUps = intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
+  const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
   const app: CoordinatorApp = { ...parts, elector, activityWakeUps, sink: { logger: silentLogger, emit: () => undefined } };
   return app;
 }

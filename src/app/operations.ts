@@ -95,12 +95,14 @@ export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload
   if (app.elector.busy) {
     sink.logger.info(`Instance ${instanceId} already runs a leadership attempt or a step; wake-up (${wake.reason}) coalesced into it.`);
     sink.emit({ type: "step-skipped", instanceId, atMs: Date.now(), reason: "coalesced", trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId });
+    // This process may die in that step, and its own wake-ups with it: look again in one interval.
+    await sendActivityWakeUp(app, sink, "follow-up", () => app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }));
     return "coalesced";
   }
   const trigger = { trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs), ...(wake.followUp === undefined ? {} : { wakeFollowUp: wake.followUp }) } as const;
   try {
     const outcome = await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
-    // The holder may have just died: look again once the lease it may have renewed a moment ago has run out.
+    // The holder may have just died: look again in one interval, until its lease has run out or the chain ends.
     if (outcome === "not-acquired") await sendActivityWakeUp(app, sink, "follow-up", () => app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }));
     return outcome;
   } catch (error) {

@@ -9,8 +9,8 @@ import type { MessageQueue, PortOptions, SendOptions } from "./ports";
  * costs one lease attempt.
  */
 
-/** Most follow-ups chained from one wake-up that found the lease held (3 × a lease duration of cover). */
-export const MAX_FOLLOW_UPS = 3;
+/** Highest link number a follow-up may carry (the chain's real length is {@link ActivityWakeUps}'s `maxFollowUps`). */
+export const FOLLOW_UP_LIMIT = 1000;
 
 /** Why a wake-up was sent: lowercase words joined by '-', e.g. "job-submitted". Informational (events, logs). */
 const wakeReason = z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-', starting with a letter");
@@ -25,8 +25,8 @@ export const wakeMessageSchema = z.strictObject({
   sentAtMs: z.number().int().min(0),
   /** Instance id (or tool) that sent it. */
   from: z.string().max(200),
-  /** Set on a follow-up: its place in the chain, 1 to {@link MAX_FOLLOW_UPS}. */
-  followUp: z.number().int().min(1).max(MAX_FOLLOW_UPS).optional(),
+  /** Set on a follow-up: its place in the chain, from 1. */
+  followUp: z.number().int().min(1).max(FOLLOW_UP_LIMIT).optional(),
 });
 export type WakeMessage = z.infer<typeof wakeMessageSchema>;
 
@@ -50,13 +50,16 @@ export type ActivitySend = "sent" | "throttled" | "off" | "chain-ended";
 /**
  * Wake-ups from queue activity, one instance per process. A worker that has just sent a result or a poison message
  * calls {@link ActivityWakeUps.activity}: the leader has something to fold, and if no step is running (the last one
- * spent its budget, or the leader died) nobody would fold it before the next timer tick. A wake-up whose attempt found
- * the lease held calls {@link ActivityWakeUps.followUp}: the holder may have just died, and its lease runs out at most
- * a lease duration after the attempt, so one more wake-up, invisible until then, finds it free (or a live leader).
+ * spent its budget, or the leader died) nobody would fold it before the next timer tick. A wake-up that found the
+ * lease held, or this process already busy with an attempt or a step, calls {@link ActivityWakeUps.followUp}: that
+ * holder may be dead (killed mid-step: its lease runs out up to a lease duration later, and its own wake-ups died
+ * with it), so one more wake-up, invisible for one interval, looks again — a chain of them, each sent only while the
+ * lease is still held or busy, for `maxFollowUps` links (the app uses three lease durations of cover). The step that
+ * finally acquires ends the chain.
  *
  * Each kind is sent at most once per `intervalMs` per process, so a busy queue costs at most two wake-up messages —
  * and two leadership attempts, each ONE lease read when the lease is held — per process per interval, whatever the
- * number of results. 0 turns both off.
+ * number of results, and nothing once the chains have ended. 0 turns both off.
  */
 export class ActivityWakeUps {
   private lastActivityMs = Number.NEGATIVE_INFINITY;
@@ -64,7 +67,7 @@ export class ActivityWakeUps {
 
   constructor(
     private readonly queue: MessageQueue,
-    private readonly options: { intervalMs: number; followUpDelayS: number; from: string; now?: () => number },
+    private readonly options: { intervalMs: number; maxFollowUps: number; from: string; now?: () => number },
   ) {}
 
   /** After a result or poison message was sent. @throws the queue's error (the throttle then lets the next one try). */
@@ -72,11 +75,13 @@ export class ActivityWakeUps {
     return this.throttled("lastActivityMs", { reason, jobId, from: this.options.from }, options);
   }
 
-  /** After `wake` found the lease held: the next link of its chain, delayed by a lease duration. @throws the queue's error. */
+  /** After `wake` found the lease held or this process busy: the next link of its chain, one interval later. @throws the queue's error. */
   followUp(wake: Pick<WakeMessage, "reason" | "jobId" | "followUp">, options: PortOptions = {}): Promise<ActivitySend> {
     const next = (wake.followUp ?? 0) + 1;
-    if (next > MAX_FOLLOW_UPS) return Promise.resolve(this.options.intervalMs === 0 ? "off" : "chain-ended");
-    return this.throttled("lastFollowUpMs", { reason: wake.reason, jobId: wake.jobId, from: this.options.from, followUp: next }, { ...options, visibilityDelayS: this.options.followUpDelayS });
+    if (this.options.intervalMs === 0) return Promise.resolve("off");
+    if (next > Math.min(this.options.maxFollowUps, FOLLOW_UP_LIMIT)) return Promise.resolve("chain-ended");
+    const visibilityDelayS = Math.ceil(this.options.intervalMs / 1000);
+    return this.throttled("lastFollowUpMs", { reason: wake.reason, jobId: wake.jobId, from: this.options.from, followUp: next }, { ...options, visibilityDelayS });
   }
 
   private async throttled(slot: "lastActivityMs" | "lastFollowUpMs", wake: WakeUp, options: SendOptions): Promise<ActivitySend> {

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { handleWakeMessage, handleWorkMessage } from "../../src/app/operations";
+import { handleWakeMessage, handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";
 
 /**
  * Wake-ups from queue activity: a worker that sends a result (or poison) wakes the coordinator, at most once per
- * ACTIVITY_WAKE_INTERVAL_MS per process; a wake-up that finds the lease held sends one follow-up, delayed by a lease
- * duration, so a leader that died holding the lease is replaced when its lease runs out, not at the next timer tick.
+ * ACTIVITY_WAKE_INTERVAL_MS per process; a wake-up that finds the lease held (or its own process busy) sends one
+ * follow-up an interval later, chained for three lease durations, so a leader that died holding the lease is replaced
+ * when its lease runs out, not at the next timer tick.
  */
 
 const params = { format: "csv", keyField: "region", valueField: "amount" };
@@ -53,22 +54,36 @@ describe("wake-ups from queue activity", () => {
     expect(world.wakeQueue.length).toBe(0);
   });
 
-  it("a wake-up that finds the lease held sends one follow-up, invisible for a lease duration; the chain ends after 3", async () => {
+  it("a wake-up that finds the lease held sends one follow-up, invisible for one interval; the chain ends after three lease durations", async () => {
     vi.useFakeTimers({ now: 2_000_000, toFake: ["Date"] });
     const world = memoryApp({ store: heldByOther(), settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000" } });
     const wake = JSON.stringify({ v: 1, reason: "results-arrived", jobId: "job-1", sentAtMs: Date.now(), from: "worker-x" });
     expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("not-acquired");
     expect(wakeBodies(world)).toEqual([expect.objectContaining({ reason: "results-arrived", jobId: "job-1", followUp: 1, from: "unit-wake" })]);
-    // Invisible until the lease the holder may have renewed just before has run out.
+    // Invisible for one interval (5 s).
     expect(await world.wakeQueue.receive(32, 30)).toEqual([]);
-    world.wakeQueue.nowMs = 15_000;
+    world.wakeQueue.nowMs = 5_000;
     const [followUp] = await world.wakeQueue.receive(32, 30);
     expect(followUp?.text).toBeDefined();
-    // The last link of a chain sends no further follow-up.
+    // 15 s lease, 5 s interval: 9 links; the 9th sends no further follow-up.
     vi.setSystemTime(2_100_000);
-    const last = JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "unit-wake", followUp: 3 });
     world.store.expiresAtMs = Date.now() + 15_000;
-    expect(await handleWakeMessage(world.app, world.sink, last, { dequeueCount: 1 })).toBe("not-acquired");
+    const link = (n: number): string => JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "unit-wake", followUp: n });
+    expect(await handleWakeMessage(world.app, world.sink, link(9), { dequeueCount: 1 })).toBe("not-acquired");
     expect(world.wakeQueue.length).toBe(1);
+    expect(await handleWakeMessage(world.app, world.sink, link(8), { dequeueCount: 1 })).toBe("not-acquired");
+    expect(wakeBodies(world).map((body) => body.followUp)).toEqual([1, 9]);
+  });
+
+  it("a wake-up coalesced into this process's own step sends a follow-up too: the process may die in that step", async () => {
+    const world = memoryApp({ settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000", STEP_BUDGET_MS: "1000" } });
+    await submitJob(world.app, { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] }, { wake: false });
+    // Nobody works on the job, so the step polls for its whole budget (1 s).
+    const tick = runCoordinatorTick(world.app, world.sink);
+    while (!world.events.some((event) => event.type === "job-registered")) await new Promise((done) => setTimeout(done, 10));
+    const wake = JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "worker-y" });
+    expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("coalesced");
+    expect(wakeBodies(world)).toEqual([expect.objectContaining({ reason: "results-arrived", followUp: 1 })]);
+    expect(await tick).toBe("completed");
   });
 });
