@@ -36,10 +36,15 @@ export interface ChaosInstance {
   /** The epoch of the step it is running, if any (step-started seen, no end yet). */
   runningEpoch?: number;
   frozen: boolean;
+  /** Whether its host holds its app's timer listener lock (from the host's log lines): it is the one firing the timer. */
+  holdsTimerLock: boolean;
 }
 
 const EXECUTING = /^Executing 'Functions\.worker' .*Id=([\w-]+)\)$/;
 const EXECUTED = /^Executed 'Functions\.worker' \(\w+, Id=([\w-]+)/;
+/** The host's lines when the timer listener lock of the coordinator changes hands on an instance. */
+const LOCK_ACQUIRED = /^Singleton lock acquired \(.*\.coordinator\.Listener\)/;
+const LOCK_GONE = /^Singleton lock (released|lost) \(.*\.coordinator\.Listener\)/;
 /** The host's line when it moves an undecodable message to the poison queue (the reason is only in the log, as in Azure). */
 const UNDECODABLE = /^Message (\S+) could not be decoded: (.*) Moving message to queue/;
 
@@ -72,6 +77,8 @@ export class ChaosCluster {
         const finished = EXECUTED.exec(line.message)?.[1];
         if (started !== undefined) instance?.inFlight.add(started);
         if (finished !== undefined) instance?.inFlight.delete(finished);
+        if (instance !== undefined && LOCK_ACQUIRED.test(line.message)) instance.holdsTimerLock = true;
+        if (instance !== undefined && LOCK_GONE.test(line.message)) instance.holdsTimerLock = false;
         const poisoned = UNDECODABLE.exec(line.message);
         if (poisoned?.[1] !== undefined) this.undecodable.set(poisoned[1], poisoned[2] ?? "");
         appendFileSync(join(this.logsDir, `${state.name}.log`), `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`);
@@ -82,6 +89,7 @@ export class ChaosCluster {
         if (instance === undefined) return;
         delete instance.runningEpoch;
         instance.inFlight.clear();
+        instance.holdsTimerLock = false;
         const exit = state.exit;
         this.note(instance.id, "instance-exited", { pid: state.pid, code: exit?.code ?? null, signal: exit?.signal ?? null, killedByRunner: exit?.killedByRunner ?? false });
       },
@@ -115,7 +123,7 @@ export class ChaosCluster {
   startInstance(name: string, extraEnv: Record<string, string> = {}): ChaosInstance {
     const env = { ...this.env, WEBSITE_SITE_NAME: this.env.WEBSITE_SITE_NAME ?? name, ...extraEnv };
     const child = new InstanceProcess(name, env, this.handlers);
-    const instance: ChaosInstance = { id: child.state.instanceId, process: child, inFlight: new Set(), frozen: false };
+    const instance: ChaosInstance = { id: child.state.instanceId, process: child, inFlight: new Set(), frozen: false, holdsTimerLock: false };
     this.instances.push(instance);
     this.note(instance.id, "instance-started", { pid: child.state.pid });
     return instance;

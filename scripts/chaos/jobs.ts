@@ -48,16 +48,23 @@ export class JobTracker {
     private readonly inputs: ContainerClient,
   ) {}
 
-  /** Submits a demo job (group-by over seeded CSV rows, every tenth item a blob). */
-  async submitDemo(label: string, items: number, seed: number): Promise<TrackedJob> {
+  /** Submits a demo job (group-by over seeded CSV rows, every tenth item a blob); `wake: false` leaves it to the timer. */
+  async submitDemo(label: string, items: number, seed: number, options: { wake?: boolean } = {}): Promise<TrackedJob> {
     const demo = createDemoJob(items, `chaos/${label}-${seed}`, seed);
-    return this.submit(label, demo.spec, demo.blobs, demo.expected, []);
+    return this.submit(label, demo.spec, demo.blobs, demo.expected, [], options);
   }
 
   /** Uploads `blobs`, submits `spec`, and tracks it. @throws when the app rejects a submission meant to be good. */
-  async submit(label: string, spec: { kind: string; params: unknown; items: ItemSpec[] }, blobs: readonly { name: string; text: string }[], expected: Aggregate, badItems: readonly number[]): Promise<TrackedJob> {
+  async submit(
+    label: string,
+    spec: { kind: string; params: unknown; items: ItemSpec[] },
+    blobs: readonly { name: string; text: string }[],
+    expected: Aggregate,
+    badItems: readonly number[],
+    options: { wake?: boolean } = {},
+  ): Promise<TrackedJob> {
     await Promise.all(blobs.map((blob) => this.inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
-    const submitted = await submitJob(this.app, spec);
+    const submitted = await submitJob(this.app, spec, options);
     if (!submitted.ok) throw new Error(`The app rejected job ${label}: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`);
     const job: TrackedJob = { id: submitted.id, label, itemCount: submitted.itemCount, goodItems: submitted.itemCount - badItems.length, badItems, expected };
     this.jobs.push(job);

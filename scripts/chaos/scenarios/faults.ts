@@ -35,9 +35,17 @@ export async function catchLeaderMidStep(run: ScenarioRun, strike: (instance: Ch
  * record `fromIndex` on, takes the step that registers the job, or any step begun after it, lets it run a seeded
  * 200–1500 ms, and calls `strike` if the log shows that very step still running (no step-completed/aborted, no exit)
  * and the job not completed. A step without an active job ends within milliseconds, so catching "any" step races the
- * job's completion; this waits for one that has work. Undefined when the job completed first or `timeoutMs` passed.
+ * job's completion; this waits for one that has work. Only instances `accept` takes are struck. Undefined when the job
+ * completed first or `timeoutMs` passed.
  */
-export async function catchStepWithJob(run: ScenarioRun, jobId: string, fromIndex: number, strike: (instance: ChaosInstance) => void | Promise<void>, timeoutMs = 40_000): Promise<CaughtLeader | undefined> {
+export async function catchStepWithJob(
+  run: ScenarioRun,
+  jobId: string,
+  fromIndex: number,
+  strike: (instance: ChaosInstance) => void | Promise<void>,
+  timeoutMs = 40_000,
+  accept: (instance: ChaosInstance) => boolean = () => true,
+): Promise<CaughtLeader | undefined> {
   const { cluster } = run;
   const deadline = Date.now() + timeoutMs;
   const tried = new Set<string>();
@@ -52,7 +60,7 @@ export async function catchStepWithJob(run: ScenarioRun, jobId: string, fromInde
     tried.add(`${id}@${epoch}`);
     await delay(run.random.int(200, 1500));
     const instance = cluster.instances.find((candidateInstance) => candidateInstance.id === id);
-    if (instance === undefined || !instance.process.alive || instance.frozen || jobCompleted() || !stepStillRunning(cluster.records, id, epoch)) continue;
+    if (instance === undefined || !instance.process.alive || instance.frozen || !accept(instance) || jobCompleted() || !stepStillRunning(cluster.records, id, epoch)) continue;
     await strike(instance);
     return { instance, epoch, atMs: Date.now() };
   }

@@ -5,6 +5,7 @@ import { leaderKillScenario } from "./leaderKill";
 import { outageScenario } from "./outage";
 import { regionsScenario } from "./regions";
 import { revocationScenario } from "./revocation";
+import { singleAppLeaderKillScenario } from "./singleAppLeaderKill";
 import { workerKillScenario } from "./workerKill";
 import { zombieScenario } from "./zombie";
 
@@ -24,4 +25,5 @@ export const SCENARIOS: readonly ScenarioDefinition[] = [
   { name: "bad-input", run: badInputScenario },
   { name: "revocation", run: revocationScenario },
   { name: "two-regions", run: regionsScenario },
+  { name: "single-app-leader-kill", run: singleAppLeaderKillScenario },
 ];
