@@ -106,3 +106,13 @@ export class FakeLeaseStore implements LeaseStore {
     }
   }
 }
+
+/** A fake lease held by another instance ("other-1", epoch 7) for the next 15 s of `Date.now()`. */
+export function heldByOther(): FakeLeaseStore {
+  const store = new FakeLeaseStore();
+  store.leaseId = "other-lease";
+  store.expiresAtMs = Date.now() + 15_000;
+  store.durationS = 15;
+  store.record = { holder: "other-1", epoch: 7, sinceMs: Date.now(), transitions: 7 };
+  return store;
+}

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { handleWakeMessage, handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
-import { FakeLeaseStore } from "../support/FakeLeaseStore";
+import { heldByOther } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";
 
 /**
@@ -14,16 +14,6 @@ const params = { format: "csv", keyField: "region", valueField: "amount" };
 const work = (item: number): string => JSON.stringify({ v: 1, jobId: "job-1", item, kind: "group-by", params, input: { inline: "region,amount\neu,1" } });
 const delivery = (id: string) => ({ id, dequeueCount: 1 });
 const wakeBodies = (world: ReturnType<typeof memoryApp>) => world.wakeQueue.bodies().map((body) => JSON.parse(body) as Record<string, unknown>);
-
-/** A lease held by another instance for the next 15 s. */
-function heldByOther(): FakeLeaseStore {
-  const store = new FakeLeaseStore();
-  store.leaseId = "other-lease";
-  store.expiresAtMs = Date.now() + 15_000;
-  store.durationS = 15;
-  store.record = { holder: "other-1", epoch: 7, sinceMs: Date.now(), transitions: 7 };
-  return store;
-}
 
 describe("wake-ups from queue activity", () => {
   afterEach(() => {

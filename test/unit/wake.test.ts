@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { handleWakeMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { StorageError } from "../../src/errors";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
-import { FakeLeaseStore } from "../support/FakeLeaseStore";
+import { heldByOther, type FakeLeaseStore } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";
 import { MemoryQueue } from "../support/memoryPorts";
 
@@ -10,16 +10,6 @@ const JOB = { kind: "group-by", params: { format: "csv", keyField: "region", val
 
 /** Lease requests of leadership attempts: a read; when free, an acquire and the read of the record after it. */
 const attempts = (store: FakeLeaseStore): string[] => store.calls.filter((call) => call === "read" || call === "acquire");
-
-/** A lease held by another instance for the next 15 s. */
-function heldByOther(): FakeLeaseStore {
-  const store = new FakeLeaseStore();
-  store.leaseId = "other-lease";
-  store.expiresAtMs = Date.now() + 15_000;
-  store.durationS = 15;
-  store.record = { holder: "other-1", epoch: 7, sinceMs: Date.now(), transitions: 7 };
-  return store;
-}
 
 /** Submits the job and returns the body of the one wake-up message it sent. */
 async function submitAndTakeWake(world: ReturnType<typeof memoryApp>): Promise<{ id: string; wake: string }> {
