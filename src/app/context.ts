@@ -30,7 +30,7 @@ export interface Sink {
 
 /** Everything the app's handlers share within one process. Holds no state another instance needs. */
 export interface CoordinatorApp extends AppParts {
-  /** One elector per process: it never runs two terms at once, and adopts a lease an earlier tick may have orphaned. */
+  /** One elector per process: it never runs two terms at once. */
   elector: LeaderElector;
   /** The sink of the invocation in progress; the elector's events and logs go there. */
   sink: Sink;

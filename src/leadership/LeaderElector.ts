@@ -36,11 +36,6 @@ export class LeaderElector {
   private lastObserved: { holder: string; epoch: number } | undefined;
   /** The attempt or term in progress (its record once written): an elector never runs two at once. */
   private current: { record: LeaderRecord | undefined } | undefined;
-  /**
-   * The lease id of an earlier attempt whose acquire or release had an unknown outcome: the lease may still be held
-   * under it. The next attempt proposes it again, so it adopts that lease instead of waiting for it to expire.
-   */
-  private orphanLeaseId: string | undefined;
 
   /** @throws ConfigurationError when an option is out of range. */
   constructor(options: LeaderElectorOptions) {
@@ -120,36 +115,34 @@ export class LeaderElector {
     return requestStepDown(this.options.store, options);
   }
 
-  /** One attempt: read, acquire with a fresh lease id (or adopt an orphan), then run one term. */
+  /** One attempt: read, acquire with a fresh lease id, then run one term. */
   private async attempt<T>(task: LeaderTask<T>, current: { record: LeaderRecord | undefined }, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
     const { store, clock, instanceId, logger } = this.options;
     const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
-    const orphan = this.orphanLeaseId;
-    if (orphan === undefined && (snapshot.state === "leased" || snapshot.state === "breaking")) {
+    if (snapshot.state === "leased" || snapshot.state === "breaking") {
       this.observe(snapshot.record);
       return { outcome: "not-acquired", leader: snapshot.record };
     }
-    this.orphanLeaseId = undefined;
-    // A fresh id per attempt: a release by one term can never free a lease another term holds.
-    const leaseId = orphan ?? randomUUID();
+    // A fresh id per attempt, never reused: a release by one term or attempt can never free a lease another holds, not
+    // even a release whose answer was lost and that lands late (so an orphaned lease is not adopted: it expires).
+    const leaseId = randomUUID();
     const acquireStartMono = clock.monotonicMs();
     let acquired: boolean;
     try {
       acquired = await this.acquire(leaseId, abortSignal);
     } catch (error) {
       // The acquire may have landed: give it back now rather than leave it held with no record for a lease duration.
-      await this.giveBack(leaseId, { outcomeUnknown: true });
+      await this.giveBack(leaseId);
       throw error;
     }
     if (!acquired) {
       logger.verbose(`Instance ${instanceId} lost the race for ${store.name}.`, { instanceId });
       return { outcome: "not-acquired", leader: undefined };
     }
-    if (orphan !== undefined) logger.info(`Instance ${instanceId} acquired with the lease id of an earlier attempt whose outcome was unknown (adopting that lease if it was still held).`, { instanceId });
     const lease = {
       leaseId,
       acquireStartMono,
-      release: (term: Term) => this.giveBack(leaseId, { outcomeUnknown: false, term }),
+      release: (term: Term) => this.giveBack(leaseId, term),
       onBegun: (record: LeaderRecord) => {
         current.record = record;
         this.lastObserved = { holder: instanceId, epoch: record.epoch };
@@ -173,24 +166,21 @@ export class LeaderElector {
   }
 
   /**
-   * Releases `leaseId` (and nothing else), logging instead of throwing: the lease expires by itself if storage cannot
-   * be reached. When the release failed, or the acquire's own outcome is unknown (an aborted acquire may still land
-   * after the release), the next attempt proposes the same id and so adopts the lease if it is still held.
+   * Releases `leaseId` (and nothing else), logging instead of throwing: if storage cannot be reached, or an aborted
+   * acquire lands after the release, the lease expires by itself (at most one lease duration without a leader). The
+   * id is never proposed again, so a release that lands late frees nothing another term holds.
    */
-  private async giveBack(leaseId: string, how: { outcomeUnknown: boolean; term?: Term }): Promise<void> {
+  private async giveBack(leaseId: string, term?: Term): Promise<void> {
     const { store, logger, instanceId, clock } = this.options;
-    const { term } = how;
     try {
       // Not under the caller's signal: a shutdown is exactly when the lease must be given back.
       await this.request((signal) => store.release(leaseId, { abortSignal: signal }), undefined);
-      if (how.outcomeUnknown) this.orphanLeaseId = leaseId;
       if (term?.hasBegun) {
         logger.info(`Leader ${instanceId} released ${store.name} (epoch ${term.epoch}).`, { instanceId, epoch: term.epoch });
         term.emit({ type: "lease-released", instanceId, epoch: term.epoch, heldMs: term.heldMs(), atMs: clock.wallMs() });
       }
     } catch (error) {
-      this.orphanLeaseId = leaseId;
-      logger.warn(`Instance ${instanceId} could not release ${store.name}; its next attempt adopts the lease, or it expires by itself: ${error instanceof Error ? error.message : String(error)}`, { instanceId });
+      logger.warn(`Instance ${instanceId} could not release ${store.name}; the lease expires by itself: ${error instanceof Error ? error.message : String(error)}`, { instanceId });
     }
   }
 

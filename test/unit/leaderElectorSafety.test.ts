@@ -114,18 +114,47 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     expect(world.store.holderLeaseId()).toBeUndefined();
   });
 
-  it("adopts its own orphaned lease on the next attempt when the release failed too, without waiting for expiry", async () => {
+  it("a release whose answer was lost but which lands later cannot free a later term's lease (simulator seed 108)", async () => {
+    loseAcquireAnswers();
+    const release = world.store.release.bind(world.store);
+    const lateReleases: (() => Promise<void>)[] = [];
+    world.store.release = (leaseId) => {
+      lateReleases.push(() => release(leaseId)); // the request is still on its way: it lands after the next term began
+      return Promise.reject(new StorageError("Timeout", undefined, "Storage did not answer (simulated: the release lands later)."));
+    };
+    const a = elector(world.store, world.recorder);
+    await expect(a.tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
+    world.store.acquire = FakeLeaseStore.prototype.acquire.bind(world.store);
+    world.store.release = release;
+    await vi.advanceTimersByTimeAsync(16_000); // the lease of the failed attempt has expired
+    void a.tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.recorder.ofType("lease-acquired")).toMatchObject([{ epoch: 1 }]);
+    const held = world.store.holderLeaseId();
+    for (const late of lateReleases) await late();
+    expect(world.store.holderLeaseId()).toBe(held);
+    const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
+    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toMatchObject({ outcome: "not-acquired" });
+  });
+
+  it("leaves a lease whose release failed to expire by itself, and leads after it with a fresh lease id", async () => {
     loseAcquireAnswers();
     const release = world.store.release.bind(world.store);
     world.store.release = () => Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (simulated)"));
     const a = elector(world.store, world.recorder);
     await expect(a.tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
-    expect(world.store.holderLeaseId()).toBeDefined(); // orphaned for now
+    const orphan = world.store.holderLeaseId();
+    expect(orphan).toBeDefined();
     world.store.acquire = FakeLeaseStore.prototype.acquire.bind(world.store);
     world.store.release = release;
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 1, value: 1 });
-    expect(world.store.holderLeaseId()).toBeUndefined();
+    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toMatchObject({ outcome: "not-acquired" });
+    await vi.advanceTimersByTimeAsync(15_000);
+    const next = a.tryLead(() => Promise.resolve(world.store.holderLeaseId()));
+    await vi.advanceTimersByTimeAsync(100);
+    const result = await next;
+    expect(result).toMatchObject({ outcome: "completed", epoch: 1 });
+    expect(result.outcome === "completed" ? result.value : orphan).not.toBe(orphan);
   });
 
   it("a step-down requested between a new holder's acquire and its record write makes the new holder step down", async () => {
