@@ -1,0 +1,33 @@
+import { z } from "zod";
+import { groupByKind } from "../../src/coordination/groupBy";
+import { ItemError, TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
+
+/**
+ * A second task kind for the simulator, whose partial is an object (not an array like group-by's), so a leader that
+ * lacks the kind and stores some other kind's "empty" shows up. Input: a whole number as text; "crash" throws an
+ * ordinary Error on every delivery (a worker that dies on one item: the host poisons it after 5 deliveries).
+ */
+export const sumKind: TaskKind<{ scale: number }, { n: number; total: number }> = {
+  name: "sim-sum",
+  paramsSchema: z.strictObject({ scale: z.number().int().min(1).max(3) }),
+  partialSchema: z.strictObject({ n: z.number().int().min(0), total: z.number().int() }),
+  process(input, { scale }) {
+    if (input === "crash") throw new Error("simulated worker crash on this item");
+    if (!/^-?\d{1,6}$/.test(input)) throw new ItemError(`not a whole number: ${JSON.stringify(input.slice(0, 20))}`);
+    return { n: 1, total: Number(input) * scale };
+  },
+  merge: (a, b) => ({ n: a.n + b.n, total: a.total + b.total }),
+  empty: () => ({ n: 0, total: 0 }),
+};
+
+/** Kind names the simulator submits jobs of. */
+export const SIM_KINDS = [groupByKind.name, sumKind.name] as const;
+export type SimKindName = (typeof SIM_KINDS)[number];
+
+/** A registry with every kind except `missing` (a process deployed without some kinds). */
+export function simRegistry(missing: readonly string[] = []): TaskRegistry {
+  const registry = new TaskRegistry();
+  if (!missing.includes(groupByKind.name)) registry.register(groupByKind);
+  if (!missing.includes(sumKind.name)) registry.register(sumKind);
+  return registry;
+}

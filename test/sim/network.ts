@@ -1,0 +1,141 @@
+import type { Scheduler } from "fast-check";
+import { StorageError } from "../../src/errors";
+import { abortReason } from "../../src/util/delay";
+import type { Clock } from "../../src/util/clock";
+
+/**
+ * One OS process of an instance, as the network sees it. A frozen process sends nothing and hears nothing, and its
+ * clock stops (it resumes believing no time passed: a stale leader). A crashed process never hears an answer again;
+ * requests it had sent may still land. `outage` makes its requests fail ("refuse") or go unanswered while it lasts ("hang");
+ * `latencyMs` makes each request take up to that long on the wire.
+ */
+export class SimProcess {
+  crashed = false;
+  frozenSinceMs: number | undefined;
+  frozenTotalMs = 0;
+  outage: "none" | "refuse" | "hang" = "none";
+  latencyMs = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(
+    readonly name: string,
+    private readonly now: () => number,
+  ) {}
+
+  /** The process's own clock (monotonic and wall alike): it stops while the process is frozen. */
+  readonly clock: Clock = {
+    monotonicMs: () => (this.frozenSinceMs ?? this.now()) - this.frozenTotalMs,
+    wallMs: () => (this.frozenSinceMs ?? this.now()) - this.frozenTotalMs,
+  };
+
+  get frozen(): boolean {
+    return this.frozenSinceMs !== undefined;
+  }
+
+  freeze(): void {
+    if (!this.crashed && this.frozenSinceMs === undefined) this.frozenSinceMs = this.now();
+  }
+
+  unfreeze(): void {
+    if (this.frozenSinceMs === undefined) return;
+    this.frozenTotalMs += this.now() - this.frozenSinceMs;
+    this.frozenSinceMs = undefined;
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  crash(): void {
+    this.crashed = true;
+    this.waiters.length = 0;
+  }
+
+  /** Runs `fn` now, or once the process is no longer frozen; never after a crash. */
+  whenAwake(fn: () => void): void {
+    if (this.crashed) return;
+    if (this.frozenSinceMs === undefined) fn();
+    else this.waiters.push(fn);
+  }
+
+  awake(): Promise<void> {
+    return new Promise((resolve) => {
+      this.whenAwake(resolve);
+    });
+  }
+}
+
+/** A promise that never settles (a crashed process waits for ever). */
+const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+
+/** A request's outcome on the server. */
+type Landed<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/**
+ * Carries requests from processes to the storage account. Every request lands at a moment fast-check's scheduler
+ * picks among all requests in flight, so any interleaving of concurrent requests (and any reordering of their
+ * answers) can happen; the scheduler's report is the interleaving a failure shrinks to.
+ */
+export class Network {
+  requests = 0;
+  /** Global time at which the run started, for the times in the labels. */
+  startMs = 0;
+
+  constructor(
+    private readonly scheduler: Scheduler,
+    private readonly random: () => number,
+  ) {}
+
+  /**
+   * Sends one request of `process`; `effect` runs atomically when it lands. Aborting the caller's signal answers at
+   * once with the signal's reason, but a request already sent may still land (an unknown outcome).
+   */
+  call<T>(process: SimProcess, label: string, effect: () => T, signal?: AbortSignal): Promise<T> {
+    if (process.crashed) return never();
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise<T>((resolve, reject) => {
+      let answered = false;
+      let landed = false;
+      let dropIfNotLanded = false;
+      const answer = (settle: () => void): void => {
+        process.whenAwake(() => {
+          if (answered) return;
+          answered = true;
+          signal?.removeEventListener("abort", onAbort);
+          settle();
+        });
+      };
+      const onAbort = (): void => {
+        if (!landed) dropIfNotLanded = this.random() < 0.5; // lost on the wire, or lands later
+        answer(() => {
+          reject(abortReason(signal));
+        });
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      void this.deliver(process, label, effect, () => dropIfNotLanded).then((outcome) => {
+        landed = true;
+        answer(() => {
+          if (outcome.ok) resolve(outcome.value);
+          else reject(outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error)));
+        });
+      });
+    });
+  }
+
+  private async deliver<T>(process: SimProcess, label: string, effect: () => T, dropped: () => boolean): Promise<Landed<T>> {
+    await process.awake(); // a frozen process sends nothing
+    while (process.outage === "hang") await sleep(250); // no answer until storage is back (callers time out)
+    if (process.outage === "refuse") return { ok: false, error: new StorageError("StorageUnavailable", undefined, `${label}: connect ECONNREFUSED (simulated outage)`) };
+    if (process.latencyMs > 0) await sleep(Math.round(this.random() * process.latencyMs));
+    await this.scheduler.schedule(Promise.resolve(), `${((Date.now() - this.startMs) / 1000).toFixed(3)} s ${process.name} ${label}`);
+    if (dropped()) return never();
+    this.requests++;
+    try {
+      return { ok: true, value: effect() };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+}
+
+/** A wait on the simulation's global clock (the fake timers). */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,369 @@
+import type { BlobFiles, MessageQueue, PortOptions, ReceivedMessage } from "../../src/coordination/ports";
+import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/errors";
+import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../../src/fencing/StateStore";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/lease/LeaseStore";
+import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
+import { abortReason } from "../../src/util/delay";
+import { AzureError, type StorageAccount } from "./azure";
+import type { Network, SimProcess } from "./network";
+
+/**
+ * The app's storage ports for one simulated process, over the simulated storage account. Each maps storage's answers
+ * exactly as its adapter in `src/` maps the SDK's (BlobLeaseStore, BlobStateStore, BlobFilesStore, StorageQueue):
+ * which status codes are "not acquired", "lost", a no-op or a ConcurrentUpdateError, and which become StorageError.
+ */
+
+/** As `toLibraryError`: the caller's abort passes through; a storage answer becomes a StorageError. */
+function libraryError(error: unknown, operation: string, signal: AbortSignal | undefined): Error {
+  if (signal?.aborted) return abortReason(signal);
+  if (error instanceof AzureError) return new StorageError(error.code, error.statusCode, `${operation} failed: storage answered ${error.statusCode} ${error.code}.`, { cause: error });
+  if (error instanceof StorageError || error instanceof LeadershipLostError) return error;
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+const status = (error: unknown): number | undefined => (error instanceof AzureError ? error.statusCode : undefined);
+const code = (error: unknown): string | undefined => (error instanceof AzureError ? error.code : undefined);
+
+/** What every port of a process shares. */
+export interface PortContext {
+  net: Network;
+  account: StorageAccount;
+  process: SimProcess;
+}
+
+const META = { holder: "holder", epoch: "epoch", sinceMs: "sincems", transitions: "transitions", revokedEpoch: "revokedepoch", honoured: "honoured" } as const;
+
+function count(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
+/** The lease port (BlobLeaseStore's semantics): the record in the lease blob's metadata, requests in `<blob>.revocation`. */
+export class SimLeaseStore implements LeaseStore {
+  readonly name: string;
+  private readonly revocationBlob: string;
+
+  constructor(
+    private readonly ctx: PortContext,
+    private readonly containerName = "leases",
+    private readonly blobName = "MyLeaderCoordinatorTask",
+  ) {
+    this.name = `${containerName}/${blobName}`;
+    this.revocationBlob = `${blobName}.revocation`;
+  }
+
+  private call<T>(label: string, effect: () => T, options: LeaseOperationOptions | undefined): Promise<T> {
+    return this.ctx.net.call(this.ctx.process, `lease.${label}`, effect, options?.abortSignal);
+  }
+
+  async ensureExists(options: LeaseOperationOptions = {}): Promise<void> {
+    const { account } = this.ctx;
+    try {
+      await this.call("createContainer", () => {
+        account.createContainer(this.containerName);
+      }, options).catch((error: unknown) => {
+        if (status(error) !== 409) throw error;
+      });
+      await this.call("createBlob", () => account.putBlob(this.containerName, this.blobName, "", { ifNoneMatch: "*", by: this.ctx.process.name }), options);
+    } catch (error) {
+      const s = status(error);
+      if (s === 409 || s === 412) return;
+      throw libraryError(error, `Creating lease blob ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async acquire(leaseId: string, durationS: number, options: LeaseOperationOptions = {}): Promise<AcquireResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.call("acquire", () => {
+          this.ctx.account.acquireLease(this.containerName, this.blobName, leaseId, durationS);
+        }, options);
+        return { acquired: true };
+      } catch (error) {
+        const c = code(error);
+        if (status(error) === 409 && (c === "LeaseAlreadyPresent" || c === "LeaseIsBreakingAndCannotBeAcquired")) return { acquired: false };
+        if (status(error) === 404 && attempt === 1) {
+          await this.ensureExists(options);
+          continue;
+        }
+        throw libraryError(error, `Acquiring lease ${this.name}`, options.abortSignal);
+      }
+    }
+  }
+
+  async renew(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+    try {
+      await this.call("renew", () => {
+        this.ctx.account.renewLease(this.containerName, this.blobName, leaseId);
+      }, options);
+    } catch (error) {
+      throw this.lostOr(error, `Renewing lease ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async release(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+    try {
+      await this.call("release", () => {
+        this.ctx.account.releaseLease(this.containerName, this.blobName, leaseId);
+      }, options);
+    } catch (error) {
+      const s = status(error);
+      if (s === 409 || s === 404) return;
+      throw libraryError(error, `Releasing lease ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async breakLease(breakPeriodS: number, options: LeaseOperationOptions = {}): Promise<void> {
+    try {
+      await this.call("break", () => {
+        this.ctx.account.breakLease(this.containerName, this.blobName, breakPeriodS);
+      }, options);
+    } catch (error) {
+      const s = status(error);
+      if (s === 409 || s === 404) return;
+      throw libraryError(error, `Breaking lease ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async read(options: LeaseOperationOptions = {}): Promise<LeaseSnapshot> {
+    try {
+      const blob = await this.call("read", () => this.ctx.account.getBlob(this.containerName, this.blobName), options);
+      const m = blob.metadata;
+      const record: LeaderRecord = {
+        holder: m[META.holder] ?? EMPTY_RECORD.holder,
+        epoch: count(m[META.epoch]) ?? 0,
+        sinceMs: count(m[META.sinceMs]) ?? 0,
+        transitions: count(m[META.transitions]) ?? 0,
+      };
+      return { state: blob.leaseState, record };
+    } catch (error) {
+      if (status(error) === 404) return { state: "available", record: EMPTY_RECORD };
+      throw libraryError(error, `Reading lease ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async writeRecord(leaseId: string, record: LeaderRecord, options: LeaseOperationOptions = {}): Promise<void> {
+    const metadata = { [META.holder]: record.holder, [META.epoch]: String(record.epoch), [META.sinceMs]: String(record.sinceMs), [META.transitions]: String(record.transitions) };
+    try {
+      await this.call(`writeRecord e${record.epoch}`, () => {
+        this.ctx.account.setMetadata(this.containerName, this.blobName, metadata, { leaseId });
+      }, options);
+    } catch (error) {
+      throw this.lostOr(error, `Writing leader record to ${this.name}`, options.abortSignal, record.epoch);
+    }
+  }
+
+  async readRevocation(options: LeaseOperationOptions = {}): Promise<Revocation | undefined> {
+    try {
+      const blob = await this.call("readRevocation", () => this.ctx.account.getBlob(this.containerName, this.revocationBlob), options);
+      return parseRevocation(blob.metadata);
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw libraryError(error, `Reading revocation of ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async revoke(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+    const upload = (): Promise<unknown> =>
+      this.call("revoke", () => this.ctx.account.putBlob(this.containerName, this.revocationBlob, "", { metadata: { [META.revokedEpoch]: String(epoch) }, by: this.ctx.process.name }), options);
+    try {
+      await upload().catch(async (error: unknown) => {
+        if (status(error) !== 404) throw error;
+        await this.ensureExists(options);
+        await upload();
+      });
+    } catch (error) {
+      throw libraryError(error, `Requesting step-down on ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async honourRevocation(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+    try {
+      const blob = await this.call("readRevocation", () => this.ctx.account.getBlob(this.containerName, this.revocationBlob), options);
+      if (parseRevocation(blob.metadata)?.epoch !== epoch) return;
+      const metadata = { [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
+      await this.call("honourRevocation", () => {
+        this.ctx.account.setMetadata(this.containerName, this.revocationBlob, metadata, { ifMatch: blob.etag });
+      }, options);
+    } catch (error) {
+      const s = status(error);
+      if (s === 404 || s === 412) return;
+      throw libraryError(error, `Marking the step-down of epoch ${epoch} honoured on ${this.name}`, options.abortSignal);
+    }
+  }
+
+  private lostOr(error: unknown, operation: string, signal: AbortSignal | undefined, epoch = 0): Error {
+    const s = status(error);
+    if (!signal?.aborted && (s === 409 || s === 412 || s === 404)) {
+      return new LeadershipLostError("lost", epoch, `${operation}: storage says the lease is no longer ours (${s} ${code(error) ?? ""}).`, { cause: error });
+    }
+    return libraryError(error, operation, signal);
+  }
+}
+
+function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
+  const epoch = count(metadata[META.revokedEpoch]);
+  return epoch === undefined ? undefined : { epoch, honoured: metadata[META.honoured] === "true" };
+}
+
+/** Creates a container when a request finds it missing (OnDemandCreation + createIfNotExists). */
+async function createIfMissing(ctx: PortContext, container: string, signal: AbortSignal | undefined): Promise<void> {
+  await ctx.net
+    .call(ctx.process, `createContainer ${container}`, () => {
+      ctx.account.createContainer(container);
+    }, signal)
+    .catch((error: unknown) => {
+      if (status(error) !== 409) throw error;
+    });
+}
+
+/** The state port (BlobStateStore's semantics): one JSON blob per key, the writer's epoch in its metadata. */
+export class SimStateStore implements StateStore {
+  constructor(
+    private readonly ctx: PortContext,
+    private readonly container = "coordinator-state",
+  ) {}
+
+  async read(key: string, options: StateOperationOptions = {}): Promise<StoredState | undefined> {
+    try {
+      const blob = await this.ctx.net.call(this.ctx.process, `state.read ${key}`, () => this.ctx.account.getBlob(this.container, key), options.abortSignal);
+      return { value: JSON.parse(blob.text) as unknown, etag: blob.etag, epoch: Number(blob.metadata.epoch ?? 0) };
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw libraryError(error, `Reading state ${key}`, options.abortSignal);
+    }
+  }
+
+  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: StateOperationOptions = {}): Promise<{ etag: string }> {
+    const body = JSON.stringify(value);
+    const upload = (): Promise<{ etag: string }> =>
+      this.ctx.net.call(
+        this.ctx.process,
+        `state.write ${key} e${epoch}`,
+        () => this.ctx.account.putBlob(this.container, key, body, { metadata: { epoch: String(epoch) }, ...condition, by: this.ctx.process.name, epoch }),
+        options.abortSignal,
+      );
+    try {
+      return await upload().catch(async (error: unknown) => {
+        if (code(error) !== "ContainerNotFound") throw error;
+        await createIfMissing(this.ctx, this.container, options.abortSignal);
+        return upload();
+      });
+    } catch (error) {
+      const s = status(error);
+      if (s === 412 || (s === 409 && code(error) === "BlobAlreadyExists")) {
+        throw new ConcurrentUpdateError(`State ${key} changed since it was read (${s} ${code(error) ?? ""}); read it again and retry.`, { cause: error });
+      }
+      throw libraryError(error, `Writing state ${key}`, options.abortSignal);
+    }
+  }
+}
+
+/** The files port (BlobFilesStore's semantics) on one container. */
+export class SimFiles implements BlobFiles {
+  constructor(
+    private readonly ctx: PortContext,
+    readonly container: string,
+  ) {}
+
+  private call<T>(label: string, effect: () => T, options: PortOptions): Promise<T> {
+    return this.ctx.net.call(this.ctx.process, `${this.container}.${label}`, effect, options.abortSignal);
+  }
+
+  async readText(name: string, options: PortOptions = {}): Promise<string | undefined> {
+    try {
+      return (await this.call(`read ${name}`, () => this.ctx.account.getBlob(this.container, name), options)).text;
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw libraryError(error, `Reading blob ${name}`, options.abortSignal);
+    }
+  }
+
+  async writeText(name: string, text: string, options: PortOptions = {}): Promise<void> {
+    const upload = (): Promise<unknown> => this.call(`write ${name}`, () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name }), options);
+    try {
+      await upload().catch(async (error: unknown) => {
+        if (code(error) !== "ContainerNotFound") throw error;
+        await createIfMissing(this.ctx, this.container, options.abortSignal);
+        return upload();
+      });
+    } catch (error) {
+      throw libraryError(error, `Writing blob ${name}`, options.abortSignal);
+    }
+  }
+
+  async list(prefix: string, max: number, options: PortOptions = {}): Promise<string[]> {
+    try {
+      return await this.call(`list ${prefix}`, () => this.ctx.account.listBlobs(this.container, prefix, max), options);
+    } catch (error) {
+      if (code(error) === "ContainerNotFound") return [];
+      throw libraryError(error, `Listing blobs under ${prefix}`, options.abortSignal);
+    }
+  }
+
+  async delete(name: string, options: PortOptions = {}): Promise<void> {
+    try {
+      await this.call(`delete ${name}`, () => {
+        this.ctx.account.deleteBlob(this.container, name, this.ctx.process.name);
+      }, options);
+    } catch (error) {
+      if (status(error) === 404) return; // deleteIfExists
+      throw libraryError(error, `Deleting blob ${name}`, options.abortSignal);
+    }
+  }
+}
+
+/** The queue port (StorageQueue's semantics), base64 bodies as the Functions host expects. */
+export class SimMessageQueue implements MessageQueue {
+  constructor(
+    private readonly ctx: PortContext,
+    readonly name: string,
+  ) {}
+
+  private call<T>(label: string, effect: () => T, options: PortOptions): Promise<T> {
+    return this.ctx.net.call(this.ctx.process, `${this.name}.${label}`, effect, options.abortSignal);
+  }
+
+  async send(texts: readonly string[], options: PortOptions = {}): Promise<void> {
+    try {
+      await Promise.all(texts.map((text) => this.call("send", () => {
+        this.ctx.account.queue(this.name).send(encodeBody(text, "base64"));
+      }, options)));
+    } catch (error) {
+      throw libraryError(error, `Sending to queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async receive(max: number, visibilityTimeoutS: number, options: PortOptions = {}): Promise<ReceivedMessage[]> {
+    try {
+      const items = await this.call(`receive ${max}`, () => this.ctx.account.queue(this.name).receive(Math.min(32, Math.max(1, max)), visibilityTimeoutS), options);
+      return items.map((item) => ({ id: item.id, popReceipt: item.popReceipt, dequeueCount: item.dequeueCount, text: decodeBody(item.body, "base64"), rawText: item.body }));
+    } catch (error) {
+      throw libraryError(error, `Receiving from queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<void> {
+    try {
+      await this.call(`delete ${message.id}`, () => {
+        this.ctx.account.queue(this.name).delete(message.id, message.popReceipt);
+      }, options);
+    } catch (error) {
+      if (status(error) === 404) return;
+      throw libraryError(error, `Deleting a message from queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  /** The host's Update Message (not part of the app's port): a new visibility timeout. */
+  update(message: Pick<ReceivedMessage, "id" | "popReceipt">, visibilityTimeoutS: number): Promise<string> {
+    return this.call(`update ${message.id}`, () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, visibilityTimeoutS), {});
+  }
+
+  /** The host's move to `<queue>-poison`: the raw body, unchanged. */
+  sendRaw(rawText: string): Promise<void> {
+    return this.call("send", () => {
+      this.ctx.account.queue(this.name).send(rawText);
+    }, {});
+  }
+}

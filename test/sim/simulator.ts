@@ -1,0 +1,137 @@
+import fc, { type Scheduler } from "fast-check";
+import { INVARIANT_NAMES, InvariantChecker, type InvariantName, type Violation } from "./invariants";
+import { FAULT_KINDS, planArb, type FaultKind, type Plan } from "./plan";
+import { SIM_TIMING, SimWorld, deterministicUuids, installClock } from "./world";
+
+/** The real monotonic clock, captured before any run fakes `performance`. */
+const realNow = performance.now.bind(performance);
+
+/** What a run is allowed to do and what it checks. */
+export interface SimOptions {
+  invariants: ReadonlySet<InvariantName>;
+  faults: ReadonlySet<FaultKind>;
+}
+
+export const ALL_OPTIONS: SimOptions = { invariants: new Set(INVARIANT_NAMES), faults: new Set(FAULT_KINDS) };
+
+/** Figures of one run. */
+export interface RunStats {
+  virtualS: number;
+  requests: number;
+  steps: number;
+  terms: number;
+  jobs: number;
+}
+
+/** One simulated run's outcome. */
+export interface RunResult {
+  violations: Violation[];
+  stats: RunStats;
+}
+
+/** Lets every promise continuation run (a macrotask on the real event loop: the fake clock does not touch it). */
+const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Runs one plan to its end on the virtual clock: requests land one at a time in the order the scheduler picks; when
+ * none is in flight the clock jumps to the next timer. Safety invariants are checked after every such step, liveness
+ * at the end. Stops at the first violation.
+ */
+export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOptions): Promise<RunResult> {
+  const clock = installClock();
+  const restoreUuids = deterministicUuids(plan.randomSeed);
+  const world = new SimWorld(plan, scheduler);
+  const checker = new InvariantChecker(world, options.invariants);
+  try {
+    world.start();
+    const hardEndMs = world.faultEndMs + SIM_TIMING.calmLimitMs;
+    const minEndMs = world.faultEndMs + SIM_TIMING.minCalmMs;
+    for (;;) {
+      await flush();
+      checker.afterStep();
+      if (checker.violations.length > 0) break;
+      if (scheduler.count() > 0) {
+        await scheduler.waitNext(1);
+        continue;
+      }
+      const now = Date.now();
+      if (now >= hardEndMs || (now >= minEndMs && checker.allJobsEnded())) {
+        checker.atEnd(now);
+        break;
+      }
+      clock.next();
+    }
+    return {
+      violations: checker.violations,
+      stats: { virtualS: Math.round((Date.now() - world.startMs) / 1000), requests: world.net.requests, steps: world.history.steps.length, terms: world.history.terms.length, jobs: world.jobs.length },
+    };
+  } finally {
+    world.stop();
+    await flush();
+    clock.uninstall();
+    restoreUuids();
+  }
+}
+
+/** The error a failing run throws, so fast-check shrinks it. */
+export class InvariantViolated extends Error {
+  constructor(readonly violations: Violation[]) {
+    super(violations.map((v) => `${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`).join("\n"));
+    this.name = "InvariantViolated";
+  }
+}
+
+/** The outcome of one seed. */
+export interface SeedOutcome {
+  seed: number;
+  failed: boolean;
+  /** The first run's stats (before any shrinking). */
+  stats: RunStats | undefined;
+  /** Invariants violated by the shrunk counterexample. */
+  violations: Violation[];
+  plan: Plan | undefined;
+  /** The shrunk interleaving: the scheduler's report of the requests, in the order they landed. */
+  interleaving: string[];
+  /** Runs fast-check made while shrinking. */
+  shrinks: number;
+  /** An unexpected error in the simulator itself (not an invariant). */
+  crash: string | undefined;
+}
+
+/**
+ * Runs one seed: fast-check generates the plan and the interleaving from it, and on a violation shrinks both to the
+ * smallest it finds within `shrinkBudgetMs` (real time). The same seed replays exactly.
+ */
+export async function runSeed(seed: number, options: SimOptions, shrinkBudgetMs = 60_000): Promise<SeedOutcome> {
+  let stats: RunStats | undefined;
+  let last: { plan: Plan; scheduler: Scheduler; violations: Violation[] } | undefined;
+  let shrinkDeadline: number | undefined;
+  const property = fc.asyncProperty(planArb(options.faults), fc.scheduler(), async (plan, scheduler) => {
+    // Once the shrink budget is spent, every further candidate "passes" at once: fast-check keeps the smallest failure so far.
+    if (shrinkDeadline !== undefined && realNow() > shrinkDeadline) return;
+    const result = await runPlan(plan, scheduler, options);
+    stats ??= result.stats;
+    if (result.violations.length > 0) {
+      shrinkDeadline ??= realNow() + shrinkBudgetMs;
+      last = { plan, scheduler, violations: result.violations };
+      throw new InvariantViolated(result.violations);
+    }
+  });
+  const details = await fc.check(property, { seed, numRuns: 1 });
+  if (!details.failed) return { seed, failed: false, stats, violations: [], plan: undefined, interleaving: [], shrinks: 0, crash: undefined };
+  const error = details.errorInstance;
+  const counterexample = details.counterexample;
+  const violations = error instanceof InvariantViolated ? error.violations : (last?.violations ?? []);
+  const scheduler = counterexample?.[1] ?? last?.scheduler;
+  const interleaving = (scheduler?.report() ?? []).filter((task) => task.status !== "pending").map((task) => task.label);
+  return {
+    seed,
+    failed: true,
+    stats,
+    violations,
+    plan: counterexample?.[0] ?? last?.plan,
+    interleaving,
+    shrinks: details.numShrinks,
+    crash: error instanceof InvariantViolated ? undefined : error instanceof Error ? (error.stack ?? error.message) : String(error),
+  };
+}

@@ -1,0 +1,524 @@
+import FakeTimers from "@sinonjs/fake-timers";
+import type { Scheduler } from "fast-check";
+import { syncBuiltinESMExports } from "node:module";
+import type { CoordinatorApp, Sink } from "../../src/app/context";
+import type { AppEvent } from "../../src/app/events";
+import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
+import { keys } from "../../src/coordination/jobState";
+import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
+import { readEpochFloor } from "../../src/coordination/termHistory";
+import { settingsSchema, type Settings } from "../../src/config/settings";
+import { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "../../src/leadership/LeaderElector";
+import type { LeaderElectorOptions } from "../../src/leadership/options";
+import { requestStepDown } from "../../src/leadership/leaderInfo";
+import type { LeadershipTerm } from "../../src/leadership/Term";
+import { silentLogger } from "../../src/util/logger";
+import { StorageAccount } from "./azure";
+import { simRegistry, sumKind } from "./kinds";
+import { Network, SimProcess, sleep } from "./network";
+import type { FaultEvent, ItemPlan, JobPlan, Plan } from "./plan";
+import { SimFiles, SimLeaseStore, SimMessageQueue, SimStateStore, type PortContext } from "./ports";
+
+/** Timing of the simulated app: Azure's minimum lease, the library's defaults, a short tick and step. */
+export const SIM_TIMING = {
+  tickMs: 10_000,
+  leaseDurationS: 15,
+  stepBudgetMs: 5_000,
+  dispatchBatchSize: 4,
+  /** The host's maxDequeueCount (host.json). */
+  maxDequeueCount: 5,
+  /** The host's visibility timeout after a failed delivery (host.json: 5 s). */
+  retryVisibilityS: 5,
+  /** How long a worker keeps a received message invisible. */
+  workerVisibilityS: 30,
+  /** After faults stop, every job must end within this long. */
+  calmLimitMs: 180_000,
+  /** …and the run goes on at least this long to watch leadership (a lease and a tick, and some). */
+  minCalmMs: 40_000,
+} as const;
+
+const CONTAINERS = { leases: "leases", state: "coordinator-state", inputs: "job-inputs" } as const;
+const QUEUES = { work: "work-items", results: "work-results" } as const;
+
+/** Mulberry32: the run's own small deterministic random source. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A leader's step (the task of one term), as the invariants see it. */
+export interface StepRecord {
+  epoch: number;
+  process: SimProcess;
+  startMs: number;
+  endMs: number | undefined;
+}
+
+/** A term, from its record write to its end (lost, released, or the process crashed). */
+export interface TermRecord {
+  epoch: number;
+  process: SimProcess;
+  beganMs: number;
+  endedMs: number | undefined;
+}
+
+/** A tick that ended in an error. */
+export interface TickError {
+  process: string;
+  epoch: number | undefined;
+  atMs: number;
+  error: unknown;
+}
+
+/** A job the client submitted. */
+export interface SubmittedJob {
+  id: string;
+  plan: JobPlan;
+  /** Each item's input text as a worker would read it (undefined: its blob does not exist). */
+  inputs: (string | undefined)[];
+  params: unknown;
+}
+
+/** Everything the invariants read. */
+export interface History {
+  steps: StepRecord[];
+  terms: TermRecord[];
+  tickErrors: TickError[];
+  freezes: { process: SimProcess; fromMs: number; toMs: number | undefined }[];
+  /** When an operator broke the lease or deleted its container: the holder then learns at its next renewal. */
+  leaseInterventions: number[];
+  events: number;
+}
+
+/** An elector that tells the world when its task (the step) starts and ends. */
+class ObservedElector extends LeaderElector {
+  constructor(
+    options: LeaderElectorOptions,
+    private readonly onStep: (phase: "start" | "end", term: LeadershipTerm) => void,
+  ) {
+    super(options);
+  }
+
+  override tryLead<T>(task: LeaderTask<T>, options?: LeadOptions): Promise<LeadResult<T>> {
+    return super.tryLead(async (term) => {
+      this.onStep("start", term);
+      try {
+        return await task(term);
+      } finally {
+        this.onStep("end", term);
+      }
+    }, options);
+  }
+}
+
+/** One instance of the app: one process (replaced when it crashes and restarts) with a coordinator timer and a worker. */
+export class SimInstance {
+  readonly process: SimProcess;
+  readonly app: CoordinatorApp;
+  readonly sink: Sink;
+  readonly workQueue: SimMessageQueue;
+  readonly workPoison: SimMessageQueue;
+  ticking = 0;
+
+  constructor(
+    private readonly world: SimWorld,
+    readonly index: number,
+    generation: number,
+    lacksSum: boolean,
+  ) {
+    this.process = new SimProcess(`i${index}.${generation}`, () => Date.now());
+    const ctx: PortContext = { net: world.net, account: world.account, process: this.process };
+    this.sink = { logger: silentLogger, emit: (event) => world.onEvent(this.process, event) };
+    const state = new SimStateStore(ctx, CONTAINERS.state);
+    const leaseStore = new SimLeaseStore(ctx, CONTAINERS.leases);
+    this.workQueue = new SimMessageQueue(ctx, QUEUES.work);
+    this.workPoison = new SimMessageQueue(ctx, `${QUEUES.work}-poison`);
+    const elector = new ObservedElector(
+      {
+        store: leaseStore,
+        instanceId: this.process.name,
+        leaseDurationS: SIM_TIMING.leaseDurationS,
+        renewIntervalMs: world.settings.LEASE_RENEW_INTERVAL_MS,
+        renewDeadlineMs: world.settings.LEASE_RENEW_DEADLINE_MS,
+        stallTimeoutMs: world.settings.STEP_STALL_TIMEOUT_MS,
+        readEpochFloor: (options) => readEpochFloor(state, options),
+        clock: this.process.clock,
+        random: world.random,
+        onEvent: (event) => {
+          world.onEvent(this.process, { ...event });
+        },
+      },
+      (phase, term) => {
+        world.onStep(this.process, phase, term);
+      },
+    );
+    this.app = {
+      settings: world.settings,
+      instanceId: this.process.name,
+      leaseStore,
+      state,
+      files: new SimFiles(ctx, CONTAINERS.inputs),
+      workQueue: this.workQueue,
+      resultsQueue: new SimMessageQueue(ctx, QUEUES.results),
+      workPoisonQueue: this.workPoison,
+      resultsPoisonQueue: new SimMessageQueue(ctx, `${QUEUES.results}-poison`),
+      registry: simRegistry(lacksSum ? [sumKind.name] : []),
+      elector,
+      sink: this.sink,
+    };
+  }
+
+  /** One timer tick of the coordinator function. `force`: even while another tick of this process runs. */
+  tick(force: boolean): void {
+    const { process, world } = this;
+    if (process.crashed || process.frozen || (this.ticking > 0 && !force)) return;
+    this.ticking++;
+    let epoch: number | undefined;
+    const sink: Sink = {
+      logger: silentLogger,
+      emit: (event) => {
+        if (event.type === "step-started") epoch = event.epoch;
+        this.sink.emit(event);
+      },
+    };
+    runCoordinatorTick(this.app, sink).then(
+      () => {
+        this.ticking--;
+      },
+      (error: unknown) => {
+        this.ticking--;
+        if (!process.crashed) world.history.tickErrors.push({ process: process.name, epoch, atMs: Date.now(), error });
+      },
+    );
+  }
+
+  /** The queue trigger as the Functions host runs it (batch, retry with visibility, poison after maxDequeueCount). */
+  async runWorker(): Promise<void> {
+    const { process, world } = this;
+    while (!process.crashed && !world.over) {
+      let messages: Awaited<ReturnType<SimMessageQueue["receive"]>> = [];
+      try {
+        messages = await this.workQueue.receive(4, SIM_TIMING.workerVisibilityS);
+      } catch {
+        // storage trouble: poll again
+      }
+      if (messages.length === 0) {
+        await sleep(500 + Math.round(world.random() * 1000));
+        continue;
+      }
+      for (const message of messages) await this.deliver(message);
+    }
+  }
+
+  private async deliver(message: Awaited<ReturnType<SimMessageQueue["receive"]>>[number]): Promise<void> {
+    const { maxDequeueCount, retryVisibilityS } = SIM_TIMING;
+    try {
+      if (message.dequeueCount > maxDequeueCount || message.text === undefined) {
+        await this.workPoison.sendRaw(message.rawText);
+        await this.workQueue.delete(message);
+        return;
+      }
+      let ok = true;
+      try {
+        await handleWorkMessage(this.app, this.sink, message.text, { id: message.id, dequeueCount: message.dequeueCount });
+      } catch {
+        ok = false;
+      }
+      if (ok) await this.workQueue.delete(message);
+      else if (message.dequeueCount >= maxDequeueCount) {
+        await this.workPoison.sendRaw(message.rawText);
+        await this.workQueue.delete(message);
+      } else await this.workQueue.update(message, retryVisibilityS);
+    } catch {
+      // Settling failed (storage trouble): the message reappears when its visibility lapses.
+    }
+  }
+}
+
+/** Input text and submission form of one planned item. */
+function itemFor(kind: string, item: ItemPlan, blobName: string): { input: { inline: string } | { blob: string }; text: string | undefined; blob?: string } {
+  if (kind === "group-by") {
+    const line = (key: string, value: unknown): string => JSON.stringify({ k: key, v: value });
+    switch (item.t) {
+      case "ok":
+        return { input: { inline: line(item.key, item.value) }, text: line(item.key, item.value) };
+      case "blob":
+        return { input: { blob: blobName }, text: line(item.key, item.value), blob: blobName };
+      case "missingBlob":
+        return { input: { blob: `${blobName}.missing` }, text: undefined };
+      default:
+        return { input: { inline: line("a", "not-a-number") }, text: line("a", "not-a-number") };
+    }
+  }
+  const text = item.t === "crash" ? "crash" : item.t === "bad" || item.t === "missingBlob" ? "abc" : String(item.value);
+  return { input: { inline: text }, text };
+}
+
+/** User files that are not job inputs but sit in the input container under names the app uses for its own files. */
+export const DECOY_BLOBS: Record<string, string> = {
+  "inbox/user-notes.csv": "region,amount\nnorth,1\n",
+  "jobs/user-report.csv": "region,amount\nsouth,2\n",
+};
+
+/**
+ * The simulated system: a storage account, a network whose interleavings fast-check's scheduler picks, N instances
+ * on a virtual clock, a client that submits jobs and an operator that injects faults.
+ */
+export class SimWorld {
+  readonly account: StorageAccount;
+  readonly net: Network;
+  readonly random: () => number;
+  readonly settings: Settings;
+  readonly instances: SimInstance[] = [];
+  readonly history: History = { steps: [], terms: [], tickErrors: [], freezes: [], leaseInterventions: [], events: 0 };
+  readonly jobs: SubmittedJob[] = [];
+  readonly userBlobs = new Map<string, string>();
+  readonly client: SimProcess;
+  private readonly clientFiles: SimFiles;
+  private readonly clientLease: SimLeaseStore;
+  private generation = 0;
+  faultEndMs = 0;
+  startMs = 0;
+  over = false;
+
+  constructor(
+    readonly plan: Plan,
+    readonly scheduler: Scheduler,
+  ) {
+    this.random = seededRandom(plan.randomSeed);
+    this.account = new StorageAccount(() => Date.now(), this.random);
+    this.net = new Network(scheduler, this.random);
+    this.settings = settingsSchema.parse({ STEP_BUDGET_MS: SIM_TIMING.stepBudgetMs, DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize, LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS });
+    this.client = new SimProcess("client", () => Date.now());
+    const ctx: PortContext = { net: this.net, account: this.account, process: this.client };
+    this.clientFiles = new SimFiles(ctx, CONTAINERS.inputs);
+    this.clientLease = new SimLeaseStore(ctx, CONTAINERS.leases);
+  }
+
+  onEvent(process: SimProcess, event: AppEvent): void {
+    if (process.crashed || this.over) return;
+    this.history.events++;
+    const now = Date.now();
+    const epoch = event.epoch ?? 0;
+    if (event.type === "lease-acquired") this.history.terms.push({ epoch, process, beganMs: now, endedMs: undefined });
+    if (event.type === "lease-lost" || event.type === "lease-released") {
+      const term = this.history.terms.find((t) => t.process === process && t.epoch === epoch && t.endedMs === undefined);
+      if (term !== undefined) term.endedMs = now;
+    }
+  }
+
+  onStep(process: SimProcess, phase: "start" | "end", term: LeadershipTerm): void {
+    if (process.crashed || this.over) return;
+    if (phase === "start") this.history.steps.push({ epoch: term.epoch, process, startMs: Date.now(), endMs: undefined });
+    else {
+      const step = this.history.steps.find((s) => s.process === process && s.epoch === term.epoch && s.endMs === undefined);
+      if (step !== undefined) step.endMs = Date.now();
+    }
+  }
+
+  private startInstance(index: number): SimInstance {
+    const instance = new SimInstance(this, index, ++this.generation, this.plan.lacksSum[index] ?? false);
+    this.instances[index] = instance;
+    void instance.runWorker();
+    return instance;
+  }
+
+  private at(ms: number, action: () => void): void {
+    setTimeout(action, Math.max(0, ms - (Date.now() - this.startMs)));
+  }
+
+  /** Sets up the run: instances, timers, jobs and faults. Call with the fake clock installed. */
+  start(): void {
+    this.startMs = Date.now();
+    this.net.startMs = this.startMs;
+    this.account.createContainer(CONTAINERS.inputs);
+    for (const [name, text] of Object.entries(DECOY_BLOBS)) {
+      this.userBlobs.set(name, text);
+      this.account.putBlob(CONTAINERS.inputs, name, text, { by: "user" });
+    }
+    for (let index = 0; index < this.plan.instances; index++) {
+      this.startInstance(index);
+      const loop = (): void => {
+        this.instances[index]?.tick(false);
+        setTimeout(loop, SIM_TIMING.tickMs - 1000 + Math.round(this.random() * 2000));
+      };
+      setTimeout(loop, 200 + Math.round(this.random() * SIM_TIMING.tickMs));
+    }
+    for (const [n, job] of this.plan.jobs.entries()) this.at(job.atS * 1000, () => void this.submit(n, job));
+    let end = 0;
+    for (const fault of this.plan.faults) {
+      end = Math.max(end, (fault.atS + fault.forS) * 1000);
+      this.at(fault.atS * 1000, () => {
+        this.inject(fault);
+      });
+    }
+    const lastJobMs = Math.max(0, ...this.plan.jobs.map((job) => job.atS * 1000));
+    this.faultEndMs = this.startMs + Math.max(end, lastJobMs);
+    this.at(this.faultEndMs - this.startMs, () => {
+      this.heal();
+    });
+  }
+
+  private async submit(n: number, job: JobPlan): Promise<void> {
+    const items = job.items.map((item, i) => itemFor(job.kind, item, `data/j${n}-${i}.ndjson`));
+    for (const item of items) {
+      if (item.blob !== undefined && item.text !== undefined) {
+        this.userBlobs.set(item.blob, item.text);
+        await this.clientFiles.writeText(item.blob, item.text);
+      }
+    }
+    const params = job.kind === "group-by" ? { format: "ndjson", keyField: "k", valueField: "v" } : { scale: 2 };
+    const validated = validateSubmission({ kind: job.kind, params, items: items.map((item) => item.input) }, simRegistry());
+    if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
+    const { id } = await storeSubmission(this.clientFiles, validated.value, { now: () => Date.now() });
+    this.jobs.push({ id, plan: job, inputs: items.map((item) => item.text), params });
+    if (job.deleteChunk) await this.clientFiles.delete(keys.chunk(id, 0));
+  }
+
+  private inject(fault: FaultEvent): void {
+    const instance = this.instances[fault.instance];
+    if (instance === undefined) return;
+    const { process } = instance;
+    const until = (action: () => void): void => {
+      setTimeout(action, fault.forS * 1000);
+    };
+    switch (fault.kind) {
+      case "freeze": {
+        if (process.crashed || process.frozen) return;
+        process.freeze();
+        const record = { process, fromMs: Date.now(), toMs: undefined as number | undefined };
+        this.history.freezes.push(record);
+        until(() => {
+          if (!process.frozen) return;
+          process.unfreeze();
+          record.toMs = Date.now();
+        });
+        return;
+      }
+      case "crash":
+        this.crash(process);
+        until(() => {
+          if (this.instances[fault.instance]?.process === process) this.startInstance(fault.instance);
+        });
+        return;
+      case "outage":
+      case "hang":
+        process.outage = fault.kind === "outage" ? "refuse" : "hang";
+        until(() => {
+          process.outage = "none";
+        });
+        return;
+      case "slow":
+        process.latencyMs = fault.latencyMs;
+        until(() => {
+          process.latencyMs = 0;
+        });
+        return;
+      case "stepDown":
+        requestStepDown(this.clientLease).catch(() => undefined);
+        return;
+      case "breakLease":
+        this.history.leaseInterventions.push(Date.now());
+        void this.clientLease.breakLease(fault.forS % 2 === 0 ? 0 : Math.min(fault.forS, 60));
+        return;
+      case "deleteLease":
+        this.history.leaseInterventions.push(Date.now());
+        this.account.deleteContainer(CONTAINERS.leases);
+        return;
+      case "overlapTick":
+        instance.tick(true);
+        instance.tick(true);
+        return;
+      case "duplicates":
+        for (const name of Object.values(QUEUES)) this.account.queue(name).duplicateRate = 0.3;
+        until(() => {
+          for (const name of Object.values(QUEUES)) this.account.queue(name).duplicateRate = 0;
+        });
+        return;
+    }
+  }
+
+  private crash(process: SimProcess): void {
+    if (process.crashed) return;
+    const now = Date.now();
+    process.crash();
+    for (const step of this.history.steps) if (step.process === process && step.endMs === undefined) step.endMs = now;
+    for (const term of this.history.terms) if (term.process === process && term.endedMs === undefined) term.endedMs = now;
+    for (const freeze of this.history.freezes) if (freeze.process === process && freeze.toMs === undefined) freeze.toMs = now;
+  }
+
+  /** Faults stop: every process thaws, storage answers, crashed instances are back, no more duplicates. */
+  private heal(): void {
+    for (const [index, instance] of this.instances.entries()) {
+      const { process } = instance;
+      if (process.frozen) {
+        process.unfreeze();
+        for (const freeze of this.history.freezes) if (freeze.process === process && freeze.toMs === undefined) freeze.toMs = Date.now();
+      }
+      process.outage = "none";
+      process.latencyMs = 0;
+      if (process.crashed) this.startInstance(index);
+    }
+    for (const name of Object.values(QUEUES)) this.account.queue(name).duplicateRate = 0;
+  }
+
+  private readonly parsed = new Map<string, { etag: string; value: unknown }>();
+
+  /** The stored state of a job, read directly from the account (no request); parsed once per version. */
+  jobState(id: string): { value: unknown; etag: string } | undefined {
+    const container = this.account.containers.get(CONTAINERS.state);
+    const blob = container?.blobs.get(keys.jobState(id));
+    if (blob === undefined) return undefined;
+    const cached = this.parsed.get(id);
+    if (cached?.etag === blob.etag) return cached;
+    const fresh = { etag: blob.etag, value: JSON.parse(blob.text) as unknown };
+    this.parsed.set(id, fresh);
+    return fresh;
+  }
+
+  /** The ETag of a job's stored state, without parsing it. */
+  jobEtag(id: string): string | undefined {
+    return this.account.containers.get(CONTAINERS.state)?.blobs.get(keys.jobState(id))?.etag;
+  }
+
+  /** Writes that landed in the input container, for userInputUnchanged. */
+  get inputContainer(): string {
+    return CONTAINERS.inputs;
+  }
+
+  get stateContainer(): string {
+    return CONTAINERS.state;
+  }
+
+  /** Ends the run: every process crashes (no more answers), so nothing of it runs on after the fake clock is gone. */
+  stop(): void {
+    this.over = true;
+    for (const instance of this.instances) instance.process.crash();
+    this.client.crash();
+  }
+}
+
+/** Makes `crypto.randomUUID` (job ids, lease ids) deterministic for one run; returns the restore function. */
+export function deterministicUuids(seed: number): () => void {
+  const crypto = process.getBuiltinModule("node:crypto");
+  const original = crypto.randomUUID;
+  const random = seededRandom(seed ^ 0x5bd1e995);
+  const hex = (n: number): string => Array.from({ length: n }, () => Math.floor(random() * 16).toString(16)).join("");
+  crypto.randomUUID = () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`;
+  syncBuiltinESMExports();
+  return () => {
+    crypto.randomUUID = original;
+    syncBuiltinESMExports();
+  };
+}
+
+/** Installs the virtual clock on the globals the app uses (timers, Date, performance). */
+export function installClock(): FakeTimers.Clock {
+  return FakeTimers.withGlobal(globalThis).install({ now: 1_700_000_000_000, toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
+}
