@@ -241,6 +241,7 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
       await reject(deps, source, message, `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
       report.rejected++;
     }
+    if (deps.registry.get(current.value.kind) === undefined) leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
     await jobs.updateJob(
@@ -265,6 +266,21 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
 }
 
 /**
+ * A leader whose process lacks the job's task kind (a deploy in progress, or a kind on some instances only) cannot
+ * validate or merge partial results: it records units with failures only and leaves the rest unacknowledged, so they
+ * become visible again for a leader that has the kind — never failing a valid result. (Found by the simulator, seed
+ * 1015.)
+ */
+function leaveForAnotherLeader(deps: CoordinationDeps, kind: string, jobId: string, kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }, epoch: number): void {
+  const left = kept.outcomes.filter((outcome) => outcome.done.length > 0).length;
+  if (left === 0) return;
+  deps.logger.warn(`Leaving ${left} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`, { instanceId: deps.instanceId, epoch });
+  const keep = kept.outcomes.map((outcome) => outcome.done.length === 0);
+  kept.outcomes = kept.outcomes.filter((_, index) => keep[index]);
+  kept.messages = kept.messages.filter((_, index) => keep[index]);
+}
+
+/**
  * Pure fold of outcomes into a job state; returns the new state, or undefined when nothing changed. Exactly once per
  * item: a unit's partial is merged only if none of its done items is counted yet, and then every one of them is set
  * in the same state (a replayed or duplicated unit is discarded by its bits). The batch's partials are merged with
@@ -278,7 +294,8 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "
     return undefined;
   }
   const kind = deps.registry.get(state.kind);
-  const stored = kind?.partialSchema.safeParse(state.aggregate);
+  // Until an item is done the aggregate is the kind's empty one, whatever a leader without the kind stored at registration.
+  const stored = kind?.partialSchema.safeParse(state.doneCount === 0 ? kind.empty() : state.aggregate);
   if (stored !== undefined && !stored.success) return endJob(deps, state, `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000));
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);

@@ -43,7 +43,8 @@ export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch
       failedBits: Bitmap.empty(data.itemCount).toBase64(),
       doneCount: 0,
       failedCount: 0,
-      aggregate: deps.registry.get(data.kind)?.empty() ?? [],
+      // null: a leader without this kind cannot know its empty aggregate; the first fold with the kind starts from it.
+      aggregate: deps.registry.get(data.kind)?.empty() ?? null,
       failures: [],
       lastEpoch: epoch,
     };

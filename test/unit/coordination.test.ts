@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createRegistry } from "../../src/app/context";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/jobState";
 import { runCoordinationStep, type JobProgress } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
+import type { TaskKind, TaskRegistry } from "../../src/coordination/taskKinds";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { StaleEpochError } from "../../src/errors";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
@@ -139,6 +142,41 @@ describe("coordination step (unit, in-memory ports)", () => {
       { id: first.id, total: 3, dispatched: 3, done: 2, failed: 0 },
       { id: second.id, total: 2, dispatched: 2, done: 1, failed: 1 },
     ]);
+  });
+});
+
+/** A kind whose partial is an object, unlike group-by's array: what some processes of a mixed deploy lack. */
+const tallyKind: TaskKind<Record<string, never>, { n: number }> = {
+  name: "tally",
+  paramsSchema: z.strictObject({}),
+  partialSchema: z.strictObject({ n: z.number().int() }),
+  process: () => ({ n: 1 }),
+  merge: (a, b) => ({ n: a.n + b.n }),
+  empty: () => ({ n: 0 }),
+};
+const withTally = (): TaskRegistry => createRegistry().register(tallyKind);
+
+describe("coordination with a task kind some processes lack (unit; found by the simulator)", () => {
+  it("a leader without the job's kind registers it so that a leader with the kind folds it (seed 1015)", async () => {
+    const { deps, work: queue, state } = world({ registry: createRegistry() });
+    const { id } = await storeSubmission(deps.system, { kind: "tally", params: {}, items: [{ inline: "x" }, { inline: "y" }] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // registers and dispatches without knowing the kind
+    const full = { ...deps, registry: withTally() };
+    await work(full, queue);
+    await runCoordinationStep(full, fakeTerm(2), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0, aggregate: { n: 2 } });
+  });
+
+  it("a leader without the job's kind leaves valid results for a leader that has it instead of failing them", async () => {
+    const { deps, work: queue, results, state } = world({ registry: withTally() });
+    const { id } = await storeSubmission(deps.system, { kind: "tally", params: {}, items: [{ inline: "x" }, { inline: "y" }] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await work(deps, queue);
+    await runCoordinationStep({ ...deps, registry: createRegistry() }, fakeTerm(2), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "running", doneCount: 0, failedCount: 0 });
+    results.nowMs += 60_000; // the results it left become visible again
+    await runCoordinationStep(deps, fakeTerm(3), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0, aggregate: { n: 2 } });
   });
 });
 
