@@ -1,7 +1,8 @@
 import { defineConfig } from "vitest/config";
 
 // Tests that time real leases run first, two files at a time; the multi-process suites (end-to-end, chaos) run after
-// them, one file at a time, so a 2-core machine never runs a chaos scenario beside a timing-sensitive test.
+// them, one file at a time, so a 2-core machine never runs a chaos scenario (or the CPU-bound simulator) beside a
+// timing-sensitive test.
 export default defineConfig({
   test: {
     maxWorkers: 2,
@@ -14,7 +15,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "processes", include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"], sequence: { groupOrder: 1 }, fileParallelism: false },
+        test: { name: "processes", include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"], sequence: { groupOrder: 1 }, fileParallelism: false },
       },
     ],
   },

@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { INVARIANTS, INVARIANT_NAMES, type InvariantName } from "../test/sim/invariants";
 import { FAULT_KINDS, type FaultKind } from "../test/sim/plan";
-import { runSeed, type SeedOutcome } from "../test/sim/simulator";
+import { describeFailure, replayCommand, runSeed } from "../test/sim/simulator";
 
 const HELP = `Usage: npm run simulate -- [--runs N] [--seed S] [--out FILE] [--invariants a,b] [--faults x,y] [--shrink-seconds T] [--trace FILE] [--quiet]
 
@@ -44,19 +44,6 @@ function integer(value: string | undefined, name: string, fallback: number): num
   return parsed;
 }
 
-/** Prints one failure: the seed, what broke, the shrunk plan and the end of the shrunk interleaving. */
-export function describeFailure(outcome: SeedOutcome, replay: string): string {
-  const lines = [`✗ seed ${outcome.seed}: ${outcome.crash === undefined ? outcome.violations.map((v) => v.invariant).join(", ") : "the simulator itself failed"}`];
-  for (const v of outcome.violations) lines.push(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-  if (outcome.crash !== undefined) lines.push(`  ${outcome.crash}`);
-  lines.push(`  shrunk in ${outcome.shrinks} steps to the plan: ${JSON.stringify(outcome.plan)}`);
-  const tail = outcome.interleaving.slice(-40);
-  lines.push(`  interleaving (${outcome.interleaving.length} requests; the last ${tail.length} before the violation, in landing order):`);
-  for (const label of tail) lines.push(`    ${label}`);
-  lines.push(`  replay: ${replay}`);
-  return lines.join("\n");
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -81,7 +68,6 @@ async function main(): Promise<void> {
   const seed = integer(values.seed, "seed", Math.floor(Math.random() * 1_000_000));
   const runs = integer(values.runs, "runs", values.seed !== undefined ? 1 : 100);
   const shrinkMs = integer(values["shrink-seconds"], "shrink-seconds", 60) * 1000;
-  const flags = [values.invariants === undefined ? "" : ` --invariants ${[...invariants].join(",")}`, values.faults === undefined ? "" : ` --faults ${[...faults].join(",")}`].join("");
   console.log(`Simulating ${runs} run(s) from seed ${seed}; invariants: ${[...invariants].join(", ")}; faults: ${[...faults].join(", ")}`);
   const started = performance.now();
   const failing: number[] = [];
@@ -96,7 +82,7 @@ async function main(): Promise<void> {
       failing.push(outcome.seed);
       for (const name of new Set(outcome.violations.map((v) => v.invariant))) byInvariant.set(name, (byInvariant.get(name) ?? 0) + 1);
       if (outcome.crash !== undefined) byInvariant.set("(simulator error)", (byInvariant.get("(simulator error)") ?? 0) + 1);
-      console.log(describeFailure(outcome, `npm run simulate -- --seed ${outcome.seed}${flags}`));
+      console.log(describeFailure(outcome, replayCommand(outcome.seed, { invariants, faults })));
       if (values.trace !== undefined && failing.length === 1) {
         writeFileSync(values.trace, `${outcome.interleaving.join("\n")}\n`);
         console.log(`  the whole interleaving is in ${values.trace}`);

@@ -257,8 +257,9 @@ export class SimQueue {
       message.dequeueCount++;
       message.popReceipt = `${message.id}@${++this.next}`;
       out.push({ id: message.id, popReceipt: message.popReceipt, dequeueCount: message.dequeueCount, body: message.body });
-      if (this.random() < this.duplicateRate) this.send(message.body); // a second copy: at-least-once delivery
-      else message.visibleAtMs = now + visibilityTimeoutS * 1000;
+      message.visibleAtMs = now + visibilityTimeoutS * 1000;
+      if (this.random() < this.duplicateRate) this.send(message.body); // delivered twice: at-least-once
+
     }
     return out;
   }

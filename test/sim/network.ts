@@ -15,6 +15,8 @@ export class SimProcess {
   frozenTotalMs = 0;
   outage: "none" | "refuse" | "hang" = "none";
   latencyMs = 0;
+  /** A fault that strikes when this process's `count`-th next request is about to land (so: at any await). */
+  armed: { count: number; fire: () => void } | undefined;
   private readonly waiters: (() => void)[] = [];
 
   constructor(
@@ -75,6 +77,8 @@ type Landed<T> = { ok: true; value: T } | { ok: false; error: unknown };
  */
 export class Network {
   requests = 0;
+  /** Actions waiting for the `count`-th next request of any process to land (e.g. a thaw in the middle of a step). */
+  private readonly triggers: { count: number; fire: () => void }[] = [];
   /** Global time at which the run started, for the times in the labels. */
   startMs = 0;
 
@@ -119,14 +123,39 @@ export class Network {
     });
   }
 
+  /** Runs `fire` when the `count`-th next request of any process lands: between two requests of someone's step. */
+  atRequest(count: number, fire: () => void): void {
+    this.triggers.push({ count, fire });
+  }
+
+  private fireTriggers(): void {
+    for (const trigger of [...this.triggers]) {
+      if (--trigger.count > 0) continue;
+      this.triggers.splice(this.triggers.indexOf(trigger), 1);
+      trigger.fire();
+    }
+  }
+
   private async deliver<T>(process: SimProcess, label: string, effect: () => T, dropped: () => boolean): Promise<Landed<T>> {
     await process.awake(); // a frozen process sends nothing
     while (process.outage === "hang") await sleep(250); // no answer until storage is back (callers time out)
     if (process.outage === "refuse") return { ok: false, error: new StorageError("StorageUnavailable", undefined, `${label}: connect ECONNREFUSED (simulated outage)`) };
     if (process.latencyMs > 0) await sleep(Math.round(this.random() * process.latencyMs));
-    await this.scheduler.schedule(Promise.resolve(), `${((Date.now() - this.startMs) / 1000).toFixed(3)} s ${process.name} ${label}`);
+    const tag = `${((Date.now() - this.startMs) / 1000).toFixed(3)} s ${process.name} ${label}`;
+    await this.scheduler.schedule(Promise.resolve(), tag);
+    const armed = process.armed;
+    if (armed !== undefined && --armed.count <= 0) {
+      process.armed = undefined;
+      armed.fire(); // freezes or crashes the process with this request on its way
+    }
+    if (process.crashed && this.random() < 0.5) return never(); // died before it left
+    if (process.frozen) {
+      await process.awake(); // it leaves when the process thaws, in any order with the others
+      await this.scheduler.schedule(Promise.resolve(), `${tag} (sent after the thaw)`);
+    }
     if (dropped()) return never();
     this.requests++;
+    this.fireTriggers();
     try {
       return { ok: true, value: effect() };
     } catch (error) {

@@ -49,7 +49,7 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** A fault on one instance (or the storage account) from `atS` for `forS` seconds. */
+/** A fault on one instance (-1: the next leader, in its step) or the storage account, from `atS` for `forS` seconds. */
 export interface FaultEvent {
   atS: number;
   kind: Exclude<FaultKind, "deleteChunk" | "badItems" | "missingKind">;
@@ -81,7 +81,7 @@ function jobArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<JobPlan> {
     fc.record({
       atS: fc.integer({ min: 0, max: 40 }),
       kind: fc.constant(kind),
-      items: fc.array(itemArb(kind, faults.has("badItems")), { minLength: 1, maxLength: 12 }),
+      items: fc.array(itemArb(kind, faults.has("badItems")), { minLength: 1, maxLength: 16 }),
       deleteChunk: faults.has("deleteChunk") ? fc.integer({ min: 0, max: 7 }).map((n) => n === 0) : fc.constant(false),
     }),
   );
@@ -102,7 +102,8 @@ export function planArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Plan> {
               fc.record({
                 atS: fc.integer({ min: 0, max: FAULT_WINDOW_S }),
                 kind: fc.constantFrom(...kinds),
-                instance: fc.integer({ min: 0, max: instances - 1 }),
+                // -1: whichever instance leads next (the fault strikes it in its step).
+                instance: fc.integer({ min: -1, max: instances - 1 }),
                 forS: fc.integer({ min: 1, max: 30 }),
                 latencyMs: fc.integer({ min: 200, max: 6000 }),
               }),

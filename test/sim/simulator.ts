@@ -135,3 +135,23 @@ export async function runSeed(seed: number, options: SimOptions, shrinkBudgetMs 
     crash: error instanceof InvariantViolated ? undefined : error instanceof Error ? (error.stack ?? error.message) : String(error),
   };
 }
+
+/** A failure as people read it: the seed, what broke, the shrunk plan, the end of the shrunk interleaving, the replay. */
+export function describeFailure(outcome: SeedOutcome, replay: string): string {
+  const lines = [`✗ seed ${outcome.seed}: ${outcome.crash === undefined ? outcome.violations.map((v) => v.invariant).join(", ") : "the simulator itself failed"}`];
+  for (const v of outcome.violations) lines.push(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
+  if (outcome.crash !== undefined) lines.push(`  ${outcome.crash}`);
+  lines.push(`  shrunk in ${outcome.shrinks} steps to the plan: ${JSON.stringify(outcome.plan)}`);
+  const tail = outcome.interleaving.slice(-40);
+  lines.push(`  interleaving (${outcome.interleaving.length} requests; the last ${tail.length} before the violation, in landing order):`);
+  for (const label of tail) lines.push(`    ${label}`);
+  lines.push(`  replay: ${replay}`);
+  return lines.join("\n");
+}
+
+/** The command that replays a seed with the given invariants and faults. */
+export function replayCommand(seed: number, options: SimOptions): string {
+  const invariants = INVARIANT_NAMES.every((name) => options.invariants.has(name)) ? "" : ` --invariants ${[...options.invariants].join(",")}`;
+  const faults = FAULT_KINDS.every((kind) => options.faults.has(kind)) ? "" : ` --faults ${[...options.faults].join(",")}`;
+  return `npm run simulate -- --seed ${seed}${invariants}${faults}`;
+}

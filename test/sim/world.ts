@@ -29,12 +29,14 @@ export const SIM_TIMING = {
   maxDequeueCount: 5,
   /** The host's visibility timeout after a failed delivery (host.json: 5 s). */
   retryVisibilityS: 5,
+  /** Most time a worker spends on one item. */
+  maxProcessingMs: 2000,
   /** How long a worker keeps a received message invisible. */
   workerVisibilityS: 30,
   /** After faults stop, every job must end within this long. */
   calmLimitMs: 180_000,
   /** …and the run goes on at least this long to watch leadership (a lease and a tick, and some). */
-  minCalmMs: 40_000,
+  minCalmMs: 30_000,
 } as const;
 
 const CONTAINERS = { leases: "leases", state: "coordinator-state", inputs: "job-inputs" } as const;
@@ -201,6 +203,7 @@ export class SimInstance {
   /** The queue trigger as the Functions host runs it (batch, retry with visibility, poison after maxDequeueCount). */
   async runWorker(): Promise<void> {
     const { process, world } = this;
+    let idleMs = 100;
     while (!process.crashed && !world.over) {
       let messages: Awaited<ReturnType<SimMessageQueue["receive"]>> = [];
       try {
@@ -209,21 +212,26 @@ export class SimInstance {
         // storage trouble: poll again
       }
       if (messages.length === 0) {
-        await sleep(500 + Math.round(world.random() * 1000));
+        // The host's backoff on an empty queue: from 100 ms, doubling, up to maxPollingInterval (2 s), randomised.
+        await sleep(Math.round(idleMs * (0.8 + 0.4 * world.random())));
+        idleMs = Math.min(idleMs * 2, 2000);
         continue;
       }
+      idleMs = 100;
       for (const message of messages) await this.deliver(message);
     }
   }
 
   private async deliver(message: Awaited<ReturnType<SimMessageQueue["receive"]>>[number]): Promise<void> {
     const { maxDequeueCount, retryVisibilityS } = SIM_TIMING;
+    const { world } = this;
     try {
       if (message.dequeueCount > maxDequeueCount || message.text === undefined) {
         await this.workPoison.sendRaw(message.rawText);
         await this.workQueue.delete(message);
         return;
       }
+      await sleep(Math.round(world.random() * SIM_TIMING.maxProcessingMs)); // the work itself takes a while
       let ok = true;
       try {
         await handleWorkMessage(this.app, this.sink, message.text, { id: message.id, dequeueCount: message.dequeueCount });
@@ -315,7 +323,11 @@ export class SimWorld {
 
   onStep(process: SimProcess, phase: "start" | "end", term: LeadershipTerm): void {
     if (process.crashed || this.over) return;
-    if (phase === "start") this.history.steps.push({ epoch: term.epoch, process, startMs: Date.now(), endMs: undefined });
+    if (phase === "start") {
+      this.history.steps.push({ epoch: term.epoch, process, startMs: Date.now(), endMs: undefined });
+      const index = this.instances.findIndex((instance) => instance.process === process);
+      for (const fault of this.leaderFaults.splice(0)) this.inject({ ...fault, instance: index });
+    }
     else {
       const step = this.history.steps.find((s) => s.process === process && s.epoch === term.epoch && s.endMs === undefined);
       if (step !== undefined) step.endMs = Date.now();
@@ -359,7 +371,7 @@ export class SimWorld {
       });
     }
     const lastJobMs = Math.max(0, ...this.plan.jobs.map((job) => job.atS * 1000));
-    this.faultEndMs = this.startMs + Math.max(end, lastJobMs);
+    this.faultEndMs = this.startMs + Math.max(end + 2000, lastJobMs); // + 2 s: an armed fault strikes up to 2 s late
     this.at(this.faultEndMs - this.startMs, () => {
       this.heal();
     });
@@ -381,7 +393,14 @@ export class SimWorld {
     if (job.deleteChunk) await this.clientFiles.delete(keys.chunk(id, 0));
   }
 
+  /** Faults aimed at "the leader": they strike the next process that starts a step. */
+  private readonly leaderFaults: FaultEvent[] = [];
+
   private inject(fault: FaultEvent): void {
+    if (fault.instance < 0) {
+      this.leaderFaults.push(fault);
+      return;
+    }
     const instance = this.instances[fault.instance];
     if (instance === undefined) return;
     const { process } = instance;
@@ -389,22 +408,29 @@ export class SimWorld {
       setTimeout(action, fault.forS * 1000);
     };
     switch (fault.kind) {
-      case "freeze": {
-        if (process.crashed || process.frozen) return;
-        process.freeze();
-        const record = { process, fromMs: Date.now(), toMs: undefined as number | undefined };
-        this.history.freezes.push(record);
-        until(() => {
-          if (!process.frozen) return;
-          process.unfreeze();
-          record.toMs = Date.now();
+      case "freeze":
+        // Strikes at one of the process's next requests, so it freezes with that request (and its step) in flight.
+        this.arm(process, () => {
+          if (process.crashed || process.frozen) return;
+          process.freeze();
+          const record = { process, fromMs: Date.now(), toMs: undefined as number | undefined };
+          this.history.freezes.push(record);
+          until(() => {
+            // The thaw comes between two requests of whoever is busy then (e.g. between a new leader's read and write).
+            this.net.atRequest(1 + Math.floor(this.random() * 8), () => {
+              if (!process.frozen) return;
+              process.unfreeze();
+              record.toMs = Date.now();
+            });
+          });
         });
         return;
-      }
       case "crash":
-        this.crash(process);
-        until(() => {
-          if (this.instances[fault.instance]?.process === process) this.startInstance(fault.instance);
+        this.arm(process, () => {
+          this.crash(process);
+          until(() => {
+            if (this.instances[fault.instance]?.process === process) this.startInstance(fault.instance);
+          });
         });
         return;
       case "outage":
@@ -444,6 +470,17 @@ export class SimWorld {
     }
   }
 
+  /** Arms a fault to strike at one of the process's next few requests (at any await), or after 2 s at the latest. */
+  private arm(process: SimProcess, fire: () => void): void {
+    const armed = { count: 1 + Math.floor(this.random() * 6), fire };
+    process.armed = armed;
+    setTimeout(() => {
+      if (process.armed !== armed) return;
+      process.armed = undefined;
+      fire();
+    }, 2000);
+  }
+
   private crash(process: SimProcess): void {
     if (process.crashed) return;
     const now = Date.now();
@@ -463,6 +500,7 @@ export class SimWorld {
       }
       process.outage = "none";
       process.latencyMs = 0;
+      process.armed = undefined;
       if (process.crashed) this.startInstance(index);
     }
     for (const name of Object.values(QUEUES)) this.account.queue(name).duplicateRate = 0;
