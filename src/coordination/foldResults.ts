@@ -241,7 +241,11 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
       await reject(deps, source, message, `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
       report.rejected++;
     }
-    if (deps.registry.get(current.value.kind) === undefined) leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
+    if (deps.registry.get(current.value.kind) === undefined) {
+      const left = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
+      // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs again.
+      report.acknowledgements.push(Promise.allSettled(left.map((message) => source.queue.release(message, options))));
+    }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
     await jobs.updateJob(
@@ -267,17 +271,17 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
 
 /**
  * A leader whose process lacks the job's task kind (a deploy in progress, or a kind on some instances only) cannot
- * validate or merge partial results: it records units with failures only and leaves the rest unacknowledged, so they
- * become visible again for a leader that has the kind — never failing a valid result. (Found by the simulator, seed
- * 1015.)
+ * validate or merge partial results: it records units with failures only and releases the rest (visible again at
+ * once) for a leader that has the kind — never failing a valid result. (Found by the simulator, seeds 1015 and 1098.)
  */
-function leaveForAnotherLeader(deps: CoordinationDeps, kind: string, jobId: string, kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }, epoch: number): void {
-  const left = kept.outcomes.filter((outcome) => outcome.done.length > 0).length;
-  if (left === 0) return;
-  deps.logger.warn(`Leaving ${left} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`, { instanceId: deps.instanceId, epoch });
+function leaveForAnotherLeader(deps: CoordinationDeps, kind: string, jobId: string, kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }, epoch: number): ReceivedMessage[] {
   const keep = kept.outcomes.map((outcome) => outcome.done.length === 0);
+  const left = kept.messages.filter((_, index) => keep[index] === false);
+  if (left.length === 0) return left;
+  deps.logger.warn(`Leaving ${left.length} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`, { instanceId: deps.instanceId, epoch });
   kept.outcomes = kept.outcomes.filter((_, index) => keep[index]);
   kept.messages = kept.messages.filter((_, index) => keep[index]);
+  return left;
 }
 
 /**
