@@ -272,6 +272,15 @@ export class SimQueue {
     this.messages.splice(index, 1);
   }
 
+  /** Peek Messages: visible ones, changing nothing. */
+  peek(max: number): { id: string; dequeueCount: number; body: string }[] {
+    const now = this.now();
+    return this.messages
+      .filter((m) => m.visibleAtMs <= now)
+      .slice(0, max)
+      .map((m) => ({ id: m.id, dequeueCount: m.dequeueCount, body: m.body }));
+  }
+
   /** Update Message: a new visibility timeout; returns the new pop receipt. */
   update(id: string, popReceipt: string, visibilityTimeoutS: number): string {
     const message = this.messages.find((m) => m.id === id);

@@ -1,4 +1,4 @@
-import type { BlobFiles, MessageQueue, PortOptions, ReceivedMessage } from "../../src/coordination/ports";
+import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, PortOptions, ReceivedMessage } from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/errors";
 import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../../src/fencing/StateStore";
 import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/lease/LeaseStore";
@@ -280,6 +280,17 @@ export class SimFiles implements BlobFiles {
     }
   }
 
+  async open(name: string, options: PortOptions = {}): Promise<OpenedBlob | undefined> {
+    const text = await this.readText(name, options);
+    if (text === undefined) return undefined;
+    const bytes = Buffer.from(text, "utf8");
+    async function* content(): AsyncGenerator<Uint8Array> {
+      await Promise.resolve();
+      yield bytes;
+    }
+    return { sizeBytes: bytes.length, content: content(), close: () => undefined };
+  }
+
   async writeText(name: string, text: string, options: PortOptions = {}): Promise<void> {
     const upload = (): Promise<unknown> => this.call(`write ${name}`, () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name }), options);
     try {
@@ -314,6 +325,11 @@ export class SimFiles implements BlobFiles {
   }
 }
 
+/** 404, or 400 PopReceiptMismatch: the message is not ours to change any more (as StorageQueue's isNoLongerOurs). */
+function noLongerOurs(error: unknown): boolean {
+  return status(error) === 404 || (status(error) === 400 && code(error) === "PopReceiptMismatch");
+}
+
 /** The queue port (StorageQueue's semantics), base64 bodies as the Functions host expects. */
 export class SimMessageQueue implements MessageQueue {
   constructor(
@@ -344,14 +360,42 @@ export class SimMessageQueue implements MessageQueue {
     }
   }
 
-  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<void> {
+  async peek(max: number, options: PortOptions = {}): Promise<PeekedMessage[]> {
+    try {
+      const items = await this.call(`peek ${max}`, () => this.ctx.account.queue(this.name).peek(Math.min(32, Math.max(1, max))), options);
+      return items.map((item) => ({ id: item.id, dequeueCount: item.dequeueCount, text: decodeBody(item.body, "base64"), rawText: item.body }));
+    } catch (error) {
+      throw libraryError(error, `Peeking at queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
+    try {
+      await this.call(`release ${message.id}`, () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, 0), options);
+      return true;
+    } catch (error) {
+      if (noLongerOurs(error)) return false;
+      throw libraryError(error, `Releasing a message of queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
     try {
       await this.call(`delete ${message.id}`, () => {
         this.ctx.account.queue(this.name).delete(message.id, message.popReceipt);
       }, options);
+      return true;
     } catch (error) {
-      if (status(error) === 404) return;
+      if (noLongerOurs(error)) return false;
       throw libraryError(error, `Deleting a message from queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async approximateCount(options: PortOptions = {}): Promise<number> {
+    try {
+      return await this.call("count", () => this.ctx.account.queue(this.name).messages.length, options);
+    } catch (error) {
+      throw libraryError(error, `Reading the message count of queue ${this.name}`, options.abortSignal);
     }
   }
 

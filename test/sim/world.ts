@@ -39,7 +39,7 @@ export const SIM_TIMING = {
   minCalmMs: 30_000,
 } as const;
 
-const CONTAINERS = { leases: "leases", state: "coordinator-state", inputs: "job-inputs" } as const;
+const CONTAINERS = { leases: "leases", state: "coordinator-state", inputs: "job-inputs", system: "coordinator-system" } as const;
 const QUEUES = { work: "work-items", results: "work-results" } as const;
 
 /** Mulberry32: the run's own small deterministic random source. */
@@ -165,7 +165,10 @@ export class SimInstance {
       instanceId: this.process.name,
       leaseStore,
       state,
-      files: new SimFiles(ctx, CONTAINERS.inputs),
+      system: new SimFiles(ctx, CONTAINERS.system),
+      inputs: new SimFiles(ctx, CONTAINERS.inputs),
+      // Wake-ups are not simulated: the timer is the heartbeat; nothing in the simulation sends one.
+      wakeQueue: new SimMessageQueue(ctx, "coordinator-wake"),
       workQueue: this.workQueue,
       resultsQueue: new SimMessageQueue(ctx, QUEUES.results),
       workPoisonQueue: this.workPoison,
@@ -289,6 +292,7 @@ export class SimWorld {
   readonly userBlobs = new Map<string, string>();
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
+  private readonly clientSystem: SimFiles;
   private readonly clientLease: SimLeaseStore;
   private generation = 0;
   faultEndMs = 0;
@@ -306,6 +310,7 @@ export class SimWorld {
     this.client = new SimProcess("client", () => Date.now());
     const ctx: PortContext = { net: this.net, account: this.account, process: this.client };
     this.clientFiles = new SimFiles(ctx, CONTAINERS.inputs);
+    this.clientSystem = new SimFiles(ctx, CONTAINERS.system);
     this.clientLease = new SimLeaseStore(ctx, CONTAINERS.leases);
   }
 
@@ -388,9 +393,9 @@ export class SimWorld {
     const params = job.kind === "group-by" ? { format: "ndjson", keyField: "k", valueField: "v" } : { scale: 2 };
     const validated = validateSubmission({ kind: job.kind, params, items: items.map((item) => item.input) }, simRegistry());
     if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
-    const { id } = await storeSubmission(this.clientFiles, validated.value, { now: () => Date.now() });
+    const { id } = await storeSubmission(this.clientSystem, { kind: validated.value.kind, params: validated.value.params, items: validated.value.items ?? [] }, { now: () => Date.now() });
     this.jobs.push({ id, plan: job, inputs: items.map((item) => item.text), params });
-    if (job.deleteChunk) await this.clientFiles.delete(keys.chunk(id, 0));
+    if (job.deleteChunk) await this.clientSystem.delete(keys.chunk(id, 0));
   }
 
   /** Faults aimed at "the leader": they strike the next process that starts a step. */
