@@ -168,7 +168,7 @@ describe("coordination with a task kind some processes lack (unit; found by the 
   });
 
   it("a leader without the job's kind leaves valid results for a leader that has it instead of failing them", async () => {
-    const { deps, work: queue, results, state } = world({ registry: withTally() });
+    const { deps, work: queue, state } = world({ registry: withTally() });
     const { id } = await storeSubmission(deps.system, { kind: "tally", params: {}, items: [{ inline: "x" }, { inline: "y" }] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
