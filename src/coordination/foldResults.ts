@@ -30,8 +30,10 @@ export interface FoldReport extends FoldCounts {
    * with {@link awaitAcknowledgements} while it already receives the next batch. Never rejects.
    */
   acknowledgements: Promise<PromiseSettledResult<boolean>[]>[];
-  /** Messages taken off the queue (received). */
+  /** Messages taken off the queue (received), less those left for a leader with the job's task kind. */
   received: number;
+  /** Results released for a leader that has the job's task kind (this process lacks it). */
+  left: number;
   /** Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed). */
   more: boolean;
 }
@@ -139,7 +141,8 @@ export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, ep
     addOutcome(byJob, result.jobId, asUnit(outcome), message);
   }
   await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
-  return { ...report, received: messages.length, more: messages.length === FOLD_BATCH_SIZE };
+  // Results left for another leader are not work for this one: it must not spin on them (and keep the lease) all step.
+  return { ...report, received: messages.length - report.left, more: messages.length === FOLD_BATCH_SIZE && report.left === 0 };
 }
 
 /**
@@ -244,6 +247,7 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
     if (deps.registry.get(current.value.kind) === undefined) {
       const left = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
       // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs again.
+      report.left += left.length;
       report.acknowledgements.push(Promise.allSettled(left.map((message) => source.queue.release(message, options))));
     }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
@@ -397,5 +401,5 @@ function emptyCounts(): FoldCounts {
 }
 
 function emptyReport(): FoldReport {
-  return { ...emptyCounts(), rejected: 0, discarded: 0, completed: [], acknowledgements: [], received: 0, more: false };
+  return { ...emptyCounts(), rejected: 0, discarded: 0, completed: [], acknowledgements: [], received: 0, left: 0, more: false };
 }

@@ -14,6 +14,15 @@ export const CI_BUDGET = { seed: 20_261_123, runs: 300, shrinkSeconds: 20 } as c
  */
 export const KNOWN_OPEN: Partial<Record<InvariantName, string>> = {};
 
+/**
+ * Faults CI does not inject yet because they reach a hole that is still open, each with what it waits on. The
+ * simulator still injects them by default (`npm run simulate`).
+ */
+export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {
+  deleteLease:
+    "epochsNeverDecrease: when the lease container is deleted after a term wrote its record but before its first state write (terms.json, the epoch floor) landed, the next term reads no floor and starts with the same epoch (seed 1040; new, after issue 14 item 6, not fixed yet)",
+};
+
 /** A seed that once failed, replayed by CI with the invariants and faults it failed under. */
 export interface RegressionSeed {
   seed: number;

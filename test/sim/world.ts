@@ -339,8 +339,11 @@ export class SimWorld {
     }
   }
 
+  /** Whether the deploy that left some processes without a kind has completed (at the end of the faults). */
+  private deployed = false;
+
   private startInstance(index: number): SimInstance {
-    const instance = new SimInstance(this, index, ++this.generation, this.plan.lacksSum[index] ?? false);
+    const instance = new SimInstance(this, index, ++this.generation, !this.deployed && (this.plan.lacksSum[index] ?? false));
     this.instances[index] = instance;
     void instance.runWorker();
     return instance;
@@ -497,6 +500,12 @@ export class SimWorld {
 
   /** Faults stop: every process thaws, storage answers, crashed instances are back, no more duplicates. */
   private heal(): void {
+    // The deploy completes: processes without a kind are replaced by ones with every kind (a missing kind is a
+    // deploy in progress; a kind no process will ever have is a configuration no coordinator can finish).
+    this.deployed = true;
+    for (const [index, instance] of this.instances.entries()) {
+      if (this.plan.lacksSum[index] === true && !instance.process.crashed) this.crash(instance.process);
+    }
     for (const [index, instance] of this.instances.entries()) {
       const { process } = instance;
       if (process.frozen) {
