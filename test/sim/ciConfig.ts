@@ -5,7 +5,7 @@ import type { FaultKind } from "./plan";
  * What CI simulates (test/sim/simulate.test.ts): a fixed budget of seeds, printed so any failure replays with
  * `npm run simulate -- --seed N`. Override the first seed with SIM_SEED and the count with SIM_RUNS.
  */
-export const CI_BUDGET = { seed: 20_261_123, runs: 300, shrinkSeconds: 20 } as const;
+export const CI_BUDGET = { seed: 20_261_123, runs: 500, shrinkSeconds: 20 } as const;
 
 /**
  * Invariants whose holes are not yet fixed on main, each with the issue item it waits on. CI does not check them

@@ -12,7 +12,7 @@ export const sumKind: TaskKind<{ scale: number }, { n: number; total: number }> 
   paramsSchema: z.strictObject({ scale: z.number().int().min(1).max(3) }),
   partialSchema: z.strictObject({ n: z.number().int().min(0), total: z.number().int() }),
   process(input, { scale }) {
-    if (input === "crash") throw new Error("simulated worker crash on this item");
+    if (input === "crash" || input === "kill") throw new Error("simulated worker crash on this item");
     if (!/^-?\d{1,6}$/.test(input)) throw new ItemError(`not a whole number: ${JSON.stringify(input.slice(0, 20))}`);
     return { n: 1, total: Number(input) * scale };
   },

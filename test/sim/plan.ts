@@ -20,6 +20,8 @@ export type ItemPlan =
   | { t: "ok"; key: "a" | "b" | "c"; value: number }
   | { t: "bad" }
   | { t: "crash" }
+  /** Kills the worker's process on every delivery: no result is ever sent; the host poisons it after 5 deliveries. */
+  | { t: "kill" }
   | { t: "blob"; key: "a" | "b" | "c"; value: number }
   | { t: "missingBlob" };
 
@@ -72,7 +74,7 @@ function itemArb(kind: SimKindName, allowBad: boolean): fc.Arbitrary<ItemPlan> {
   if (!allowBad) return fc.oneof(...good);
   const bad: fc.Arbitrary<ItemPlan>[] = [fc.constant({ t: "bad" as const })];
   if (kind === "group-by") bad.push(fc.constant({ t: "missingBlob" as const }));
-  else bad.push(fc.constant({ t: "crash" as const }));
+  else bad.push(fc.constant({ t: "crash" as const }), fc.constant({ t: "kill" as const }));
   return fc.oneof({ arbitrary: fc.oneof(...good), weight: 5 }, { arbitrary: fc.oneof(...bad), weight: 1 });
 }
 

@@ -31,8 +31,11 @@ export const SIM_TIMING = {
   retryVisibilityS: 5,
   /** Most time a worker spends on one item. */
   maxProcessingMs: 2000,
-  /** How long a worker keeps a received message invisible. */
-  workerVisibilityS: 30,
+  /**
+   * How long a worker keeps a received message invisible: it reappears this long after a worker died on it. (The
+   * host renews a 10-minute visibility while the function runs; shorter here so a run stays short.)
+   */
+  workerVisibilityS: 10,
   /** After faults stop, every job must end within this long. */
   calmLimitMs: 180_000,
   /** …and the run goes on at least this long to watch leadership (a lease and a tick, and some). */
@@ -235,6 +238,10 @@ export class SimInstance {
         return;
       }
       await sleep(Math.round(world.random() * SIM_TIMING.maxProcessingMs)); // the work itself takes a while
+      if (message.text.includes('"inline":"kill"')) {
+        world.killWorker(this); // the item kills the process: no result, the message reappears after its visibility
+        return;
+      }
       let ok = true;
       try {
         await handleWorkMessage(this.app, this.sink, message.text, { id: message.id, dequeueCount: message.dequeueCount });
@@ -267,7 +274,7 @@ function itemFor(kind: string, item: ItemPlan, blobName: string): { input: { inl
         return { input: { inline: line("a", "not-a-number") }, text: line("a", "not-a-number") };
     }
   }
-  const text = item.t === "crash" ? "crash" : item.t === "bad" || item.t === "missingBlob" ? "abc" : String(item.value);
+  const text = item.t === "crash" || item.t === "kill" ? item.t : item.t === "bad" || item.t === "missingBlob" ? "abc" : String(item.value);
   return { input: { inline: text }, text };
 }
 
@@ -478,9 +485,18 @@ export class SimWorld {
     }
   }
 
+  /** A worker process died on an item: it is restarted a moment later, as the host restarts a crashed worker. */
+  killWorker(instance: SimInstance): void {
+    if (this.instances[instance.index] !== instance || instance.process.crashed) return;
+    this.crash(instance.process);
+    setTimeout(() => {
+      if (this.instances[instance.index] === instance) this.startInstance(instance.index);
+    }, 1000);
+  }
+
   /** Arms a fault to strike at one of the process's next few requests (at any await), or after 2 s at the latest. */
   private arm(process: SimProcess, fire: () => void): void {
-    const armed = { count: 1 + Math.floor(this.random() * 6), fire };
+    const armed = { count: 1 + Math.floor(this.random() * 16), fire };
     process.armed = armed;
     setTimeout(() => {
       if (process.armed !== armed) return;
