@@ -8,7 +8,7 @@ export { delay } from "./util/delay";
 export * from "./lease/LeaseStore";
 export { BlobLeaseStore, type BlobLeaseStoreOptions } from "./lease/BlobLeaseStore";
 export { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "./leadership/LeaderElector";
-export type { LeaderElectorOptions } from "./leadership/options";
+export type { EpochClaim, LeaderElectorOptions } from "./leadership/options";
 export type { LeadershipTerm } from "./leadership/Term";
 export type * from "./leadership/events";
 export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/leaderInfo";

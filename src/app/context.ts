@@ -4,7 +4,7 @@ import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskKinds";
-import { readEpochFloor } from "../coordination/termHistory";
+import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
 import { BlobStateStore } from "../fencing/BlobStateStore";
 import { BlobLeaseStore } from "../lease/BlobLeaseStore";
@@ -118,8 +118,8 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
     renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
     renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
     stallTimeoutMs: settings.STEP_STALL_TIMEOUT_MS,
-    // Epochs stay above every stored one even if the lease blob (and its epoch counter) is lost.
-    readEpochFloor: (options) => readEpochFloor(state, options),
+    // Epochs stay above every stored one even if the lease blob (and its epoch counter) is lost, and unique.
+    ...epochOptions(state, sinkLogger),
     logger: sinkLogger,
     onEvent: (event) => {
       app.sink.emit({ ...event });

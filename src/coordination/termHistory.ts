@@ -1,6 +1,8 @@
 import { z } from "zod";
-import type { FencedStateStore } from "../fencing/FencedStateStore";
+import { StaleEpochError } from "../errors";
+import { FencedStateStore } from "../fencing/FencedStateStore";
 import type { StateStore } from "../fencing/StateStore";
+import type { LeaderElectorOptions } from "../leadership/options";
 import type { LeadershipTerm } from "../leadership/Term";
 import type { Logger } from "../util/logger";
 import type { PortOptions } from "./ports";
@@ -33,9 +35,10 @@ export type TermHistory = z.infer<typeof termHistorySchema>;
  * {@link readEpochFloor}) even when the lease blob, and the epoch counter in its metadata, was lost. A history that is
  * not in this shape (written by something else) is started afresh rather than blocking every term.
  *
- * @throws StaleEpochError when a newer term has written the history (this term must stop).
+ * @throws StaleEpochError when a newer term has written the history, or another term with this epoch recorded itself
+ *   first (this term must stop).
  */
-export async function recordTerm(fenced: FencedStateStore, term: LeadershipTerm, logger: Logger, options: PortOptions = {}): Promise<void> {
+export async function recordTerm(fenced: FencedStateStore, term: Pick<LeadershipTerm, "instanceId" | "epoch" | "startedAtMs">, logger: Logger, options: PortOptions = {}): Promise<void> {
   const entry: TermEntry = { holder: term.instanceId, epoch: term.epoch, sinceMs: term.startedAtMs };
   await fenced.update(
     TERMS_KEY,
@@ -47,7 +50,14 @@ export async function recordTerm(fenced: FencedStateStore, term: LeadershipTerm,
     },
     (current) => {
       const terms = current?.terms ?? [];
-      if (terms.at(-1)?.epoch === term.epoch) return undefined; // this term is recorded already
+      const last = terms.at(-1);
+      if (last?.epoch === term.epoch) {
+        if (last.holder === entry.holder && last.sinceMs === entry.sinceMs) return undefined; // this term is recorded already
+        // Another term has this epoch: the lease blob (and its epoch counter) was lost after one of the two read the
+        // floor. Only the first to record itself goes on; this one stops before any other write, and the next term
+        // reads this epoch as the floor. (Found by the simulator, seed 1040.)
+        throw new StaleEpochError(term.epoch, last.epoch, `${TERMS_KEY}: epoch ${term.epoch} is already recorded by another term (${last.holder}, since ${new Date(last.sinceMs).toISOString()}); this term (${entry.holder}) must stop.`);
+      }
       return { v: 1 as const, terms: [...terms, entry].slice(-TERM_HISTORY_LIMIT) };
     },
     options,
@@ -67,4 +77,16 @@ export async function readEpochFloor(state: StateStore, options: PortOptions = {
 export async function readTermHistory(state: StateStore, options: PortOptions = {}): Promise<TermEntry[]> {
   const parsed = termHistorySchema.safeParse((await state.read(TERMS_KEY, options))?.value);
   return parsed.success ? parsed.data.terms : [];
+}
+
+/**
+ * The elector options that tie epochs to this history: a new term's epoch is above the history's (so above every
+ * stored epoch, even when the lease blob and its epoch counter were lost), and a term records itself here before it
+ * begins, so no two terms share an epoch.
+ */
+export function epochOptions(state: StateStore, logger: Logger): Pick<LeaderElectorOptions, "readEpochFloor" | "claimEpoch"> {
+  return {
+    readEpochFloor: (options) => readEpochFloor(state, options),
+    claimEpoch: (claim, options) => recordTerm(new FencedStateStore(state, claim), claim, logger, options),
+  };
 }

@@ -51,10 +51,13 @@ export class Term implements LeadershipTerm {
     setMaxListeners(1000, this.controller.signal);
   }
 
-  /** Starts the term proper, once its record names `epoch`; `previousEpoch` is the epoch that record replaced. */
-  begin(epoch: number, previousEpoch: number): void {
+  /**
+   * Starts the term proper, once its record names `epoch`; `previousEpoch` is the epoch that record replaced and
+   * `startedAtMs` the record's `sinceMs`.
+   */
+  begin(epoch: number, previousEpoch: number, startedAtMs: number): void {
     const { clock } = this.options;
-    this.begun = { epoch, previousEpoch, startedAtMs: clock.wallMs() };
+    this.begun = { epoch, previousEpoch, startedAtMs };
     this.startedMono = clock.monotonicMs();
     this.lastProgressMono = this.startedMono;
   }

@@ -45,11 +45,29 @@ export interface LeaderElectorOptions {
    * beside the record. Must resolve to a whole number ≥ 0. @default none (the record alone counts)
    */
   readEpochFloor?: (options: { abortSignal?: AbortSignal }) => Promise<number>;
+  /**
+   * Stores a new term's epoch where {@link readEpochFloor} reads it, after the record is written and before the term
+   * begins (so before any event or task). Reject with a `StaleEpochError` when another term has already stored this
+   * epoch — possible only when the lease blob was lost after that term read the floor — and the attempt ends as
+   * "not-acquired" (its lease released) instead of a second term with the same epoch. Any other rejection ends the
+   * attempt with that error. @default none
+   */
+  claimEpoch?: (claim: EpochClaim, options: { abortSignal?: AbortSignal }) => Promise<void>;
+}
+
+/** What {@link LeaderElectorOptions.claimEpoch} stores: the term about to begin. */
+export interface EpochClaim {
+  readonly instanceId: string;
+  readonly epoch: number;
+  /** Wall-clock ms the term begins at (its record's `sinceMs`, and the term's `startedAtMs`). */
+  readonly startedAtMs: number;
+  /** @throws LeadershipLostError when the lease is already lost (e.g. the process froze past its renew deadline). */
+  assertLeader(): void;
 }
 
 /** Options with every default applied. */
-export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor">> &
-  Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor">;
+export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">> &
+  Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">;
 
 /**
  * Applies defaults (in one block) and validates every option up front.
@@ -72,6 +90,7 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     clock: options.clock ?? systemClock,
     random: options.random ?? Math.random,
     readEpochFloor: options.readEpochFloor,
+    claimEpoch: options.claimEpoch,
   };
   const problems: string[] = [];
   const check = (ok: boolean, message: string): void => {

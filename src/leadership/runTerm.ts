@@ -1,7 +1,7 @@
-import { ConfigurationError, LeadershipLostError } from "../errors";
+import { ConfigurationError, LeadershipLostError, StaleEpochError } from "../errors";
 import type { LeaderRecord } from "../lease/LeaseStore";
 import { withTimeout } from "../util/timeout";
-import type { ResolvedElectorOptions } from "./options";
+import type { EpochClaim, ResolvedElectorOptions } from "./options";
 import { checkRevocation } from "./revocation";
 import { superviseTerm } from "./superviseTerm";
 import { Term, type LeadershipTerm } from "./Term";
@@ -60,7 +60,7 @@ export async function runTerm<T>(lease: AcquiredLease, task: LeaderTask<T>, opti
  * for a step-down request that binds it. Returns the record written.
  */
 async function beginTerm(term: Term, leaseId: string, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeaderRecord> {
-  const { store, clock, instanceId, requestTimeoutMs, readEpochFloor, logger, leaseDurationS } = options;
+  const { store, clock, instanceId, requestTimeoutMs, readEpochFloor, claimEpoch, logger, leaseDurationS } = options;
   const signal = abortSignal === undefined ? term.signal : AbortSignal.any([abortSignal, term.signal]);
   const request = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> => withTimeout(requestTimeoutMs, operation, { abortSignal: signal });
   // Read again now that we hold the lease: only the holder can write the record, so it cannot change under us.
@@ -71,7 +71,17 @@ async function beginTerm(term: Term, leaseId: string, options: ResolvedElectorOp
   const epoch = Math.max(previous.epoch, floor) + 1;
   const record: LeaderRecord = { holder: instanceId, epoch, sinceMs: clock.wallMs(), transitions: previous.transitions + 1 };
   await request((s) => store.writeRecord(leaseId, record, { abortSignal: s }));
-  term.begin(epoch, previous.epoch);
+  if (claimEpoch !== undefined) {
+    const claim: EpochClaim = { instanceId, epoch, startedAtMs: record.sinceMs, assertLeader: () => term.assertLeader() };
+    try {
+      await request((s) => claimEpoch(claim, { abortSignal: s }));
+    } catch (error) {
+      // Another term stored this epoch first: this one never begins (the caller releases the lease).
+      if (error instanceof StaleEpochError) throw new LeadershipLostError("lost", epoch, `Instance ${instanceId} did not begin a term with epoch ${epoch}: ${error.message}`, { cause: error });
+      throw error;
+    }
+  }
+  term.begin(epoch, previous.epoch, record.sinceMs);
   logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, { instanceId, epoch });
   term.emit({ type: "lease-acquired", instanceId, epoch, previousHolder: previous.holder, transitions: record.transitions, atMs: record.sinceMs });
   await checkRevocation(term, options, signal);

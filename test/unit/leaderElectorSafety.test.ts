@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { ConfigurationError, StorageError } from "../../src/errors";
+import { ConfigurationError, StaleEpochError, StorageError } from "../../src/errors";
 import type { LeaderTask } from "../../src/leadership/LeaderElector";
 import { requestStepDown } from "../../src/leadership/leaderInfo";
 import type { LeadershipTerm } from "../../src/leadership/Term";
@@ -190,6 +190,45 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     expect(world.store.record).toMatchObject({ epoch: 42, holder: "unit-a" });
     const b = elector(world.store, new Recorder(), { instanceId: "unit-b", readEpochFloor: () => Promise.resolve(3) });
     expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 43, value: 43 });
+  });
+
+  it("claims the epoch before the term begins, with the term's own epoch, holder and start (claimEpoch)", async () => {
+    const claims: unknown[] = [];
+    const a = elector(world.store, world.recorder, {
+      readEpochFloor: () => Promise.resolve(4),
+      claimEpoch: (claim) => {
+        claims.push({ epoch: claim.epoch, instanceId: claim.instanceId, startedAtMs: claim.startedAtMs, acquiredEvents: world.recorder.ofType("lease-acquired").length });
+        return Promise.resolve();
+      },
+    });
+    const result = await a.tryLead((term) => Promise.resolve({ epoch: term.epoch, startedAtMs: term.startedAtMs }));
+    expect(result).toMatchObject({ outcome: "completed", epoch: 5 });
+    const value = (result as { value: { startedAtMs: number } }).value;
+    expect(claims).toEqual([{ epoch: 5, instanceId: "unit-a", startedAtMs: value.startedAtMs, acquiredEvents: 0 }]);
+    expect(world.store.record).toMatchObject({ epoch: 5, sinceMs: value.startedAtMs });
+  });
+
+  it("a term whose epoch another term claimed first (the lease blob was lost in between) never begins: not-acquired, lease released (simulator seed 20261136)", async () => {
+    let ran = false;
+    const a = elector(world.store, world.recorder, {
+      readEpochFloor: () => Promise.resolve(4),
+      claimEpoch: (claim) => Promise.reject(new StaleEpochError(claim.epoch, claim.epoch, `epoch ${claim.epoch} is already recorded by another term`)),
+    });
+    const result = await a.tryLead(() => {
+      ran = true;
+      return Promise.resolve();
+    });
+    expect(result).toEqual({ outcome: "not-acquired", leader: undefined });
+    expect(ran).toBe(false);
+    expect(world.recorder.ofType("lease-acquired")).toHaveLength(0);
+    expect(world.store.holderLeaseId()).toBeUndefined();
+  });
+
+  it("a claim that fails for another reason (storage) ends the attempt with that error, and releases the lease", async () => {
+    const a = elector(world.store, world.recorder, { claimEpoch: () => Promise.reject(new StorageError("ServerBusy", 503, "storage is busy")) });
+    await expect(a.tryLead(untilAborted)).rejects.toThrow(/storage is busy/);
+    expect(world.recorder.ofType("lease-acquired")).toHaveLength(0);
+    expect(world.store.holderLeaseId()).toBeUndefined();
   });
 
   it("rejects a floor that is not a whole number >= 0 with a ConfigurationError, and releases the lease", async () => {

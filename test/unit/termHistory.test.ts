@@ -33,6 +33,20 @@ describe("term history (terms.json)", () => {
     expect(await readEpochFloor(state)).toBe(7);
   });
 
+  it("a second term with an epoch already recorded by another term cannot record itself: StaleEpochError (simulator seed 1040)", async () => {
+    // The lease container was deleted after term A wrote its record (epoch 5) but before its terms.json write landed:
+    // term B read no record and the floor 4, so it also has epoch 5. Only the first of the two to record itself may
+    // go on; the other must stop before any other write, or two terms write documents with the same epoch.
+    const state = new MemoryStateStore();
+    const a = { ...fakeTerm(5), instanceId: "a", startedAtMs: 1000 };
+    const b = { ...fakeTerm(5), instanceId: "b", startedAtMs: 2000 };
+    await recordTerm(new FencedStateStore(state, b), b, silentLogger);
+    await expect(recordTerm(new FencedStateStore(state, a), a, silentLogger)).rejects.toBeInstanceOf(StaleEpochError);
+    // The term that recorded itself first goes on recording (a later step of the same term).
+    await recordTerm(new FencedStateStore(state, b), b, silentLogger);
+    expect(await readTermHistory(state)).toEqual([{ holder: "b", epoch: 5, sinceMs: 2000 }]);
+  });
+
   it("starts afresh over a document of another shape instead of blocking every term", async () => {
     const state = new MemoryStateStore();
     await state.write(TERMS_KEY, { something: "else" }, 3, { ifNoneMatch: "*" });
