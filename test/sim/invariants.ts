@@ -12,7 +12,7 @@ export const INVARIANTS = {
   twoTermsOverlap: "never two leaders' steps at once, except a stale leader whose process was frozen (its clock stopped) or whose lease an operator broke or deleted meanwhile",
   epochsNeverDecrease: "every term's epoch is above every earlier term's",
   staleWriteNeverAfterNewer: "no state write of an older epoch lands on a document after a newer epoch wrote it",
-  noItemCountedTwice: "job state is consistent: done and failed bitmaps disjoint and matching their counts, the aggregate exactly the merge of the done items",
+  noItemCountedTwice: "job state is consistent: done and failed bitmaps disjoint and matching their counts, the aggregate exactly the merge of the done items, and an ended job's status and counts final",
   userInputUnchanged: "no user blob in the input container is changed or deleted",
   everyJobEnds: `once faults stop, every job ends within ${SIM_TIMING.calmLimitMs / 1000} s`,
   leaderHoldsWithinLeasePlusTick: "once faults stop, someone leads again within a lease duration plus a tick",
@@ -44,6 +44,7 @@ export class InvariantChecker {
   private maxTermEpoch = 0;
   private readonly maxEpochByKey = new Map<string, number>();
   private readonly jobEtags = new Map<string, string>();
+  private readonly endedJobs = new Map<string, JobState>();
   private readonly registry = simRegistry();
 
   constructor(
@@ -131,6 +132,12 @@ export class InvariantChecker {
       return;
     }
     const state = parsed.data;
+    // An ended job takes no more: its status and counts are final (late results of a cancelled job are not counted).
+    const ended = this.endedJobs.get(job.id);
+    if (ended !== undefined && (state.status !== ended.status || state.doneCount !== ended.doneCount || state.failedCount !== ended.failedCount)) {
+      this.fail("noItemCountedTwice", `job ${job.id} ended as ${ended.status} (${ended.doneCount} done, ${ended.failedCount} failed) but later became ${state.status} (${state.doneCount} done, ${state.failedCount} failed)`);
+    }
+    if (ended === undefined && ENDED.has(state.status)) this.endedJobs.set(job.id, state);
     const problem = this.jobProblem(job, state);
     if (problem !== undefined) this.fail("noItemCountedTwice", `job ${job.id} (${state.kind}, ${state.itemCount} items, epoch ${state.lastEpoch}): ${problem}`);
   }

@@ -13,6 +13,8 @@ export interface Plan {
   faults: FaultEvent[];
   /** Seeds the run's own random source (queue order, latencies, whether an aborted request still lands). */
   randomSeed: number;
+  /** WORK_UNIT_MAX_ITEMS: items per work message (1, a few, or the default 32: a whole small job in one unit). */
+  unitMaxItems: number;
 }
 
 /** One item of a job, as the simulator writes it. */
@@ -31,6 +33,10 @@ export interface JobPlan {
   items: ItemPlan[];
   /** The job's first chunk blob is deleted right after submission (storage loss, or an operator's mistake). */
   deleteChunk: boolean;
+  /** The submitter asks to cancel the job this many seconds after submitting it (null: never). */
+  cancelAfterS: number | null;
+  /** The submission's `timeoutS`: the job expires this long after submission (null: no deadline). */
+  timeoutS: number | null;
 }
 
 /** Every fault the simulator can inject; `--faults` picks a subset. */
@@ -48,20 +54,24 @@ export const FAULT_KINDS = [
   "deleteChunk",
   "badItems",
   "missingKind",
+  "cancel",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** A fault on one instance (-1: the next leader, in its step) or the storage account, from `atS` for `forS` seconds. */
 export interface FaultEvent {
   atS: number;
-  kind: Exclude<FaultKind, "deleteChunk" | "badItems" | "missingKind">;
+  kind: Exclude<FaultKind, JobFault>;
   instance: number;
   forS: number;
   /** Latency of a "slow" fault, ms. */
   latencyMs: number;
 }
 
-const TIMED_FAULTS = FAULT_KINDS.filter((kind): kind is FaultEvent["kind"] => kind !== "deleteChunk" && kind !== "badItems" && kind !== "missingKind");
+/** Faults that shape the jobs (or the deploy), not timed events on an instance. */
+type JobFault = "deleteChunk" | "badItems" | "missingKind" | "cancel";
+const JOB_FAULTS: readonly FaultKind[] = ["deleteChunk", "badItems", "missingKind", "cancel"] satisfies JobFault[];
+const TIMED_FAULTS = FAULT_KINDS.filter((kind): kind is FaultEvent["kind"] => !JOB_FAULTS.includes(kind));
 
 /** Faults start in the first this many seconds (and last up to 30 s); then the run heals and checks liveness. */
 export const FAULT_WINDOW_S = 60;
@@ -85,6 +95,9 @@ function jobArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<JobPlan> {
       kind: fc.constant(kind),
       items: fc.array(itemArb(kind, faults.has("badItems")), { minLength: 1, maxLength: 16 }),
       deleteChunk: faults.has("deleteChunk") ? fc.integer({ min: 0, max: 7 }).map((n) => n === 0) : fc.constant(false),
+      // About one job in four is cancelled, and one in four has a deadline, often while it runs.
+      cancelAfterS: faults.has("cancel") ? fc.option(fc.integer({ min: 0, max: 40 }), { freq: 3, nil: null }) : fc.constant(null),
+      timeoutS: faults.has("cancel") ? fc.option(fc.integer({ min: 1, max: 60 }), { freq: 3, nil: null }) : fc.constant(null),
     }),
   );
 }
@@ -112,6 +125,8 @@ export function planArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Plan> {
               { maxLength: 8 },
             ),
       randomSeed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+      // Last, so adding it left every earlier field of a seed's plan as it was.
+      unitMaxItems: fc.constantFrom(1, 3, 32),
     }),
   );
 }

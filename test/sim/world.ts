@@ -4,9 +4,10 @@ import { syncBuiltinESMExports } from "node:module";
 import type { CoordinatorApp, Sink } from "../../src/app/context";
 import type { AppEvent } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
+import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
-import { readEpochFloor } from "../../src/coordination/termHistory";
+import { epochOptions } from "../../src/coordination/termHistory";
 import { settingsSchema, type Settings } from "../../src/config/settings";
 import { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "../../src/leadership/LeaderElector";
 import type { LeaderElectorOptions } from "../../src/leadership/options";
@@ -152,7 +153,7 @@ export class SimInstance {
         renewIntervalMs: world.settings.LEASE_RENEW_INTERVAL_MS,
         renewDeadlineMs: world.settings.LEASE_RENEW_DEADLINE_MS,
         stallTimeoutMs: world.settings.STEP_STALL_TIMEOUT_MS,
-        readEpochFloor: (options) => readEpochFloor(state, options),
+        ...epochOptions(state, silentLogger),
         clock: this.process.clock,
         random: world.random,
         onEvent: (event) => {
@@ -300,6 +301,7 @@ export class SimWorld {
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
   private readonly clientSystem: SimFiles;
+  private readonly clientState: SimStateStore;
   private readonly clientLease: SimLeaseStore;
   private generation = 0;
   faultEndMs = 0;
@@ -313,11 +315,12 @@ export class SimWorld {
     this.random = seededRandom(plan.randomSeed);
     this.account = new StorageAccount(() => Date.now(), this.random);
     this.net = new Network(scheduler, this.random);
-    this.settings = settingsSchema.parse({ STEP_BUDGET_MS: SIM_TIMING.stepBudgetMs, DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize, LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS });
+    this.settings = settingsSchema.parse({ STEP_BUDGET_MS: SIM_TIMING.stepBudgetMs, DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize, LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS, WORK_UNIT_MAX_ITEMS: plan.unitMaxItems });
     this.client = new SimProcess("client", () => Date.now());
     const ctx: PortContext = { net: this.net, account: this.account, process: this.client };
     this.clientFiles = new SimFiles(ctx, CONTAINERS.inputs);
     this.clientSystem = new SimFiles(ctx, CONTAINERS.system);
+    this.clientState = new SimStateStore(ctx, CONTAINERS.state);
     this.clientLease = new SimLeaseStore(ctx, CONTAINERS.leases);
   }
 
@@ -403,9 +406,16 @@ export class SimWorld {
     const params = job.kind === "group-by" ? { format: "ndjson", keyField: "k", valueField: "v" } : { scale: 2 };
     const validated = validateSubmission({ kind: job.kind, params, items: items.map((item) => item.input) }, simRegistry());
     if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
-    const { id } = await storeSubmission(this.clientSystem, { kind: validated.value.kind, params: validated.value.params, items: validated.value.items ?? [] }, { now: () => Date.now() });
+    const timeout = job.timeoutS === null ? {} : { timeoutS: job.timeoutS };
+    const { id } = await storeSubmission(this.clientSystem, { kind: validated.value.kind, params: validated.value.params, items: validated.value.items ?? [], ...timeout }, { now: () => Date.now() });
     this.jobs.push({ id, plan: job, inputs: items.map((item) => item.text), params });
     if (job.deleteChunk) await this.clientSystem.delete(keys.chunk(id, 0));
+    if (job.cancelAfterS !== null) {
+      setTimeout(() => {
+        // The submitter's request (DELETE /api/jobs/{id}); it may find the job ended, or storage unreachable.
+        requestCancel({ state: this.clientState, system: this.clientSystem }, id, { now: () => Date.now() }).catch(() => undefined);
+      }, job.cancelAfterS * 1000);
+    }
   }
 
   /** Faults aimed at "the leader": they strike the next process that starts a step. */
