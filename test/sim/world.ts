@@ -8,6 +8,7 @@ import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
 import { epochOptions } from "../../src/coordination/termHistory";
+import { ActivityWakeUps } from "../../src/coordination/wake";
 import { settingsSchema, type Settings } from "../../src/config/settings";
 import { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "../../src/leadership/LeaderElector";
 import type { LeaderElectorOptions } from "../../src/leadership/options";
@@ -164,6 +165,7 @@ export class SimInstance {
         world.onStep(this.process, phase, term);
       },
     );
+    const wakeQueue = new SimMessageQueue(ctx, "coordinator-wake");
     this.app = {
       settings: world.settings,
       instanceId: this.process.name,
@@ -171,14 +173,15 @@ export class SimInstance {
       state,
       system: new SimFiles(ctx, CONTAINERS.system),
       inputs: new SimFiles(ctx, CONTAINERS.inputs),
-      // Wake-ups are not simulated: the timer is the heartbeat; nothing in the simulation sends one.
-      wakeQueue: new SimMessageQueue(ctx, "coordinator-wake"),
+      // Wake-ups are not simulated: the timer is the heartbeat; activity wake-ups are off (interval 0), nothing sends one.
+      wakeQueue,
       workQueue: this.workQueue,
       resultsQueue: new SimMessageQueue(ctx, QUEUES.results),
       workPoisonQueue: this.workPoison,
       resultsPoisonQueue: new SimMessageQueue(ctx, `${QUEUES.results}-poison`),
       registry: simRegistry(lacksSum ? [sumKind.name] : []),
       elector,
+      activityWakeUps: new ActivityWakeUps(wakeQueue, { intervalMs: 0, maxFollowUps: 0, from: this.process.name }),
       sink: this.sink,
     };
   }
