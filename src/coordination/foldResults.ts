@@ -302,8 +302,9 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "
     return undefined;
   }
   const kind = deps.registry.get(state.kind);
-  // Until an item is done the aggregate is the kind's empty one, whatever a leader without the kind stored at registration.
-  const stored = kind?.partialSchema.safeParse(state.doneCount === 0 ? kind.empty() : state.aggregate);
+  // A job registered by a leader without its kind has no aggregate yet (null): the first fold with the kind starts
+  // from the kind's empty one.
+  const stored = kind?.partialSchema.safeParse(state.aggregate === null ? kind.empty() : state.aggregate);
   if (stored !== undefined && !stored.success) return endJob(deps, state, `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000));
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
