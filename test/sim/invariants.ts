@@ -4,6 +4,9 @@ import { StorageError } from "../../src/errors";
 import { simRegistry } from "./kinds";
 import { SIM_TIMING, type SimWorld, type StepRecord, type SubmittedJob } from "./world";
 
+/** Longest a poison message may be hidden by a receive (the leader's own hold while it folds one is 30 s). */
+const POISON_HIDE_LIMIT_S = 300;
+
 /**
  * The simulator's invariants, by name. Safety ones are checked after every step of the run (each request landing,
  * each timer firing); liveness ones once the faults have stopped and the run has had time to recover.
@@ -17,6 +20,7 @@ export const INVARIANTS = {
   everyJobEnds: `once faults stop, every job ends within ${SIM_TIMING.calmLimitMs / 1000} s`,
   leaderHoldsWithinLeasePlusTick: "once faults stop, someone leads again within a lease duration plus a tick",
   stepEndsWithoutError: "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
+  poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -97,6 +101,22 @@ export class InvariantChecker {
       this.fail("stepEndsWithoutError", `tick of ${failure.process}${failure.epoch === undefined ? "" : ` (epoch ${failure.epoch})`} failed at ${this.t(failure.atMs)}: ${what}`);
     }
     if (stateWritten) for (const job of this.world.jobs) this.checkJob(job);
+    this.checkPoisonVisibility();
+  }
+
+  private readonly hiddenPoison = new Set<string>();
+
+  private checkPoisonVisibility(): void {
+    const now = Date.now();
+    for (const [name, queue] of this.world.account.queues) {
+      if (!name.endsWith("-poison")) continue;
+      for (const message of queue.messages) {
+        const hiddenS = (message.visibleAtMs - now) / 1000;
+        if (hiddenS <= POISON_HIDE_LIMIT_S || this.hiddenPoison.has(message.id)) continue;
+        this.hiddenPoison.add(message.id);
+        this.fail("poisonNeverHiddenLong", `${message.id} in ${name} was made invisible for ${hiddenS.toFixed(0)} s at ${this.t(now)} (dequeued ${message.dequeueCount} times)`);
+      }
+    }
   }
 
   private checkOverlap(step: StepRecord): void {
