@@ -1,4 +1,4 @@
-// Type-aware linting with zero warnings (STYLE.md §11).
+// Type-aware linting with zero warnings (CONTRIBUTING.md, "Style and tools").
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 

@@ -1,5 +1,5 @@
 /**
- * Every error class the library throws, in one module (STYLE.md §7).
+ * Every error class the library throws, in one module (CONTRIBUTING.md, "Errors").
  *
  * Each says whether the caller or the system is at fault; storage failures keep the SDK error as `cause`.
  */

@@ -7,8 +7,8 @@ export interface DelayOptions {
 }
 
 /**
- * Waits `timeInMs`, cancellably. The one place in the library that creates a sleep timer (STYLE.md §4): the timer is
- * cleared when the signal aborts, so an aborted wait never keeps the process alive.
+ * Waits `timeInMs`, cancellably. The one place in the library that creates a sleep timer (CONTRIBUTING.md,
+ * "Abort signals"): the timer is cleared when the signal aborts, so an aborted wait never keeps the process alive.
  */
 export function delay(timeInMs: number, options: DelayOptions = {}): Promise<void> {
   const { abortSignal } = options;

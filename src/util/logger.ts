@@ -1,6 +1,6 @@
 /**
- * The small logger the library writes to (STYLE.md §8). The Functions adapter forwards it to `InvocationContext`,
- * so library logs reach Application Insights; tests hand in a recording one.
+ * The small logger the library writes to (CONTRIBUTING.md, "Logs and events"). The Functions adapter forwards it to
+ * `InvocationContext`, so library logs reach Application Insights; tests hand in a recording one.
  */
 export interface Logger {
   /** Routine detail (a lost race, a renewal). */

@@ -3,8 +3,8 @@ import { delay } from "../../src/util/delay";
 import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/lease/LeaseStore";
 
 /**
- * In-memory lease with Azure's semantics (expiry on `now()`, 409s as in ARCHITECTURE.md), for unit tests with fake
- * timers. `mode` simulates storage trouble: "down" fails every request at once, "hang" never answers until aborted;
+ * In-memory lease with Azure's semantics (expiry on `now()`; a request under another lease id is refused as Azure's
+ * 409/412 is, with a `LeadershipLostError`), for unit tests with fake timers. `mode` simulates storage trouble: "down" fails every request at once, "hang" never answers until aborted;
  * `latencyMs` makes every request take that long (it takes effect when it reaches storage, at the end of the wait).
  */
 export class FakeLeaseStore implements LeaseStore {
