@@ -13,7 +13,7 @@ import { LeaderElector } from "../leadership/LeaderElector";
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../storage/BlobFilesStore";
 import { connectionFromSettings, createStorageClients } from "../storage/clients";
 import { StorageQueue } from "../storage/StorageQueue";
-import { silentLogger, type Logger } from "../util/logger";
+import type { Logger } from "../util/logger";
 import type { AppEvent } from "./events";
 
 /**
@@ -28,12 +28,13 @@ export interface Sink {
   emit: (event: AppEvent) => void;
 }
 
-/** Everything the app's handlers share within one process. Holds no state another instance needs. */
+/**
+ * Everything the app's handlers share within one process. Holds no state another instance needs, and nothing of one
+ * invocation: each operation takes its invocation's {@link Sink}.
+ */
 export interface CoordinatorApp extends AppParts {
-  /** One elector per process: it never runs two terms at once. */
+  /** One elector per process: it never runs two terms at once. Each attempt logs to the sink of the call that made it. */
   elector: LeaderElector;
-  /** The sink of the invocation in progress; the elector's events and logs go there. */
-  sink: Sink;
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
 }
@@ -101,16 +102,12 @@ export function createCoordinatorApp(env: Record<string, string | undefined> = p
   });
 }
 
-/** Wires an app from its parts: one elector for the process, whose logs and events go to the invocation's sink. */
+/**
+ * Wires an app from its parts: one elector for the process. It has no logger or event listener of its own: every
+ * attempt passes the sink of the invocation that made it (see `runCoordinatorTick`).
+ */
 export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
   const { settings, instanceId, leaseStore, state } = parts;
-  // The elector lives as long as the process; each invocation points `app.sink` at its own context.
-  const sinkLogger: Logger = {
-    verbose: (message, properties) => app.sink.logger.verbose(message, properties),
-    info: (message, properties) => app.sink.logger.info(message, properties),
-    warn: (message, properties) => app.sink.logger.warn(message, properties),
-    error: (message, properties) => app.sink.logger.error(message, properties),
-  };
   const elector = new LeaderElector({
     store: leaseStore,
     instanceId,
@@ -119,18 +116,13 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
     renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
     stallTimeoutMs: settings.STEP_STALL_TIMEOUT_MS,
     // Epochs stay above every stored one even if the lease blob (and its epoch counter) is lost, and unique.
-    ...epochOptions(state, sinkLogger),
-    logger: sinkLogger,
-    onEvent: (event) => {
-      app.sink.emit({ ...event });
-    },
+    ...epochOptions(state),
   });
   // Follow-ups look again every interval for three lease durations: a dead holder's lease has run out by then.
   const intervalMs = settings.ACTIVITY_WAKE_INTERVAL_MS;
   const maxFollowUps = intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
-  const app: CoordinatorApp = { ...parts, elector, activityWakeUps, sink: { logger: silentLogger, emit: () => undefined } };
-  return app;
+  return { ...parts, elector, activityWakeUps };
 }
 
 let shared: CoordinatorApp | undefined;

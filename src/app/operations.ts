@@ -30,10 +30,10 @@ export interface TickOptions {
  * within the step budget under the leadership runner; a failed renewal aborts it through the term's signal. A
  * non-leader returns at once and logs who leads. Emits step-started / step-completed / step-aborted / step-skipped.
  * `abortSignal` is the process's shutdown: during a term it ends the term with reason "shutdown" (the lease is
- * released at once); before one, the tick is skipped.
+ * released at once); before one, the tick is skipped. The elector logs this attempt and its term to `sink`, and
+ * emits their leadership events there: concurrent invocations of one process never see each other's.
  */
 export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, options: TickOptions = {}): Promise<TickOutcome> {
-  app.sink = sink;
   const { instanceId } = app;
   const trigger = options.trigger ?? { trigger: "timer" };
   const at = (): number => Date.now();
@@ -43,7 +43,7 @@ export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, option
       epoch = term.epoch;
       sink.emit({ type: "step-started", instanceId, atMs: at(), epoch, ...trigger });
       return runCoordinationStep(coordinationDeps(app, sink), term, { budgetMs: app.settings.STEP_BUDGET_MS });
-    }, { abortSignal: options.abortSignal });
+    }, { abortSignal: options.abortSignal, logger: sink.logger, onEvent: (event) => sink.emit({ ...event }) });
     if (result.outcome === "not-acquired") {
       const leader = result.leader;
       sink.logger.info(`Instance ${instanceId} is not the leader${leader ? `; ${leader.holder} leads with epoch ${leader.epoch}` : ""}.`);

@@ -82,11 +82,11 @@ export async function readTermHistory(state: StateStore, options: PortOptions = 
 /**
  * The elector options that tie epochs to this history: a new term's epoch is above the history's (so above every
  * stored epoch, even when the lease blob and its epoch counter were lost), and a term records itself here before it
- * begins, so no two terms share an epoch.
+ * begins, so no two terms share an epoch. A history it must start afresh is reported to the attempt's logger.
  */
-export function epochOptions(state: StateStore, logger: Logger): Pick<LeaderElectorOptions, "readEpochFloor" | "claimEpoch"> {
+export function epochOptions(state: StateStore): Pick<LeaderElectorOptions, "readEpochFloor" | "claimEpoch"> {
   return {
     readEpochFloor: (options) => readEpochFloor(state, options),
-    claimEpoch: (claim, options) => recordTerm(new FencedStateStore(state, claim), claim, logger, options),
+    claimEpoch: (claim, { abortSignal, logger }) => recordTerm(new FencedStateStore(state, claim), claim, logger, { abortSignal }),
   };
 }

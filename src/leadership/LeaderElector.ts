@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { StorageError } from "../errors";
 import type { LeaderRecord } from "../lease/LeaseStore";
 import { abortReason, delay, throwIfAborted, withJitter } from "../util/delay";
+import type { Logger } from "../util/logger";
+import type { LeadershipEvent } from "./events";
 import { withTimeout } from "../util/timeout";
 import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo";
 import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options";
@@ -14,6 +16,13 @@ export type { LeadResult, LeaderTask } from "./runTerm";
 export interface LeadOptions {
   /** Shutdown: before a term, stops trying (rejects with the signal's reason); during one, ends it with reason "shutdown". */
   abortSignal?: AbortSignal;
+  /**
+   * Where this call's attempt and term log, instead of the elector's `logger` (e.g. the logger of the one function
+   * invocation that called, when one elector serves a whole process). @default the elector's `logger`
+   */
+  logger?: Logger;
+  /** Receives this call's leadership events, instead of the elector's `onEvent`. @default the elector's `onEvent` */
+  onEvent?: (event: LeadershipEvent) => void;
 }
 
 /** How often one attempt sends its acquire when the outcome is unknown (a timeout), with the same lease id. */
@@ -68,15 +77,16 @@ export class LeaderElector {
   async tryLead<T>(task: LeaderTask<T>, options: LeadOptions = {}): Promise<LeadResult<T>> {
     const { abortSignal } = options;
     throwIfAborted(abortSignal);
+    const callOptions = this.forCall(options);
     if (this.current !== undefined) {
-      const { logger, instanceId } = this.options;
+      const { logger, instanceId } = callOptions;
       logger.verbose(`Instance ${instanceId} already has an attempt or a term in progress; not starting another.`, { instanceId });
       return { outcome: "not-acquired", leader: this.current.record };
     }
     const current: { record: LeaderRecord | undefined } = { record: undefined };
     this.current = current;
     try {
-      return await this.attempt(task, current, abortSignal);
+      return await this.attempt(task, current, callOptions, abortSignal);
     } finally {
       this.current = undefined;
     }
@@ -90,11 +100,11 @@ export class LeaderElector {
    */
   async lead<T>(task: LeaderTask<T>, options: LeadOptions = {}): Promise<Exclude<LeadResult<T>, { outcome: "not-acquired" }>> {
     const { abortSignal } = options;
-    const { retryIntervalMs, jitterRatio, random, logger, instanceId } = this.options;
+    const { retryIntervalMs, jitterRatio, random, logger, instanceId } = this.forCall(options);
     for (;;) {
       throwIfAborted(abortSignal);
       try {
-        const result = await this.tryLead(task, { abortSignal });
+        const result = await this.tryLead(task, options);
         if (result.outcome !== "not-acquired") return result;
       } catch (error) {
         if (abortSignal?.aborted) throw abortReason(abortSignal);
@@ -115,12 +125,19 @@ export class LeaderElector {
     return requestStepDown(this.options.store, options);
   }
 
+  /** The elector's options with one call's logger and event listener, when it gives them. */
+  private forCall(options: LeadOptions): ResolvedElectorOptions {
+    const { logger, onEvent } = options;
+    if (logger === undefined && onEvent === undefined) return this.options;
+    return { ...this.options, logger: logger ?? this.options.logger, onEvent: onEvent ?? this.options.onEvent };
+  }
+
   /** One attempt: read, acquire with a fresh lease id, then run one term. */
-  private async attempt<T>(task: LeaderTask<T>, current: { record: LeaderRecord | undefined }, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
-    const { store, clock, instanceId, logger } = this.options;
+  private async attempt<T>(task: LeaderTask<T>, current: { record: LeaderRecord | undefined }, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+    const { store, clock, instanceId, logger } = options;
     const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
     if (snapshot.state === "leased" || snapshot.state === "breaking") {
-      this.observe(snapshot.record);
+      this.observe(snapshot.record, options);
       return { outcome: "not-acquired", leader: snapshot.record };
     }
     // A fresh id per attempt, never reused: a release by one term or attempt can never free a lease another holds, not
@@ -129,10 +146,10 @@ export class LeaderElector {
     const acquireStartMono = clock.monotonicMs();
     let acquired: boolean;
     try {
-      acquired = await this.acquire(leaseId, abortSignal);
+      acquired = await this.acquire(leaseId, options, abortSignal);
     } catch (error) {
       // The acquire may have landed: give it back now rather than leave it held with no record for a lease duration.
-      await this.giveBack(leaseId);
+      await this.giveBack(leaseId, options);
       throw error;
     }
     if (!acquired) {
@@ -142,18 +159,18 @@ export class LeaderElector {
     const lease = {
       leaseId,
       acquireStartMono,
-      release: (term: Term) => this.giveBack(leaseId, term),
+      release: (term: Term) => this.giveBack(leaseId, options, term),
       onBegun: (record: LeaderRecord) => {
         current.record = record;
         this.lastObserved = { holder: instanceId, epoch: record.epoch };
       },
     };
-    return runTerm(lease, task, this.options, abortSignal);
+    return runTerm(lease, task, options, abortSignal);
   }
 
   /** Acquires with the attempt's lease id, sending it again once when the outcome is unknown (idempotent with the same id). */
-  private async acquire(leaseId: string, abortSignal: AbortSignal | undefined): Promise<boolean> {
-    const { store, leaseDurationS, logger, instanceId } = this.options;
+  private async acquire(leaseId: string, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<boolean> {
+    const { store, leaseDurationS, logger, instanceId } = options;
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await this.request((signal) => store.acquire(leaseId, leaseDurationS, { abortSignal: signal }), abortSignal);
@@ -170,8 +187,8 @@ export class LeaderElector {
    * acquire lands after the release, the lease expires by itself (at most one lease duration without a leader). The
    * id is never proposed again, so a release that lands late frees nothing another term holds.
    */
-  private async giveBack(leaseId: string, term?: Term): Promise<void> {
-    const { store, logger, instanceId, clock } = this.options;
+  private async giveBack(leaseId: string, options: ResolvedElectorOptions, term?: Term): Promise<void> {
+    const { store, logger, instanceId, clock } = options;
     try {
       // Not under the caller's signal: a shutdown is exactly when the lease must be given back.
       await this.request((signal) => store.release(leaseId, { abortSignal: signal }), undefined);
@@ -190,10 +207,10 @@ export class LeaderElector {
   }
 
   /** Emits `leader-observed` when the leader seen by this contender changes. */
-  private observe(record: LeaderRecord): void {
-    const { instanceId, clock } = this.options;
+  private observe(record: LeaderRecord, options: ResolvedElectorOptions): void {
+    const { instanceId, clock } = options;
     if (this.lastObserved?.holder === record.holder && this.lastObserved.epoch === record.epoch) return;
     this.lastObserved = { holder: record.holder, epoch: record.epoch };
-    emitEvent(this.options, { type: "leader-observed", instanceId, leader: record.holder, epoch: record.epoch, atMs: clock.wallMs() });
+    emitEvent(options, { type: "leader-observed", instanceId, leader: record.holder, epoch: record.epoch, atMs: clock.wallMs() });
   }
 }

@@ -50,9 +50,9 @@ export interface LeaderElectorOptions {
    * begins (so before any event or task). Reject with a `StaleEpochError` when another term has already stored this
    * epoch — possible only when the lease blob was lost after that term read the floor — and the attempt ends as
    * "not-acquired" (its lease released) instead of a second term with the same epoch. Any other rejection ends the
-   * attempt with that error. @default none
+   * attempt with that error. `logger` is where the attempt logs (the elector's, or the call's). @default none
    */
-  claimEpoch?: (claim: EpochClaim, options: { abortSignal?: AbortSignal }) => Promise<void>;
+  claimEpoch?: (claim: EpochClaim, options: { abortSignal?: AbortSignal; logger: Logger }) => Promise<void>;
 }
 
 /** What {@link LeaderElectorOptions.claimEpoch} stores: the term about to begin. */

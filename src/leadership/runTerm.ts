@@ -74,7 +74,7 @@ async function beginTerm(term: Term, leaseId: string, options: ResolvedElectorOp
   if (claimEpoch !== undefined) {
     const claim: EpochClaim = { instanceId, epoch, startedAtMs: record.sinceMs, assertLeader: () => term.assertLeader() };
     try {
-      await request((s) => claimEpoch(claim, { abortSignal: s }));
+      await request((s) => claimEpoch(claim, { abortSignal: s, logger }));
     } catch (error) {
       // Another term stored this epoch first: this one never begins (the caller releases the lease).
       if (error instanceof StaleEpochError) throw new LeadershipLostError("lost", epoch, `Instance ${instanceId} did not begin a term with epoch ${epoch}: ${error.message}`, { cause: error });

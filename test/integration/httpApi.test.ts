@@ -5,6 +5,7 @@ import { cancelJobHandler, getJobHandler, submitJobHandler } from "../../functio
 import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
 import { getStatusHandler } from "../../functions/statusApi";
 import { coordinatorHandler } from "../../functions/coordinator";
+import { sinkFor } from "../../functions/sink";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
@@ -54,7 +55,7 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     const app = getCoordinatorApp();
     for (let round = 0; round < 5; round++) {
       await coordinatorHandler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
-      await drainWorkQueue(app, app.sink);
+      await drainWorkQueue(app, sinkFor(context()));
     }
     expect((await get()).jsonBody).toMatchObject({ status: "completed", progress: { total: 2, done: 2, failed: 0 }, aggregate: { eu: { count: 2, sum: 7, min: 2, max: 5 }, us: { count: 1, sum: 3 } } });
     expect((await get()).status).toBe(200);

@@ -154,7 +154,7 @@ export class SimInstance {
         renewIntervalMs: world.settings.LEASE_RENEW_INTERVAL_MS,
         renewDeadlineMs: world.settings.LEASE_RENEW_DEADLINE_MS,
         stallTimeoutMs: world.settings.STEP_STALL_TIMEOUT_MS,
-        ...epochOptions(state, silentLogger),
+        ...epochOptions(state),
         clock: this.process.clock,
         random: world.random,
         onEvent: (event) => {
@@ -182,7 +182,6 @@ export class SimInstance {
       registry: simRegistry(lacksSum ? [sumKind.name] : []),
       elector,
       activityWakeUps: new ActivityWakeUps(wakeQueue, { intervalMs: 0, maxFollowUps: 0, from: this.process.name }),
-      sink: this.sink,
     };
   }
 
