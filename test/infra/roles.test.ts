@@ -4,7 +4,7 @@ import { FIXTURES_DIR, INFRA_DIR, listFiles, moduleDeclarations, parseBicepFile,
 import { DOCUMENTED_ROLES, appSettingsObjects, roleAssignments } from "./checks";
 
 describe("role assignments", () => {
-  it("the documented role table has the built-in ids the architecture brief lists", () => {
+  it("the documented role table has the ids Azure gives these built-in roles (Azure built-in roles reference)", () => {
     expect(DOCUMENTED_ROLES["b7e6dc6d-f1e8-4753-8033-0f276bb0955b"]).toBe("Storage Blob Data Owner");
     expect(DOCUMENTED_ROLES["974c5e8b-45b9-4653-ba55-5f855dd0fb88"]).toBe("Storage Queue Data Contributor");
     expect(DOCUMENTED_ROLES["3913510d-42f4-4e42-8a64-420c390055eb"]).toBe("Monitoring Metrics Publisher");
