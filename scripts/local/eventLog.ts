@@ -1,5 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { eventEpoch } from "../../src/app/events";
 import type { EventLine } from "./protocol";
 
 /**
@@ -22,7 +23,8 @@ export interface EventRecord {
 export function recordFromEventLine(line: EventLine): EventRecord {
   const fields: Record<string, unknown> = { ...line };
   for (const moved of ["kind", "atMs", "instanceId", "pid", "type", "epoch"]) Reflect.deleteProperty(fields, moved);
-  const { atMs, instanceId, pid, type, epoch } = line;
+  const { atMs, instanceId, pid, type } = line;
+  const epoch = eventEpoch(line);
   return { ts: new Date(atMs).toISOString(), instance: instanceId, pid, type, ...(epoch === undefined ? {} : { epoch }), ...fields };
 }
 

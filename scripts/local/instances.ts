@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { instanceIdFrom } from "../../src/app/context";
+import { eventEpoch } from "../../src/app/events";
 import { fieldText } from "./eventLog";
 import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol";
 
@@ -131,7 +132,8 @@ export class InstanceProcess {
   /** Role, epoch and last step from the app's events. */
   private track(event: EventLine): void {
     const state = this.state;
-    if (event.epoch !== undefined) state.epoch = Math.max(state.epoch ?? 0, event.epoch);
+    const epoch = eventEpoch(event);
+    if (epoch !== undefined) state.epoch = Math.max(state.epoch ?? 0, epoch);
     switch (event.type) {
       case "lease-acquired":
         state.role = "leader";
@@ -146,7 +148,7 @@ export class InstanceProcess {
       case "step-completed":
       case "step-skipped":
         state.lastStep = { outcome: event.type.slice("step-".length), atMs: event.atMs };
-        if (typeof event.leaderEpoch === "number") state.epoch = Math.max(state.epoch ?? 0, event.leaderEpoch);
+        if (event.type === "step-skipped" && "leaderEpoch" in event && event.leaderEpoch !== undefined) state.epoch = Math.max(state.epoch ?? 0, event.leaderEpoch);
         break;
       case "step-aborted":
         state.lastStep = { outcome: `aborted (${fieldText(event.reason) || "unknown"})`, atMs: event.atMs };

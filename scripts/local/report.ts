@@ -1,5 +1,6 @@
 import type { Aggregate } from "./demoData";
 import { fieldText } from "./eventLog";
+import { eventEpoch } from "../../src/app/events";
 import type { EventLine } from "./protocol";
 
 /** Words for people: the notable events of a run and its final summary. */
@@ -7,7 +8,8 @@ import type { EventLine } from "./protocol";
 /** A one-line description of a notable event, or undefined for routine ones (renewals, skipped ticks). */
 export function describeEvent(event: EventLine): string | undefined {
   const who = event.instanceId;
-  const epoch = event.epoch === undefined ? "" : ` (epoch ${event.epoch})`;
+  const epochOf = eventEpoch(event);
+  const epoch = epochOf === undefined ? "" : ` (epoch ${epochOf})`;
   switch (event.type) {
     case "lease-acquired":
       return `${who} became leader${epoch}`;
@@ -23,7 +25,7 @@ export function describeEvent(event: EventLine): string | undefined {
     case "job-expired":
       return `${who}: ${event.type}${typeof event.jobId === "string" ? ` ${event.jobId.slice(0, 8)}` : ""}${epoch}`;
     case "message-rejected":
-      return `${who} rejected a message: ${fieldText(event.reason ?? event.detail)}`;
+      return `${who} rejected a message: ${event.reason}`;
     default:
       return undefined;
   }

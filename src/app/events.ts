@@ -4,35 +4,68 @@
  * `InvocationContext`, so they reach Application Insights in Azure (query traces for the prefix) and the local
  * runner's event log.
  */
+import type { CoordinationEvent } from "../coordination/events";
+import type { StepReport } from "../coordination/step";
+import type { LeadershipLostReason } from "../errors";
+import type { LeadershipEvent } from "../leadership/events";
 
 /** Prefix of an event log line. */
 export const EVENT_LOG_PREFIX = "[coordinator-event] ";
 
-/** Event types the app emits. Leadership types come from the library; step and job types from the coordinator. */
-export type AppEventType =
-  | "lease-acquired"
-  | "lease-renewed"
-  | "lease-lost"
-  | "lease-released"
-  | "leader-observed"
-  | "step-started"
-  | "step-completed"
-  | "step-aborted"
-  | "step-skipped"
-  | "job-registered"
-  | "job-completed"
-  | "job-failed"
-  | "job-cancelled"
-  | "job-expired"
-  | "message-rejected";
-
-/** One event. `atMs` is wall-clock ms; `instanceId` who emitted it; other fields depend on the type. */
-export interface AppEvent {
-  type: AppEventType;
+/** Fields every step event carries. */
+interface EventBase {
+  /** The instance that emitted it. */
   instanceId: string;
+  /** Wall-clock ms. */
   atMs: number;
-  epoch?: number;
-  [field: string]: unknown;
+}
+
+/** What started a step: the timer, or a wake-up message (with why it was sent and how long it waited). */
+export type StepTrigger =
+  | { trigger: "timer" }
+  | {
+      trigger: "wake";
+      /** The wake-up's reason (`job-submitted`, `results-arrived`, …). */
+      wakeReason: string;
+      wakeJobId?: string;
+      /** From sending the wake-up to handling it. */
+      wakeDelayMs: number;
+      /** Which follow-up in a chain this was (1–3), when it was one. */
+      wakeFollowUp?: number;
+    };
+
+/** This instance won the lease and starts a coordination step. */
+export type StepStartedEvent = EventBase & { type: "step-started"; epoch: number } & StepTrigger;
+
+/** The step ran to its end (budget spent or nothing left to do) while leadership held; its report. */
+export type StepCompletedEvent = EventBase & { type: "step-completed"; epoch: number } & StepReport;
+
+/** The step ended early: leadership was lost (the term's reason), a newer leader fenced it out, or it failed. */
+export interface StepAbortedEvent extends EventBase {
+  type: "step-aborted";
+  /** The term's epoch; none when the attempt failed before a term began. */
+  epoch: number | undefined;
+  reason: LeadershipLostReason | "fenced" | "error";
+  /** What happened, for a person. */
+  detail: string | undefined;
+}
+
+/** No step ran: another instance leads (who, when known), the app is shutting down, or this process already runs one. */
+export type StepSkippedEvent = EventBase & { type: "step-skipped" } & (
+    | ({ leader: string | undefined; leaderEpoch: number | undefined } & StepTrigger)
+    | { reason: "shutdown"; trigger: StepTrigger["trigger"] }
+    | { reason: "coalesced"; trigger: "wake"; wakeReason: string; wakeJobId: string | undefined }
+  );
+
+/** Every event the app emits: the library's leadership events, its own step events and the coordination events. */
+export type AppEvent = LeadershipEvent | StepStartedEvent | StepCompletedEvent | StepAbortedEvent | StepSkippedEvent | CoordinationEvent;
+
+/** Event types the app emits. */
+export type AppEventType = AppEvent["type"];
+
+/** The epoch an event names as its own (a term's; a step-skipped event names the leader's as `leaderEpoch`), if any. */
+export function eventEpoch(event: AppEvent): number | undefined {
+  return "epoch" in event ? event.epoch : undefined;
 }
 
 /** Formats an event as a log line. */

@@ -1,4 +1,4 @@
-import type { AppEvent } from "../app/events";
+import type { CoordinationEvent } from "./events";
 import type { StateStore } from "../fencing/StateStore";
 import type { Logger } from "../util/logger";
 import type { BlobFiles, InputFiles, MessageQueue } from "./ports";
@@ -35,7 +35,7 @@ export interface CoordinationDeps extends CoordinationPorts {
   maxAggregateGroups: number;
   logger: Logger;
   /** Structured events (job registered, completed, failed, message rejected). */
-  emit: (event: AppEvent) => void;
+  emit: (event: CoordinationEvent) => void;
   instanceId: string;
   /** Wall clock, for timestamps in state. */
   now: () => number;

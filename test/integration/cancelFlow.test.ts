@@ -37,7 +37,7 @@ describe("cancel and deadline on Azurite (in process)", () => {
     expect(await drainWorkQueue(app, sink)).toBe(dispatched - 4); // the late ones: workers still process what was queued
     await runCoordinatorTick(app, sink);
     expect(await getJobStatus(app, id)).toEqual(cancelled);
-    expect(events.filter((e) => e.type === "step-completed").reduce((n, e) => n + Number(e.discarded), 0)).toBe(dispatched - 4);
+    expect(events.filter((e) => e.type === "step-completed").reduce((n, e) => n + e.discarded, 0)).toBe(dispatched - 4);
     expect(await app.resultsQueue.receive(32, 1)).toEqual([]);
     expect(await app.workQueue.receive(32, 1)).toEqual([]);
     expect(await cancelJob(app, id)).toEqual({ outcome: "ended", status: "cancelled" });

@@ -2,7 +2,7 @@ import FakeTimers from "@sinonjs/fake-timers";
 import type { Scheduler } from "fast-check";
 import { syncBuiltinESMExports } from "node:module";
 import type { CoordinatorApp, Sink } from "../../src/app/context";
-import type { AppEvent } from "../../src/app/events";
+import { eventEpoch, type AppEvent } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
 import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
@@ -330,7 +330,7 @@ export class SimWorld {
     if (process.crashed || this.over) return;
     this.history.events++;
     const now = Date.now();
-    const epoch = event.epoch ?? 0;
+    const epoch = eventEpoch(event) ?? 0;
     if (event.type === "lease-acquired") this.history.terms.push({ epoch, process, beganMs: now, endedMs: undefined });
     if (event.type === "lease-lost" || event.type === "lease-released") {
       const term = this.history.terms.find((t) => t.process === process && t.epoch === epoch && t.endedMs === undefined);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
 import { sinkFor } from "../../functions/sink";
-import { parseEventLine, type AppEventType } from "../../src/app/events";
+import { parseEventLine, type AppEvent, type AppEventType } from "../../src/app/events";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
 import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
@@ -78,7 +78,7 @@ describe("coordinator events survive Application Insights sampling", () => {
     const context = new InvocationContext({ functionName: "coordinator", invocationId: "inv-1", logHandler: (level, ...args) => lines.push({ level, message: args.map(String).join(" ") }) });
     const sink = sinkFor(context);
     const types = Object.keys(EVERY_EVENT_TYPE) as AppEventType[];
-    for (const [index, type] of types.entries()) sink.emit({ type, instanceId: "westeurope:abc-1", atMs: 1_700_000_000_000 + index, epoch: 7, jobId: "j-1" });
+    for (const [index, type] of types.entries()) sink.emit({ type, instanceId: "westeurope:abc-1", atMs: 1_700_000_000_000 + index, epoch: 7, jobId: "j-1" } as AppEvent);
     expect(lines).toHaveLength(types.length);
     for (const [index, type] of types.entries()) {
       expect(lines[index]?.level, type).toBe(type === "lease-renewed" ? "debug" : "information");

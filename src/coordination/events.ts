@@ -1,0 +1,63 @@
+/**
+ * Structured events of the coordination logic: a job's registration and end, and a message it refused. The app adds
+ * the leadership and step events (`src/app/events.ts`); all share `type`, `instanceId` and `atMs`.
+ */
+
+/** Fields every coordination event carries. */
+interface EventBase {
+  /** The instance that emitted it. */
+  instanceId: string;
+  /** Wall-clock ms. */
+  atMs: number;
+}
+
+/** The leader registered a submitted job. */
+export interface JobRegisteredEvent extends EventBase {
+  type: "job-registered";
+  epoch: number;
+  jobId: string;
+}
+
+/** Counts of a job that has ended, as the step takes it off the active list. */
+interface JobEndedBase extends EventBase {
+  epoch: number;
+  jobId: string;
+  /** Items done. */
+  done: number;
+  /** Items failed. */
+  failed: number;
+}
+
+/** Every item of a job is done or failed. */
+export interface JobCompletedEvent extends JobEndedBase {
+  type: "job-completed";
+}
+
+/** A job failed as a whole (e.g. its aggregate went over `MAX_AGGREGATE_GROUPS`). */
+export interface JobFailedEvent extends JobEndedBase {
+  type: "job-failed";
+  /** Why, when recorded. */
+  reason: string | undefined;
+}
+
+/** A job was cancelled on request, or expired at its deadline, before every item was done. */
+export interface JobStoppedEvent extends JobEndedBase {
+  type: "job-cancelled" | "job-expired";
+  /** Items never processed (recorded when the job stopped). */
+  skipped?: number;
+}
+
+/** A queue message was refused (malformed, or naming nothing it can use) and moved aside or consumed. */
+export interface MessageRejectedEvent extends EventBase {
+  type: "message-rejected";
+  /** The leader's epoch, when the leader rejected it. */
+  epoch?: number;
+  /** The queue it came from. */
+  queue: string;
+  messageId?: string;
+  /** What was wrong with it. */
+  reason: string;
+}
+
+/** Every event of the coordination logic. */
+export type CoordinationEvent = JobRegisteredEvent | JobCompletedEvent | JobFailedEvent | JobStoppedEvent | MessageRejectedEvent;
