@@ -15,5 +15,3 @@ export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/l
 export * from "./fencing/StateStore";
 export { BlobStateStore } from "./fencing/BlobStateStore";
 export { FencedStateStore, type Fence, type Versioned, type UpdateOptions } from "./fencing/FencedStateStore";
-export { createStorageClients, connectionFromSettings, type StorageConnection, type StorageClients } from "./storage/clients";
-export { readSettings, APP_SETTING_NAMES, type Settings } from "./config/settings";

@@ -1,5 +1,5 @@
 import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../config/azureNames";
+import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../storage/azureNames";
 import { ConfigurationError, LeadershipLostError } from "../errors";
 import { storageFailure, toLibraryError } from "../storage/storageErrors";
 import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "./LeaseStore";
