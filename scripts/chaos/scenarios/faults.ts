@@ -80,13 +80,19 @@ export function stepStillRunning(records: readonly EventRecord[], instance: stri
   return started;
 }
 
-/** SIGKILLs the leader mid-step and records the fault (a leader must exist again soon after). */
-export async function killLeaderMidStep(run: ScenarioRun, label: string): Promise<CaughtLeader | undefined> {
-  const caught = await catchLeaderMidStep(run, (instance) => {
+/**
+ * SIGKILLs the leader mid-step and records the fault (a leader must exist again soon after). With `job` (its id and
+ * the event-log index it was submitted at), only a step that has that job to work on is struck: with work units and
+ * wake-ups a job can finish within one short step, and the idle steps after it end in milliseconds.
+ */
+export async function killLeaderMidStep(run: ScenarioRun, label: string, job?: { id: string; fromIndex: number }): Promise<CaughtLeader | undefined> {
+  const kill = (instance: ChaosInstance): void => {
     instance.process.kill();
-  });
+  };
+  const caught = job === undefined ? await catchLeaderMidStep(run, kill) : await catchStepWithJob(run, job.id, job.fromIndex, kill);
   if (caught === undefined) {
-    run.fail(`${label}: no leader was in a step to kill`);
+    const completed = job !== undefined && run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
+    run.fail(`${label}: no leader was in a step to kill${job === undefined ? "" : completed ? " (the job completed first)" : " with the job to work on"}`);
     return undefined;
   }
   run.recordFault({ kind: "SIGKILL", target: caught.instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: true }, { epoch: caught.epoch });
