@@ -37,7 +37,11 @@ export class LeadershipLostError extends Error {
   constructor(
     /** Why leadership ended. */
     readonly reason: LeadershipLostReason,
-    /** The epoch of the term that ended. */
+    /**
+     * The epoch of the term that ended; 0 when a lease store throws it for a request that names no epoch (a renewal
+     * refused: the store knows only the lease id). The term then ends with its own error, which names its epoch and
+     * keeps the store's as `cause`.
+     */
     readonly epoch: number,
     message: string,
     options?: { cause?: unknown },

@@ -30,7 +30,7 @@ export type StepTrigger =
       wakeJobId?: string;
       /** From sending the wake-up to handling it. */
       wakeDelayMs: number;
-      /** Which follow-up in a chain this was (1–3), when it was one. */
+      /** Which follow-up in a chain this was (from 1), when it was one. */
       wakeFollowUp?: number;
     };
 

@@ -289,7 +289,8 @@ function leaveForAnotherLeader(deps: CoordinationDeps, kind: string, jobId: stri
 }
 
 /**
- * Pure fold of outcomes into a job state; returns the new state, or undefined when nothing changed. Exactly once per
+ * Folds outcomes into a job state, without I/O: returns the new state, or undefined when nothing changed, and adds
+ * what it counted (folded, failed, duplicates) to `report`, which it mutates. Exactly once per
  * item: a unit's partial is merged only if none of its done items is counted yet, and then every one of them is set
  * in the same state (a replayed or duplicated unit is discarded by its bits). The batch's partials are merged with
  * each other first and then into the aggregate once, so a batch costs one pass over the aggregate, not one per

@@ -176,7 +176,8 @@ export class BlobLeaseStore implements LeaseStore {
 
   /**
    * 409/412 on a lease-conditioned request means the lease is not ours any more, and so does 404: the lease blob (or
-   * its container) was deleted, and with it the lease. Anything else is unexpected.
+   * its container) was deleted, and with it the lease. Anything else is unexpected. `epoch` is 0 for a request that
+   * names none (a renewal); the term's own `LeadershipLostError`, whose cause this becomes, names the term's epoch.
    */
   private lostOr(error: unknown, operation: string, abortSignal: AbortSignal | undefined, epoch = 0): Error {
     const { code, statusCode } = storageFailure(error);
