@@ -1,38 +1,41 @@
 /**
- * Throughput benchmark: `npm run bench:throughput -- [--items N] [--rounds N] [--out FILE] [--skip-memory]` (see
+ * Throughput benchmark (issue 9): `npm run bench:throughput -- [--rounds N] [--out FILE] [--skip-memory]` (see
  * ./throughput/cli.ts for every flag).
  *
- * On one Azurite, in one run, with every storage request counted by a proxy in front of it (./throughput/countingProxy.ts):
- * - the project: the local runner's instance processes (real Functions registrations, host emulator) run a demo
- *   group-by job; items/s from submission to completion (./throughput/projectRun.ts);
- * - the baseline: the raw queue SDK doing the same queue operations for the same items, with worker processes
- *   (./throughput/baseline.ts);
- * in rounds of one each, the order alternating (round 1: baseline first). Then a large job (100,000 items by default)
- * for the leader's peak RSS and the job-state size. Prints tables and writes a JSON report.
+ * On one Azurite, in one run, two scenarios — `small` (inline items of about 100 bytes of CSV) and `blob` (one input
+ * blob per item) — each through three implementations per round, the order rotating:
+ * - the project: fresh instance processes of the real app on the local host, one job submitted through the library
+ *   (which wakes the coordinator), at the app's default settings and schedule (./throughput/projectRun.ts);
+ * - the per-item loop: the raw SDKs sending one work message per item and one result per item;
+ * - the batched loop: the raw SDKs sending the same unit messages as the app's leader (./throughput/baseline.ts).
+ * Every storage request is counted by a request policy in each process's SDK pipeline (./throughput/requestCounter.ts)
+ * and priced (./throughput/cost.ts). Then one large job end to end for the leader's memory. Prints tables, writes JSON.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { setMaxListeners } from "node:events";
 import { arch, cpus, loadavg, platform, release, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { BlobServiceClient } from "@azure/storage-blob";
 import { readSettings } from "../src/config/settings";
+import { ensureAppStorage } from "./local/storageSetup";
+import { parseSchedule } from "./local/timerTrigger";
 import { startAzurite, type Azurite } from "./support/azurite";
-import { BASELINE_NAMES, killBaselineWorkers, runBaseline } from "./throughput/baseline";
+import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
 import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./throughput/cli";
-import { round, selectCounts, summarizeOps, type StorageRoles } from "./throughput/opsBreakdown";
-import { runProject, type ProjectRunResult } from "./throughput/projectRun";
-import type { RequestCount } from "./throughput/proxyProtocol";
-import { ProxyHandle } from "./throughput/ProxyHandle";
-import { detailTable, implementationReport, median, TARGETS, throughputTable, type RoundReport } from "./throughput/report";
-import { memoryJobReport, memoryTable, planMemoryJob } from "./throughput/memoryJob";
+import { PRICES, PRICES_NOTE } from "./throughput/cost";
+import { round, type StorageRoles } from "./throughput/opsBreakdown";
+import { runProject } from "./throughput/projectRun";
+import { IMPLEMENTATIONS, scenarioReport, scenarioTable, summarizeImplementation, TARGETS, type Implementation, type RunSample, type ScenarioReport } from "./throughput/report";
+import { meanItemBytes, scenarioJob, SCENARIOS, type ScenarioJob, type ScenarioName } from "./throughput/scenarios";
 
 const REPO_ROOT = resolve(__dirname, "..");
-/** Requests this long after the last item completed still count (the last work messages' deletes). */
-const TAIL_MS = 400;
 /** Items of the uncounted warm-up run. */
 const WARM_UP_ITEMS = 1000;
+const MAX_WAIT_S = 900;
 
 let azurite: Azurite | undefined;
-let proxy: ProxyHandle | undefined;
+
+const load = (): number => round(loadavg()[0] ?? 0, 2);
 
 async function main(): Promise<number> {
   let args: ThroughputArgs;
@@ -48,9 +51,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const controller = new AbortController();
-  // Each run (and each run's combined deadline) listens on it.
   setMaxListeners(0, controller.signal);
-  /** A function, not the property: TypeScript would keep a checked `aborted` narrowed across awaits. */
   const aborted = (): boolean => controller.signal.aborted;
   const interrupt = (): void => {
     if (controller.signal.aborted) process.exit(130);
@@ -60,8 +61,9 @@ async function main(): Promise<number> {
   process.on("SIGINT", interrupt);
   process.on("SIGTERM", interrupt);
   const startedAt = new Date();
-  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
-  const outputDir = join(REPO_ROOT, ".local", `throughput-${stamp}`);
+  const loadAtStart = load();
+  const outputDir = join(REPO_ROOT, ".local", `throughput-${startedAt.toISOString().replace(/[:.]/g, "-")}`);
+  mkdirSync(outputDir, { recursive: true });
   const outPath = resolve(process.cwd(), args.out);
   const settings = readSettings({});
   const roles: StorageRoles = {
@@ -69,157 +71,181 @@ async function main(): Promise<number> {
     resultsQueues: [settings.RESULTS_QUEUE],
     leaseContainers: [settings.LEASE_CONTAINER],
     stateContainers: [settings.STATE_CONTAINER],
-    inputContainers: [settings.INPUT_CONTAINER, BASELINE_NAMES.inputContainer],
+    inputContainers: [settings.INPUT_CONTAINER],
     systemContainers: [settings.SYSTEM_CONTAINER],
   };
+  const unitLimits = { unitMaxItems: settings.WORK_UNIT_MAX_ITEMS, unitMaxBytes: settings.WORK_UNIT_MAX_BYTES };
 
-  // On disk, not in memory: Azurite's in-memory store makes one extent per queue message, and its queue GC (every
-  // 60 s) removes each with a linear scan, so after a few thousand messages it stalls blob and queue service alike
-  // for a minute and more (the leader then loses its lease). On disk, messages share extent files.
+  // On disk: in-memory Azurite stalls for a minute and more in its queue GC after a few thousand messages.
   azurite = await startAzurite({ persistent: true });
-  proxy = await ProxyHandle.start(azurite);
-  console.log(`Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}; counting proxy on blob :${proxy.blobPort} queue :${proxy.queuePort}.`);
-  console.log(`${args.rounds} round(s) of ${args.items} items; ${args.instances} instances / baseline workers; schedule "${args.schedule}"; DISPATCH_BATCH_SIZE ${args.dispatchBatchSize}. Runner output: ${outputDir}`);
-  // Azurite gets several times faster once its code is hot: warm it up so the first timed run is not penalised.
-  const warmUpItems = Math.min(args.items, WARM_UP_ITEMS);
-  console.log(`Warm-up (not counted): baseline with ${warmUpItems} items…`);
-  await runBaseline({ connectionString: proxy.connectionString, items: warmUpItems, workers: args.instances, label: "warm-up", maxWaitS: 600, abortSignal: controller.signal });
-  await proxy.take();
+  const connectionString = azurite.connectionString;
+  await ensureAppStorage(connectionString, settings);
+  console.log(`Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${unitLimits.unitMaxItems} items / ${unitLimits.unitMaxBytes} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`);
 
-  const baselineRounds: RoundReport[] = [];
-  const projectRounds: RoundReport[] = [];
-  const baselineCounts: RequestCount[] = [];
-  const projectCounts: RequestCount[] = [];
-  const runnerCounts: RequestCount[] = [];
-  const projectRuns: ProjectRunResult[] = [];
-  for (let roundNo = 1; roundNo <= args.rounds && !controller.signal.aborted; roundNo++) {
-    const order = roundNo % 2 === 1 ? (["baseline", "project"] as const) : (["project", "baseline"] as const);
-    for (const [index, impl] of order.entries()) {
-      if (aborted()) break;
-      const loadBefore = round(loadavg()[0] ?? 0, 2);
-      console.log(`[round ${roundNo}] ${impl}: ${args.items} items (load average ${loadBefore})…`);
-      const load = (): { loadAverage1m: [number, number] } => ({ loadAverage1m: [loadBefore, round(loadavg()[0] ?? 0, 2)] });
-      if (impl === "baseline") {
-        const run = await runBaseline({ connectionString: proxy.connectionString, items: args.items, workers: args.instances, label: `round-${roundNo}`, maxWaitS: 600, abortSignal: controller.signal });
-        const counts = selectCounts(await proxy.take(), { fromMs: run.startMs, toMs: run.endMs + TAIL_MS, sources: ["runner", "other", "unknown"] });
-        roles.workQueues = [...roles.workQueues, run.queues.work];
-        roles.resultsQueues = [...roles.resultsQueues, run.queues.results];
-        baselineCounts.push(...counts);
-        const ops = summarizeOps(counts, { items: run.items, roles });
-        baselineRounds.push({ round: roundNo, order: index + 1, ok: run.ok, ...(run.problem === undefined ? {} : { problem: run.problem }), items: run.items, durationS: round(run.durationS, 2), itemsPerS: round(run.itemsPerS, 1), opsPerItem: ops.perItem, matches: run.matches, duplicates: run.duplicates, workers: run.workers, ...load() });
-        console.log(`[round ${roundNo}] baseline: ${run.ok ? "ok" : `FAILED (${run.problem ?? "?"})`} — ${run.itemsPerS.toFixed(1)} items/s, ${run.durationS.toFixed(2)} s, ${ops.perItem.toFixed(2)} ops/item`);
-      } else {
-        const run = await runProject({ connectionString: proxy.connectionString, directConnectionString: azurite.connectionString, items: args.items, instances: args.instances, schedule: args.schedule, dispatchBatchSize: args.dispatchBatchSize, outputDir, label: `round-${roundNo}`, maxWaitS: 600, abortSignal: controller.signal });
-        projectRuns.push(run);
-        const all = await proxy.take();
-        const fromMs = run.createdAtMs ?? run.runStartMs;
-        const toMs = run.completedAtMs === undefined ? run.runEndMs : run.completedAtMs + TAIL_MS;
-        const counts = selectCounts(all, { fromMs, toMs, sources: ["other", "unknown"] });
-        const runner = selectCounts(all, { fromMs, toMs, sources: ["runner"] });
-        projectCounts.push(...counts);
-        runnerCounts.push(...runner);
-        const ops = summarizeOps(counts, { items: run.items, roles });
-        const wholeRun = summarizeOps(selectCounts(all, { fromMs: -Infinity, toMs: Infinity, sources: ["other", "unknown"] }), { items: run.items, roles });
-        const leaders = run.instances.filter((instance) => instance.termsLed > 0).map((instance) => instance.name);
-        projectRounds.push({
-          round: roundNo,
-          order: index + 1,
-          ok: run.ok,
-          ...(run.problem === undefined ? {} : { problem: run.problem }),
-          items: run.items,
-          durationS: run.durationS === undefined ? undefined : round(run.durationS, 2),
-          itemsPerS: run.itemsPerS === undefined ? undefined : round(run.itemsPerS, 1),
-          itemsPerSAfterRegistration: run.itemsPerSAfterRegistration === undefined ? undefined : round(run.itemsPerSAfterRegistration, 1),
-          firstTickWaitS: run.registeredAtMs === undefined || run.createdAtMs === undefined ? undefined : round((run.registeredAtMs - run.createdAtMs) / 1000, 2),
-          opsPerItem: ops.perItem,
-          wholeRunOpsPerItem: wholeRun.perItem,
-          runnerOpsInWindow: summarizeOps(runner, { items: run.items, roles }).total,
-          wallS: round(run.wallS, 1),
-          matches: run.matches,
-          leaders,
-          eventsPath: run.eventsPath,
-          ...load(),
-        });
-        console.log(`[round ${roundNo}] project: ${run.ok ? "ok" : `FAILED (${run.problem ?? "?"})`} — ${run.itemsPerS?.toFixed(1) ?? "—"} items/s, ${run.durationS?.toFixed(2) ?? "—"} s, ${ops.perItem.toFixed(2)} ops/item (whole run ${wholeRun.perItem.toFixed(2)}), led by ${leaders.join(", ") || "?"}`);
+  const jobs: Record<ScenarioName, ScenarioJob> = { small: scenarioJob("small", args.smallItems, "bench/small"), blob: scenarioJob("blob", args.blobItems, "bench/blob") };
+  const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
+  const upload = async (blobs: readonly { name: string; text: string }[]): Promise<void> => {
+    for (let start = 0; start < blobs.length; start += 64) {
+      await Promise.all(blobs.slice(start, start + 64).map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+    }
+  };
+  await upload(jobs.blob.blobs);
+
+  const baseline = (mode: BaselineMode, job: ScenarioJob, label: string) =>
+    runBaseline({ mode, connectionString, job, inputContainer: settings.INPUT_CONTAINER, ...unitLimits, workers: args.instances, label, countsPrefix: join(outputDir, "requests"), maxWaitS: MAX_WAIT_S, abortSignal: controller.signal });
+
+  // Azurite gets several times faster once its code is hot: warm it up so the first timed run is not penalised.
+  console.log(`Warm-up (not counted): per-item loop with ${WARM_UP_ITEMS} small items…`);
+  await baseline("per-item", scenarioJob("small", WARM_UP_ITEMS, "bench/warm-up"), "warm-up");
+
+  const samples: Record<ScenarioName, Record<Implementation, RunSample[]>> = {
+    small: { project: [], perItem: [], batched: [] },
+    blob: { project: [], perItem: [], batched: [] },
+  };
+  for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
+    for (const scenario of SCENARIOS) {
+      const job = jobs[scenario];
+      // Rotate the order: round 1 project first, round 2 per-item first, round 3 batched first, …
+      const order = IMPLEMENTATIONS.map((_, index) => IMPLEMENTATIONS[(index + roundNo - 1) % IMPLEMENTATIONS.length] as Implementation);
+      for (const [index, impl] of order.entries()) {
+        if (aborted()) break;
+        const before = load();
+        const label = `${scenario}-r${roundNo}`;
+        console.log(`[round ${roundNo}] ${scenario} / ${impl}: ${job.items.length} items (load average ${before})…`);
+        let sample: RunSample;
+        if (impl === "project") {
+          const run = await runProject({ connectionString, job, instances: args.instances, schedule: args.schedule, outputDir, label, maxWaitS: MAX_WAIT_S, abortSignal: controller.signal, log: console.log });
+          sample = {
+            round: roundNo,
+            order: index + 1,
+            ok: run.ok,
+            ...(run.problem === undefined ? {} : { problem: run.problem }),
+            items: run.items,
+            itemsPerS: run.itemsPerS,
+            submitToFirstDispatchS: run.submitToFirstDispatchS,
+            submitToCompletedS: run.submitToCompletedS,
+            counts: run.counts,
+            executions: run.executions,
+            gbSeconds: run.gbSeconds,
+            loadAverage1m: [before, load()],
+            extra: { jobId: run.jobId, leaders: run.instances.filter((instance) => instance.termsLed > 0).map((instance) => `${instance.name} (${instance.termsLed} terms)`) },
+          };
+        } else {
+          const run = await baseline(impl === "perItem" ? "per-item" : "batched", job, label);
+          roles.workQueues = [...roles.workQueues, run.queues.work];
+          roles.resultsQueues = [...roles.resultsQueues, run.queues.results];
+          const processed = run.workers.reduce((sum, worker) => sum + (worker.processed ?? 0) + (worker.failed ?? 0), 0);
+          sample = {
+            round: roundNo,
+            order: index + 1,
+            ok: run.ok,
+            ...(run.problem === undefined ? {} : { problem: run.problem }),
+            items: run.items,
+            itemsPerS: run.itemsPerS,
+            submitToFirstDispatchS: run.firstSendMs === undefined ? undefined : (run.firstSendMs - run.startMs) / 1000,
+            submitToCompletedS: run.durationS,
+            counts: run.counts,
+            executions: { worker: processed },
+            gbSeconds: undefined,
+            loadAverage1m: [before, load()],
+            extra: { messages: run.messages, duplicates: run.duplicates },
+          };
+        }
+        samples[scenario][impl].push(sample);
+        const ops = sample.counts.reduce((sum, count) => sum + count.requests, 0) / Math.max(1, sample.items);
+        console.log(`[round ${roundNo}] ${scenario} / ${impl}: ${sample.ok ? "ok" : `FAILED (${sample.problem ?? "?"})`} — ${sample.itemsPerS?.toFixed(1) ?? "—"} items/s, ${ops.toFixed(3)} ops/item${sample.submitToFirstDispatchS === undefined ? "" : `, first dispatch ${sample.submitToFirstDispatchS.toFixed(2)} s`}`);
       }
     }
   }
 
-  const baseline = implementationReport(args.items, baselineRounds, summarizeOps(baselineCounts, { items: args.items * baselineRounds.length, roles }));
-  const project = implementationReport(args.items, projectRounds, summarizeOps(projectCounts, { items: args.items * projectRounds.length, roles }), {
-    itemsPerSAfterRegistration: median(projectRounds.map((entry) => (entry.ok && typeof entry.itemsPerSAfterRegistration === "number" ? entry.itemsPerSAfterRegistration : undefined))),
-    runnerOpsPerItemExcluded: round(summarizeOps(runnerCounts, { items: args.items * projectRounds.length, roles }).perItem, 3),
-  });
-  const ratio = project.itemsPerS !== undefined && baseline.itemsPerS !== undefined ? round(project.itemsPerS / baseline.itemsPerS, 3) : undefined;
+  const scenarios = {} as Record<ScenarioName, ScenarioReport>;
+  for (const scenario of SCENARIOS) {
+    const summaries = Object.fromEntries(IMPLEMENTATIONS.map((impl) => [impl, summarizeImplementation(samples[scenario][impl], roles)])) as Record<Implementation, ReturnType<typeof summarizeImplementation>>;
+    scenarios[scenario] = scenarioReport(scenario, jobs[scenario].items.length, meanItemBytes(jobs[scenario]), summaries);
+  }
 
-  let memoryJob: ReturnType<typeof memoryJobReport> | undefined;
-  if (!args.skipMemory && !controller.signal.aborted) {
-    const plan = planMemoryJob(args.memoryItems, args.memoryMaxMinutes, project.itemsPerS);
-    console.log(plan.note);
-    const run = await runProject({ connectionString: proxy.connectionString, directConnectionString: azurite.connectionString, items: plan.items, instances: args.instances, schedule: args.schedule, dispatchBatchSize: args.dispatchBatchSize, outputDir, label: "memory", maxWaitS: plan.maxWaitS, abortSignal: controller.signal });
-    const all = await proxy.take();
-    const counts = selectCounts(all, { fromMs: run.createdAtMs ?? run.runStartMs, toMs: run.completedAtMs === undefined ? run.runEndMs : run.completedAtMs + TAIL_MS, sources: ["other", "unknown"] });
-    memoryJob = memoryJobReport(run, plan, summarizeOps(counts, { items: plan.items, roles }));
+  let memory: Record<string, unknown> | undefined;
+  let memoryOk = true;
+  if (!args.skipMemory && !aborted()) {
+    const job = scenarioJob("small", args.memoryItems, "bench/memory");
+    const manifest = "manifests/bench-memory.ndjson";
+    const text = `${job.items.map((item) => JSON.stringify(item)).join("\n")}\n`;
+    await inputs.getBlockBlobClient(manifest).upload(text, Buffer.byteLength(text));
+    // Idle: past the instances' first timer tick, so the one that will lead has run the coordinator code once.
+    const nextTick = parseSchedule(args.schedule, "coordinator").next(new Date(Date.now() + 15_000));
+    const idleWaitS = Math.min(120, Math.ceil((nextTick.getTime() - Date.now()) / 1000) + 5);
+    console.log(`Memory job: ${args.memoryItems} small items from a manifest, end to end (load average ${load()})…`);
+    const run = await runProject({ connectionString, job, manifest, instances: args.instances, schedule: args.schedule, outputDir, label: "memory", maxWaitS: 3600, memory: { idleWaitS }, abortSignal: controller.signal, log: console.log });
+    memoryOk = run.ok;
+    const leaders = run.instances.filter((instance) => instance.termsLed > 0);
+    const growth = (instance: (typeof leaders)[number]): number => (instance.peakRssMiB ?? 0) - (instance.idleRssMiB ?? 0);
+    const leader = [...leaders].sort((a, b) => growth(b) - growth(a))[0];
+    const leaderGrowthMiB = leader === undefined ? undefined : round(growth(leader), 1);
+    memory = {
+      ok: run.ok,
+      ...(run.problem === undefined ? {} : { problem: run.problem }),
+      items: run.items,
+      leader: leader?.name,
+      leaderIdleRssMiB: leader?.idleRssMiB,
+      leaderPeakRssMiB: leader?.peakRssMiB,
+      leaderGrowthMiB,
+      target: `growth ≤ ${TARGETS.leaderRssGrowthMaxMiB} MiB`,
+      met: leaderGrowthMiB !== undefined && leaderGrowthMiB <= TARGETS.leaderRssGrowthMaxMiB,
+      how: "each instance's VmRSS after idling past a timer tick, just before the submission; then VmHWM reset (clear_refs 5) and read after completion: the peak during the job. The leader: of the instances that led during the job, the one that grew most",
+      submitToCompletedS: run.submitToCompletedS === undefined ? undefined : round(run.submitToCompletedS, 1),
+      itemsPerS: run.itemsPerS === undefined ? undefined : round(run.itemsPerS, 1),
+      opsPerItem: round(run.counts.reduce((sum, count) => sum + count.requests, 0) / Math.max(1, run.items), 3),
+      matches: run.matches,
+      instances: run.instances,
+    };
   }
 
   const report = {
-    project,
-    baseline,
-    ratio,
-    leaderPeakRssMiB: memoryJob?.leaderPeakRssMiB,
-    nonLeaderPeakRssMiB: memoryJob?.nonLeaderPeakRssMiB,
-    memoryJob,
-    targets: { ratioMin: TARGETS.ratioMin, opsPerItemMax: TARGETS.opsPerItemMax, ratioMet: ratio !== undefined && ratio >= TARGETS.ratioMin, opsPerItemMet: project.opsPerItem <= TARGETS.opsPerItemMax },
+    scenarios,
+    memory,
+    prices: { ...PRICES, note: PRICES_NOTE },
     config: {
-      items: args.items,
       rounds: args.rounds,
-      order: "after an uncounted baseline warm-up: odd rounds baseline first, even rounds project first",
-      warmUpItems: Math.min(args.items, WARM_UP_ITEMS),
+      order: "after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates",
       instances: args.instances,
       baselineWorkers: args.instances,
       schedule: args.schedule,
-      dispatchBatchSize: args.dispatchBatchSize,
+      appSettings: "the app's defaults (DISPATCH_BATCH_SIZE 500, WORK_UNIT_MAX_ITEMS 32, WORK_UNIT_MAX_BYTES 46080, STEP_BUDGET_MS 20000)",
       hostQueues: "host.json extensions.queues (batchSize 16, newBatchThreshold 8, maxPollingInterval 2 s)",
-      timing: "project: job createdAt → completedAt (the leader's last fold); baseline: first send → last merge",
-      opsWindow: `requests from the timed window start to ${TAIL_MS} ms after its end; the project's excludes the runner's own (status polls every 1 s, submission), reported as runnerOpsPerItemExcluded`,
-      azurite: "persistent (on disk in a temporary folder): the in-memory store stalls in its queue GC after a few thousand messages",
-      proxy: "every request goes through a counting HTTP proxy (own process) in front of Azurite, for both implementations",
-      memoryItems: args.skipMemory ? undefined : args.memoryItems,
+      timing: "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",
+      counting: "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; from the submission's start to 400 ms after completion. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
+      executions: "project: the host's Executing lines in the same window, every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
+      gbSeconds: "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each busy period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule, docs/DEPLOY.md#costs); invocation durations on this loaded 2-core machine, not Azure's",
+      azurite: "persistent (on disk in a temporary folder)",
     },
-    machine: { loadAverage1mAtEnd: round(loadavg()[0] ?? 0, 2), platform: platform(), release: release(), arch: arch(), cpus: cpus().length, cpuModel: cpus()[0]?.model, totalMemoryMiB: Math.round(totalmem() / 1024 / 1024), node: process.version },
+    machine: { loadAverage1m: { start: loadAtStart, end: load() }, platform: platform(), release: release(), arch: arch(), cpus: cpus().length, cpuModel: cpus()[0]?.model, totalMemoryMiB: Math.round(totalmem() / 1024 / 1024), node: process.version },
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    runnerOutput: outputDir,
+    output: outputDir,
   };
   mkdirSync(dirname(outPath), { recursive: true });
   writeFileSync(outPath, `${JSON.stringify(report, null, 2)}\n`);
 
   console.log("");
-  for (const line of throughputTable(baseline, project, ratio)) console.log(line);
-  console.log("");
-  for (const line of detailTable("Project operations in the timed windows (the runner's own excluded):", project)) console.log(line);
-  console.log("");
-  for (const line of detailTable("Baseline operations in the timed windows:", baseline)) console.log(line);
-  if (memoryJob !== undefined) {
+  for (const scenario of SCENARIOS) {
+    for (const line of scenarioTable(scenario, scenarios[scenario])) console.log(line);
     console.log("");
-    for (const line of memoryTable(memoryJob)) console.log(line);
   }
+  if (memory !== undefined) console.log(`Memory job: ${String(memory.items)} items — ${memory.ok === true ? "completed" : `FAILED (${String(memory.problem)})`}; leader ${String(memory.leader)} idle ${String(memory.leaderIdleRssMiB)} MiB, peak ${String(memory.leaderPeakRssMiB)} MiB, growth ${String(memory.leaderGrowthMiB)} MiB (target ≤ ${TARGETS.leaderRssGrowthMaxMiB}) — ${memory.met === true ? "met" : "NOT met"}`);
+  console.log(`Prices: ${PRICES_NOTE}.`);
   console.log(`\nReport: ${outPath}`);
-  const failed = [...baselineRounds, ...projectRounds].some((entry) => !entry.ok) || memoryJob?.ok === false;
-  if (controller.signal.aborted) return 130;
+  if (aborted()) return 130;
+  const failed = SCENARIOS.some((scenario) => IMPLEMENTATIONS.some((impl) => samples[scenario][impl].some((sample) => !sample.ok))) || !memoryOk;
   return failed ? 1 : 0;
 }
 
 async function cleanUp(): Promise<void> {
   killBaselineWorkers();
-  await proxy?.stop().catch(() => proxy?.kill());
   await azurite?.stop().catch(() => undefined);
 }
 
-process.once("exit", () => {
-  killBaselineWorkers();
-  proxy?.kill();
-});
+process.once("exit", () => killBaselineWorkers());
+
 
 main().then(
   async (code) => {

@@ -5,6 +5,7 @@ import { FunctionsHost } from "./host";
 import type { HostLogEntry } from "./invoke";
 import { formatInstanceLine, type InstanceLine } from "./protocol";
 import { loadFunctionApp } from "./registrations";
+import { countProcessRequests } from "../throughput/requestCounter";
 
 /**
  * Entry of one local instance process (started by `scripts/local.ts`, one per simulated Functions instance). It loads
@@ -16,8 +17,9 @@ import { loadFunctionApp } from "./registrations";
  * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's),
  * `LOCAL_LISTENER_LOCK_PERIOD_SECONDS` / `LOCAL_LISTENER_LOCK_RECOVERY_SECONDS` (the timer listener lock's periods,
  * winning over host.json `singleton`; default the host's 60 s / 60 s), and for fault injection `LOCAL_INVOKE_DELAY_MS`
- * (`worker=300,other=50`: each invocation of that function takes that much longer). The timer listener lock is per app
- * name (WEBSITE_SITE_NAME) in host storage (AzureWebJobsStorage); see `listenerLock.ts`.
+ * (`worker=300,other=50`: each invocation of that function takes that much longer); for benchmarks
+ * `LOCAL_REQUEST_COUNTS_FILE` (count every storage request, see ../throughput/requestCounter.ts). The timer listener
+ * lock is per app name (WEBSITE_SITE_NAME) in host storage (AzureWebJobsStorage); see `listenerLock.ts`.
  */
 
 const REPO_ROOT = resolve(__dirname, "..", "..");
@@ -62,6 +64,9 @@ function invokeDelays(raw: string | undefined): Record<string, number> {
 
 async function main(): Promise<void> {
   const instanceId = instanceIdFrom(process.env);
+  // Benchmarks: count every storage request of this process (before any client exists).
+  const countsFile = process.env.LOCAL_REQUEST_COUNTS_FILE;
+  if (countsFile !== undefined && countsFile !== "") countProcessRequests(countsFile, "app", process.env.COORDINATION_STORAGE ?? "");
   const app = await loadFunctionApp(process.env.LOCAL_APP_ENTRY ?? resolve(REPO_ROOT, "functions", "index.ts"));
   const host = new FunctionsHost({
     app,

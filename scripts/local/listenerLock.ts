@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
+import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
+import { createStorageClients } from "../../src/storage/clients";
 import { delay } from "../../src/util/delay";
 
 /**
@@ -76,7 +77,8 @@ export class ListenerLock {
     private readonly log: LockLog,
   ) {
     this.lockId = `${hostId}/Host.Functions.${functionName}.Listener`;
-    this.container = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(HOST_LOCK_CONTAINER);
+    // Built like the app's clients, so a benchmark's request policy counts the lock's requests too.
+    this.container = createStorageClients({ kind: "connectionString", connectionString }, {}).blob.getContainerClient(HOST_LOCK_CONTAINER);
     this.blob = this.container.getBlockBlobClient(`locks/${this.lockId}`);
   }
 

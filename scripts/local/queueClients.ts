@@ -1,4 +1,5 @@
-import { QueueServiceClient, type QueueClient } from "@azure/storage-queue";
+import type { QueueClient, QueueServiceClient } from "@azure/storage-queue";
+import { createStorageClients } from "../../src/storage/clients";
 
 /**
  * Queue clients for bindings, by the binding's `connection` setting (default `AzureWebJobsStorage`). Locally the
@@ -24,7 +25,8 @@ export class QueueClients {
         const identityHint = this.env[`${setting}__queueServiceUri`] === undefined ? "" : ` (${setting}__queueServiceUri is set, but identity-based connections are not emulated locally)`;
         throw new Error(`Function "${functionName}": connection "${setting}" needs app setting ${setting} to hold a storage connection string${identityHint}.`);
       }
-      service = QueueServiceClient.fromConnectionString(connectionString);
+      // The SDK's retry policy (no retryOptions), and the process's request policies, if a benchmark added one.
+      service = createStorageClients({ kind: "connectionString", connectionString: connectionString.trim() }, {}).queue;
       this.services.set(setting, service);
     }
     return service.getQueueClient(queueName);

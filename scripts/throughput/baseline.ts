@@ -5,28 +5,36 @@ import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { BlobServiceClient } from "@azure/storage-blob";
-import { QueueServiceClient, type QueueClient } from "@azure/storage-queue";
+import type { QueueClient } from "@azure/storage-queue";
 import { groupByKind, groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
-import { DEFAULT_PIPELINE_OPTIONS } from "../../src/storage/clients";
+import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/storage/clients";
 import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
 import { delay, withJitter } from "../../src/util/delay";
-import { aggregatesMatch, asAggregate, createDemoJob } from "../local/demoData";
-import { BASELINE_RESULT_BATCH, BASELINE_SEND_PARALLELISM, BASELINE_VISIBILITY_S, parseWorkerLine, pollDelaysMs, type BaselineWork } from "./baselineProtocol";
+import { aggregatesMatch, asAggregate } from "../local/demoData";
+import { BASELINE_RESULT_BATCH, BASELINE_SEND_PARALLELISM, BASELINE_VISIBILITY_S, parseWorkerLine, pollDelaysMs, type BaselineResult, type BaselineWork } from "./baselineProtocol";
+import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
+import type { ScenarioJob } from "./scenarios";
+import { packUnits } from "./units";
 
 /**
- * The raw-SDK baseline: the same queue operations as the app for the same items, with nothing else. A producer (this
- * process) sends one base64 JSON work message per item, 16 at a time; `workers` worker processes
- * (./baselineWorker.ts) receive, process and report; a consumer (this process) receives results 32 at a time,
- * merges them with `groupByKind.merge` and deletes them. Timed from the first send to the last merge.
+ * The raw-SDK baselines: the same work as the app with nothing else. A producer (this process) sends the work
+ * messages, 64 at a time; `workers` worker processes (./baselineWorker.ts) receive, process and report one result
+ * per message; a consumer (this process) receives results 32 at a time, merges them with `groupByKind.merge` and
+ * deletes them. Timed from the first send to the last merge. Two loops:
+ * - `per-item`: one message per item (the app before work units);
+ * - `batched`: the same unit messages as the app's leader sends (./units.ts: at most `unitMaxItems` items and
+ *   `unitMaxBytes` bytes of JSON each), one result per unit.
+ * Every storage request is counted (./requestCounter.ts): this process's in memory, the workers' in files.
  */
 
 const WORKER_ENTRY = resolve(__dirname, "baselineWorker.ts");
 const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
 const READY_TIMEOUT_MS = 60_000;
 
-/** Baseline names: its own queues and input container on the same account, so the app's are untouched. */
-export const BASELINE_NAMES = { workQueue: "bench-work", resultsQueue: "bench-results", inputContainer: "bench-inputs" } as const;
+/** Baseline names: its own queues on the same account, so the app's are untouched. */
+export const BASELINE_NAMES = { workQueue: "bench-work", resultsQueue: "bench-results" } as const;
+
+export type BaselineMode = "per-item" | "batched";
 
 /** Every worker process alive, so an exit or Ctrl-C can kill them. */
 const liveWorkers = new Set<ChildProcess>();
@@ -38,59 +46,82 @@ export function killBaselineWorkers(): void {
 
 /** Options of {@link runBaseline}. */
 export interface BaselineOptions {
+  mode: BaselineMode;
   connectionString: string;
-  items: number;
+  job: ScenarioJob;
+  /** The container the job's blobs are in (uploaded beforehand). */
+  inputContainer: string;
+  /** Unit limits of the batched loop (the app's WORK_UNIT_MAX_ITEMS / WORK_UNIT_MAX_BYTES). */
+  unitMaxItems: number;
+  unitMaxBytes: number;
   workers: number;
   label: string;
+  /** Where the workers' request counts go (one file per worker, named from this prefix). */
+  countsPrefix: string;
   /** Give up after this long. */
   maxWaitS: number;
   abortSignal: AbortSignal;
 }
 
 /** What a baseline run measured. */
-export interface BaselineResult {
+export interface BaselineRunResult {
   ok: boolean;
   problem: string | undefined;
+  mode: BaselineMode;
   items: number;
+  /** Work messages sent (one per item, or one per unit). */
+  messages: number;
   startMs: number;
+  /** When the first work message was sent. */
+  firstSendMs: number | undefined;
   endMs: number;
   durationS: number;
   itemsPerS: number;
   matches: boolean;
-  /** Result messages that repeated an item already merged (redeliveries). */
+  /** Result messages that repeated items already merged (redeliveries). */
   duplicates: number;
+  /** Messages the workers processed (executions, had they been functions) and failed. */
   workers: { pid: number | undefined; processed: number | undefined; failed: number | undefined }[];
-  /** The queues it used (named per run). */
+  /** Every storage request of the run: the producer's and consumer's, and the workers'. */
+  counts: RequestCount[];
   queues: { work: string; results: string };
 }
 
-/** Runs the baseline once. */
-export async function runBaseline(options: BaselineOptions): Promise<BaselineResult> {
-  const { connectionString, items } = options;
-  const demo = createDemoJob(items, `bench-baseline/${options.label}`);
-  const queues = QueueServiceClient.fromConnectionString(connectionString, DEFAULT_PIPELINE_OPTIONS);
-  const suffix = options.label.toLowerCase().replace(/[^a-z0-9]+/g, "-");
-  const work = queues.getQueueClient(`${BASELINE_NAMES.workQueue}-${suffix}`);
-  const results = queues.getQueueClient(`${BASELINE_NAMES.resultsQueue}-${suffix}`);
-  const inputs = BlobServiceClient.fromConnectionString(connectionString, DEFAULT_PIPELINE_OPTIONS).getContainerClient(BASELINE_NAMES.inputContainer);
-  // Setup, not timed: the queues, and the input blobs the items name (the runner uploads the app's the same way).
-  await Promise.all([work.createIfNotExists(), results.createIfNotExists(), inputs.createIfNotExists()]);
-  for (let start = 0; start < demo.blobs.length; start += 64) {
-    await Promise.all(demo.blobs.slice(start, start + 64).map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
-  }
-  const workers = await startWorkers(options.workers, { connectionString, workQueue: work.name, resultsQueue: results.name, inputContainer: inputs.containerName });
+/** Runs one baseline loop once. */
+export async function runBaseline(options: BaselineOptions): Promise<BaselineRunResult> {
+  const { connectionString, job, mode } = options;
+  const counter = new RequestCounter("baseline", queueEndpointOf(connectionString));
+  const clients = createStorageClients({ kind: "connectionString", connectionString }, { ...DEFAULT_PIPELINE_OPTIONS, policies: [counter.policy] });
+  const suffix = `${mode}-${options.label}`.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+  const work = clients.queue.getQueueClient(`${BASELINE_NAMES.workQueue}-${suffix}`);
+  const results = clients.queue.getQueueClient(`${BASELINE_NAMES.resultsQueue}-${suffix}`);
+  // Setup, not counted: the queues.
+  await Promise.all([work.createIfNotExists(), results.createIfNotExists()]);
+  const countsFiles = Array.from({ length: options.workers }, (_, index) => `${options.countsPrefix}-${suffix}-worker-${index + 1}.jsonl`);
+  const workers = await startWorkers(countsFiles, { connectionString, workQueue: work.name, resultsQueue: results.name, inputContainer: options.inputContainer });
+  counter.take();
   const jobId = randomUUID();
-  const bodies = demo.spec.items.map((input, item) => encodeBody(JSON.stringify({ v: 1, jobId, item, kind: demo.spec.kind, params: demo.spec.params, input } satisfies BaselineWork), "base64"));
+  const base = { jobId, kind: job.kind, params: job.params };
+  const bodies =
+    mode === "per-item"
+      ? job.items.map((input, item) => JSON.stringify({ v: 1, ...base, item, input } satisfies BaselineWork))
+      : packUnits(job.items, { maxItems: options.unitMaxItems, maxBytes: options.unitMaxBytes }, Buffer.byteLength(JSON.stringify({ v: 2, ...base, first: job.items.length, inputs: [] }))).map((unit) =>
+          JSON.stringify({ v: 2, ...base, first: unit.first, inputs: unit.inputs } satisfies BaselineWork),
+        );
   let problem: string | undefined;
   let aggregate: GroupByPartial = groupByKind.empty();
   let duplicates = 0;
+  let firstSendMs: number | undefined;
   const startMs = Date.now();
   let endMs = startMs;
   try {
     const deadline = AbortSignal.any([options.abortSignal, AbortSignal.timeout(options.maxWaitS * 1000)]);
-    // Every request in flight listens on it (16 sends and a consumer at once): not a leak.
+    // Every request in flight listens on it (64 sends and a consumer at once): not a leak.
     setMaxListeners(0, deadline);
-    const [, consumed] = await Promise.all([produce(work, bodies, deadline), consume(results, items, deadline)]);
+    const [, consumed] = await Promise.all([
+      produce(work, bodies, deadline, () => (firstSendMs ??= Date.now())),
+      consume(results, job.items.length, deadline),
+    ]);
     endMs = Date.now();
     aggregate = consumed.aggregate;
     duplicates = consumed.duplicates;
@@ -99,27 +130,31 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRes
     problem = options.abortSignal.aborted ? "Interrupted." : `The baseline did not finish: ${error instanceof Error ? error.message : String(error)}`;
   }
   const stopped = await stopWorkers(workers);
+  const counts = [...counter.take(), ...readCountFiles(countsFiles)];
   await Promise.all([work.deleteIfExists(), results.deleteIfExists()]).catch(() => undefined);
-  const matches = aggregatesMatch(asAggregate(groupByView(aggregate)), demo.expected);
+  const matches = aggregatesMatch(asAggregate(groupByView(aggregate)), job.expected);
   if (problem === undefined && !matches) problem = "The baseline's aggregate differs from the expected one.";
   const durationS = (endMs - startMs) / 1000;
-  return { ok: problem === undefined, problem, items, startMs, endMs, durationS, itemsPerS: items / Math.max(durationS, 1e-3), matches, duplicates, workers: stopped, queues: { work: work.name, results: results.name } };
+  const items = job.items.length;
+  return { ok: problem === undefined, problem, mode, items, messages: bodies.length, startMs, firstSendMs, endMs, durationS, itemsPerS: items / Math.max(durationS, 1e-3), matches, duplicates, workers: stopped, counts, queues: { work: work.name, results: results.name } };
 }
 
-/** Sends every work message, `BASELINE_SEND_PARALLELISM` at a time (as the leader's dispatch does). */
-async function produce(work: QueueClient, bodies: readonly string[], abortSignal: AbortSignal): Promise<void> {
+/** Sends every work message (base64, as the host reads them), `BASELINE_SEND_PARALLELISM` at a time. */
+async function produce(work: QueueClient, bodies: readonly string[], abortSignal: AbortSignal, onSent: () => void): Promise<void> {
   for (let start = 0; start < bodies.length; start += BASELINE_SEND_PARALLELISM) {
-    await Promise.all(bodies.slice(start, start + BASELINE_SEND_PARALLELISM).map((body) => work.sendMessage(body, { abortSignal })));
+    await Promise.all(bodies.slice(start, start + BASELINE_SEND_PARALLELISM).map((body) => work.sendMessage(encodeBody(body, "base64"), { abortSignal })));
+    onSent();
   }
 }
 
 /** Receives results 32 at a time, merges each item once, deletes them; returns when every item is merged. */
 async function consume(results: QueueClient, items: number, abortSignal: AbortSignal): Promise<{ aggregate: GroupByPartial; duplicates: number }> {
-  const seen = new Set<number>();
+  const seen = new Uint8Array(items);
+  let merged = 0;
   let aggregate = groupByKind.empty();
   let duplicates = 0;
   const delays = pollDelaysMs();
-  while (seen.size < items) {
+  while (merged < items) {
     const received = (await results.receiveMessages({ numberOfMessages: BASELINE_RESULT_BATCH, visibilityTimeout: BASELINE_VISIBILITY_S, abortSignal })).receivedMessageItems;
     if (received.length === 0) {
       await delay(withJitter(delays.next(), 0.2), { abortSignal });
@@ -129,11 +164,13 @@ async function consume(results: QueueClient, items: number, abortSignal: AbortSi
     for (const message of received) {
       const text = decodeBody(message.messageText, "base64");
       if (text === undefined) throw new Error(`result message ${message.messageId} is not base64`);
-      const result = JSON.parse(text) as { item: number; partial: GroupByPartial };
-      if (seen.has(result.item)) duplicates++;
+      const result = JSON.parse(text) as BaselineResult;
+      // Units keep their boundaries: a result's items are all new or all seen.
+      if (seen[result.first] === 1) duplicates++;
       else {
-        seen.add(result.item);
-        aggregate = groupByKind.merge(aggregate, result.partial);
+        seen.fill(1, result.first, result.first + result.count);
+        merged += result.count;
+        aggregate = groupByKind.merge(aggregate, result.partial as GroupByPartial);
       }
     }
     await Promise.all(received.map((message) => results.deleteMessage(message.messageId, message.popReceipt, { abortSignal })));
@@ -146,10 +183,10 @@ interface WorkerProcess {
   stopped: Promise<{ processed: number | undefined; failed: number | undefined }>;
 }
 
-async function startWorkers(count: number, names: { connectionString: string; workQueue: string; resultsQueue: string; inputContainer: string }): Promise<WorkerProcess[]> {
-  const workers = Array.from({ length: count }, (): WorkerProcess & { ready: Promise<void> } => {
+async function startWorkers(countsFiles: readonly string[], names: { connectionString: string; workQueue: string; resultsQueue: string; inputContainer: string }): Promise<WorkerProcess[]> {
+  const workers = countsFiles.map((countsFile): WorkerProcess & { ready: Promise<void> } => {
     const child = spawn(process.execPath, ["--import", TSX_LOADER, WORKER_ENTRY], {
-      env: { ...process.env, BASELINE_STORAGE: names.connectionString, BASELINE_WORK_QUEUE: names.workQueue, BASELINE_RESULTS_QUEUE: names.resultsQueue, BASELINE_INPUT_CONTAINER: names.inputContainer },
+      env: { ...process.env, BASELINE_STORAGE: names.connectionString, BASELINE_WORK_QUEUE: names.workQueue, BASELINE_RESULTS_QUEUE: names.resultsQueue, BASELINE_INPUT_CONTAINER: names.inputContainer, BASELINE_REQUEST_COUNTS_FILE: countsFile },
       stdio: ["pipe", "pipe", "inherit"],
     });
     liveWorkers.add(child);
@@ -191,7 +228,7 @@ async function startWorkers(count: number, names: { connectionString: string; wo
   return workers;
 }
 
-async function stopWorkers(workers: readonly WorkerProcess[]): Promise<BaselineResult["workers"]> {
+async function stopWorkers(workers: readonly WorkerProcess[]): Promise<BaselineRunResult["workers"]> {
   return Promise.all(
     workers.map(async ({ child, stopped }) => {
       child.kill("SIGTERM");

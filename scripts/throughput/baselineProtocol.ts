@@ -1,7 +1,7 @@
 /**
- * The baseline's shared constants, message shape and the protocol lines its worker processes print. The numbers
- * mirror host.json `extensions.queues` and the app (results folded 32 at a time, work sent 16 at a time), so both
- * sides do the same queue operations in the same batch sizes.
+ * The baselines' shared constants, message shapes and the protocol lines their worker processes print. The numbers
+ * mirror host.json `extensions.queues` and the app (results received 32 at a time — the queue's most —, work sent 64
+ * at a time as the leader's dispatch does), so every side does the same queue operations in the same batch sizes.
  */
 
 /** Work messages received at once (host.json batchSize). */
@@ -13,19 +13,22 @@ export const BASELINE_VISIBILITY_S = 30;
 /** Results received at once (the leader's fold batch). */
 export const BASELINE_RESULT_BATCH = 32;
 /** Work messages sent at once (the leader's dispatch parallelism). */
-export const BASELINE_SEND_PARALLELISM = 16;
+export const BASELINE_SEND_PARALLELISM = 64;
 /** Idle back-off: from 100 ms, doubling, up to host.json maxPollingInterval (2 s). */
 export const POLL_MIN_MS = 100;
 export const POLL_MAX_MS = 2_000;
 
-/** A work message, as the app's leader writes it. */
-export interface BaselineWork {
-  v: 1;
+type Input = { inline: string } | { blob: string };
+
+/** A work message: one item (the per-item loop), or a unit of items `first`, `first + 1`, … (the batched loop). */
+export type BaselineWork = { v: 1; jobId: string; item: number; kind: string; params: unknown; input: Input } | { v: 2; jobId: string; first: number; kind: string; params: unknown; inputs: Input[] };
+
+/** A result message: the partial of the message's items (`count` from `first`). */
+export interface BaselineResult {
   jobId: string;
-  item: number;
-  kind: string;
-  params: unknown;
-  input: { inline: string } | { blob: string };
+  first: number;
+  count: number;
+  partial: unknown;
 }
 
 /** A line a baseline worker prints on stdout. */

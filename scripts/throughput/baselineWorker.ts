@@ -1,19 +1,20 @@
-import { BlobServiceClient } from "@azure/storage-blob";
-import { QueueServiceClient, type DequeuedMessageItem } from "@azure/storage-queue";
-import { groupByKind } from "../../src/coordination/groupBy";
-import { DEFAULT_PIPELINE_OPTIONS } from "../../src/storage/clients";
+import type { DequeuedMessageItem } from "@azure/storage-queue";
+import { groupByKind, type GroupByPartial } from "../../src/coordination/groupBy";
+import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/storage/clients";
 import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
 import { delay, withJitter } from "../../src/util/delay";
-import { BASELINE_BATCH_SIZE, BASELINE_NEW_BATCH_THRESHOLD, BASELINE_VISIBILITY_S, formatWorkerLine, pollDelaysMs, type BaselineWork } from "./baselineProtocol";
+import { BASELINE_BATCH_SIZE, BASELINE_NEW_BATCH_THRESHOLD, BASELINE_VISIBILITY_S, formatWorkerLine, pollDelaysMs, type BaselineResult, type BaselineWork } from "./baselineProtocol";
+import { countProcessRequests } from "./requestCounter";
 
 /**
- * One baseline worker process: the raw `@azure/storage-queue` SDK doing what the app's worker does, and nothing
- * else — receive work in batches of 16 (fetching again once no more than 8 are still running, as the host does),
- * read the input blob when the item names one, `groupByKind.process`, send the result, delete the work message. The
- * same back-off as the host while the queue is empty. No host, no leadership, no state.
+ * One baseline worker process: the raw storage SDKs doing what the app's worker does, and nothing else — receive
+ * work in batches of 16 (fetching again once no more than 8 are still running, as the host does), read each input
+ * blob an item names, `groupByKind.process` each item and merge a unit's partials, send one result per message,
+ * delete the work message. The same back-off as the host while the queue is empty. No host, no leadership, no state.
  *
  * Environment: BASELINE_STORAGE (connection string), BASELINE_WORK_QUEUE, BASELINE_RESULTS_QUEUE,
- * BASELINE_INPUT_CONTAINER. Prints protocol lines (./baselineProtocol.ts); stops on SIGTERM or when stdin closes.
+ * BASELINE_INPUT_CONTAINER, BASELINE_REQUEST_COUNTS_FILE (count its storage requests there). Prints protocol lines
+ * (./baselineProtocol.ts); stops on SIGTERM or when stdin closes.
  */
 
 function setting(name: string): string {
@@ -24,10 +25,11 @@ function setting(name: string): string {
 
 async function main(): Promise<void> {
   const connectionString = setting("BASELINE_STORAGE");
-  const queues = QueueServiceClient.fromConnectionString(connectionString, DEFAULT_PIPELINE_OPTIONS);
-  const work = queues.getQueueClient(setting("BASELINE_WORK_QUEUE"));
-  const results = queues.getQueueClient(setting("BASELINE_RESULTS_QUEUE"));
-  const inputs = BlobServiceClient.fromConnectionString(connectionString, DEFAULT_PIPELINE_OPTIONS).getContainerClient(setting("BASELINE_INPUT_CONTAINER"));
+  countProcessRequests(setting("BASELINE_REQUEST_COUNTS_FILE"), "baseline-worker", connectionString);
+  const clients = createStorageClients({ kind: "connectionString", connectionString }, DEFAULT_PIPELINE_OPTIONS);
+  const work = clients.queue.getQueueClient(setting("BASELINE_WORK_QUEUE"));
+  const results = clients.queue.getQueueClient(setting("BASELINE_RESULTS_QUEUE"));
+  const inputs = clients.blob.getContainerClient(setting("BASELINE_INPUT_CONTAINER"));
   const controller = new AbortController();
   /** A function, not the property: TypeScript would keep a checked `aborted` narrowed across awaits. */
   const stopping = (): boolean => controller.signal.aborted;
@@ -41,9 +43,9 @@ async function main(): Promise<void> {
   let failed = 0;
   const running = new Set<Promise<void>>();
 
-  async function readInput(message: BaselineWork): Promise<string> {
-    if ("inline" in message.input) return message.input.inline;
-    const response = await inputs.getBlobClient(message.input.blob).download();
+  async function readInput(input: { inline: string } | { blob: string }): Promise<string> {
+    if ("inline" in input) return input.inline;
+    const response = await inputs.getBlobClient(input.blob).download();
     const stream = response.readableStreamBody;
     if (stream === undefined) return "";
     const chunks: Buffer[] = [];
@@ -56,8 +58,13 @@ async function main(): Promise<void> {
       const text = decodeBody(item.messageText, "base64");
       if (text === undefined) throw new Error(`message ${item.messageId} is not base64`);
       const message = JSON.parse(text) as BaselineWork;
-      const partial = groupByKind.process(await readInput(message), groupByKind.paramsSchema.parse(message.params));
-      await results.sendMessage(encodeBody(JSON.stringify({ v: 1, jobId: message.jobId, item: message.item, ok: true, partial }), "base64"));
+      const params = groupByKind.paramsSchema.parse(message.params);
+      const items = message.v === 1 ? [message.input] : message.inputs;
+      let partial: GroupByPartial = groupByKind.empty();
+      // One item after another, as the app's worker does a unit's.
+      for (const input of items) partial = groupByKind.merge(partial, groupByKind.process(await readInput(input), params));
+      const result: BaselineResult = { jobId: message.jobId, first: message.v === 1 ? message.item : message.first, count: items.length, partial };
+      await results.sendMessage(encodeBody(JSON.stringify(result), "base64"));
       await work.deleteMessage(item.messageId, item.popReceipt);
       processed++;
     } catch (error) {

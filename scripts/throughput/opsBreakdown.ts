@@ -1,7 +1,7 @@
-import type { RequestCount, RequestSource } from "./proxyProtocol";
+import type { RequestCount } from "./requestCounter";
 
 /**
- * Gives the proxy's raw request counts their meaning: which queue or container, which operation, idle poll or not;
+ * Gives the raw request counts (./requestCounter.ts) their meaning: which queue or container, which operation, idle poll or not;
  * then sums them over a time window and per item.
  */
 
@@ -90,11 +90,6 @@ export function groupOf(operation: string): OpGroup {
     if (verb === "write" || verb === "delete") return "blobWrite";
   }
   return "other";
-}
-
-/** The counts of `sources` in the time window [fromMs, toMs). */
-export function selectCounts(counts: readonly RequestCount[], window: { fromMs: number; toMs: number; sources: readonly RequestSource[] }): RequestCount[] {
-  return counts.filter((count) => count.atMs >= window.fromMs && count.atMs < window.toMs && window.sources.includes(count.source));
 }
 
 /** Sums requests by operation and group, per item. */

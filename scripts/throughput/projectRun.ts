@@ -1,34 +1,58 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { BlobServiceClient } from "@azure/storage-blob";
-import { readSettings } from "../../src/config/settings";
-import { keys } from "../../src/coordination/jobState";
-import { runLocal } from "../local";
-import { MemorySampler, type InstanceMemory } from "./memorySampler";
+import { createCoordinatorApp } from "../../src/app/context";
+import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
+import { delay } from "../../src/util/delay";
+import { aggregatesMatch, asAggregate } from "../local/demoData";
+import { InstanceProcess, type InstanceHandlers } from "../local/instances";
+import { instanceEnv, waitForReady } from "../local/run";
+import { billedGbSeconds } from "./cost";
+import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
+import type { ScenarioJob } from "./scenarios";
 
 /**
- * One project run: the local runner's instance processes (the real Functions registrations through the host
- * emulator) on storage reached through the counting proxy, one demo job of `items` items. Times the job from its
- * submission (`createdAt`) to its completion (`completedAt`, written by the leader's last fold), samples the
- * instances' peak RSS, and reads the size of the job's state blob.
+ * One project run: fresh instance processes of the real app on the local host (the real Functions registrations,
+ * timer on the given schedule, queue triggers with host.json's settings), one job submitted through the library
+ * (`submitJob`, which also wakes the coordinator, as HTTP and the CLI do). Measures, from the start of the submission:
+ * the first dispatch (status polled every 50 ms until `dispatched > 0`, then every 500 ms), and completion (the
+ * leader's `completedAt`). Counts every storage request of the instances and the submission (./requestCounter.ts;
+ * the benchmark's status polls are not counted), every function execution (the host's "Executing" lines) and their
+ * billed time. With `memory`, also each instance's idle RSS before the submission and its peak during the job.
  */
+
+/** Requests this long after completion still count (the last messages' deletes). */
+export const TAIL_MS = 400;
+const FAST_POLL_MS = 50;
+const SLOW_POLL_MS = 500;
+const INSTANCE_STOP_TIMEOUT_MS = 35_000;
 
 /** Options of {@link runProject}. */
 export interface ProjectRunOptions {
-  /** Storage for the instances (through the proxy). */
   connectionString: string;
-  /** Storage for the benchmark's own look at the state blob (Azurite directly, so it is not counted). */
-  directConnectionString: string;
-  items: number;
+  /** The job: inline or blob items, or a manifest blob already in the input container. */
+  job: ScenarioJob;
+  manifest?: string;
   instances: number;
   schedule: string;
-  dispatchBatchSize: number;
-  /** Where the runner's events, logs and timeline go. */
+  /** Extra app settings for the instances. */
+  settings?: Record<string, string>;
   outputDir: string;
   label: string;
   maxWaitS: number;
+  /** Measure the instances' memory: idle RSS after `memoryIdleWaitS`, then the peak during the job. */
+  memory?: { idleWaitS: number };
   abortSignal: AbortSignal;
+  log: (line: string) => void;
+}
+
+/** What one instance did. */
+export interface InstanceReport {
+  name: string;
+  pid: number | undefined;
+  /** Terms it started during the job (lease-acquired events). */
+  termsLed: number;
+  idleRssMiB?: number;
+  peakRssMiB?: number;
 }
 
 /** What a project run measured. */
@@ -37,110 +61,176 @@ export interface ProjectRunResult {
   problem: string | undefined;
   items: number;
   jobId: string | undefined;
-  /** Submission (createdAt) and completion (completedAt), wall clock ms. */
-  createdAtMs: number | undefined;
+  submitStartMs: number;
+  firstDispatchMs: number | undefined;
   completedAtMs: number | undefined;
-  /** When the leader registered the job (its first step after the submission). */
-  registeredAtMs: number | undefined;
-  durationS: number | undefined;
+  submitToFirstDispatchS: number | undefined;
+  submitToCompletedS: number | undefined;
   itemsPerS: number | undefined;
-  /** Items per second from registration to completion (without the wait for the first timer tick). */
-  itemsPerSAfterRegistration: number | undefined;
-  /** The whole run (instances starting … stopped), s. */
-  wallS: number;
-  runStartMs: number;
-  runEndMs: number;
   matches: boolean;
-  instances: InstanceMemory[];
-  stateBlobBytes: number | undefined;
-  eventsPath: string;
+  /** Requests of the instances and the submission, from the submission's start to {@link TAIL_MS} after completion. */
+  counts: RequestCount[];
+  /** Function executions in the same window, by function. */
+  executions: Record<string, number>;
+  /** Billed execution time of those executions (estimate, see ./cost.ts billedGbSeconds). */
+  gbSeconds: number;
+  instances: InstanceReport[];
+  status: JobStatus | undefined;
 }
+
+interface Invocation {
+  instance: string;
+  functionName: string;
+  startMs: number;
+  endMs?: number;
+}
+
+const EXECUTING = /^Executing 'Functions\.([^']+)' \(Reason='.*', Id=([^)]+)\)$/;
+const EXECUTED = /^Executed 'Functions\.([^']+)' \((?:Succeeded|Failed), Id=([^,]+), Duration=(\d+)ms\)/;
 
 /** Runs the project once. Never throws for a failed job: `ok` and `problem` say. */
 export async function runProject(options: ProjectRunOptions): Promise<ProjectRunResult> {
-  const eventsPath = join(options.outputDir, `events-${options.label}.jsonl`);
-  const sampler = new MemorySampler(eventsPath);
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    COORDINATION_STORAGE: options.connectionString,
-    DISPATCH_BATCH_SIZE: String(options.dispatchBatchSize),
+  const { env } = instanceEnv({ ...process.env, ...options.settings }, options.connectionString, options.schedule);
+  const countsFiles: string[] = [];
+  const invocations = new Map<string, Invocation>();
+  const leaseAcquired: { instance: string; atMs: number }[] = [];
+  const handlers: InstanceHandlers = {
+    onEvent: (instance, line) => {
+      if (line.type === "lease-acquired") leaseAcquired.push({ instance: instance.name, atMs: Date.now() });
+    },
+    onLog: (instance, line) => {
+      const started = EXECUTING.exec(line.message);
+      if (started?.[1] !== undefined && started[2] !== undefined) {
+        invocations.set(started[2], { instance: instance.name, functionName: started[1], startMs: Date.parse(line.ts) });
+        return;
+      }
+      const ended = EXECUTED.exec(line.message);
+      const invocation = ended?.[2] === undefined ? undefined : invocations.get(ended[2]);
+      if (invocation !== undefined) invocation.endMs = Date.parse(line.ts);
+    },
+    onReady: () => undefined,
+    onExit: () => undefined,
   };
-  const runStartMs = Date.now();
-  let result;
-  try {
-    result = await runLocal({
-      instances: options.instances,
-      schedule: options.schedule,
-      items: options.items,
-      env,
-      live: "off",
-      output: new Writable({ write: (_chunk, _encoding, done) => done() }),
-      eventsPath,
-      timelinePath: join(options.outputDir, `timeline-${options.label}.svg`),
-      outputDir: options.outputDir,
-      maxWaitS: options.maxWaitS,
-      settleS: 1,
-      abortSignal: options.abortSignal,
-    });
-  } finally {
-    sampler.sample();
+  const instances: InstanceProcess[] = [];
+  for (let index = 1; index <= options.instances; index++) {
+    const name = `instance-${index}`;
+    const countsFile = join(options.outputDir, `requests-${options.label}-${name}.jsonl`);
+    countsFiles.push(countsFile);
+    instances.push(new InstanceProcess(name, { ...env, LOCAL_REQUEST_COUNTS_FILE: countsFile }, handlers));
   }
-  const runEndMs = Date.now();
-  const instances = sampler.stop();
-  const status = result.status;
-  const createdAtMs = status === undefined ? undefined : Date.parse(status.createdAt);
-  const completedAtMs = status?.completedAt === undefined ? undefined : Date.parse(status.completedAt);
-  const registeredAtMs = result.jobId === undefined ? undefined : registrationTime(eventsPath, result.jobId);
-  const durationS = createdAtMs !== undefined && completedAtMs !== undefined ? (completedAtMs - createdAtMs) / 1000 : undefined;
-  const afterRegistrationS = registeredAtMs !== undefined && completedAtMs !== undefined ? (completedAtMs - registeredAtMs) / 1000 : undefined;
-  const settings = readSettings(env);
-  const stateBlobBytes = result.jobId === undefined ? undefined : await blobSize(options.directConnectionString, settings.STATE_CONTAINER, keys.jobState(result.jobId));
-  return {
-    ok: result.exitCode === 0,
-    problem: result.problem,
-    items: options.items,
-    jobId: result.jobId,
-    createdAtMs,
-    completedAtMs,
-    registeredAtMs,
-    durationS,
-    itemsPerS: durationS === undefined || durationS <= 0 ? undefined : options.items / durationS,
-    itemsPerSAfterRegistration: afterRegistrationS === undefined || afterRegistrationS <= 0 ? undefined : options.items / afterRegistrationS,
-    wallS: (runEndMs - runStartMs) / 1000,
-    runStartMs,
-    runEndMs,
-    matches: result.matches,
-    instances,
-    stateBlobBytes,
-    eventsPath,
-  };
-}
-
-/** The time of the job's `job-registered` event, from the events file. */
-function registrationTime(eventsPath: string, jobId: string): number | undefined {
-  let text: string;
+  const submitCounter = new RequestCounter("submitter", queueEndpointOf(options.connectionString));
+  const submitter = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-submitter" }, { policies: [submitCounter.policy] });
+  const poller = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-poller" });
+  const reports: InstanceReport[] = [];
+  let problem: string | undefined;
+  let jobId: string | undefined;
+  let status: JobStatus | undefined;
+  let firstDispatchMs: number | undefined;
+  let submitStartMs = Date.now();
   try {
-    text = readFileSync(eventsPath, "utf8");
-  } catch {
-    return undefined;
-  }
-  for (const line of text.split("\n")) {
-    if (!line.includes("job-registered") || !line.includes(jobId)) continue;
-    try {
-      const record = JSON.parse(line) as { type?: unknown; jobId?: unknown; ts?: unknown };
-      if (record.type === "job-registered" && record.jobId === jobId && typeof record.ts === "string") return Date.parse(record.ts);
-    } catch {
-      // a torn line: keep looking
+    await waitForReady(instances, options.abortSignal);
+    const idle = new Map<string, number>();
+    if (options.memory !== undefined) {
+      options.log(`  waiting ${options.memory.idleWaitS} s for the instances to idle (a timer tick included)…`);
+      await delay(options.memory.idleWaitS * 1000, { abortSignal: options.abortSignal });
+      for (const instance of instances) {
+        const pid = instance.state.pid;
+        const rss = pid === undefined ? undefined : readRssKiB(pid, "VmRSS");
+        if (rss !== undefined) idle.set(instance.state.name, rss);
+        // From here on VmHWM is the peak since the submission (Linux: clear_refs 5 resets it).
+        if (pid !== undefined) resetPeakRss(pid);
+      }
     }
+    const body = options.manifest !== undefined ? { kind: options.job.kind, params: options.job.params, manifest: options.manifest } : { kind: options.job.kind, params: options.job.params, items: options.job.items };
+    submitCounter.take();
+    submitStartMs = Date.now();
+    const submitted = await submitJob(submitter, body, { abortSignal: options.abortSignal });
+    if (!submitted.ok) throw new Error(`The app rejected the job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`);
+    jobId = submitted.id;
+    const deadline = submitStartMs + options.maxWaitS * 1000;
+    for (;;) {
+      status = await getJobStatus(poller, jobId, { abortSignal: options.abortSignal });
+      if (firstDispatchMs === undefined && (status?.progress.dispatched ?? 0) > 0) firstDispatchMs = Date.now();
+      if (status !== undefined && status.status !== "pending" && status.status !== "running") break;
+      if (Date.now() > deadline) throw new Error(`The job did not end within ${options.maxWaitS} s (status ${status?.status ?? "unknown"}, ${status?.progress.done ?? 0} of ${options.job.items.length} done).`);
+      await delay(firstDispatchMs === undefined ? FAST_POLL_MS : SLOW_POLL_MS, { abortSignal: options.abortSignal });
+    }
+    if (status.status !== "completed") problem = `The job ended as ${status.status}${status.failureReason === undefined ? "" : `: ${status.failureReason}`}.`;
+    // The last deletes, and the instances' last count flushes.
+    await delay(TAIL_MS + 1000, { abortSignal: options.abortSignal });
+    for (const instance of instances) {
+      const pid = instance.state.pid;
+      reports.push({
+        name: instance.state.name,
+        pid,
+        termsLed: 0,
+        ...(options.memory === undefined || pid === undefined ? {} : { idleRssMiB: mib(idle.get(instance.state.name)), peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }),
+      });
+    }
+  } catch (error) {
+    problem = options.abortSignal.aborted ? "Interrupted." : (error as Error).message;
+  } finally {
+    await Promise.all(instances.map((instance) => instance.stop(INSTANCE_STOP_TIMEOUT_MS)));
   }
-  return undefined;
+  const completedAtMs = status?.completedAt === undefined ? undefined : Date.parse(status.completedAt);
+  const fromMs = submitStartMs;
+  const toMs = (completedAtMs ?? Date.now()) + TAIL_MS;
+  const inWindow = (atMs: number): boolean => atMs >= fromMs - (fromMs % 200) && atMs < toMs;
+  const counts = [...submitCounter.take(), ...readCountFiles(countsFiles)].filter((count) => inWindow(count.atMs));
+  const executions: Record<string, number> = {};
+  const intervals = new Map<string, [number, number][]>();
+  for (const invocation of invocations.values()) {
+    if (invocation.startMs < fromMs || invocation.startMs >= toMs) continue;
+    executions[invocation.functionName] = (executions[invocation.functionName] ?? 0) + 1;
+    const list = intervals.get(invocation.instance) ?? [];
+    list.push([invocation.startMs, invocation.endMs ?? invocation.startMs]);
+    intervals.set(invocation.instance, list);
+  }
+  for (const report of reports) report.termsLed = leaseAcquired.filter((entry) => entry.instance === report.name && entry.atMs >= fromMs && entry.atMs < toMs).length;
+  const matches = aggregatesMatch(asAggregate(status?.aggregate), options.job.expected);
+  if (problem === undefined && !matches) problem = "The job completed, but its aggregate differs from the expected one.";
+  const seconds = (endMs: number | undefined): number | undefined => (endMs === undefined ? undefined : (endMs - submitStartMs) / 1000);
+  const submitToCompletedS = seconds(completedAtMs);
+  return {
+    ok: problem === undefined,
+    problem,
+    items: options.job.items.length,
+    jobId,
+    submitStartMs,
+    firstDispatchMs,
+    completedAtMs,
+    submitToFirstDispatchS: seconds(firstDispatchMs),
+    submitToCompletedS,
+    itemsPerS: submitToCompletedS === undefined || submitToCompletedS <= 0 ? undefined : options.job.items.length / submitToCompletedS,
+    matches,
+    counts,
+    executions,
+    gbSeconds: billedGbSeconds([...intervals.values()]),
+    instances: reports,
+    status,
+  };
 }
 
-async function blobSize(connectionString: string, container: string, name: string): Promise<number | undefined> {
+/** VmRSS or VmHWM of a process in KiB (Linux); undefined when it cannot be read. */
+export function readRssKiB(pid: number, field: "VmRSS" | "VmHWM"): number | undefined {
   try {
-    const properties = await BlobServiceClient.fromConnectionString(connectionString).getContainerClient(container).getBlobClient(name).getProperties();
-    return properties.contentLength;
+    const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match?.[1] === undefined ? undefined : Number(match[1]);
   } catch {
     return undefined;
   }
+}
+
+/** Resets a process's VmHWM to its current RSS (Linux, `clear_refs` 5); false when it cannot. */
+function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function mib(kib: number | undefined): number | undefined {
+  return kib === undefined ? undefined : Math.round((kib / 1024) * 10) / 10;
 }

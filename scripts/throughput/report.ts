@@ -1,40 +1,49 @@
-import { OP_GROUPS, round, type OpDetail, type OpGroup, type OpsSummary } from "./opsBreakdown";
+import { costPerMillion, requestsByPriceClass, type CostPerMillion } from "./cost";
+import { round, summarizeOps, type OpsSummary, type StorageRoles } from "./opsBreakdown";
+import type { RequestCount } from "./requestCounter";
 
-/** The JSON report of `bench:throughput` and the tables it prints. */
+/** The JSON report of `bench:throughput`, its targets, and the tables it prints. */
 
-/** The issue's targets. */
-export const TARGETS = { ratioMin: 0.7, opsPerItemMax: 6 } as const;
+/** Issue 9's targets. */
+export const TARGETS = {
+  smallVsPerItemMin: 2,
+  smallVsBatchedMin: 0.8,
+  smallOpsPerItemMax: 0.5,
+  smallExecutionsPerItemMax: 0.1,
+  blobVsPerItemMin: 0.9,
+  submitToFirstDispatchMedianMaxS: 2,
+  leaderRssGrowthMaxMiB: 40,
+} as const;
+
+export type Implementation = "project" | "perItem" | "batched";
+export const IMPLEMENTATIONS: readonly Implementation[] = ["project", "perItem", "batched"];
 
 /** One timed run of one implementation. */
-export interface RoundReport {
+export interface RunSample {
   round: number;
   /** Position in the round: 1 ran first. */
   order: number;
   ok: boolean;
   problem?: string;
   items: number;
-  durationS: number | undefined;
   itemsPerS: number | undefined;
-  opsPerItem: number;
-  [extra: string]: unknown;
+  submitToFirstDispatchS: number | undefined;
+  submitToCompletedS: number | undefined;
+  counts: RequestCount[];
+  /** Executions by function (the baselines': their worker's messages, as if each were a function execution). */
+  executions: Record<string, number>;
+  /** Billed execution time, GB-s (the project only). */
+  gbSeconds: number | undefined;
+  loadAverage1m: [number, number];
+  extra?: Record<string, unknown>;
 }
 
-/** One implementation over every round. */
-export interface ImplementationReport {
-  items: number;
-  /** Median over the rounds that completed. */
-  itemsPerS: number | undefined;
-  /** Median over the rounds that completed, s. */
-  durationS: number | undefined;
-  /** Requests in the timed windows of every round, divided by the items of every round. */
-  opsPerItem: number;
-  opsBreakdown: Record<OpGroup, number>;
-  /** Per detailed operation: requests, failed answers, messages returned, and requests per item. */
-  opsDetail: Record<string, OpDetail & { perItem: number }>;
-  /** Mean messages per non-empty receive. */
-  receiveBatch: OpsSummary["receiveBatch"];
-  rounds: RoundReport[];
-  [extra: string]: unknown;
+/** Median, min and max of the defined values. */
+export interface Spread {
+  median: number | undefined;
+  min: number | undefined;
+  max: number | undefined;
+  values: number[];
 }
 
 /** Median of the defined values; undefined when there are none. */
@@ -46,70 +55,132 @@ export function median(values: readonly (number | undefined)[]): number | undefi
   return sorted.length % 2 === 1 ? upper : ((sorted[middle - 1] ?? upper) + upper) / 2;
 }
 
-/** The implementation's report from its rounds and the summary of its counted operations. */
-export function implementationReport(items: number, rounds: RoundReport[], ops: OpsSummary, extra: Record<string, unknown> = {}): ImplementationReport {
-  const totalItems = rounds.reduce((sum, entry) => sum + entry.items, 0);
-  const opsDetail = Object.fromEntries(Object.entries(ops.detail).map(([name, detail]) => [name, { ...detail, perItem: round(detail.requests / Math.max(1, totalItems), 3) }]));
-  // A failed round did not process every item: its rate says nothing.
-  const completed = rounds.filter((entry) => entry.ok);
-  const itemsPerS = median(completed.map((entry) => entry.itemsPerS));
-  const durationS = median(completed.map((entry) => entry.durationS));
+export function spread(values: readonly (number | undefined)[], digits: number): Spread {
+  const defined = values.filter((value): value is number => value !== undefined).map((value) => round(value, digits));
+  const mid = median(defined);
+  return { median: mid === undefined ? undefined : round(mid, digits), min: defined.length === 0 ? undefined : Math.min(...defined), max: defined.length === 0 ? undefined : Math.max(...defined), values: defined };
+}
+
+/** One implementation in one scenario, over its rounds. */
+export interface ImplementationSummary {
+  /** Median over the rounds that completed. */
+  itemsPerS: number | undefined;
+  submitToFirstDispatchS: Spread;
+  submitToCompletedS: Spread;
+  /** Requests of every round, divided by the items of every round. */
+  opsPerItem: number;
+  opsBreakdown: OpsSummary["groupsPerItem"];
+  opsDetail: Record<string, { requests: number; failed: number; perItem: number }>;
+  executionsPerItem: number;
+  executionsByFunction: Record<string, number>;
+  gbSecondsPerItem: number | undefined;
+  costPerMillionItemsUSD: number;
+  cost: CostPerMillion;
+  rounds: (Omit<RunSample, "counts"> & { counts: undefined })[];
+}
+
+/** Sums an implementation's rounds. */
+export function summarizeImplementation(samples: readonly RunSample[], roles: StorageRoles): ImplementationSummary {
+  const items = samples.reduce((sum, sample) => sum + sample.items, 0);
+  const counts = samples.flatMap((sample) => sample.counts);
+  const ops = summarizeOps(counts, { items, roles });
+  const executionsByFunction: Record<string, number> = {};
+  for (const sample of samples) for (const [name, count] of Object.entries(sample.executions)) executionsByFunction[name] = (executionsByFunction[name] ?? 0) + count;
+  const executions = Object.values(executionsByFunction).reduce((sum, count) => sum + count, 0);
+  const gbSeconds = samples.every((sample) => sample.gbSeconds !== undefined) ? samples.reduce((sum, sample) => sum + (sample.gbSeconds ?? 0), 0) : undefined;
+  const cost = costPerMillion(requestsByPriceClass(counts), executions, items, gbSeconds);
+  const completed = samples.filter((sample) => sample.ok);
+  const itemsPerS = median(completed.map((sample) => sample.itemsPerS));
   return {
-    items,
     itemsPerS: itemsPerS === undefined ? undefined : round(itemsPerS, 1),
-    durationS: durationS === undefined ? undefined : round(durationS, 2),
+    submitToFirstDispatchS: spread(completed.map((sample) => sample.submitToFirstDispatchS), 2),
+    submitToCompletedS: spread(completed.map((sample) => sample.submitToCompletedS), 2),
     opsPerItem: ops.perItem,
     opsBreakdown: ops.groupsPerItem,
-    opsDetail,
-    receiveBatch: ops.receiveBatch,
-    ...extra,
-    rounds,
+    opsDetail: Object.fromEntries(Object.entries(ops.detail).map(([name, detail]) => [name, { requests: detail.requests, failed: detail.failed, perItem: round(detail.requests / Math.max(1, items), 4) }])),
+    executionsPerItem: round(executions / Math.max(1, items), 4),
+    executionsByFunction,
+    gbSecondsPerItem: gbSeconds === undefined ? undefined : round(gbSeconds / Math.max(1, items), 5),
+    costPerMillionItemsUSD: cost.totalUSD,
+    cost,
+    rounds: samples.map((sample) => ({ ...sample, counts: undefined })),
   };
 }
 
-const GROUP_LABELS: Record<OpGroup, string> = {
-  workSend: "work send",
-  workReceive: "work receive",
-  workDelete: "work delete",
-  resultsSend: "results send",
-  resultsReceive: "results receive",
-  resultsDelete: "results delete",
-  blobRead: "blob reads",
-  blobWrite: "blob writes",
-  lease: "lease ops",
-  polling: "polling (empty receives)",
-  other: "other",
-};
+/** A scenario's figures: the project's, beside both baselines', and its targets. */
+export interface ScenarioReport {
+  items: number;
+  meanItemBytes: number;
+  ratioVsPerItem: number | undefined;
+  ratioVsBatched: number | undefined;
+  opsPerItem: number;
+  executionsPerItem: number;
+  costPerMillionItemsUSD: number;
+  submitToFirstDispatchS: Spread;
+  submitToCompletedS: Spread;
+  itemsPerS: Record<Implementation, number | undefined>;
+  targets: Record<string, { target: string; value: number | undefined; met: boolean }>;
+  project: ImplementationSummary;
+  perItem: ImplementationSummary;
+  batched: ImplementationSummary;
+}
 
-/** The throughput and operations tables. */
-export function throughputTable(baseline: ImplementationReport, project: ImplementationReport, ratio: number | undefined): string[] {
-  const lines: string[] = [];
+/** Builds a scenario's report from its summaries. */
+export function scenarioReport(name: "small" | "blob", items: number, meanItemBytes: number, summaries: Record<Implementation, ImplementationSummary>): ScenarioReport {
+  const { project, perItem, batched } = summaries;
+  const ratio = (other: ImplementationSummary): number | undefined => (project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0 ? round(project.itemsPerS / other.itemsPerS, 3) : undefined);
+  const ratioVsPerItem = ratio(perItem);
+  const ratioVsBatched = ratio(batched);
+  const atLeast = (value: number | undefined, min: number): boolean => value !== undefined && value >= min;
+  const atMost = (value: number | undefined, max: number): boolean => value !== undefined && value <= max;
+  const firstDispatch = project.submitToFirstDispatchS.median;
+  const targets: ScenarioReport["targets"] =
+    name === "small"
+      ? {
+          ratioVsPerItem: { target: `≥ ${TARGETS.smallVsPerItemMin}×`, value: ratioVsPerItem, met: atLeast(ratioVsPerItem, TARGETS.smallVsPerItemMin) },
+          ratioVsBatched: { target: `≥ ${TARGETS.smallVsBatchedMin}×`, value: ratioVsBatched, met: atLeast(ratioVsBatched, TARGETS.smallVsBatchedMin) },
+          opsPerItem: { target: `≤ ${TARGETS.smallOpsPerItemMax}`, value: project.opsPerItem, met: atMost(project.opsPerItem, TARGETS.smallOpsPerItemMax) },
+          executionsPerItem: { target: `≤ ${TARGETS.smallExecutionsPerItemMax}`, value: project.executionsPerItem, met: atMost(project.executionsPerItem, TARGETS.smallExecutionsPerItemMax) },
+          submitToFirstDispatchMedianS: { target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`, value: firstDispatch, met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS) },
+        }
+      : {
+          ratioVsPerItem: { target: `≥ ${TARGETS.blobVsPerItemMin}×`, value: ratioVsPerItem, met: atLeast(ratioVsPerItem, TARGETS.blobVsPerItemMin) },
+          submitToFirstDispatchMedianS: { target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`, value: firstDispatch, met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS) },
+        };
+  return {
+    items,
+    meanItemBytes: round(meanItemBytes, 1),
+    ratioVsPerItem,
+    ratioVsBatched,
+    opsPerItem: project.opsPerItem,
+    executionsPerItem: project.executionsPerItem,
+    costPerMillionItemsUSD: project.costPerMillionItemsUSD,
+    submitToFirstDispatchS: project.submitToFirstDispatchS,
+    submitToCompletedS: project.submitToCompletedS,
+    itemsPerS: { project: project.itemsPerS, perItem: perItem.itemsPerS, batched: batched.itemsPerS },
+    targets,
+    project,
+    perItem,
+    batched,
+  };
+}
+
+/** The console table of one scenario. */
+export function scenarioTable(name: string, report: ScenarioReport): string[] {
   const fmt = (value: number | undefined, digits: number): string => (value === undefined ? "—" : value.toFixed(digits));
-  lines.push(`${"".padEnd(26)}${"baseline".padStart(12)}${"project".padStart(12)}`);
-  const row = (label: string, a: string, b: string): void => {
-    lines.push(`${label.padEnd(26)}${a.padStart(12)}${b.padStart(12)}`);
+  const lines = [`Scenario ${name}: ${report.items} items (${report.meanItemBytes} bytes each on average)`];
+  const row = (label: string, values: [string, string, string]): void => {
+    lines.push(`  ${label.padEnd(34)}${values.map((value) => value.padStart(12)).join("")}`);
   };
-  row("items per job", String(baseline.items), String(project.items));
-  row("items/s (median)", fmt(baseline.itemsPerS, 1), fmt(project.itemsPerS, 1));
-  row("job time, s (median)", fmt(baseline.durationS, 2), fmt(project.durationS, 2));
-  row("storage ops per item", fmt(baseline.opsPerItem, 2), fmt(project.opsPerItem, 2));
-  for (const group of OP_GROUPS) row(`  ${GROUP_LABELS[group]}`, fmt(baseline.opsBreakdown[group], 3), fmt(project.opsBreakdown[group], 3));
-  row("msgs per work receive", fmt(baseline.receiveBatch.work, 1), fmt(project.receiveBatch.work, 1));
-  row("msgs per results receive", fmt(baseline.receiveBatch.results, 1), fmt(project.receiveBatch.results, 1));
-  lines.push("");
-  const ratioMet = ratio !== undefined && ratio >= TARGETS.ratioMin;
-  const opsMet = project.opsPerItem <= TARGETS.opsPerItemMax;
-  lines.push(`Throughput ratio project/baseline: ${fmt(ratio, 2)}× (target ≥ ${TARGETS.ratioMin}×) — ${ratioMet ? "met" : "NOT met"}`);
-  lines.push(`Project storage ops per item: ${fmt(project.opsPerItem, 2)} (target ≤ ${TARGETS.opsPerItemMax}) — ${opsMet ? "met" : "NOT met"}`);
+  row("", ["project", "per-item", "batched"]);
+  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string] => [pick(report.project), pick(report.perItem), pick(report.batched)];
+  row("items/s (median)", each((s) => fmt(s.itemsPerS, 1)));
+  row("submit → first dispatch, s (median)", each((s) => fmt(s.submitToFirstDispatchS.median, 2)));
+  row("submit → completed, s (median)", each((s) => fmt(s.submitToCompletedS.median, 2)));
+  row("storage ops per item", each((s) => fmt(s.opsPerItem, 3)));
+  row("executions per item", each((s) => fmt(s.executionsPerItem, 4)));
+  row("USD per million items", each((s) => fmt(s.costPerMillionItemsUSD, 3)));
+  row("  + execution time (GB-s) estimate", each((s) => fmt(s.cost.computeEstimateUSD, 3)));
+  for (const [target, entry] of Object.entries(report.targets)) lines.push(`  target ${target} ${entry.target}: ${fmt(entry.value, 3)} — ${entry.met ? "met" : "NOT met"}`);
   return lines;
-}
-
-/** The project's detailed operations, most frequent first. */
-export function detailTable(title: string, report: ImplementationReport): string[] {
-  const entries = Object.entries(report.opsDetail).sort(([, a], [, b]) => b.requests - a.requests);
-  return [
-    title,
-    `  ${"operation".padEnd(26)}${"requests".padStart(10)}${"per item".padStart(10)}${"failed".padStart(8)}`,
-    ...entries.map(([name, detail]) => `  ${name.padEnd(26)}${String(detail.requests).padStart(10)}${detail.perItem.toFixed(3).padStart(10)}${String(detail.failed).padStart(8)}`),
-  ];
 }

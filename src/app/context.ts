@@ -11,7 +11,7 @@ import { BlobLeaseStore } from "../lease/BlobLeaseStore";
 import type { LeaseStore } from "../lease/LeaseStore";
 import { LeaderElector } from "../leadership/LeaderElector";
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../storage/BlobFilesStore";
-import { connectionFromSettings, createStorageClients } from "../storage/clients";
+import { connectionFromSettings, createStorageClients, DEFAULT_PIPELINE_OPTIONS, type StorageClientOptions } from "../storage/clients";
 import { StorageQueue } from "../storage/StorageQueue";
 import type { Logger } from "../util/logger";
 import type { AppEvent } from "./events";
@@ -78,13 +78,14 @@ export interface AppParts extends CoordinationPorts {
 
 /**
  * Builds the app from settings (by default `process.env`): validates every setting, connects to the coordination
- * storage account (connection string locally, managed identity in Azure), and wires the ports.
+ * storage account (connection string locally, managed identity in Azure), and wires the ports. `options.policies`:
+ * request policies for its storage clients (a tool's instrumentation; by default the process's).
  *
  * @throws ConfigurationError naming each bad setting.
  */
-export function createCoordinatorApp(env: Record<string, string | undefined> = process.env): CoordinatorApp {
+export function createCoordinatorApp(env: Record<string, string | undefined> = process.env, options: Pick<StorageClientOptions, "policies"> = {}): CoordinatorApp {
   const settings = readSettings(env);
-  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env));
+  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), { ...DEFAULT_PIPELINE_OPTIONS, ...options });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
   return assembleCoordinatorApp({
     settings,

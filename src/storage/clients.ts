@@ -1,6 +1,6 @@
 import { DefaultAzureCredential, type TokenCredential } from "@azure/identity";
-import { BlobServiceClient } from "@azure/storage-blob";
-import { QueueServiceClient } from "@azure/storage-queue";
+import { BlobServiceClient, newPipeline as newBlobPipeline, type RequestPolicyFactory } from "@azure/storage-blob";
+import { QueueServiceClient, newPipeline as newQueuePipeline } from "@azure/storage-queue";
 import { ConfigurationError } from "../errors";
 
 /**
@@ -26,18 +26,50 @@ export const DEFAULT_PIPELINE_OPTIONS = {
   retryOptions: { maxTries: 3, tryTimeoutInMs: 5_000, retryDelayInMs: 200, maxRetryDelayInMs: 1_000 },
 } as const;
 
+/** Options of {@link createStorageClients}. */
+export interface StorageClientOptions {
+  /** @default the SDK's retry policy; the app passes {@link DEFAULT_PIPELINE_OPTIONS} */
+  retryOptions?: typeof DEFAULT_PIPELINE_OPTIONS.retryOptions;
+  /** Request policies run for every request of both clients (the SDK's own pipeline customisation). @default the process's, see {@link addProcessRequestPolicy} */
+  policies?: readonly RequestPolicyFactory[];
+}
+
+/**
+ * Request policies every client built here afterwards gets, for the whole process: instrumentation a tool installs at
+ * process start, before the app builds its clients (the throughput benchmark counts each instance's storage requests
+ * with one). Nothing in the app adds any.
+ */
+const processPolicies: RequestPolicyFactory[] = [];
+
+/** Adds a request policy to every client {@link createStorageClients} builds from now on in this process. */
+export function addProcessRequestPolicy(policy: RequestPolicyFactory): void {
+  processPolicies.push(policy);
+}
+
 /** Builds the blob and queue clients of one account. */
-export function createStorageClients(connection: StorageConnection, pipelineOptions: { retryOptions: typeof DEFAULT_PIPELINE_OPTIONS.retryOptions } = DEFAULT_PIPELINE_OPTIONS): StorageClients {
-  if (connection.kind === "connectionString") {
-    return {
-      blob: BlobServiceClient.fromConnectionString(connection.connectionString, pipelineOptions),
-      queue: QueueServiceClient.fromConnectionString(connection.connectionString, pipelineOptions),
-    };
-  }
-  return {
-    blob: new BlobServiceClient(connection.blobServiceUri, connection.credential, pipelineOptions),
-    queue: new QueueServiceClient(connection.queueServiceUri, connection.credential, pipelineOptions),
-  };
+export function createStorageClients(connection: StorageConnection, options: StorageClientOptions = DEFAULT_PIPELINE_OPTIONS): StorageClients {
+  // Without retryOptions, the SDK's own retry policy (the local host's trigger polling uses that, as before).
+  const pipelineOptions = options.retryOptions === undefined ? {} : { retryOptions: options.retryOptions };
+  const plain: StorageClients =
+    connection.kind === "connectionString"
+      ? {
+          blob: BlobServiceClient.fromConnectionString(connection.connectionString, pipelineOptions),
+          queue: QueueServiceClient.fromConnectionString(connection.connectionString, pipelineOptions),
+        }
+      : {
+          blob: new BlobServiceClient(connection.blobServiceUri, connection.credential, pipelineOptions),
+          queue: new QueueServiceClient(connection.queueServiceUri, connection.credential, pipelineOptions),
+        };
+  const policies = options.policies ?? processPolicies;
+  if (policies.length === 0) return plain;
+  // The same clients on a pipeline with the policies added: same URL (and SAS), same credential, same options. One
+  // account, one credential (the queue client keeps its own out of reach).
+  const credential = connection.kind === "identity" ? connection.credential : plain.blob.credential;
+  const blobPipeline = newBlobPipeline(credential, pipelineOptions);
+  const queuePipeline = newQueuePipeline(credential, pipelineOptions);
+  blobPipeline.factories.push(...policies);
+  queuePipeline.factories.push(...policies);
+  return { blob: new BlobServiceClient(plain.blob.url, blobPipeline), queue: new QueueServiceClient(plain.queue.url, queuePipeline) };
 }
 
 /**

@@ -1,0 +1,34 @@
+import type { ItemInput } from "../../src/coordination/messages";
+
+/**
+ * How the batched baseline packs items into unit messages: the rule of the leader's dispatch (src/coordination/dispatch.ts)
+ * — contiguous items, greedily, at most `maxItems` per unit and at most `maxBytes` of JSON with the envelope (an item
+ * larger than that goes alone) — so it sends the same number of messages of the same size as the project.
+ */
+
+/** A unit: the inputs of items `first`, `first + 1`, … */
+export interface Unit {
+  first: number;
+  inputs: ItemInput[];
+}
+
+/** Packs `inputs` into units; `envelopeBytes` is what a unit's JSON costs besides its inputs. */
+export function packUnits(inputs: readonly ItemInput[], limits: { maxItems: number; maxBytes: number }, envelopeBytes: number): Unit[] {
+  const units: Unit[] = [];
+  let unit: (Unit & { bytes: number }) | undefined;
+  const close = (): void => {
+    if (unit !== undefined) units.push({ first: unit.first, inputs: unit.inputs });
+    unit = undefined;
+  };
+  inputs.forEach((input, item) => {
+    // Each input's JSON plus its separating comma, as dispatch counts it.
+    const bytes = Buffer.byteLength(JSON.stringify(input)) + 1;
+    if (unit !== undefined && envelopeBytes + unit.bytes + bytes > limits.maxBytes) close();
+    unit ??= { first: item, inputs: [], bytes: 0 };
+    unit.inputs.push(input);
+    unit.bytes += bytes;
+    if (unit.inputs.length >= limits.maxItems) close();
+  });
+  close();
+  return units;
+}
