@@ -113,21 +113,18 @@ async function main(): Promise<number> {
         const label = `${scenario}-r${roundNo}`;
         console.log(`[round ${roundNo}] ${scenario} / ${impl}: ${job.items.length} items (load average ${before})…`);
         let sample: RunSample;
+        const common = (run: { ok: boolean; problem: string | undefined; items: number }) => ({ round: roundNo, order: index + 1, ok: run.ok, ...(run.problem === undefined ? {} : { problem: run.problem }), items: run.items });
         if (impl === "project") {
           const run = await runProject({ connectionString, job, instances: args.instances, schedule: args.schedule, outputDir, label, maxWaitS: MAX_WAIT_S, abortSignal: controller.signal, log: console.log });
           sample = {
-            round: roundNo,
-            order: index + 1,
-            ok: run.ok,
-            ...(run.problem === undefined ? {} : { problem: run.problem }),
-            items: run.items,
+            ...common(run),
             itemsPerS: run.itemsPerS,
             submitToFirstDispatchS: run.submitToFirstDispatchS,
             submitToCompletedS: run.submitToCompletedS,
             counts: run.counts,
             executions: run.executions,
             gbSeconds: run.gbSeconds,
-            loadAverage1m: [before, load()],
+            loadAverage1m: [before, load()] as [number, number],
             extra: { jobId: run.jobId, leaders: run.instances.filter((instance) => instance.termsLed > 0).map((instance) => `${instance.name} (${instance.termsLed} terms)`) },
           };
         } else {
@@ -136,18 +133,14 @@ async function main(): Promise<number> {
           roles.resultsQueues = [...roles.resultsQueues, run.queues.results];
           const processed = run.workers.reduce((sum, worker) => sum + (worker.processed ?? 0) + (worker.failed ?? 0), 0);
           sample = {
-            round: roundNo,
-            order: index + 1,
-            ok: run.ok,
-            ...(run.problem === undefined ? {} : { problem: run.problem }),
-            items: run.items,
+            ...common(run),
             itemsPerS: run.itemsPerS,
             submitToFirstDispatchS: run.firstSendMs === undefined ? undefined : (run.firstSendMs - run.startMs) / 1000,
             submitToCompletedS: run.durationS,
             counts: run.counts,
             executions: { worker: processed },
             gbSeconds: undefined,
-            loadAverage1m: [before, load()],
+            loadAverage1m: [before, load()] as [number, number],
             extra: { messages: run.messages, duplicates: run.duplicates },
           };
         }

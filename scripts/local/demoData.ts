@@ -40,19 +40,28 @@ function random(seed: number): () => number {
   };
 }
 
+/** The shape of a demo job's items: rows per item, and which items are blobs. */
+export interface DemoShape {
+  /** Rows per item (besides the header). @default 5–15, at random */
+  rows?: number;
+  /** Which items name a blob: every tenth, every one, or none. @default "tenth" */
+  blobs?: "tenth" | "all" | "none";
+}
+
 /**
  * Builds `itemCount` CSV items of 5–15 rows each (`region,amount`, header first; amounts with two decimals). Every
- * tenth item is a blob named `<blobPrefix>/item-<n>.csv`, so both input kinds are exercised. The expected sums are
- * added up in whole cents, so they are exact; the app's must match them exactly too.
+ * tenth item is a blob named `<blobPrefix>/item-<n>.csv`, so both input kinds are exercised (`shape` changes both).
+ * The expected sums are added up in whole cents, so they are exact; the app's must match them exactly too.
  */
-export function createDemoJob(itemCount: number, blobPrefix: string, seed = 20_240_501): DemoJob {
+export function createDemoJob(itemCount: number, blobPrefix: string, seed = 20_240_501, shape: DemoShape = {}): DemoJob {
   const next = random(seed);
+  const blobItems = shape.blobs ?? "tenth";
   const cents = new Map<string, { count: number; sum: number; min: number; max: number }>();
   const items: DemoJob["spec"]["items"] = [];
   const blobs: DemoJob["blobs"] = [];
   for (let item = 0; item < itemCount; item++) {
     const rows = ["region,amount"];
-    const rowCount = 5 + Math.floor(next() * 11);
+    const rowCount = shape.rows ?? 5 + Math.floor(next() * 11);
     for (let row = 0; row < rowCount; row++) {
       const region = REGIONS[Math.floor(next() * REGIONS.length)] ?? "north";
       const amount = 100 + Math.floor(next() * 50_000);
@@ -67,7 +76,7 @@ export function createDemoJob(itemCount: number, blobPrefix: string, seed = 20_2
       }
     }
     const text = `${rows.join("\n")}\n`;
-    if (item % 10 === 9) {
+    if (blobItems === "all" || (blobItems === "tenth" && item % 10 === 9)) {
       const name = `${blobPrefix}/item-${item}.csv`;
       blobs.push({ name, text });
       items.push({ blob: name });
