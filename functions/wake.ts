@@ -1,5 +1,5 @@
 import { app, type InvocationContext, type StorageQueueFunctionOptions } from "@azure/functions";
-import { CONNECTION_SETTINGS } from "../src/config/settings";
+import { CONNECTION_SETTINGS } from "../src/app/settings";
 import { getCoordinatorApp } from "../src/app/context";
 import { handleWakeMessage } from "../src/app/operations";
 import { processShutdown } from "../src/app/shutdown";

@@ -11,7 +11,7 @@
 // coordinator. See docs/DEPLOY.md.
 //
 // Checked in CI without the Bicep CLI (test/infra): syntax, resource types, API-version floors, hardening, no keys,
-// role ids, and that the app settings below are exactly the names src/config/settings.ts reads.
+// role ids, and that the app settings below are exactly the names src/app/settings.ts reads.
 
 targetScope = 'resourceGroup'
 
@@ -71,7 +71,7 @@ param logRetentionInDays int = 30
 @description('Tags applied to every resource.')
 param tags object = {}
 
-// ---- Settings read by the app (src/config/settings.ts). Defaults equal the code's defaults (a test checks). ----
+// ---- Settings read by the app (src/app/settings.ts). Defaults equal the code's defaults (a test checks). ----
 
 @description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE). Idle cost per schedule: docs/DEPLOY.md#costs.')
 param coordinatorSchedule string = '0 * * * * *'

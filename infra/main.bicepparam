@@ -1,6 +1,6 @@
 // Parameters for infra/main.bicep:
 //   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.bicepparam
-// Anything not set here takes main.bicep's default, which equals the code's default (src/config/settings.ts).
+// Anything not set here takes main.bicep's default, which equals the code's default (src/app/settings.ts).
 using './main.bicep'
 
 // Prefix of every resource name, 3-10 characters; only its letters and digits are used, lowercased ('My-App' -> 'myapp').

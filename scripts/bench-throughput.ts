@@ -16,7 +16,7 @@ import { setMaxListeners } from "node:events";
 import { arch, cpus, loadavg, platform, release, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
-import { readSettings } from "../src/config/settings";
+import { readSettings } from "../src/app/settings";
 import { ensureAppStorage } from "./local/storageSetup";
 import { parseSchedule } from "./local/timerTrigger";
 import { startAzurite, type Azurite } from "./support/azurite";

@@ -16,7 +16,7 @@ import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
 import { getJobStatus, submitJob } from "../src/app/jobs";
-import { delay } from "../src/util/delay";
+import { delay } from "../src/library/util/delay";
 import { stats, type Stats } from "./bench/summary";
 import { InstanceProcess, type InstanceHandlers } from "./local/instances";
 import type { EventLine } from "./local/protocol";

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { runChaosSuite } from "./chaos/suite";
-import { SCENARIOS } from "./chaos/scenarios";
+import { SCENARIOS } from "./chaos/scenarios/index";
 
 /**
  * `npm run chaos -- [--out FILE] [--quick] [--seed N] [--only NAME[,NAME]] [--rounds N]`: the chaos suite. Real

@@ -17,11 +17,11 @@ import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
 import { cancelJob, getJobStatus, submitJob } from "../src/app/jobs";
-import { CONNECTION_SETTINGS } from "../src/config/settings";
+import { CONNECTION_SETTINGS } from "../src/app/settings";
 import { MAX_MANIFEST_BYTES } from "../src/coordination/manifest";
-import { connectionFromSettings, createStorageClients } from "../src/storage/clients";
-import { storageFailure } from "../src/storage/storageErrors";
-import { delay } from "../src/util/delay";
+import { connectionFromSettings, createStorageClients } from "../src/azure/clients";
+import { storageFailure } from "../src/azure/storageErrors";
+import { delay } from "../src/library/util/delay";
 
 const USAGE = `Usage:
   npm run enqueue -- --file JOB.json [DEADLINE] [--wait] [--timeout SECONDS]

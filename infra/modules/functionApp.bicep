@@ -165,7 +165,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
 
 // Every app setting, in one object. Keys fall in two groups (test/infra/settings.test.ts tells them apart by prefix):
 // - host settings, read by the Functions host: AzureWebJobsStorage__*, APPLICATIONINSIGHTS_*;
-// - app settings, read by the code: exactly APP_SETTING_NAMES of src/config/settings.ts.
+// - app settings, read by the code: exactly APP_SETTING_NAMES of src/app/settings.ts.
 // Deployed after the role assignments so the host's first start with these settings already has its permissions
 // (RBAC can still take a few minutes to propagate; the host retries).
 resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
@@ -189,7 +189,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     COORDINATION_STORAGE__queueServiceUri: coordinationQueueEndpoint
     COORDINATION_STORAGE__credential: 'managedidentity'
     COORDINATION_STORAGE__clientId: identity.properties.clientId
-    // The coordinator's settings (src/config/settings.ts).
+    // The coordinator's settings (src/app/settings.ts).
     COORDINATOR_SCHEDULE: coordinatorSchedule
     LEASE_CONTAINER: leaseContainer
     LEASE_BLOB: leaseBlob

@@ -1,5 +1,5 @@
 import { RestError, type ContainerClient, type PageBlobClient, type StoragePipelineOptions } from "@azure/storage-blob";
-import { delay } from "../../src";
+import { delay } from "../../src/library/index";
 
 /**
  * The benchmark's baseline: a faithful, minimal TypeScript re-implementation of the Leader Election pattern's C# sample,

@@ -9,8 +9,8 @@
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { BlobServiceClient } from "@azure/storage-blob";
-import { BlobLeaseStore, LeaderElector, type LeadershipEvent, type Logger } from "../../src";
-import { createStorageClients } from "../../src/storage/clients";
+import { BlobLeaseStore, LeaderElector, type LeadershipEvent, type Logger } from "../../src/library/index";
+import { createStorageClients } from "../../src/azure/clients";
 import { BASELINE_PIPELINE_OPTIONS, BaselineMutex } from "./baselineMutex";
 import { IMPLEMENTATIONS, LEASE_BLOB_NAME, RELEASE_COMMAND, type ContenderMessage, type Implementation } from "./protocol";
 

@@ -1,4 +1,4 @@
-import { delay } from "../../src";
+import { delay } from "../../src/library/index";
 import type { ContenderGroup } from "./ContenderGroup";
 import type { ContenderProcess } from "./ContenderProcess";
 

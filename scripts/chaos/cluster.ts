@@ -1,8 +1,8 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
-import { readSettings, type Settings } from "../../src/config/settings";
-import { delay } from "../../src/util/delay";
+import { readSettings, type Settings } from "../../src/app/settings";
+import { delay } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { EventLog, recordFromEventLine, type EventRecord } from "../local/eventLog";
 import { InstanceProcess, type InstanceHandlers, type InstanceState } from "../local/instances";

@@ -1,7 +1,7 @@
 import type { ContainerClient } from "@azure/storage-blob";
 import type { CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "../local/demoData";
 
 /**

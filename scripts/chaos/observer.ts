@@ -1,5 +1,5 @@
 import type { ContainerClient } from "@azure/storage-blob";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 
 /**
  * The state observer: an outside witness of the stored state, independent of what the leaders log about themselves.

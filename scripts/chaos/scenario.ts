@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { renderTimeline } from "../local/timeline";
 import { ChaosCluster, type ChaosInstance } from "./cluster";
 import { epochOrderViolations, epochsNotIncreasing, leaderAgainAfterMs, overlappingSteps, stepIntervals, type FreezeWindow } from "./invariants";

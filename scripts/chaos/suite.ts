@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { InvariantCounts, ScenarioResult } from "./scenario";
-import { SCENARIOS } from "./scenarios";
+import { SCENARIOS } from "./scenarios/index";
 
 /** Runs the chosen scenarios one after another, sums the invariants, prints a table and writes the JSON report. */
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
-import { createStorageClients } from "../../src/storage/clients";
-import { delay } from "../../src/util/delay";
+import { createStorageClients } from "../../src/azure/clients";
+import { delay } from "../../src/library/util/delay";
 
 /**
  * The host's timer listener lock, emulated. Inside one function app the Functions host runs a timer trigger's

@@ -1,5 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { parseTimeSpanMs, stringProperty, type TriggerBinding } from "./bindings";
 import type { Invoker } from "./invoke";
 import type { ListenerLock } from "./listenerLock";

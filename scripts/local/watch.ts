@@ -1,6 +1,6 @@
 import type { CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, type JobStatus } from "../../src/app/jobs";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import type { InstanceProcess } from "./instances";
 import type { LiveView } from "./liveView";
 import type { RunLocalOptions } from "./run";

@@ -1,8 +1,8 @@
 import type { DequeuedMessageItem } from "@azure/storage-queue";
 import { groupByKind, type GroupByPartial } from "../../src/coordination/groupBy";
-import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/storage/clients";
-import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
-import { delay, withJitter } from "../../src/util/delay";
+import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/azure/clients";
+import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
+import { delay, withJitter } from "../../src/library/util/delay";
 import { BASELINE_BATCH_SIZE, BASELINE_NEW_BATCH_THRESHOLD, BASELINE_VISIBILITY_S, formatWorkerLine, pollDelaysMs, type BaselineResult, type BaselineWork } from "./baselineProtocol";
 import { countProcessRequests } from "./requestCounter";
 

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { settingsSchema } from "../../src/config/settings";
+import { settingsSchema } from "../../src/app/settings";
 import { parseSchedule } from "../local/timerTrigger";
 
 /** The command line of `npm run bench:throughput`, parsed and validated up front. */

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCoordinatorApp } from "../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { aggregatesMatch, asAggregate } from "../local/demoData";
 import { InstanceProcess, type InstanceHandlers } from "../local/instances";
 import { instanceEnv, waitForReady } from "../local/run";

@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { BaseRequestPolicy, type HttpOperationResponse, type RequestPolicy, type RequestPolicyFactory, type RequestPolicyOptions, type WebResource } from "@azure/storage-blob";
-import { addProcessRequestPolicy } from "../../src/storage/clients";
+import { addProcessRequestPolicy } from "../../src/azure/clients";
 
 /**
  * Counts a process's storage requests with a request policy in the SDK's own pipeline (`newPipeline(…).factories`):

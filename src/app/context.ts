@@ -1,19 +1,19 @@
 import { hostname } from "node:os";
-import { readSettings, CONNECTION_SETTINGS, type Settings } from "../config/settings";
+import { readSettings, CONNECTION_SETTINGS, type Settings } from "./settings";
 import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskKinds";
 import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
-import { BlobStateStore } from "../fencing/BlobStateStore";
-import { BlobLeaseStore } from "../lease/BlobLeaseStore";
-import type { LeaseStore } from "../lease/LeaseStore";
-import { LeaderElector } from "../leadership/LeaderElector";
-import { BlobFilesStore, ReadOnlyBlobFiles } from "../storage/BlobFilesStore";
-import { connectionFromSettings, createStorageClients, DEFAULT_PIPELINE_OPTIONS, type StorageClientOptions } from "../storage/clients";
-import { StorageQueue } from "../storage/StorageQueue";
-import type { Logger } from "../util/logger";
+import { BlobStateStore } from "../azure/BlobStateStore";
+import { BlobLeaseStore } from "../azure/BlobLeaseStore";
+import type { LeaseStore } from "../library/lease/LeaseStore";
+import { LeaderElector } from "../library/leadership/LeaderElector";
+import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore";
+import { connectionFromSettings, createStorageClients, DEFAULT_PIPELINE_OPTIONS, type StorageClientOptions } from "../azure/clients";
+import { StorageQueue } from "../azure/StorageQueue";
+import type { Logger } from "../library/util/logger";
 import type { AppEvent } from "./events";
 
 /**

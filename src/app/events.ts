@@ -6,8 +6,8 @@
  */
 import type { CoordinationEvent } from "../coordination/events";
 import type { StepReport } from "../coordination/step";
-import type { LeadershipLostReason } from "../errors";
-import type { LeadershipEvent } from "../leadership/events";
+import type { LeadershipLostReason } from "../library/errors";
+import type { LeadershipEvent } from "../library/leadership/events";
 
 /** Prefix of an event log line. */
 export const EVENT_LOG_PREFIX = "[coordinator-event] ";

@@ -1,4 +1,4 @@
-import { StaleEpochError } from "../errors";
+import { StaleEpochError } from "../library/errors";
 import { requestCancel, type CancelRequestResult } from "../coordination/cancel";
 import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
@@ -8,8 +8,8 @@ import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
 import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
-import type { LeadResult } from "../leadership/LeaderElector";
-import { describeLeader, requestStepDown, type LeaderInfo } from "../leadership/leaderInfo";
+import type { LeadResult } from "../library/leadership/LeaderElector";
+import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
 import { renderStatusPage, statusPageHeaders } from "./renderStatusPage";
 import { readStatusView } from "./statusView";

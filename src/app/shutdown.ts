@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
-import { AbortError } from "../errors";
-import { delay } from "../util/delay";
+import { AbortError } from "../library/errors";
+import { delay } from "../library/util/delay";
 
 /** Options for {@link ProcessShutdown.shutdown}. */
 export interface ShutdownOptions {

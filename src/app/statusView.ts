@@ -3,9 +3,9 @@ import type { BlobFiles, MessageQueue, PortOptions } from "../coordination/ports
 import { readJobStatus, type JobStatus } from "../coordination/status";
 import type { TaskRegistry } from "../coordination/taskKinds";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
-import type { StateStore } from "../fencing/StateStore";
-import { describeLeader, type LeaderInfo } from "../leadership/leaderInfo";
-import type { LeaseStore } from "../lease/LeaseStore";
+import type { StateStore } from "../library/fencing/StateStore";
+import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
+import type { LeaseStore } from "../library/lease/LeaseStore";
 
 /**
  * The status page's view model: everything the page shows, read from storage without the lease (any instance may

@@ -1,4 +1,4 @@
-import type { Versioned } from "../fencing/FencedStateStore";
+import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps, CoordinationPorts } from "./deps";
 import { isJobId, jobStateSchema, keys, type JobState, type StoppedStatus } from "./jobState";
 import type { JobStore } from "./jobStore";

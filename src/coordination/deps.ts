@@ -1,6 +1,6 @@
 import type { CoordinationEvent } from "./events";
-import type { StateStore } from "../fencing/StateStore";
-import type { Logger } from "../util/logger";
+import type { StateStore } from "../library/fencing/StateStore";
+import type { Logger } from "../library/util/logger";
 import type { BlobFiles, InputFiles, MessageQueue } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
 

@@ -1,4 +1,4 @@
-import type { Versioned } from "../fencing/FencedStateStore";
+import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps } from "./deps";
 import { foldOutcomes, type FoldCounts, type UnitOutcome } from "./foldResults";
 import { chunkSchema, keys, type JobState } from "./jobState";

@@ -1,5 +1,5 @@
-import { ConcurrentUpdateError } from "../errors";
-import type { FencedStateStore, Versioned } from "../fencing/FencedStateStore";
+import { ConcurrentUpdateError } from "../library/errors";
+import type { FencedStateStore, Versioned } from "../library/fencing/FencedStateStore";
 import type { PortOptions } from "./ports";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
 

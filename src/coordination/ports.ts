@@ -1,5 +1,5 @@
 /**
- * Storage ports of the coordination logic. Adapters on Azure Storage live in `src/storage/`; unit tests use
+ * Storage ports of the coordination logic. Adapters on Azure Storage live in `src/azure/`; unit tests use
  * in-memory fakes. Every operation takes an `abortSignal`.
  */
 

@@ -1,4 +1,4 @@
-import { ConcurrentUpdateError } from "../errors";
+import { ConcurrentUpdateError } from "../library/errors";
 import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { jobSpecSchema, keys, type JobState } from "./jobState";

@@ -1,4 +1,4 @@
-import type { StateStore } from "../fencing/StateStore";
+import type { StateStore } from "../library/fencing/StateStore";
 import { isCancelRequested } from "./cancel";
 import { isJobId, jobSpecSchema, jobStateSchema, keys, type ItemFailure, type JobState } from "./jobState";
 import type { BlobFiles, PortOptions } from "./ports";

@@ -1,7 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { FencedStateStore } from "../fencing/FencedStateStore";
-import type { LeadershipTerm } from "../leadership/Term";
-import { delay, throwIfAborted } from "../util/delay";
+import { FencedStateStore } from "../library/fencing/FencedStateStore";
+import type { LeadershipTerm } from "../library/leadership/Term";
+import { delay, throwIfAborted } from "../library/util/delay";
 import { applyCancelRequests, expireIfDue } from "./cancel";
 import type { CoordinationDeps } from "./deps";
 import { dispatchJob } from "./dispatch";

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { StaleEpochError } from "../errors";
-import { FencedStateStore } from "../fencing/FencedStateStore";
-import type { StateStore } from "../fencing/StateStore";
-import type { LeaderElectorOptions } from "../leadership/options";
-import type { LeadershipTerm } from "../leadership/Term";
-import type { Logger } from "../util/logger";
+import { StaleEpochError } from "../library/errors";
+import { FencedStateStore } from "../library/fencing/FencedStateStore";
+import type { StateStore } from "../library/fencing/StateStore";
+import type { LeaderElectorOptions } from "../library/leadership/options";
+import type { LeadershipTerm } from "../library/leadership/Term";
+import type { Logger } from "../library/util/logger";
 import type { PortOptions } from "./ports";
 
 /** State key of the term history. Every term writes it before any other document. */

@@ -7,9 +7,9 @@ import { createCoordinatorApp } from "../../src/app/context";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import type { JobStatus } from "../../src/coordination/status";
 import { recordTerm } from "../../src/coordination/termHistory";
-import { readSettings } from "../../src/config/settings";
-import { FencedStateStore } from "../../src/fencing/FencedStateStore";
-import type { LeaderInfo } from "../../src/leadership/leaderInfo";
+import { readSettings } from "../../src/app/settings";
+import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
+import type { LeaderInfo } from "../../src/library/leadership/leaderInfo";
 import { useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete, testAppSettings } from "../support/inProcessApp";
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { CronExpressionParser } from "cron-parser";
 import { describe, expect, it } from "vitest";
-import { settingsSchema } from "../../src/config/settings";
+import { settingsSchema } from "../../src/app/settings";
 import { REPO_ROOT } from "./bicep";
 
 /**

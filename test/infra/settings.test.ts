@@ -1,6 +1,6 @@
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { APP_SETTING_NAMES, CONNECTION_SETTINGS, settingsSchema } from "../../src/config/settings";
+import { APP_SETTING_NAMES, CONNECTION_SETTINGS, settingsSchema } from "../../src/app/settings";
 import {
   type BicepFile,
   INFRA_DIR,
@@ -18,7 +18,7 @@ import { type BicepValue, evaluate } from "./evaluate";
 import { type AppSettingEntry, appSettingsObjects } from "./checks";
 
 /**
- * One source of truth for app settings: src/config/settings.ts. These tests prove that the Bicep templates set exactly
+ * One source of truth for app settings: src/app/settings.ts. These tests prove that the Bicep templates set exactly
  * the names the code reads, with the code's defaults, and create the containers and queues those settings name.
  *
  * The rule that tells host settings from app settings: a name is the Functions host's (or the platform's) when it
@@ -102,7 +102,7 @@ function deployedValue(name: string, scope: ReadonlyMap<string, BicepValue>): Bi
   return evaluate(entry.value, new Map([[inner.text, evaluate(argument, scope)]]));
 }
 
-describe("app settings: Bicep and src/config/settings.ts are the same set", () => {
+describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
   it("the code's names are unique and none looks like a host setting (the prefix rule cannot hide one)", () => {
     expect(new Set(APP_SETTING_NAMES).size).toBe(APP_SETTING_NAMES.length);
     expect(APP_SETTING_NAMES.filter(isHostSetting)).toEqual([]);

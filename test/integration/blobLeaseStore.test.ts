@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { describe, expect, it } from "vitest";
-import { LeadershipLostError, StorageError } from "../../src/errors";
-import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
+import { LeadershipLostError, StorageError } from "../../src/library/errors";
+import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 describe("BlobLeaseStore on Azurite (adapter)", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { cancelJob, getJobStatus, submitJob } from "../../src/app/jobs";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp } from "../support/inProcessApp";
 import { runCoordinatorTick } from "../../src/app/operations";

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError, StorageError } from "../../src/errors";
-import { BlobStateStore } from "../../src/fencing/BlobStateStore";
-import { FencedStateStore } from "../../src/fencing/FencedStateStore";
-import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
-import { LeaderElector } from "../../src/leadership/LeaderElector";
-import type { LeadershipTerm } from "../../src/leadership/Term";
+import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError, StorageError } from "../../src/library/errors";
+import { BlobStateStore } from "../../src/azure/BlobStateStore";
+import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
+import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
+import { LeaderElector } from "../../src/library/leadership/LeaderElector";
+import type { LeadershipTerm } from "../../src/library/leadership/Term";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 interface Counter {

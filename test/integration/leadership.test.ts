@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { StorageError } from "../../src/errors";
-import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
-import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
-import { describeLeader, requestStepDown } from "../../src/leadership/leaderInfo";
-import type { LeaderElectorOptions } from "../../src/leadership/options";
-import { delay } from "../../src/util/delay";
+import { StorageError } from "../../src/library/errors";
+import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
+import { LeaderElector, type LeaderTask } from "../../src/library/leadership/LeaderElector";
+import { describeLeader, requestStepDown } from "../../src/library/leadership/leaderInfo";
+import type { LeaderElectorOptions } from "../../src/library/leadership/options";
+import { delay } from "../../src/library/util/delay";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { Recorder } from "../support/recorder";
 

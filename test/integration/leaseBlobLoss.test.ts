@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
-import { delay } from "../../src/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { BlobLeaseStore } from "../../src/lease/BlobLeaseStore";
-import { LeaderElector } from "../../src/leadership/LeaderElector";
-import { createStorageClients } from "../../src/storage/clients";
-import { delay } from "../../src/util/delay";
+import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
+import { LeaderElector } from "../../src/library/leadership/LeaderElector";
+import { createStorageClients } from "../../src/azure/clients";
+import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 import { Recorder } from "../support/recorder";
 

@@ -1,7 +1,7 @@
 import { QueueServiceClient } from "@azure/storage-queue";
 import { describe, expect, it } from "vitest";
-import { BlobFilesStore } from "../../src/storage/BlobFilesStore";
-import { StorageQueue } from "../../src/storage/StorageQueue";
+import { BlobFilesStore } from "../../src/azure/BlobFilesStore";
+import { StorageQueue } from "../../src/azure/StorageQueue";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 describe("StorageQueue on Azurite (adapter)", () => {

@@ -1,9 +1,9 @@
 import { RestError } from "@azure/storage-blob";
 import { QueueServiceClient } from "@azure/storage-queue";
 import { describe, expect, it } from "vitest";
-import { BlobStateStore } from "../../src/fencing/BlobStateStore";
-import { BlobFilesStore } from "../../src/storage/BlobFilesStore";
-import { StorageQueue } from "../../src/storage/StorageQueue";
+import { BlobStateStore } from "../../src/azure/BlobStateStore";
+import { BlobFilesStore } from "../../src/azure/BlobFilesStore";
+import { StorageQueue } from "../../src/azure/StorageQueue";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 /** Makes the first call of `create` fail as a storage outage would, then behave normally. */

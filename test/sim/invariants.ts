@@ -1,6 +1,6 @@
 import { Bitmap } from "../../src/coordination/bitmap";
 import { jobStateSchema, type JobState } from "../../src/coordination/jobState";
-import { StorageError } from "../../src/errors";
+import { StorageError } from "../../src/library/errors";
 import { simRegistry } from "./kinds";
 import { SIM_TIMING, type SimWorld, type StepRecord, type SubmittedJob } from "./world";
 

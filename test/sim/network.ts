@@ -1,7 +1,7 @@
 import type { Scheduler } from "fast-check";
-import { StorageError } from "../../src/errors";
-import { abortReason } from "../../src/util/delay";
-import type { Clock } from "../../src/util/clock";
+import { StorageError } from "../../src/library/errors";
+import { abortReason } from "../../src/library/util/delay";
+import type { Clock } from "../../src/library/util/clock";
 
 /**
  * One OS process of an instance, as the network sees it. A frozen process sends nothing and hears nothing, and its

@@ -1,9 +1,9 @@
 import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, PortOptions, ReceivedMessage } from "../../src/coordination/ports";
-import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/errors";
-import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../../src/fencing/StateStore";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/lease/LeaseStore";
-import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
-import { abortReason } from "../../src/util/delay";
+import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
+import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
+import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
+import { abortReason } from "../../src/library/util/delay";
 import { AzureError, type StorageAccount } from "./azure";
 import type { Network, SimProcess } from "./network";
 

@@ -1,6 +1,6 @@
-import { LeadershipLostError, StorageError } from "../../src/errors";
-import { delay } from "../../src/util/delay";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/lease/LeaseStore";
+import { LeadershipLostError, StorageError } from "../../src/library/errors";
+import { delay } from "../../src/library/util/delay";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
 
 /**
  * In-memory lease with Azure's semantics (expiry on `now()`; a request under another lease id is refused as Azure's

@@ -1,5 +1,5 @@
-import { ConcurrentUpdateError } from "../../src/errors";
-import type { StateStore, StoredState, WriteCondition } from "../../src/fencing/StateStore";
+import { ConcurrentUpdateError } from "../../src/library/errors";
+import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
 
 /** In-memory state store with the blob adapter's ETag semantics, for unit tests. */
 export class MemoryStateStore implements StateStore {

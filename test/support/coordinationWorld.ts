@@ -3,7 +3,7 @@ import { createRegistry } from "../../src/app/context";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/jobState";
 import { processWorkMessage } from "../../src/coordination/worker";
-import { silentLogger } from "../../src/util/logger";
+import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "./MemoryStateStore";
 import { MemoryFiles, MemoryQueue } from "./memoryPorts";
 

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, vi } from "vitest";
-import { LeaderElector, type LeaderTask } from "../../src/leadership/LeaderElector";
-import type { LeaderElectorOptions } from "../../src/leadership/options";
-import type { Clock } from "../../src/util/clock";
-import { delay } from "../../src/util/delay";
+import { LeaderElector, type LeaderTask } from "../../src/library/leadership/LeaderElector";
+import type { LeaderElectorOptions } from "../../src/library/leadership/options";
+import type { Clock } from "../../src/library/util/clock";
+import { delay } from "../../src/library/util/delay";
 import { FakeLeaseStore } from "./FakeLeaseStore";
 import { Recorder } from "./recorder";
 

@@ -1,7 +1,7 @@
 import { assembleCoordinatorApp, createRegistry, type CoordinatorApp, type Sink } from "../../src/app/context";
 import type { AppEvent } from "../../src/app/events";
-import { readSettings } from "../../src/config/settings";
-import { silentLogger } from "../../src/util/logger";
+import { readSettings } from "../../src/app/settings";
+import { silentLogger } from "../../src/library/util/logger";
 import { FakeLeaseStore } from "./FakeLeaseStore";
 import { MemoryStateStore } from "./MemoryStateStore";
 import { MemoryFiles, MemoryQueue } from "./memoryPorts";

@@ -1,6 +1,6 @@
 import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage, SendOptions } from "../../src/coordination/ports";
-import { LeadershipLostError } from "../../src/errors";
-import type { LeadershipTerm } from "../../src/leadership/Term";
+import { LeadershipLostError } from "../../src/library/errors";
+import type { LeadershipTerm } from "../../src/library/leadership/Term";
 
 /** A message as the in-memory queue holds it. */
 interface StoredMessage {

@@ -1,5 +1,5 @@
-import type { LeadershipEvent } from "../../src/leadership/events";
-import type { Logger } from "../../src/util/logger";
+import type { LeadershipEvent } from "../../src/library/leadership/events";
+import type { Logger } from "../../src/library/util/logger";
 
 /** Collects leadership events and log lines for assertions. */
 export class Recorder {

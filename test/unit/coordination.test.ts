@@ -7,7 +7,7 @@ import { runCoordinationStep, type JobProgress } from "../../src/coordination/st
 import { storeSubmission } from "../../src/coordination/submit";
 import type { TaskKind, TaskRegistry } from "../../src/coordination/taskKinds";
 import { processWorkMessage } from "../../src/coordination/worker";
-import { StaleEpochError } from "../../src/errors";
+import { StaleEpochError } from "../../src/library/errors";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

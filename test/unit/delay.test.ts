@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { AbortError, StorageError } from "../../src/errors";
-import { delay, withJitter } from "../../src/util/delay";
-import { withTimeout } from "../../src/util/timeout";
+import { AbortError, StorageError } from "../../src/library/errors";
+import { delay, withJitter } from "../../src/library/util/delay";
+import { withTimeout } from "../../src/library/util/timeout";
 
 describe("delay and withTimeout (unit, fake timers)", () => {
   beforeEach(() => vi.useFakeTimers());

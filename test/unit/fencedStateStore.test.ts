@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../../src/errors";
-import { FencedStateStore, type Fence } from "../../src/fencing/FencedStateStore";
+import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../../src/library/errors";
+import { FencedStateStore, type Fence } from "../../src/library/fencing/FencedStateStore";
 import { MemoryStateStore } from "../support/MemoryStateStore";
 
 const live = (epoch: number): Fence => ({ epoch, assertLeader: () => undefined });

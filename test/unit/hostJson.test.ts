@@ -6,7 +6,7 @@ import { sinkFor } from "../../functions/sink";
 import { parseEventLine, type AppEvent, type AppEventType } from "../../src/app/events";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
-import { decodeBody, encodeBody } from "../../src/storage/StorageQueue";
+import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 
 interface HostJson {
   extensions: { queues: { maxDequeueCount: number; messageEncoding: string; batchSize: number } };

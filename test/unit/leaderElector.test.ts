@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
-import { ConfigurationError, LeadershipLostError, StorageError } from "../../src/errors";
-import { LeaderElector } from "../../src/leadership/LeaderElector";
-import { delay } from "../../src/util/delay";
+import { ConfigurationError, LeadershipLostError, StorageError } from "../../src/library/errors";
+import { LeaderElector } from "../../src/library/leadership/LeaderElector";
+import { delay } from "../../src/library/util/delay";
 import { fakeElector as elector, untilAborted, useFakeLeaseWorld } from "../support/electorHarness";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { Recorder } from "../support/recorder";

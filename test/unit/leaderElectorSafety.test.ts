@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import { ConfigurationError, StaleEpochError, StorageError } from "../../src/errors";
-import type { LeaderTask } from "../../src/leadership/LeaderElector";
-import { requestStepDown } from "../../src/leadership/leaderInfo";
-import type { LeadershipTerm } from "../../src/leadership/Term";
-import { delay } from "../../src/util/delay";
+import { ConfigurationError, StaleEpochError, StorageError } from "../../src/library/errors";
+import type { LeaderTask } from "../../src/library/leadership/LeaderElector";
+import { requestStepDown } from "../../src/library/leadership/leaderInfo";
+import type { LeadershipTerm } from "../../src/library/leadership/Term";
+import { delay } from "../../src/library/util/delay";
 import { fakeElector as elector, untilAborted, useFakeLeaseWorld } from "../support/electorHarness";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { Recorder } from "../support/recorder";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OnDemandCreation } from "../../src/storage/OnDemandCreation";
+import { OnDemandCreation } from "../../src/azure/OnDemandCreation";
 
 describe("OnDemandCreation", () => {
   it("shares the creation in flight between concurrent callers, and forgets it once finished", async () => {

@@ -7,8 +7,8 @@ import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
 import { processWorkMessage } from "../../src/coordination/worker";
-import { ConcurrentUpdateError } from "../../src/errors";
-import type { Logger } from "../../src/util/logger";
+import { ConcurrentUpdateError } from "../../src/library/errors";
+import type { Logger } from "../../src/library/util/logger";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessShutdown } from "../../src/app/shutdown";
-import { AbortError } from "../../src/errors";
+import { AbortError } from "../../src/library/errors";
 
 describe("ProcessShutdown", () => {
   afterEach(() => {

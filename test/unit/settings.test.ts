@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ConfigurationError } from "../../src/errors";
-import { APP_SETTING_NAMES, readSettings } from "../../src/config/settings";
-import { connectionFromSettings } from "../../src/storage/clients";
+import { ConfigurationError } from "../../src/library/errors";
+import { APP_SETTING_NAMES, readSettings } from "../../src/app/settings";
+import { connectionFromSettings } from "../../src/azure/clients";
 
 describe("settings", () => {
   it("applies the documented defaults", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { TERM_HISTORY_LIMIT, TERMS_KEY, readEpochFloor, readTermHistory, recordTerm } from "../../src/coordination/termHistory";
-import { StaleEpochError } from "../../src/errors";
-import { FencedStateStore } from "../../src/fencing/FencedStateStore";
-import { silentLogger } from "../../src/util/logger";
+import { StaleEpochError } from "../../src/library/errors";
+import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
+import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "../support/MemoryStateStore";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { handleWakeMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
-import { StorageError } from "../../src/errors";
+import { StorageError } from "../../src/library/errors";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
 import { heldByOther, type FakeLeaseStore } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";

@@ -2,7 +2,7 @@ import { QueueClient } from "@azure/storage-queue";
 import { groupByKind, type GroupByParams } from "../../../src/coordination/groupBy";
 import { unitWorkMessageSchema, type UnitResultMessage, type UnitWorkMessage } from "../../../src/coordination/messages";
 import { mergeAll } from "../../../src/coordination/taskKinds";
-import { delay } from "../../../src/util/delay";
+import { delay } from "../../../src/library/util/delay";
 import { createDemoJob } from "../../local/demoData";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 

@@ -1,4 +1,4 @@
-import { delay } from "../../../src/util/delay";
+import { delay } from "../../../src/library/util/delay";
 import type { EventRecord } from "../../local/eventLog";
 import type { ChaosInstance } from "../cluster";
 import type { ScenarioRun } from "../scenario";

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { delay } from "../../../src/util/delay";
+import { delay } from "../../../src/library/util/delay";
 import type { EventRecord } from "../../local/eventLog";
 import type { ChaosInstance } from "../cluster";
 import { runScenario, TICK_MS, type ScenarioOptions, type ScenarioResult, type ScenarioRun } from "../scenario";

@@ -1,4 +1,4 @@
-import { delay } from "../../../src/util/delay";
+import { delay } from "../../../src/library/util/delay";
 import { writesOfEpochAfter } from "../invariants";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 import { catchLeaderMidStep } from "./faults";

@@ -1,9 +1,9 @@
 import type { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import { ConcurrentUpdateError, StorageError } from "../errors";
-import { storageFailure, toLibraryError } from "../storage/storageErrors";
-import { streamToBuffer } from "../storage/streams";
-import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "./StateStore";
-import { OnDemandCreation } from "../storage/OnDemandCreation";
+import { ConcurrentUpdateError, StorageError } from "../library/errors";
+import { storageFailure, toLibraryError } from "./storageErrors";
+import { streamToBuffer } from "./streams";
+import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../library/fencing/StateStore";
+import { OnDemandCreation } from "./OnDemandCreation";
 
 /** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
 export class BlobStateStore implements StateStore {

@@ -1,8 +1,8 @@
 import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../storage/azureNames";
-import { ConfigurationError, LeadershipLostError } from "../errors";
-import { storageFailure, toLibraryError } from "../storage/storageErrors";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "./LeaseStore";
+import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "./azureNames";
+import { ConfigurationError, LeadershipLostError } from "../library/errors";
+import { storageFailure, toLibraryError } from "./storageErrors";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../library/lease/LeaseStore";
 
 /** Options for {@link BlobLeaseStore}. */
 export interface BlobLeaseStoreOptions {

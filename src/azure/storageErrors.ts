@@ -1,6 +1,6 @@
 import { RestError } from "@azure/storage-blob";
-import { StorageError } from "../errors";
-import { abortReason } from "../util/delay";
+import { StorageError } from "../library/errors";
+import { abortReason } from "../library/util/delay";
 
 /** The storage error code (`x-ms-error-code`) and HTTP status of a failed request, when storage answered. */
 export interface StorageFailure {

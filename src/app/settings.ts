@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ConfigurationError } from "../errors";
-import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../storage/azureNames";
+import { ConfigurationError } from "../library/errors";
+import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../azure/azureNames";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.

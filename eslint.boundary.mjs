@@ -1,0 +1,79 @@
+// The library boundary (CONTRIBUTING.md, "Layout"): which folder of src/ may import what. Used by eslint.config.mjs
+// and by test/unit/boundary.test.ts, which shows each rule refusing an import across it.
+
+/** `src/` never imports the Functions programming model: only `functions/` registers with it. */
+const FUNCTIONS_IMPORT = { name: "@azure/functions", message: "Only functions/ may import @azure/functions; src/ is a library." };
+
+/** The Azure SDK packages: only `src/azure/` (and the app's wiring) may import them. */
+const AZURE_SDK = "^@azure/(storage-|identity|core-)";
+
+/** A relative import into one of `src/`'s folders (`./app/…` from src/, `../app/…` from a folder of src/). */
+const relativeInto = (...folders) => `^\\.\\.?/(\\.\\./)*(${folders.join("|")})(/|$)`;
+
+/** One config block per folder; each folder's block replaces the one before for its files. */
+export const boundary = [
+  {
+    files: ["src/**/*.ts"],
+    rules: { "no-restricted-imports": ["error", { paths: [FUNCTIONS_IMPORT] }] },
+  },
+  {
+    // The library: leadership, the lease and state ports, fencing, helpers, errors. Usable in any Node service, on
+    // any storage: it knows no Azure SDK, no app, no coordination logic.
+    files: ["src/library/**/*.ts"],
+    ignores: ["src/library/index.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            { regex: relativeInto("app", "azure", "coordination"), message: "The library must not import the app, the Azure adapters or the coordination logic." },
+            { regex: AZURE_SDK, message: "Only the Azure adapters (src/azure/) talk to an Azure SDK; the library works over its ports." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The library's public API: the library and its two Azure adapters (BlobLeaseStore, BlobStateStore).
+    files: ["src/library/index.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { paths: [FUNCTIONS_IMPORT], patterns: [{ regex: relativeInto("app", "coordination"), message: "The library's API must not export the app or the coordination logic." }] },
+      ],
+    },
+  },
+  {
+    // The Azure Storage adapters: of the library's ports and of the coordination logic's ports (ports.ts only).
+    files: ["src/azure/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            { regex: relativeInto("app"), message: "The Azure adapters must not import the app: the app passes them what they need." },
+            { regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports$)", message: "The Azure adapters may import only the coordination logic's ports (coordination/ports)." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The coordination logic runs over ports: on Azure Storage in the app, on fakes in tests.
+    files: ["src/coordination/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            { regex: relativeInto("app", "azure"), message: "The coordination logic must not import the app or the Azure adapters (src/azure/): use its ports (ports.ts, deps.ts)." },
+            { regex: AZURE_SDK, message: "Only the Azure adapters (src/azure/) talk to an Azure SDK; the coordination logic works over its ports." },
+          ],
+        },
+      ],
+    },
+  },
+];

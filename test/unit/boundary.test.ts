@@ -1,0 +1,67 @@
+/**
+ * The library boundary (CONTRIBUTING.md, "Layout") is enforced by lint: each folder's rule refuses an import across
+ * it and lets through what the layout allows. Runs ESLint with only the boundary rules, on source text placed at
+ * paths inside each folder.
+ */
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { ESLint, type Linter } from "eslint";
+import tseslint from "typescript-eslint";
+import { beforeAll, describe, expect, it } from "vitest";
+
+const root = resolve(__dirname, "../..");
+let eslint: ESLint;
+
+beforeAll(async () => {
+  const { boundary } = (await import(pathToFileURL(resolve(root, "eslint.boundary.mjs")).href)) as { boundary: Linter.Config[] };
+  eslint = new ESLint({
+    cwd: root,
+    overrideConfigFile: true,
+    overrideConfig: [{ files: ["**/*.ts"], languageOptions: { parser: tseslint.parser } }, ...boundary],
+  });
+});
+
+/** The import specifiers lint refuses in `code` placed at `file`. */
+async function refused(file: string, imports: string[]): Promise<string[]> {
+  const code = imports.map((spec, i) => `import * as m${i} from "${spec}";\nexport { m${i} };`).join("\n");
+  const [result] = await eslint.lintText(code, { filePath: resolve(root, file) });
+  const messages = result?.messages ?? [];
+  for (const m of messages) expect(m.ruleId, m.message).toBe("no-restricted-imports");
+  return messages.map((m) => imports[Math.floor((m.line - 1) / 2)] ?? `line ${m.line}`);
+}
+
+describe("the library boundary, enforced by lint", () => {
+  it("nothing in src/ imports @azure/functions", async () => {
+    for (const file of ["src/app/x.ts", "src/library/x.ts", "src/azure/x.ts", "src/coordination/x.ts"]) {
+      expect(await refused(file, ["@azure/functions"]), file).toEqual(["@azure/functions"]);
+    }
+  });
+
+  it("the library imports neither the app, the Azure adapters, the coordination logic nor an Azure SDK", async () => {
+    const across = ["../../app/settings", "../../azure/StorageQueue", "../../coordination/ports", "@azure/storage-blob", "@azure/identity"];
+    const within = ["../lease/LeaseStore", "../util/delay", "../errors", "./Term", "node:crypto"];
+    expect(await refused("src/library/leadership/x.ts", [...across, ...within])).toEqual(across);
+  });
+
+  it("the library's API may export its Azure adapters, not the app or the coordination logic", async () => {
+    expect(await refused("src/library/index.ts", ["../azure/BlobLeaseStore", "./leadership/LeaderElector", "../app/settings", "../coordination/step"])).toEqual([
+      "../app/settings",
+      "../coordination/step",
+    ]);
+  });
+
+  it("the Azure adapters import the library and the coordination ports, nothing else of coordination, not the app", async () => {
+    const allowed = ["../library/errors", "../coordination/ports", "./storageErrors", "@azure/storage-queue"];
+    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/jobState", "../app/settings"])).toEqual(["../coordination/jobState", "../app/settings"]);
+  });
+
+  it("the coordination logic imports neither the app, the Azure adapters nor an Azure SDK", async () => {
+    const allowed = ["./ports", "../library/leadership/Term", "../library/util/clock"];
+    const across = ["../app/settings", "../azure/StorageQueue", "@azure/storage-queue"];
+    expect(await refused("src/coordination/x.ts", [...allowed, ...across])).toEqual(across);
+  });
+
+  it("the app may import every folder of src/ and the Azure SDKs", async () => {
+    expect(await refused("src/app/x.ts", ["../library/errors", "../azure/clients", "../coordination/step", "./settings", "@azure/storage-blob"])).toEqual([]);
+  });
+});
