@@ -4,7 +4,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
 import { readSettings, type Settings } from "../../src/app/settings";
-import { delay } from "../../src/library/util/delay";
+import { delay, type Abortable } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
 import { EventLog, recordFromEventLine } from "./eventLog";
@@ -27,16 +27,17 @@ const REPO_ROOT = resolve(__dirname, "..", "..");
 /** How long an instance gets to stop (its host waits up to 30 s for running invocations). */
 const INSTANCE_STOP_TIMEOUT_MS = 35_000;
 
-/** Options of {@link runLocal}: the CLI's, plus what a caller embedding the runner may set. */
-export interface RunLocalOptions extends Partial<LocalOptions> {
+/**
+ * Options of {@link runLocal}: the CLI's, plus what a caller embedding the runner may set; `abortSignal` stops the run
+ * early (Ctrl-C), and the result then says "interrupted".
+ */
+export interface RunLocalOptions extends Partial<LocalOptions>, Abortable {
   /** Base environment of the instances (app settings). @default process.env */
   env?: Record<string, string | undefined>;
   /** Where the live view and summary go. @default process.stdout */
   output?: NodeJS.WritableStream;
   /** @default "tty" when `output` is a TTY and CI is not set, else "plain" */
   live?: LiveMode;
-  /** Stops the run early (Ctrl-C); the result then says "interrupted". */
-  abortSignal?: AbortSignal;
   /** Folder of the default events, timeline and log paths. @default `<repo>/.local` */
   outputDir?: string;
   /** Without `durationS`: give up when the job has not completed after this many seconds. @default 300 */

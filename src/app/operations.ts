@@ -9,6 +9,7 @@ import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination
 import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../library/leadership/LeaderElector";
+import type { Abortable } from "../library/util/delay";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
 import { renderStatusPage, statusPageHeaders } from "./renderStatusPage";
@@ -17,10 +18,8 @@ import { readStatusView } from "./statusView";
 /** How a timer tick ended: "shutdown" when the signal had fired before a term began (nothing was led). */
 export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "error";
 
-/** Options of {@link runCoordinatorTick}. */
-export interface TickOptions {
-  /** The process's shutdown signal. */
-  abortSignal?: AbortSignal;
+/** Options of {@link runCoordinatorTick}; `abortSignal` is the process's shutdown signal. */
+export interface TickOptions extends Abortable {
   /** What started the attempt, for the step events. @default { trigger: "timer" } */
   trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number; wakeFollowUp?: number };
 }
@@ -83,7 +82,7 @@ export type WakeOutcome = TickOutcome | "coalesced" | "rejected";
  * (the error is rethrown) except on the last delivery: a wake-up never goes to the poison queue, the timer is the
  * heartbeat.
  */
-export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: { dequeueCount: number; abortSignal?: AbortSignal }): Promise<WakeOutcome> {
+export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: Abortable & { dequeueCount: number }): Promise<WakeOutcome> {
   const { instanceId } = app;
   const parsed = parseMessage(wakeMessageSchema, payload);
   if (!parsed.ok) {
@@ -165,8 +164,7 @@ async function sendActivityWakeUp(app: CoordinatorApp, sink: Sink, what: string,
 }
 
 /** Options of {@link submitJob} and {@link cancelJob}. */
-export interface SubmitOptions {
-  abortSignal?: AbortSignal;
+export interface SubmitOptions extends Abortable {
   /** Send a wake-up so the coordinator acts now (starts the job, applies the cancellation), not at its next tick. @default true */
   wake?: boolean;
 }
@@ -224,22 +222,22 @@ export async function cancelJob(app: CoordinatorApp, id: string, options: Submit
 }
 
 /** A job's status, or undefined when there is no such job. */
-export function getJobStatus(app: CoordinatorApp, id: string, options: { abortSignal?: AbortSignal } = {}): Promise<JobStatus | undefined> {
+export function getJobStatus(app: CoordinatorApp, id: string, options: Abortable = {}): Promise<JobStatus | undefined> {
   return readJobStatus(app.state, app.system, app.registry, id, options);
 }
 
 /** Who leads. */
-export function getLeader(app: CoordinatorApp, options: { abortSignal?: AbortSignal } = {}): Promise<LeaderInfo> {
+export function getLeader(app: CoordinatorApp, options: Abortable = {}): Promise<LeaderInfo> {
   return describeLeader(app.leaseStore, options);
 }
 
 /** Asks the leader to step down; returns the revoked epoch or undefined when nobody leads. */
-export function stepDown(app: CoordinatorApp, options: { abortSignal?: AbortSignal } = {}): Promise<number | undefined> {
+export function stepDown(app: CoordinatorApp, options: Abortable = {}): Promise<number | undefined> {
   return requestStepDown(app.leaseStore, options);
 }
 
 /** The status page: its HTML and the response headers (CSP with `nonce`, a fresh random value per response). */
-export async function getStatusPage(app: CoordinatorApp, options: { nonce: string; abortSignal?: AbortSignal }): Promise<{ html: string; headers: Record<string, string> }> {
+export async function getStatusPage(app: CoordinatorApp, options: Abortable & { nonce: string }): Promise<{ html: string; headers: Record<string, string> }> {
   const view = await readStatusView(app, { abortSignal: options.abortSignal });
   return { html: renderStatusPage(view, { nonce: options.nonce }), headers: statusPageHeaders(options.nonce) };
 }

@@ -1,13 +1,11 @@
 import { setMaxListeners } from "node:events";
 import { AbortError } from "../library/errors";
-import { delay } from "../library/util/delay";
+import { delay, type Abortable } from "../library/util/delay";
 
-/** Options for {@link ProcessShutdown.shutdown}. */
-export interface ShutdownOptions {
+/** Options for {@link ProcessShutdown.shutdown}; `abortSignal` stops waiting early (the signal has fired by then either way). */
+export interface ShutdownOptions extends Abortable {
   /** How long to wait for tracked work to settle after the signal fired, in ms. @default 10000 */
   timeoutMs?: number;
-  /** Stops waiting early (the signal has fired by then either way). */
-  abortSignal?: AbortSignal;
 }
 
 /**

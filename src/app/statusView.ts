@@ -1,11 +1,12 @@
 import { jobIndexSchema, keys } from "../coordination/jobState";
-import type { BlobFiles, MessageQueue, PortOptions } from "../coordination/ports";
+import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 import type { TaskRegistry } from "../coordination/taskKinds";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
 import type { StateStore } from "../library/fencing/StateStore";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
 import type { LeaseStore } from "../library/lease/LeaseStore";
+import type { Abortable } from "../library/util/delay";
 
 /**
  * The status page's view model: everything the page shows, read from storage without the lease (any instance may
@@ -113,7 +114,7 @@ export interface StatusView {
 }
 
 /** Options of {@link readStatusView}. */
-export interface StatusViewOptions extends PortOptions {
+export interface StatusViewOptions extends Abortable {
   /** Wall clock. @default Date.now */
   nowMs?: number;
 }
@@ -124,7 +125,7 @@ export interface StatusViewOptions extends PortOptions {
  */
 export async function readStatusView(sources: StatusSources, options: StatusViewOptions = {}): Promise<StatusView> {
   const nowMs = options.nowMs ?? Date.now();
-  const io: PortOptions = { abortSignal: options.abortSignal };
+  const io: Abortable = { abortSignal: options.abortSignal };
   const problems: string[] = [];
   const attempt = async <T>(what: string, read: () => Promise<T>, fallback: T): Promise<T> => {
     try {
@@ -260,7 +261,7 @@ function countReasons(reasons: readonly string[]): ReasonCount[] {
     .slice(0, MAX_REASONS_SHOWN);
 }
 
-async function readJobs(sources: StatusSources, io: PortOptions): Promise<StatusSnapshot["jobs"]> {
+async function readJobs(sources: StatusSources, io: Abortable): Promise<StatusSnapshot["jobs"]> {
   const [stored, markers] = await Promise.all([sources.state.read(keys.index, io), sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io)]);
   const index: { active: string[]; recent: string[] } = stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
   const read = async (ids: readonly string[]): Promise<JobStatus[]> => {

@@ -1,15 +1,16 @@
 import type { Readable } from "node:stream";
 import type { ContainerClient } from "@azure/storage-blob";
-import type { BlobFiles, InputFiles, OpenedBlob, PortOptions } from "../coordination/ports";
+import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { streamToBuffer } from "./streams";
 import { OnDemandCreation } from "./OnDemandCreation";
+import type { Abortable } from "../library/util/delay";
 
 /** Read-only access to one blob container (the input container): it never writes, creates or deletes anything. */
 export class ReadOnlyBlobFiles implements InputFiles {
   constructor(protected readonly container: ContainerClient) {}
 
-  async readText(name: string, options: PortOptions = {}): Promise<string | undefined> {
+  async readText(name: string, options: Abortable = {}): Promise<string | undefined> {
     const { abortSignal } = options;
     try {
       // download() is one request; downloadToBuffer() would ask for the properties first.
@@ -21,7 +22,7 @@ export class ReadOnlyBlobFiles implements InputFiles {
     }
   }
 
-  async open(name: string, options: PortOptions = {}): Promise<OpenedBlob | undefined> {
+  async open(name: string, options: Abortable = {}): Promise<OpenedBlob | undefined> {
     const { abortSignal } = options;
     const operation = `Reading blob ${name}`;
     let body: Readable | undefined;
@@ -46,7 +47,7 @@ export class ReadOnlyBlobFiles implements InputFiles {
     return { sizeBytes, content: content(), close: () => body?.destroy() };
   }
 
-  async list(prefix: string, max: number, options: PortOptions = {}): Promise<string[]> {
+  async list(prefix: string, max: number, options: Abortable = {}): Promise<string[]> {
     const { abortSignal } = options;
     const names: string[] = [];
     try {
@@ -66,7 +67,7 @@ export class ReadOnlyBlobFiles implements InputFiles {
 export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
   private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
 
-  async writeText(name: string, text: string, options: PortOptions = {}): Promise<void> {
+  async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     const upload = (): Promise<unknown> => this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
     try {
@@ -80,7 +81,7 @@ export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
     }
   }
 
-  async delete(name: string, options: PortOptions = {}): Promise<void> {
+  async delete(name: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
       await this.container.getBlobClient(name).deleteIfExists({ abortSignal });

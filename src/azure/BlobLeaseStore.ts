@@ -2,7 +2,8 @@ import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/stor
 import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "./azureNames";
 import { ConfigurationError, LeadershipLostError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../library/lease/LeaseStore";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../library/lease/LeaseStore";
+import type { Abortable } from "../library/util/delay";
 
 /** Options for {@link BlobLeaseStore}. */
 export interface BlobLeaseStoreOptions {
@@ -40,7 +41,7 @@ export class BlobLeaseStore implements LeaseStore {
     this.revocationBlob = this.container.getBlobClient(`${blobName}.revocation`);
   }
 
-  async ensureExists(options: LeaseOperationOptions = {}): Promise<void> {
+  async ensureExists(options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
       await this.container.createIfNotExists({ abortSignal });
@@ -53,7 +54,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async acquire(leaseId: string, durationS: number, options: LeaseOperationOptions = {}): Promise<AcquireResult> {
+  async acquire(leaseId: string, durationS: number, options: Abortable = {}): Promise<AcquireResult> {
     const { abortSignal } = options;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -74,7 +75,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async renew(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+  async renew(leaseId: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
       await this.blob.getBlobLeaseClient(leaseId).renewLease({ abortSignal });
@@ -83,7 +84,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async release(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+  async release(leaseId: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
       await this.blob.getBlobLeaseClient(leaseId).releaseLease({ abortSignal });
@@ -95,7 +96,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async breakLease(breakPeriodS: number, options: LeaseOperationOptions = {}): Promise<void> {
+  async breakLease(breakPeriodS: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
       await this.blob.getBlobLeaseClient().breakLease(breakPeriodS, { abortSignal });
@@ -107,7 +108,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async read(options: LeaseOperationOptions = {}): Promise<LeaseSnapshot> {
+  async read(options: Abortable = {}): Promise<LeaseSnapshot> {
     const { abortSignal } = options;
     try {
       const properties = await this.blob.getProperties({ abortSignal });
@@ -119,7 +120,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async writeRecord(leaseId: string, record: LeaderRecord, options: LeaseOperationOptions = {}): Promise<void> {
+  async writeRecord(leaseId: string, record: LeaderRecord, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     const metadata = {
       [META.holder]: record.holder,
@@ -134,7 +135,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async readRevocation(options: LeaseOperationOptions = {}): Promise<Revocation | undefined> {
+  async readRevocation(options: Abortable = {}): Promise<Revocation | undefined> {
     const { abortSignal } = options;
     try {
       const properties = await this.revocationBlob.getProperties({ abortSignal });
@@ -145,7 +146,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async revoke(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+  async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     const upload = (): Promise<unknown> => this.revocationBlob.getBlockBlobClient().upload("", 0, { metadata: { [META.revokedEpoch]: String(epoch) }, abortSignal });
     try {
@@ -159,7 +160,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async honourRevocation(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+  async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
       const properties = await this.revocationBlob.getProperties({ abortSignal });

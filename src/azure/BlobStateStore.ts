@@ -2,8 +2,9 @@ import type { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
 import { ConcurrentUpdateError, StorageError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { streamToBuffer } from "./streams";
-import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../library/fencing/StateStore";
+import type { StateStore, StoredState, WriteCondition } from "../library/fencing/StateStore";
 import { OnDemandCreation } from "./OnDemandCreation";
+import type { Abortable } from "../library/util/delay";
 
 /** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
 export class BlobStateStore implements StateStore {
@@ -14,7 +15,7 @@ export class BlobStateStore implements StateStore {
     this.container = service.getContainerClient(containerName);
   }
 
-  async read(key: string, options: StateOperationOptions = {}): Promise<StoredState | undefined> {
+  async read(key: string, options: Abortable = {}): Promise<StoredState | undefined> {
     const { abortSignal } = options;
     let body: Buffer;
     let etag: string | undefined;
@@ -39,7 +40,7 @@ export class BlobStateStore implements StateStore {
     return { value, etag, epoch: Number(epochText ?? 0) };
   }
 
-  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: StateOperationOptions = {}): Promise<{ etag: string }> {
+  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: Abortable = {}): Promise<{ etag: string }> {
     const { abortSignal } = options;
     const body = JSON.stringify(value);
     const blob = this.container.getBlockBlobClient(key);

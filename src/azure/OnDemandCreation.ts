@@ -1,7 +1,4 @@
-/** Options for {@link OnDemandCreation.ensure}. */
-export interface EnsureOptions {
-  abortSignal?: AbortSignal;
-}
+import type { Abortable } from "../library/util/delay";
 
 /**
  * Creates a container or queue when a request finds it missing. Concurrent callers share the creation in flight, but
@@ -11,10 +8,10 @@ export interface EnsureOptions {
 export class OnDemandCreation {
   private inFlight: Promise<unknown> | undefined;
 
-  constructor(private readonly create: (options: EnsureOptions) => Promise<unknown>) {}
+  constructor(private readonly create: (options: Abortable) => Promise<unknown>) {}
 
   /** Creates it (idempotent: `createIfNotExists`), or joins the creation already in flight. */
-  ensure(options: EnsureOptions = {}): Promise<unknown> {
+  ensure(options: Abortable = {}): Promise<unknown> {
     if (this.inFlight === undefined) {
       const creation = this.create(options).finally(() => {
         if (this.inFlight === creation) this.inFlight = undefined;

@@ -1,7 +1,8 @@
 import type { QueueClient } from "@azure/storage-queue";
-import type { MessageQueue, PeekedMessage, PortOptions, ReceivedMessage, SendOptions } from "../coordination/ports";
+import type { MessageQueue, PeekedMessage, ReceivedMessage, SendOptions } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { OnDemandCreation } from "./OnDemandCreation";
+import type { Abortable } from "../library/util/delay";
 
 /** Body encodings the Functions host understands (host.json `extensions.queues.messageEncoding`). */
 export type MessageEncoding = "base64" | "none";
@@ -53,7 +54,7 @@ export class StorageQueue implements MessageQueue {
     }
   }
 
-  async receive(max: number, visibilityTimeoutS: number, options: PortOptions = {}): Promise<ReceivedMessage[]> {
+  async receive(max: number, visibilityTimeoutS: number, options: Abortable = {}): Promise<ReceivedMessage[]> {
     const { abortSignal } = options;
     try {
       const response = await this.client.receiveMessages({ numberOfMessages: Math.min(32, Math.max(1, max)), visibilityTimeout: visibilityTimeoutS, abortSignal });
@@ -70,7 +71,7 @@ export class StorageQueue implements MessageQueue {
     }
   }
 
-  async peek(max: number, options: PortOptions = {}): Promise<PeekedMessage[]> {
+  async peek(max: number, options: Abortable = {}): Promise<PeekedMessage[]> {
     const { abortSignal } = options;
     try {
       const response = await this.client.peekMessages({ numberOfMessages: Math.min(32, Math.max(1, max)), abortSignal });
@@ -81,7 +82,7 @@ export class StorageQueue implements MessageQueue {
     }
   }
 
-  async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
+  async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: Abortable = {}): Promise<boolean> {
     const { abortSignal } = options;
     try {
       // No new body: the content stays as it is; only the visibility changes.
@@ -93,7 +94,7 @@ export class StorageQueue implements MessageQueue {
     }
   }
 
-  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
+  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: Abortable = {}): Promise<boolean> {
     const { abortSignal } = options;
     try {
       await this.client.deleteMessage(message.id, message.popReceipt, { abortSignal });
@@ -104,7 +105,7 @@ export class StorageQueue implements MessageQueue {
     }
   }
 
-  async approximateCount(options: PortOptions = {}): Promise<number> {
+  async approximateCount(options: Abortable = {}): Promise<number> {
     const { abortSignal } = options;
     try {
       return (await this.client.getProperties({ abortSignal })).approximateMessagesCount ?? 0;

@@ -2,7 +2,7 @@ import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps, CoordinationPorts } from "./deps";
 import { isJobId, jobStateSchema, keys, type JobState, type StoppedStatus } from "./jobState";
 import type { JobStore } from "./jobStore";
-import type { PortOptions } from "./ports";
+import type { Abortable } from "../library/util/delay";
 
 /**
  * Cancellation and deadlines. A cancellation is a request the submitter writes (a marker blob `cancel/<id>` next to the
@@ -19,7 +19,7 @@ export type CancelRequestResult =
   | { outcome: "ended"; status: Exclude<JobState["status"], "running"> };
 
 /** Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state. */
-export async function requestCancel(ports: Pick<CoordinationPorts, "state" | "system">, id: string, options: PortOptions & { now?: () => number } = {}): Promise<CancelRequestResult> {
+export async function requestCancel(ports: Pick<CoordinationPorts, "state" | "system">, id: string, options: Abortable & { now?: () => number } = {}): Promise<CancelRequestResult> {
   if (!isJobId(id)) return { outcome: "not-found" };
   const stored = await ports.state.read(keys.jobState(id), options);
   if (stored !== undefined) {
@@ -33,7 +33,7 @@ export async function requestCancel(ports: Pick<CoordinationPorts, "state" | "sy
 }
 
 /** Whether a cancellation of the job has been requested and not yet applied. */
-export async function isCancelRequested(system: CoordinationPorts["system"], id: string, options: PortOptions = {}): Promise<boolean> {
+export async function isCancelRequested(system: CoordinationPorts["system"], id: string, options: Abortable = {}): Promise<boolean> {
   return (await system.readText(keys.cancel(id), options)) !== undefined;
 }
 
@@ -46,7 +46,7 @@ const CANCEL_BATCH = 50;
  * no job, is removed. A crash between the write and the removal leaves the request, which then finds the job ended.
  * Returns how many jobs were cancelled.
  */
-export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore, options: PortOptions): Promise<number> {
+export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore, options: Abortable): Promise<number> {
   const markers = await deps.system.list(keys.cancelPrefix, CANCEL_BATCH, options);
   let cancelled = 0;
   for (const marker of markers) {
@@ -67,7 +67,7 @@ export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore
 }
 
 /** Ends a running job whose deadline has passed as `expired` (a fenced write); returns the job as it now is. */
-export async function expireIfDue(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, options: PortOptions): Promise<Versioned<JobState>> {
+export async function expireIfDue(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, options: Abortable): Promise<Versioned<JobState>> {
   const now = deps.now();
   const due = (state: JobState): boolean => state.status === "running" && state.deadlineAtMs !== undefined && now >= state.deadlineAtMs;
   if (!due(job.value)) return job;

@@ -4,7 +4,7 @@ import { foldOutcomes, type FoldCounts, type UnitOutcome } from "./foldResults";
 import { chunkSchema, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
 import { describeIssues, itemInputSchema, type ItemInput, type UnitWorkMessage } from "./messages";
-import type { PortOptions } from "./ports";
+import type { Abortable } from "../library/util/delay";
 
 /** Work messages sent at once. */
 const SEND_PARALLELISM = 64;
@@ -37,7 +37,7 @@ export function unitLimits(deps: Pick<CoordinationDeps, "workUnitMaxItems" | "wo
  * cannot be read (its chunk blob missing or corrupt, or its entry not an item input) is not sent, and ends its unit:
  * it is recorded as failed in the same write, with a reason naming the chunk.
  */
-export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, budget: number, options: PortOptions): Promise<DispatchReport> {
+export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, budget: number, options: Abortable): Promise<DispatchReport> {
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
   const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
@@ -105,7 +105,7 @@ export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: V
 }
 
 /** Reads one chunk of a job's item inputs; a missing or corrupt chunk is a reason, not an exception. */
-async function readChunk(deps: CoordinationDeps, name: string, options: PortOptions): Promise<ChunkRead> {
+async function readChunk(deps: CoordinationDeps, name: string, options: Abortable): Promise<ChunkRead> {
   const text = await deps.system.readText(name, options);
   if (text === undefined) return { ok: false, reason: `its chunk "${name}" is missing` };
   let value: unknown;

@@ -4,8 +4,9 @@ import { MAX_RECORDED_FAILURES, isStopped, keys, type JobState } from "./jobStat
 import type { JobStore } from "./jobStore";
 import type { z } from "zod";
 import { claimPoison, describeIssues, fromRanges, parseMessage, resultMessageSchema, unitOutcomeSchema, type ItemRanges, type Rejection, type unitResultMessageSchema } from "./messages";
-import type { MessageQueue, PortOptions, ReceivedMessage } from "./ports";
+import type { MessageQueue, ReceivedMessage } from "./ports";
 import { mergeAll, partialSize } from "./taskKinds";
+import type { Abortable } from "../library/util/delay";
 
 /** Counts of what folding did. */
 export interface FoldCounts {
@@ -113,7 +114,7 @@ const POISON_BATCH = 32;
  * that merges its partial, and messages are deleted only after that write. A crash before the write leaves the
  * messages to reappear; a crash after it makes them duplicates, which the bit rejects.
  */
-export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport> {
+export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: Abortable): Promise<FoldReport> {
   const received = await Promise.all(Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)));
   const messages = received.flat();
   const source: Source = { queue: deps.resultsQueue, poison: deps.resultsPoisonQueue, noJob: "reject" };
@@ -153,7 +154,7 @@ export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, ep
  * released at once, visible as they were to a person peeking at the queue; an item out of range is moved back to
  * the work poison queue with the reason.
  */
-export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<FoldReport> {
+export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: Abortable): Promise<FoldReport> {
   const report = emptyReport();
   const queue = deps.workPoisonQueue;
   const peeked = await queue.peek(POISON_BATCH, options);
@@ -183,7 +184,7 @@ export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, ep
  * The outcome a unit result reports (read from its blob when it names one). Every item of the unit is accounted for:
  * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
  */
-async function unitOutcomeOf(deps: CoordinationDeps, result: z.output<typeof unitResultMessageSchema>, options: PortOptions): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
+async function unitOutcomeOf(deps: CoordinationDeps, result: z.output<typeof unitResultMessageSchema>, options: Abortable): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
   if (result.outcomeBlob !== undefined) {
@@ -210,7 +211,7 @@ function addOutcome(byJob: ByJob, jobId: string, outcome: UnitOutcome, message: 
 }
 
 /** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
-async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: number, byJob: ByJob, source: Source, report: FoldReport, options: PortOptions): Promise<ReceivedMessage[]> {
+async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: number, byJob: ByJob, source: Source, report: FoldReport, options: Abortable): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
   for (const [jobId, { outcomes, messages }] of byJob) {
     const current = await jobs.readJob(jobId, options);
@@ -374,7 +375,7 @@ function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: st
   return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
 }
 
-async function readPartial(deps: CoordinationDeps, jobId: string, item: number, options: PortOptions): Promise<unknown> {
+async function readPartial(deps: CoordinationDeps, jobId: string, item: number, options: Abortable): Promise<unknown> {
   const text = await deps.system.readText(keys.partial(jobId, item), options);
   try {
     return text === undefined ? undefined : JSON.parse(text);
@@ -387,7 +388,7 @@ async function readPartial(deps: CoordinationDeps, jobId: string, item: number, 
  * Moves a message the leader cannot use to the source's poison queue with the reason, logs it, and deletes the
  * original. The leader's rejection names the queue it came from, so the poison fold never claims it again.
  */
-async function reject(deps: CoordinationDeps, source: Source, message: ReceivedMessage, reason: string, epoch: number, options: PortOptions): Promise<void> {
+async function reject(deps: CoordinationDeps, source: Source, message: ReceivedMessage, reason: string, epoch: number, options: Abortable): Promise<void> {
   deps.logger.warn(`Rejected message ${message.id} from ${source.queue.name}: ${reason}`, { instanceId: deps.instanceId, epoch });
   deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), epoch, queue: source.queue.name, messageId: message.id, reason });
   const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {

@@ -1,7 +1,7 @@
 import { ConcurrentUpdateError } from "../library/errors";
 import type { FencedStateStore, Versioned } from "../library/fencing/FencedStateStore";
-import type { PortOptions } from "./ports";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
+import type { Abortable } from "../library/util/delay";
 
 /**
  * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README
@@ -13,7 +13,7 @@ export const JOB_WRITE_RETRIES = 3;
 export class JobStore {
   constructor(private readonly fenced: FencedStateStore) {}
 
-  readIndex(options: PortOptions = {}): Promise<Versioned<JobIndex> | undefined> {
+  readIndex(options: Abortable = {}): Promise<Versioned<JobIndex> | undefined> {
     return this.fenced.read(keys.index, (value) => jobIndexSchema.parse(value), options);
   }
 
@@ -21,7 +21,7 @@ export class JobStore {
    * Adds job ids to the active list, or moves ended ones from it to the bounded recent list (read-modify-write with
    * retry, fenced like every write).
    */
-  async updateIndex(change: { add?: string[]; remove?: string[] }, options: PortOptions = {}): Promise<void> {
+  async updateIndex(change: { add?: string[]; remove?: string[] }, options: Abortable = {}): Promise<void> {
     await this.fenced.update(
       keys.index,
       (value) => jobIndexSchema.parse(value),
@@ -37,7 +37,7 @@ export class JobStore {
     );
   }
 
-  readJob(id: string, options: PortOptions = {}): Promise<Versioned<JobState> | undefined> {
+  readJob(id: string, options: Abortable = {}): Promise<Versioned<JobState> | undefined> {
     return this.fenced.read(keys.jobState(id), (value) => jobStateSchema.parse(value), options);
   }
 
@@ -49,7 +49,7 @@ export class JobStore {
    * @returns the version written, the current one when `change` left it, or undefined when there is no such job.
    * @throws StaleEpochError when a newer epoch wrote the job (this leader must stop); ConcurrentUpdateError when every attempt lost.
    */
-  async updateJob(id: string, change: (state: JobState) => JobState | undefined, options: PortOptions = {}, first?: Versioned<JobState>): Promise<Versioned<JobState> | undefined> {
+  async updateJob(id: string, change: (state: JobState) => JobState | undefined, options: Abortable = {}, first?: Versioned<JobState>): Promise<Versioned<JobState> | undefined> {
     let current = first ?? (await this.readJob(id, options));
     for (let retry = 0; current !== undefined; retry++) {
       const next = change(current.value);
@@ -65,7 +65,7 @@ export class JobStore {
   }
 
   /** Writes a job state over the version read (or creates it). Throws StaleEpochError / ConcurrentUpdateError. */
-  writeJob(state: JobState, previous: Versioned<JobState> | undefined, options: PortOptions = {}): Promise<Versioned<JobState>> {
+  writeJob(state: JobState, previous: Versioned<JobState> | undefined, options: Abortable = {}): Promise<Versioned<JobState>> {
     return this.fenced.write(keys.jobState(state.id), { ...state, lastEpoch: this.fenced.epoch }, previous, options);
   }
 }

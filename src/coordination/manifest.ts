@@ -1,7 +1,8 @@
 import type { FieldError, JobHeader } from "./submit";
 import { JobWriter, MAX_ITEMS_PER_JOB } from "./submit";
 import { describeIssues, itemInputSchema, type ItemInput } from "./messages";
-import type { BlobFiles, InputFiles, PortOptions } from "./ports";
+import type { BlobFiles, InputFiles } from "./ports";
+import type { Abortable } from "../library/util/delay";
 
 /**
  * Manifests: a submission may name its items in an NDJSON blob in the input container instead of the request body
@@ -88,7 +89,7 @@ export function parseManifestLine(text: string): { ok: true; item: ItemInput } |
 export async function storeManifestSubmission(
   ports: { system: BlobFiles; inputs: InputFiles },
   submission: JobHeader & { manifest: string },
-  options: PortOptions & { now?: () => number } = {},
+  options: Abortable & { now?: () => number } = {},
 ): Promise<{ ok: true; id: string; itemCount: number } | { ok: false; errors: FieldError[] }> {
   const { manifest } = submission;
   const refuse = (messages: string[]): { ok: false; errors: FieldError[] } => ({ ok: false, errors: messages.map((message) => ({ field: "manifest", message })) });

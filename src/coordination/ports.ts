@@ -1,15 +1,12 @@
 /**
  * Storage ports of the coordination logic. Adapters on Azure Storage live in `src/azure/`; unit tests use
- * in-memory fakes. Every operation takes an `abortSignal`.
+ * in-memory fakes. Every operation takes an `abortSignal` ({@link Abortable}).
  */
 
-/** Options every port operation takes. */
-export interface PortOptions {
-  abortSignal?: AbortSignal;
-}
+import type { Abortable } from "../library/util/delay";
 
 /** Options of {@link MessageQueue.send}. */
-export interface SendOptions extends PortOptions {
+export interface SendOptions extends Abortable {
   /** Keep the messages invisible for this many seconds after sending (a delayed message). @default 0 */
   visibilityDelayS?: number;
 }
@@ -35,21 +32,21 @@ export interface MessageQueue {
   /** Sends messages (each a UTF-8 string, encoded by the adapter), visible at once or after `visibilityDelayS`. */
   send(texts: readonly string[], options?: SendOptions): Promise<void>;
   /** Receives up to `max` (1–32) messages, invisible to others for `visibilityTimeoutS`. */
-  receive(max: number, visibilityTimeoutS: number, options?: PortOptions): Promise<ReceivedMessage[]>;
+  receive(max: number, visibilityTimeoutS: number, options?: Abortable): Promise<ReceivedMessage[]>;
   /** Up to `max` (1–32) visible messages, in the order `receive` would return them, without hiding them or counting a delivery. */
-  peek(max: number, options?: PortOptions): Promise<PeekedMessage[]>;
+  peek(max: number, options?: Abortable): Promise<PeekedMessage[]>;
   /**
    * Makes a received message visible again at once (visibility timeout 0), as it was. Answers false when the message
    * is no longer ours to release: deleted, or received again by someone else since (its pop receipt is stale).
    */
-  release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: PortOptions): Promise<boolean>;
+  release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: Abortable): Promise<boolean>;
   /**
    * Deletes a received message. Answers false, changing nothing, when it is already gone or no longer ours (Azure's
    * `404` or `400 PopReceiptMismatch`: someone received it again and will see it as a duplicate).
    */
-  delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: PortOptions): Promise<boolean>;
+  delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options?: Abortable): Promise<boolean>;
   /** How many messages the queue holds, visible or not (storage's approximate count); 0 for a missing queue. */
-  approximateCount(options?: PortOptions): Promise<number>;
+  approximateCount(options?: Abortable): Promise<number>;
 }
 
 /**
@@ -58,9 +55,9 @@ export interface MessageQueue {
  */
 export interface BlobFiles extends InputFiles {
   /** Writes a blob (overwrites). */
-  writeText(name: string, text: string, options?: PortOptions): Promise<void>;
+  writeText(name: string, text: string, options?: Abortable): Promise<void>;
   /** Deletes a blob; a missing one is a no-op. */
-  delete(name: string, options?: PortOptions): Promise<void>;
+  delete(name: string, options?: Abortable): Promise<void>;
 }
 
 /** A blob opened for reading: its size is known before a byte of it is read. */
@@ -78,9 +75,9 @@ export interface OpenedBlob {
  */
 export interface InputFiles {
   /** Reads a blob as text; undefined when it (or the container) does not exist. */
-  readText(name: string, options?: PortOptions): Promise<string | undefined>;
+  readText(name: string, options?: Abortable): Promise<string | undefined>;
   /** Opens a blob to read it as a stream; undefined when it (or the container) does not exist. */
-  open(name: string, options?: PortOptions): Promise<OpenedBlob | undefined>;
+  open(name: string, options?: Abortable): Promise<OpenedBlob | undefined>;
   /** Lists blob names under a prefix, up to `max`. */
-  list(prefix: string, max: number, options?: PortOptions): Promise<string[]>;
+  list(prefix: string, max: number, options?: Abortable): Promise<string[]>;
 }

@@ -3,7 +3,7 @@ import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { jobSpecSchema, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
-import type { PortOptions } from "./ports";
+import type { Abortable } from "../library/util/delay";
 
 /** Most new jobs taken from the inbox per pass. */
 const INBOX_BATCH = 50;
@@ -12,7 +12,7 @@ const INBOX_BATCH = 50;
  * Moves submitted jobs from the inbox into the leader's fenced state: creates each job's state (create-if-absent, so
  * a replay after a crash changes nothing), adds it to the index, then removes the inbox marker. Returns how many.
  */
-export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: PortOptions): Promise<number> {
+export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: Abortable): Promise<number> {
   const markers = await deps.system.list(keys.inboxPrefix, INBOX_BATCH, options);
   const registered: string[] = [];
   for (const marker of markers) {

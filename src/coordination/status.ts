@@ -1,8 +1,9 @@
 import type { StateStore } from "../library/fencing/StateStore";
 import { isCancelRequested } from "./cancel";
 import { isJobId, jobSpecSchema, jobStateSchema, keys, type ItemFailure, type JobState } from "./jobState";
-import type { BlobFiles, PortOptions } from "./ports";
+import type { BlobFiles } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
+import type { Abortable } from "../library/util/delay";
 
 /** A job's progress as users read it. */
 export interface JobStatus {
@@ -34,7 +35,7 @@ export interface JobStatus {
 }
 
 /** Reads a job's status without the lease (any instance may). Undefined when no such job exists. */
-export async function readJobStatus(state: StateStore, system: BlobFiles, registry: TaskRegistry, id: string, options: PortOptions = {}): Promise<JobStatus | undefined> {
+export async function readJobStatus(state: StateStore, system: BlobFiles, registry: TaskRegistry, id: string, options: Abortable = {}): Promise<JobStatus | undefined> {
   if (!isJobId(id)) return undefined;
   const stored = await state.read(keys.jobState(id), options);
   if (stored !== undefined) {

@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { inputBlobName, itemInputSchema, type ItemInput } from "./messages";
 import { keys, type JobSpec } from "./jobState";
-import type { BlobFiles, PortOptions } from "./ports";
+import type { BlobFiles } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
+import type { Abortable } from "../library/util/delay";
 
 /** Most items in one job. */
 export const MAX_ITEMS_PER_JOB = 1_000_000;
@@ -84,7 +85,7 @@ function checkDeadline(submission: Submission, nowMs: number): FieldError | unde
  * the spec, then an inbox marker (last, so the leader never sees a half-written job). No coordinator state is written:
  * that is the leader's, fenced.
  */
-export async function storeSubmission(system: BlobFiles, submission: ItemsSubmission, options: PortOptions & { now?: () => number } = {}): Promise<{ id: string; itemCount: number }> {
+export async function storeSubmission(system: BlobFiles, submission: ItemsSubmission, options: Abortable & { now?: () => number } = {}): Promise<{ id: string; itemCount: number }> {
   const writer = new JobWriter(system, options);
   try {
     for (const item of submission.items) await writer.add(item);
@@ -108,7 +109,7 @@ export class JobWriter {
 
   constructor(
     private readonly system: BlobFiles,
-    private readonly options: PortOptions & { now?: () => number },
+    private readonly options: Abortable & { now?: () => number },
   ) {}
 
   /** Items added so far. */

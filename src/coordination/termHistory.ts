@@ -5,7 +5,7 @@ import type { StateStore } from "../library/fencing/StateStore";
 import type { LeaderElectorOptions } from "../library/leadership/options";
 import type { LeadershipTerm } from "../library/leadership/Term";
 import type { Logger } from "../library/util/logger";
-import type { PortOptions } from "./ports";
+import type { Abortable } from "../library/util/delay";
 
 /** State key of the term history. Every term writes it before any other document. */
 export const TERMS_KEY = "terms.json";
@@ -38,7 +38,7 @@ export type TermHistory = z.infer<typeof termHistorySchema>;
  * @throws StaleEpochError when a newer term has written the history, or another term with this epoch recorded itself
  *   first (this term must stop).
  */
-export async function recordTerm(fenced: FencedStateStore, term: Pick<LeadershipTerm, "instanceId" | "epoch" | "startedAtMs">, logger: Logger, options: PortOptions = {}): Promise<void> {
+export async function recordTerm(fenced: FencedStateStore, term: Pick<LeadershipTerm, "instanceId" | "epoch" | "startedAtMs">, logger: Logger, options: Abortable = {}): Promise<void> {
   const entry: TermEntry = { holder: term.instanceId, epoch: term.epoch, sinceMs: term.startedAtMs };
   await fenced.update(
     TERMS_KEY,
@@ -65,7 +65,7 @@ export async function recordTerm(fenced: FencedStateStore, term: Pick<Leadership
 }
 
 /** The highest epoch stored in the coordinator's state: the epoch that last wrote the term history (0 when none). */
-export async function readEpochFloor(state: StateStore, options: PortOptions = {}): Promise<number> {
+export async function readEpochFloor(state: StateStore, options: Abortable = {}): Promise<number> {
   return (await state.read(TERMS_KEY, options))?.epoch ?? 0;
 }
 
@@ -74,7 +74,7 @@ export async function readEpochFloor(state: StateStore, options: PortOptions = {
  * may call it. None when no term has been recorded yet, or when the document is not a term history (the next term
  * starts it afresh).
  */
-export async function readTermHistory(state: StateStore, options: PortOptions = {}): Promise<TermEntry[]> {
+export async function readTermHistory(state: StateStore, options: Abortable = {}): Promise<TermEntry[]> {
   const parsed = termHistorySchema.safeParse((await state.read(TERMS_KEY, options))?.value);
   return parsed.success ? parsed.data.terms : [];
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import type { MessageQueue, PortOptions, SendOptions } from "./ports";
+import type { MessageQueue, SendOptions } from "./ports";
+import type { Abortable } from "../library/util/delay";
 
 /**
  * Wake-ups: small messages on the control queue (WAKE_QUEUE) that ask for a coordination step now instead of at the
@@ -71,12 +72,12 @@ export class ActivityWakeUps {
   ) {}
 
   /** After a result or poison message was sent. @throws the queue's error (the throttle then lets the next one try). */
-  activity(reason: "results-arrived" | "poison-arrived", jobId: string | undefined, options: PortOptions = {}): Promise<ActivitySend> {
+  activity(reason: "results-arrived" | "poison-arrived", jobId: string | undefined, options: Abortable = {}): Promise<ActivitySend> {
     return this.throttled("lastActivityMs", { reason, jobId, from: this.options.from }, options);
   }
 
   /** After `wake` found the lease held or this process busy: the next link of its chain, one interval later. @throws the queue's error. */
-  followUp(wake: Pick<WakeMessage, "reason" | "jobId" | "followUp">, options: PortOptions = {}): Promise<ActivitySend> {
+  followUp(wake: Pick<WakeMessage, "reason" | "jobId" | "followUp">, options: Abortable = {}): Promise<ActivitySend> {
     const next = (wake.followUp ?? 0) + 1;
     if (this.options.intervalMs === 0) return Promise.resolve("off");
     if (next > Math.min(this.options.maxFollowUps, FOLLOW_UP_LIMIT)) return Promise.resolve("chain-ended");

@@ -2,8 +2,8 @@ import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
 import type { z } from "zod";
 import { itemRefOf, parseMessage, toRanges, workMessageSchema, type itemResultMessageSchema, type Rejection, type UnitResultMessage } from "./messages";
-import type { PortOptions } from "./ports";
 import { ItemError, mergeAll } from "./taskKinds";
+import type { Abortable } from "../library/util/delay";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<CoordinationDeps, "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now">;
@@ -35,7 +35,7 @@ const MAX_INLINE_RESULT_BYTES = 40 * 1024;
  * retries the whole unit; on the last delivery the items it hit are reported as failed instead, with the others'
  * results, so the job can finish.
  */
-export async function processWorkMessage(deps: WorkerDeps, payload: unknown, delivery: Delivery, options: PortOptions = {}): Promise<WorkOutcome> {
+export async function processWorkMessage(deps: WorkerDeps, payload: unknown, delivery: Delivery, options: Abortable = {}): Promise<WorkOutcome> {
   const parsed = parseMessage(workMessageSchema, payload);
   if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
   const message = parsed.value;
@@ -81,7 +81,7 @@ export async function processWorkMessage(deps: WorkerDeps, payload: unknown, del
   return { status: "failed", jobId, item: first, count: inputs.length, reason: failed.map((failure) => failure.reason).join("; ") };
 }
 
-async function sendItemResult(deps: WorkerDeps, result: z.input<typeof itemResultMessageSchema>, options: PortOptions): Promise<void> {
+async function sendItemResult(deps: WorkerDeps, result: z.input<typeof itemResultMessageSchema>, options: Abortable): Promise<void> {
   let text = JSON.stringify(result);
   if (result.ok && Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.partial(result.jobId, result.item);
@@ -92,7 +92,7 @@ async function sendItemResult(deps: WorkerDeps, result: z.input<typeof itemResul
 }
 
 /** Sends a unit's result; one too large for a queue message goes to a blob (keyed by job and first item) that it names. */
-async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: PortOptions): Promise<void> {
+async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: Abortable): Promise<void> {
   let text = JSON.stringify(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.partial(result.jobId, result.first);
@@ -103,7 +103,7 @@ async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, optio
   await deps.resultsQueue.send([text], options);
 }
 
-async function reject(deps: WorkerDeps, payload: unknown, delivery: Delivery, reason: string, options: PortOptions): Promise<WorkOutcome> {
+async function reject(deps: WorkerDeps, payload: unknown, delivery: Delivery, reason: string, options: Abortable): Promise<WorkOutcome> {
   const original = typeof payload === "string" ? payload : (JSON.stringify(payload) as string | undefined) ?? String(payload);
   deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, { instanceId: deps.instanceId });
   deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), queue: "work", messageId: delivery.id, reason });

@@ -4,7 +4,7 @@ export type { Logger } from "./util/logger";
 export { silentLogger } from "./util/logger";
 export type { Clock } from "./util/clock";
 export { systemClock } from "./util/clock";
-export { delay } from "./util/delay";
+export { delay, type Abortable } from "./util/delay";
 export * from "./lease/LeaseStore";
 export { BlobLeaseStore, type BlobLeaseStoreOptions } from "../azure/BlobLeaseStore";
 export { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "./leadership/LeaderElector";

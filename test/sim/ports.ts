@@ -1,11 +1,12 @@
-import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, PortOptions, ReceivedMessage } from "../../src/coordination/ports";
+import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
-import type { StateOperationOptions, StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
+import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { abortReason } from "../../src/library/util/delay";
 import { AzureError, type StorageAccount } from "./azure";
 import type { Network, SimProcess } from "./network";
+import type { Abortable } from "../../src/library/util/delay";
 
 /**
  * The app's storage ports for one simulated process, over the simulated storage account. Each maps storage's answers
@@ -53,11 +54,11 @@ export class SimLeaseStore implements LeaseStore {
     this.revocationBlob = `${blobName}.revocation`;
   }
 
-  private call<T>(label: string, effect: () => T, options: LeaseOperationOptions | undefined): Promise<T> {
+  private call<T>(label: string, effect: () => T, options: Abortable | undefined): Promise<T> {
     return this.ctx.net.call(this.ctx.process, `lease.${label}`, effect, options?.abortSignal);
   }
 
-  async ensureExists(options: LeaseOperationOptions = {}): Promise<void> {
+  async ensureExists(options: Abortable = {}): Promise<void> {
     const { account } = this.ctx;
     try {
       await this.call("createContainer", () => {
@@ -73,7 +74,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async acquire(leaseId: string, durationS: number, options: LeaseOperationOptions = {}): Promise<AcquireResult> {
+  async acquire(leaseId: string, durationS: number, options: Abortable = {}): Promise<AcquireResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.call("acquire", () => {
@@ -92,7 +93,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async renew(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+  async renew(leaseId: string, options: Abortable = {}): Promise<void> {
     try {
       await this.call("renew", () => {
         this.ctx.account.renewLease(this.containerName, this.blobName, leaseId);
@@ -102,7 +103,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async release(leaseId: string, options: LeaseOperationOptions = {}): Promise<void> {
+  async release(leaseId: string, options: Abortable = {}): Promise<void> {
     try {
       await this.call("release", () => {
         this.ctx.account.releaseLease(this.containerName, this.blobName, leaseId);
@@ -114,7 +115,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async breakLease(breakPeriodS: number, options: LeaseOperationOptions = {}): Promise<void> {
+  async breakLease(breakPeriodS: number, options: Abortable = {}): Promise<void> {
     try {
       await this.call("break", () => {
         this.ctx.account.breakLease(this.containerName, this.blobName, breakPeriodS);
@@ -126,7 +127,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async read(options: LeaseOperationOptions = {}): Promise<LeaseSnapshot> {
+  async read(options: Abortable = {}): Promise<LeaseSnapshot> {
     try {
       const blob = await this.call("read", () => this.ctx.account.getBlob(this.containerName, this.blobName), options);
       const m = blob.metadata;
@@ -143,7 +144,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async writeRecord(leaseId: string, record: LeaderRecord, options: LeaseOperationOptions = {}): Promise<void> {
+  async writeRecord(leaseId: string, record: LeaderRecord, options: Abortable = {}): Promise<void> {
     const metadata = { [META.holder]: record.holder, [META.epoch]: String(record.epoch), [META.sinceMs]: String(record.sinceMs), [META.transitions]: String(record.transitions) };
     try {
       await this.call(`writeRecord e${record.epoch}`, () => {
@@ -154,7 +155,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async readRevocation(options: LeaseOperationOptions = {}): Promise<Revocation | undefined> {
+  async readRevocation(options: Abortable = {}): Promise<Revocation | undefined> {
     try {
       const blob = await this.call("readRevocation", () => this.ctx.account.getBlob(this.containerName, this.revocationBlob), options);
       return parseRevocation(blob.metadata);
@@ -164,7 +165,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async revoke(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+  async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const upload = (): Promise<unknown> =>
       this.call("revoke", () => this.ctx.account.putBlob(this.containerName, this.revocationBlob, "", { metadata: { [META.revokedEpoch]: String(epoch) }, by: this.ctx.process.name }), options);
     try {
@@ -178,7 +179,7 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async honourRevocation(epoch: number, options: LeaseOperationOptions = {}): Promise<void> {
+  async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
     try {
       const blob = await this.call("readRevocation", () => this.ctx.account.getBlob(this.containerName, this.revocationBlob), options);
       if (parseRevocation(blob.metadata)?.epoch !== epoch) return;
@@ -225,7 +226,7 @@ export class SimStateStore implements StateStore {
     private readonly container = "coordinator-state",
   ) {}
 
-  async read(key: string, options: StateOperationOptions = {}): Promise<StoredState | undefined> {
+  async read(key: string, options: Abortable = {}): Promise<StoredState | undefined> {
     try {
       const blob = await this.ctx.net.call(this.ctx.process, `state.read ${key}`, () => this.ctx.account.getBlob(this.container, key), options.abortSignal);
       return { value: JSON.parse(blob.text) as unknown, etag: blob.etag, epoch: Number(blob.metadata.epoch ?? 0) };
@@ -235,7 +236,7 @@ export class SimStateStore implements StateStore {
     }
   }
 
-  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: StateOperationOptions = {}): Promise<{ etag: string }> {
+  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: Abortable = {}): Promise<{ etag: string }> {
     const body = JSON.stringify(value);
     const upload = (): Promise<{ etag: string }> =>
       this.ctx.net.call(
@@ -267,11 +268,11 @@ export class SimFiles implements BlobFiles {
     readonly container: string,
   ) {}
 
-  private call<T>(label: string, effect: () => T, options: PortOptions): Promise<T> {
+  private call<T>(label: string, effect: () => T, options: Abortable): Promise<T> {
     return this.ctx.net.call(this.ctx.process, `${this.container}.${label}`, effect, options.abortSignal);
   }
 
-  async readText(name: string, options: PortOptions = {}): Promise<string | undefined> {
+  async readText(name: string, options: Abortable = {}): Promise<string | undefined> {
     try {
       return (await this.call(`read ${name}`, () => this.ctx.account.getBlob(this.container, name), options)).text;
     } catch (error) {
@@ -280,7 +281,7 @@ export class SimFiles implements BlobFiles {
     }
   }
 
-  async open(name: string, options: PortOptions = {}): Promise<OpenedBlob | undefined> {
+  async open(name: string, options: Abortable = {}): Promise<OpenedBlob | undefined> {
     const text = await this.readText(name, options);
     if (text === undefined) return undefined;
     const bytes = Buffer.from(text, "utf8");
@@ -291,7 +292,7 @@ export class SimFiles implements BlobFiles {
     return { sizeBytes: bytes.length, content: content(), close: () => undefined };
   }
 
-  async writeText(name: string, text: string, options: PortOptions = {}): Promise<void> {
+  async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
     const upload = (): Promise<unknown> => this.call(`write ${name}`, () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name }), options);
     try {
       await upload().catch(async (error: unknown) => {
@@ -304,7 +305,7 @@ export class SimFiles implements BlobFiles {
     }
   }
 
-  async list(prefix: string, max: number, options: PortOptions = {}): Promise<string[]> {
+  async list(prefix: string, max: number, options: Abortable = {}): Promise<string[]> {
     try {
       return await this.call(`list ${prefix}`, () => this.ctx.account.listBlobs(this.container, prefix, max), options);
     } catch (error) {
@@ -313,7 +314,7 @@ export class SimFiles implements BlobFiles {
     }
   }
 
-  async delete(name: string, options: PortOptions = {}): Promise<void> {
+  async delete(name: string, options: Abortable = {}): Promise<void> {
     try {
       await this.call(`delete ${name}`, () => {
         this.ctx.account.deleteBlob(this.container, name, this.ctx.process.name);
@@ -337,11 +338,11 @@ export class SimMessageQueue implements MessageQueue {
     readonly name: string,
   ) {}
 
-  private call<T>(label: string, effect: () => T, options: PortOptions): Promise<T> {
+  private call<T>(label: string, effect: () => T, options: Abortable): Promise<T> {
     return this.ctx.net.call(this.ctx.process, `${this.name}.${label}`, effect, options.abortSignal);
   }
 
-  async send(texts: readonly string[], options: PortOptions = {}): Promise<void> {
+  async send(texts: readonly string[], options: Abortable = {}): Promise<void> {
     try {
       await Promise.all(texts.map((text) => this.call("send", () => {
         this.ctx.account.queue(this.name).send(encodeBody(text, "base64"));
@@ -351,7 +352,7 @@ export class SimMessageQueue implements MessageQueue {
     }
   }
 
-  async receive(max: number, visibilityTimeoutS: number, options: PortOptions = {}): Promise<ReceivedMessage[]> {
+  async receive(max: number, visibilityTimeoutS: number, options: Abortable = {}): Promise<ReceivedMessage[]> {
     try {
       const items = await this.call(`receive ${max}`, () => this.ctx.account.queue(this.name).receive(Math.min(32, Math.max(1, max)), visibilityTimeoutS), options);
       return items.map((item) => ({ id: item.id, popReceipt: item.popReceipt, dequeueCount: item.dequeueCount, text: decodeBody(item.body, "base64"), rawText: item.body }));
@@ -360,7 +361,7 @@ export class SimMessageQueue implements MessageQueue {
     }
   }
 
-  async peek(max: number, options: PortOptions = {}): Promise<PeekedMessage[]> {
+  async peek(max: number, options: Abortable = {}): Promise<PeekedMessage[]> {
     try {
       const items = await this.call(`peek ${max}`, () => this.ctx.account.queue(this.name).peek(Math.min(32, Math.max(1, max))), options);
       return items.map((item) => ({ id: item.id, dequeueCount: item.dequeueCount, text: decodeBody(item.body, "base64"), rawText: item.body }));
@@ -369,7 +370,7 @@ export class SimMessageQueue implements MessageQueue {
     }
   }
 
-  async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
+  async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: Abortable = {}): Promise<boolean> {
     try {
       await this.call(`release ${message.id}`, () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, 0), options);
       return true;
@@ -379,7 +380,7 @@ export class SimMessageQueue implements MessageQueue {
     }
   }
 
-  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: PortOptions = {}): Promise<boolean> {
+  async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: Abortable = {}): Promise<boolean> {
     try {
       await this.call(`delete ${message.id}`, () => {
         this.ctx.account.queue(this.name).delete(message.id, message.popReceipt);
@@ -391,7 +392,7 @@ export class SimMessageQueue implements MessageQueue {
     }
   }
 
-  async approximateCount(options: PortOptions = {}): Promise<number> {
+  async approximateCount(options: Abortable = {}): Promise<number> {
     try {
       return await this.call("count", () => this.ctx.account.queue(this.name).messages.length, options);
     } catch (error) {

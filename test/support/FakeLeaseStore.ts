@@ -1,6 +1,7 @@
 import { LeadershipLostError, StorageError } from "../../src/library/errors";
 import { delay } from "../../src/library/util/delay";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseOperationOptions, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
+import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
+import type { Abortable } from "../../src/library/util/delay";
 
 /**
  * In-memory lease with Azure's semantics (expiry on `now()`; a request under another lease id is refused as Azure's
@@ -25,11 +26,11 @@ export class FakeLeaseStore implements LeaseStore {
     return this.leaseId !== undefined && this.now() < this.expiresAtMs ? this.leaseId : undefined;
   }
 
-  ensureExists(options?: LeaseOperationOptions): Promise<void> {
+  ensureExists(options?: Abortable): Promise<void> {
     return this.op("ensureExists", options, () => undefined);
   }
 
-  acquire(leaseId: string, durationS: number, options?: LeaseOperationOptions): Promise<AcquireResult> {
+  acquire(leaseId: string, durationS: number, options?: Abortable): Promise<AcquireResult> {
     return this.op("acquire", options, () => {
       const holder = this.holderLeaseId();
       if (holder !== undefined && holder !== leaseId) return { acquired: false };
@@ -40,53 +41,53 @@ export class FakeLeaseStore implements LeaseStore {
     });
   }
 
-  renew(leaseId: string, options?: LeaseOperationOptions): Promise<void> {
+  renew(leaseId: string, options?: Abortable): Promise<void> {
     return this.op("renew", options, () => {
       if (this.holderLeaseId() !== leaseId) throw new LeadershipLostError("lost", 0, "409 LeaseIdMismatchWithLeaseOperation");
       this.expiresAtMs = this.now() + this.durationS * 1000;
     });
   }
 
-  release(leaseId: string, options?: LeaseOperationOptions): Promise<void> {
+  release(leaseId: string, options?: Abortable): Promise<void> {
     return this.op("release", options, () => {
       if (this.holderLeaseId() === leaseId) this.leaseId = undefined;
     });
   }
 
-  breakLease(_breakPeriodS: number, options?: LeaseOperationOptions): Promise<void> {
+  breakLease(_breakPeriodS: number, options?: Abortable): Promise<void> {
     return this.op("breakLease", options, () => {
       this.leaseId = undefined;
     });
   }
 
-  read(options?: LeaseOperationOptions): Promise<LeaseSnapshot> {
+  read(options?: Abortable): Promise<LeaseSnapshot> {
     return this.op("read", options, () => ({ state: this.holderLeaseId() === undefined ? "available" : "leased", record: this.record }));
   }
 
-  writeRecord(leaseId: string, record: LeaderRecord, options?: LeaseOperationOptions): Promise<void> {
+  writeRecord(leaseId: string, record: LeaderRecord, options?: Abortable): Promise<void> {
     return this.op("writeRecord", options, () => {
       if (this.holderLeaseId() !== leaseId) throw new LeadershipLostError("lost", record.epoch, "412 LeaseIdMismatchWithBlobOperation");
       this.record = record;
     });
   }
 
-  readRevocation(options?: LeaseOperationOptions): Promise<Revocation | undefined> {
+  readRevocation(options?: Abortable): Promise<Revocation | undefined> {
     return this.op("readRevocation", options, () => (this.revocation === undefined ? undefined : { ...this.revocation }));
   }
 
-  revoke(epoch: number, options?: LeaseOperationOptions): Promise<void> {
+  revoke(epoch: number, options?: Abortable): Promise<void> {
     return this.op("revoke", options, () => {
       this.revocation = { epoch, honoured: false };
     });
   }
 
-  honourRevocation(epoch: number, options?: LeaseOperationOptions): Promise<void> {
+  honourRevocation(epoch: number, options?: Abortable): Promise<void> {
     return this.op("honourRevocation", options, () => {
       if (this.revocation?.epoch === epoch) this.revocation = { epoch, honoured: true };
     });
   }
 
-  private op<T>(name: string, options: LeaseOperationOptions | undefined, body: () => T): Promise<T> {
+  private op<T>(name: string, options: Abortable | undefined, body: () => T): Promise<T> {
     this.calls.push(name);
     const signal = options?.abortSignal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);

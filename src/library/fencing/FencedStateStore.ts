@@ -1,5 +1,6 @@
 import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../errors";
-import type { StateOperationOptions, StateStore } from "./StateStore";
+import type { StateStore } from "./StateStore";
+import type { Abortable } from "../util/delay";
 
 /** The part of a leadership term the fenced store needs: its epoch and a live check. */
 export interface Fence {
@@ -18,7 +19,7 @@ export interface Versioned<T> {
 }
 
 /** Options for {@link FencedStateStore.update}. */
-export interface UpdateOptions extends StateOperationOptions {
+export interface UpdateOptions extends Abortable {
   /** How many times to re-read and retry when another writer got in first. @default 5 */
   maxAttempts?: number;
 }
@@ -43,7 +44,7 @@ export class FencedStateStore {
   }
 
   /** Reads a document; `parse` validates its shape (and throws if it is not what the caller expects). */
-  async read<T>(key: string, parse: (value: unknown) => T, options: StateOperationOptions = {}): Promise<Versioned<T> | undefined> {
+  async read<T>(key: string, parse: (value: unknown) => T, options: Abortable = {}): Promise<Versioned<T> | undefined> {
     const stored = await this.store.read(key, options);
     if (stored === undefined) return undefined;
     return { value: parse(stored.value), etag: stored.etag, epoch: stored.epoch };
@@ -55,7 +56,7 @@ export class FencedStateStore {
    * @throws StaleEpochError when this writer's term is over or a newer epoch wrote the document (nothing written).
    * @throws ConcurrentUpdateError when a writer of the same or an older epoch got in first (read again and retry).
    */
-  async write<T>(key: string, value: T, previous: Versioned<unknown> | undefined, options: StateOperationOptions = {}): Promise<Versioned<T>> {
+  async write<T>(key: string, value: T, previous: Versioned<unknown> | undefined, options: Abortable = {}): Promise<Versioned<T>> {
     const { epoch } = this.fence;
     this.assertLive(key);
     if (previous !== undefined && previous.epoch > epoch) {

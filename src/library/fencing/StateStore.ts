@@ -3,11 +3,7 @@
  * talks to Azure Blob Storage ({@link BlobStateStore}); unit tests use an in-memory fake with the same semantics.
  */
 
-/** Options every state operation takes. */
-export interface StateOperationOptions {
-  /** Aborts the request; the operation rejects with the signal's reason. */
-  abortSignal?: AbortSignal;
-}
+import type { Abortable } from "../util/delay";
 
 /** A stored document, as read. */
 export interface StoredState {
@@ -25,10 +21,10 @@ export type WriteCondition = { ifMatch: string } | { ifNoneMatch: "*" };
 /** The state port. */
 export interface StateStore {
   /** Reads a document; undefined when it does not exist. */
-  read(key: string, options?: StateOperationOptions): Promise<StoredState | undefined>;
+  read(key: string, options?: Abortable): Promise<StoredState | undefined>;
   /**
    * Writes a document with its writer's epoch, only if `condition` holds.
    * @throws ConcurrentUpdateError when it does not (nothing written).
    */
-  write(key: string, value: unknown, epoch: number, condition: WriteCondition, options?: StateOperationOptions): Promise<{ etag: string }>;
+  write(key: string, value: unknown, epoch: number, condition: WriteCondition, options?: Abortable): Promise<{ etag: string }>;
 }

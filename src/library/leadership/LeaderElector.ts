@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { StorageError } from "../errors";
 import type { LeaderRecord } from "../lease/LeaseStore";
-import { abortReason, delay, throwIfAborted, withJitter } from "../util/delay";
+import { abortReason, delay, throwIfAborted, withJitter, type Abortable } from "../util/delay";
 import type { Logger } from "../util/logger";
 import type { LeadershipEvent } from "./events";
 import { withTimeout } from "../util/timeout";
@@ -12,10 +12,11 @@ import { emitEvent, type Term } from "./Term";
 
 export type { LeadResult, LeaderTask } from "./runTerm";
 
-/** Options for {@link LeaderElector.tryLead} and {@link LeaderElector.lead}. */
-export interface LeadOptions {
-  /** Shutdown: before a term, stops trying (rejects with the signal's reason); during one, ends it with reason "shutdown". */
-  abortSignal?: AbortSignal;
+/**
+ * Options for {@link LeaderElector.tryLead} and {@link LeaderElector.lead}. `abortSignal` is shutdown: before a term it
+ * stops trying (rejects with the signal's reason); during one it ends the term with reason "shutdown".
+ */
+export interface LeadOptions extends Abortable {
   /**
    * Where this call's attempt and term log, instead of the elector's `logger` (e.g. the logger of the one function
    * invocation that called, when one elector serves a whole process). @default the elector's `logger`

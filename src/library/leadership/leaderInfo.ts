@@ -1,4 +1,5 @@
-import type { LeaseOperationOptions, LeaseState, LeaseStore } from "../lease/LeaseStore";
+import type { LeaseState, LeaseStore } from "../lease/LeaseStore";
+import type { Abortable } from "../util/delay";
 
 /** What any instance (or an operator) can read about leadership. */
 export interface LeaderInfo {
@@ -19,7 +20,7 @@ export interface LeaderInfo {
 }
 
 /** Reads who leads. Two reads, no lease needed: safe for any instance, an HTTP endpoint or a CLI. */
-export async function describeLeader(store: LeaseStore, options: LeaseOperationOptions = {}): Promise<LeaderInfo> {
+export async function describeLeader(store: LeaseStore, options: Abortable = {}): Promise<LeaderInfo> {
   const [snapshot, revocation] = await Promise.all([store.read(options), store.readRevocation(options)]);
   const { record, state } = snapshot;
   const held = state === "leased" || state === "breaking";
@@ -44,7 +45,7 @@ export async function describeLeader(store: LeaseStore, options: LeaseOperationO
  * that directly follows e: that term checks right after writing its record and at every renewal. A returned epoch
  * therefore always means that someone steps down; later terms are not affected.
  */
-export async function requestStepDown(store: LeaseStore, options: LeaseOperationOptions = {}): Promise<number | undefined> {
+export async function requestStepDown(store: LeaseStore, options: Abortable = {}): Promise<number | undefined> {
   const { state, record } = await store.read(options);
   if (!(state === "leased" || state === "breaking") || record.epoch === 0) return undefined;
   await store.revoke(record.epoch, options);

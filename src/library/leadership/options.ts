@@ -4,6 +4,7 @@ import { ConfigurationError } from "../errors";
 import type { LeaseStore } from "../lease/LeaseStore";
 import { systemClock, type Clock } from "../util/clock";
 import { silentLogger, type Logger } from "../util/logger";
+import type { Abortable } from "../util/delay";
 import type { LeadershipEvent } from "./events";
 
 /** Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration. */
@@ -44,7 +45,7 @@ export interface LeaderElectorOptions {
    * lease blob — and with it the epoch counter in its metadata — was deleted or recreated. Read after acquiring,
    * beside the record. Must resolve to a whole number ≥ 0. @default none (the record alone counts)
    */
-  readEpochFloor?: (options: { abortSignal?: AbortSignal }) => Promise<number>;
+  readEpochFloor?: (options: Abortable) => Promise<number>;
   /**
    * Stores a new term's epoch where {@link readEpochFloor} reads it, after the record is written and before the term
    * begins (so before any event or task). Reject with a `StaleEpochError` when another term has already stored this
@@ -52,7 +53,7 @@ export interface LeaderElectorOptions {
    * "not-acquired" (its lease released) instead of a second term with the same epoch. Any other rejection ends the
    * attempt with that error. `logger` is where the attempt logs (the elector's, or the call's). @default none
    */
-  claimEpoch?: (claim: EpochClaim, options: { abortSignal?: AbortSignal; logger: Logger }) => Promise<void>;
+  claimEpoch?: (claim: EpochClaim, options: Abortable & { logger: Logger }) => Promise<void>;
 }
 
 /** What {@link LeaderElectorOptions.claimEpoch} stores: the term about to begin. */

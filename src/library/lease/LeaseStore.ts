@@ -3,11 +3,7 @@
  * ({@link BlobLeaseStore}); unit tests use an in-memory fake with the same semantics.
  */
 
-/** Options every lease operation takes. */
-export interface LeaseOperationOptions {
-  /** Aborts the request; the operation rejects with the signal's reason. */
-  abortSignal?: AbortSignal;
-}
+import type { Abortable } from "../util/delay";
 
 /** The leadership record kept in the lease blob's metadata. Only the lease holder can write it. */
 export interface LeaderRecord {
@@ -52,31 +48,31 @@ export interface LeaseStore {
   /** Human-readable name of the lease (e.g. `leases/MyLeaderCoordinatorTask`), for logs. */
   readonly name: string;
   /** Creates the container and blob if missing. Idempotent. */
-  ensureExists(options?: LeaseOperationOptions): Promise<void>;
+  ensureExists(options?: Abortable): Promise<void>;
   /**
    * Tries to take the lease with the proposed id. Taking it again with the id already held succeeds (idempotent
    * retry after an unknown outcome). Someone else holding it, or the lease breaking → `{ acquired: false }`.
    */
-  acquire(leaseId: string, durationS: number, options?: LeaseOperationOptions): Promise<AcquireResult>;
+  acquire(leaseId: string, durationS: number, options?: Abortable): Promise<AcquireResult>;
   /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours (taken, broken, or its blob deleted). */
-  renew(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
+  renew(leaseId: string, options?: Abortable): Promise<void>;
   /** Releases the lease so the next contender need not wait for expiry. Releasing a lease no longer ours is a no-op. */
-  release(leaseId: string, options?: LeaseOperationOptions): Promise<void>;
+  release(leaseId: string, options?: Abortable): Promise<void>;
   /** Breaks whoever holds the lease; with `breakPeriodS = 0` it ends at once. An operator's or a test's tool. */
-  breakLease(breakPeriodS: number, options?: LeaseOperationOptions): Promise<void>;
+  breakLease(breakPeriodS: number, options?: Abortable): Promise<void>;
   /** Reads lease state and the leader record (one request). */
-  read(options?: LeaseOperationOptions): Promise<LeaseSnapshot>;
+  read(options?: Abortable): Promise<LeaseSnapshot>;
   /** Writes the leader record; only the holder of `leaseId` can (storage refuses others). @throws LeadershipLostError("lost") */
-  writeRecord(leaseId: string, record: LeaderRecord, options?: LeaseOperationOptions): Promise<void>;
+  writeRecord(leaseId: string, record: LeaderRecord, options?: Abortable): Promise<void>;
   /** Reads the latest step-down request, if any. One cheap request; the leader calls it at each renewal. */
-  readRevocation(options?: LeaseOperationOptions): Promise<Revocation | undefined>;
+  readRevocation(options?: Abortable): Promise<Revocation | undefined>;
   /** Asks the leader of `epoch` (or, if it has already ended, its immediate successor) to step down. Not yet honoured. */
-  revoke(epoch: number, options?: LeaseOperationOptions): Promise<void>;
+  revoke(epoch: number, options?: Abortable): Promise<void>;
   /**
    * Marks the request for `epoch` honoured, before the leader that honours it releases the lease. A no-op when the
    * latest request names another epoch (a newer request must not be lost).
    */
-  honourRevocation(epoch: number, options?: LeaseOperationOptions): Promise<void>;
+  honourRevocation(epoch: number, options?: Abortable): Promise<void>;
 }
 
 /** The record of a blob on which no term has begun. */

@@ -1,8 +1,11 @@
 import { AbortError } from "../errors";
 
-/** Options for {@link delay}. */
-export interface DelayOptions {
-  /** Ends the wait early; the promise then rejects with the signal's reason (or an {@link AbortError}). */
+/**
+ * The options of everything that waits or talks to storage (CONTRIBUTING.md, "Abort signals"); options that add fields
+ * extend it. Aborting the signal ends the operation early: it rejects with the signal's reason (or an
+ * {@link AbortError}), and a storage request it was sending is cancelled.
+ */
+export interface Abortable {
   abortSignal?: AbortSignal;
 }
 
@@ -10,7 +13,7 @@ export interface DelayOptions {
  * Waits `timeInMs`, cancellably. The one place in the library that creates a sleep timer (CONTRIBUTING.md,
  * "Abort signals"): the timer is cleared when the signal aborts, so an aborted wait never keeps the process alive.
  */
-export function delay(timeInMs: number, options: DelayOptions = {}): Promise<void> {
+export function delay(timeInMs: number, options: Abortable = {}): Promise<void> {
   const { abortSignal } = options;
   return new Promise<void>((resolve, reject) => {
     if (abortSignal?.aborted) {

@@ -1,18 +1,13 @@
 import { StorageError } from "../errors";
-import { delay } from "./delay";
-
-/** Options for {@link withTimeout}. */
-export interface WithTimeoutOptions {
-  /** The caller's signal; aborting it aborts the operation too. */
-  abortSignal?: AbortSignal;
-}
+import { delay, type Abortable } from "./delay";
 
 /**
  * Runs `operation` with a signal that fires after `timeoutInMs` (or when the caller's signal fires). Built on the one
  * cancellable {@link delay}, so fake timers drive it in tests. When the timeout, not the caller, ended it, the
- * rejection is a `StorageError` with code `"Timeout"`; the caller's abort passes through unchanged.
+ * rejection is a `StorageError` with code `"Timeout"`; the caller's abort (`options.abortSignal`) aborts the operation
+ * too and passes through unchanged.
  */
-export async function withTimeout<T>(timeoutInMs: number, operation: (signal: AbortSignal) => Promise<T>, options: WithTimeoutOptions = {}): Promise<T> {
+export async function withTimeout<T>(timeoutInMs: number, operation: (signal: AbortSignal) => Promise<T>, options: Abortable = {}): Promise<T> {
   const { abortSignal } = options;
   abortSignal?.throwIfAborted();
   const controller = new AbortController();
