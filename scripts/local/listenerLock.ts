@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
 import { createStorageClients } from "../../src/azure/clients";
 import { delay } from "../../src/library/util/delay";
+import { retryAfterCreating } from "../../src/azure/OnDemandCreation";
 
 /**
  * The host's timer listener lock, emulated. Inside one function app the Functions host runs a timer trigger's
@@ -111,24 +112,16 @@ export class ListenerLock {
   /** One attempt to take the lease; false when another instance holds it or storage failed (logged). */
   private async tryAcquire(): Promise<boolean> {
     const seconds = this.settings.listenerLockPeriodMs / 1000;
-    try {
-      await this.blob.getBlobLeaseClient(this.leaseId).acquireLease(seconds);
-      return true;
-    } catch (error) {
-      const status = statusOf(error);
-      if (status === 409) return false;
-      if (status !== 404) {
-        this.log("warning", `Singleton lock ${this.lockId}: acquire failed (${describe(error)}); retrying at the next poll.`);
-        return false;
-      }
-    }
+    const acquire = (): Promise<unknown> => this.blob.getBlobLeaseClient(this.leaseId).acquireLease(seconds);
     // No container or blob yet: create them, as the host's lock manager does, and try once more.
-    try {
+    const create = async (): Promise<void> => {
       await this.container.createIfNotExists();
       await this.blob.upload("", 0, { conditions: { ifNoneMatch: "*" } }).catch((error: unknown) => {
         if (statusOf(error) !== 409 && statusOf(error) !== 412) throw error;
       });
-      await this.blob.getBlobLeaseClient(this.leaseId).acquireLease(seconds);
+    };
+    try {
+      await retryAfterCreating(acquire, (error) => statusOf(error) === 404, create);
       return true;
     } catch (error) {
       if (statusOf(error) !== 409) this.log("warning", `Singleton lock ${this.lockId}: acquire failed (${describe(error)}); retrying at the next poll.`);

@@ -65,17 +65,13 @@ export class ReadOnlyBlobFiles implements InputFiles {
 
 /** The files port on one blob container the app owns (the system container); creates the container on first write. */
 export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
-  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
+  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options), "ContainerNotFound");
 
   async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     const upload = (): Promise<unknown> => this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
     try {
-      await upload().catch(async (error: unknown) => {
-        if (storageFailure(error).code !== "ContainerNotFound") throw error;
-        await this.creation.ensure({ abortSignal });
-        return upload();
-      });
+      await this.creation.run(upload, { abortSignal });
     } catch (error) {
       throw toLibraryError(error, `Writing blob ${name}`, abortSignal);
     }

@@ -2,6 +2,7 @@ import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/stor
 import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "./azureNames";
 import { ConfigurationError, LeadershipLostError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
+import { retryAfterCreating } from "./OnDemandCreation";
 import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../library/lease/LeaseStore";
 import type { Abortable } from "../library/util/delay";
 
@@ -56,22 +57,17 @@ export class BlobLeaseStore implements LeaseStore {
 
   async acquire(leaseId: string, durationS: number, options: Abortable = {}): Promise<AcquireResult> {
     const { abortSignal } = options;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.blob.getBlobLeaseClient(leaseId).acquireLease(durationS, { abortSignal });
-        return { acquired: true };
-      } catch (error) {
-        const { code, statusCode } = storageFailure(error);
-        // Someone holds it, or it is breaking: losing the race, not an error. (Azurite answers LeaseIsBreaking… only to
-        // the breaking lease's own id; Azure documents it for any acquire during the break period.)
-        if (statusCode === 409 && (code === "LeaseAlreadyPresent" || code === "LeaseIsBreakingAndCannotBeAcquired")) return { acquired: false };
-        // The blob (or container) does not exist yet: create it once, then try again.
-        if (statusCode === 404 && attempt === 1) {
-          await this.ensureExists({ abortSignal });
-          continue;
-        }
-        throw toLibraryError(error, `Acquiring lease ${this.name}`, abortSignal);
-      }
+    const acquire = (): Promise<unknown> => this.blob.getBlobLeaseClient(leaseId).acquireLease(durationS, { abortSignal });
+    try {
+      // The blob (or container) does not exist yet: create it once, then try again.
+      await retryAfterCreating(acquire, (error) => storageFailure(error).statusCode === 404, () => this.ensureExists({ abortSignal }));
+      return { acquired: true };
+    } catch (error) {
+      const { code, statusCode } = storageFailure(error);
+      // Someone holds it, or it is breaking: losing the race, not an error. (Azurite answers LeaseIsBreaking… only to
+      // the breaking lease's own id; Azure documents it for any acquire during the break period.)
+      if (statusCode === 409 && (code === "LeaseAlreadyPresent" || code === "LeaseIsBreakingAndCannotBeAcquired")) return { acquired: false };
+      throw toLibraryError(error, `Acquiring lease ${this.name}`, abortSignal);
     }
   }
 

@@ -8,7 +8,7 @@ import type { Abortable } from "../library/util/delay";
 
 /** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
 export class BlobStateStore implements StateStore {
-  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options));
+  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options), "ContainerNotFound");
   private readonly container: ContainerClient;
 
   constructor(service: BlobServiceClient, containerName = "coordinator-state") {
@@ -52,11 +52,7 @@ export class BlobStateStore implements StateStore {
         abortSignal,
       });
     try {
-      const response = await upload().catch(async (error: unknown) => {
-        if (storageFailure(error).code !== "ContainerNotFound") throw error;
-        await this.creation.ensure({ abortSignal });
-        return upload();
-      });
+      const response = await this.creation.run(upload, { abortSignal });
       if (response.etag === undefined) throw new StorageError("MissingETag", undefined, `Writing state ${key}: storage returned no ETag.`);
       return { etag: response.etag };
     } catch (error) {
@@ -64,7 +60,6 @@ export class BlobStateStore implements StateStore {
       if (statusCode === 412 || (statusCode === 409 && code === "BlobAlreadyExists")) {
         throw new ConcurrentUpdateError(`State ${key} changed since it was read (${statusCode} ${code ?? ""}); read it again and retry.`, { cause: error });
       }
-      if (error instanceof StorageError) throw error;
       throw toLibraryError(error, `Writing state ${key}`, abortSignal);
     }
   }

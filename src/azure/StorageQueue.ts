@@ -26,7 +26,7 @@ export function encodeBody(text: string, encoding: MessageEncoding): string {
 
 /** The queue port on Azure Queue Storage, encoding bodies as the Functions host expects. Creates the queue on first send. */
 export class StorageQueue implements MessageQueue {
-  private readonly creation = new OnDemandCreation((options) => this.client.createIfNotExists(options));
+  private readonly creation = new OnDemandCreation((options) => this.client.createIfNotExists(options), "QueueNotFound");
   readonly name: string;
 
   constructor(
@@ -40,15 +40,7 @@ export class StorageQueue implements MessageQueue {
     const { abortSignal, visibilityDelayS } = options;
     const sendOne = (text: string): Promise<unknown> => this.client.sendMessage(encodeBody(text, this.encoding), { abortSignal, visibilityTimeout: visibilityDelayS });
     try {
-      await Promise.all(
-        texts.map((text) =>
-          sendOne(text).catch(async (error: unknown) => {
-            if (storageFailure(error).code !== "QueueNotFound") throw error;
-            await this.creation.ensure({ abortSignal });
-            return sendOne(text);
-          }),
-        ),
-      );
+      await Promise.all(texts.map((text) => this.creation.run(() => sendOne(text), { abortSignal })));
     } catch (error) {
       throw toLibraryError(error, `Sending to queue ${this.name}`, abortSignal);
     }

@@ -15,10 +15,12 @@ export function storageFailure(error: unknown): StorageFailure {
 }
 
 /**
- * Turns an unexpected SDK failure into the library's error: the caller's abort passes through as the signal's
- * reason; anything else becomes a {@link StorageError} that names the operation and keeps the SDK error as `cause`.
+ * Turns an unexpected SDK failure into the library's error: a {@link StorageError} already made (by a step of the
+ * operation, e.g. a creation) passes through as it is; the caller's abort passes through as the signal's reason;
+ * anything else becomes a {@link StorageError} that names the operation and keeps the SDK error as `cause`.
  */
 export function toLibraryError(error: unknown, operation: string, abortSignal: AbortSignal | undefined): Error {
+  if (error instanceof StorageError) return error;
   if (abortSignal?.aborted) return abortReason(abortSignal);
   const { code, statusCode } = storageFailure(error);
   if (statusCode === undefined) {

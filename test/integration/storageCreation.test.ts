@@ -3,6 +3,7 @@ import { QueueServiceClient } from "@azure/storage-queue";
 import { describe, expect, it } from "vitest";
 import { BlobStateStore } from "../../src/azure/BlobStateStore";
 import { BlobFilesStore } from "../../src/azure/BlobFilesStore";
+import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
 import { StorageQueue } from "../../src/azure/StorageQueue";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
@@ -58,5 +59,18 @@ describe("creating containers and queues on demand (Azurite)", () => {
     await client.delete();
     await queue.send(["b"]);
     expect((await queue.receive(32, 30)).map((message) => message.text)).toEqual(["b"]);
+  });
+
+  it("BlobLeaseStore creates its container and blob on acquire, again after they were deleted; a failed creation names itself", async () => {
+    const service = env.blobService();
+    const name = uniqueName("lease");
+    const container = service.getContainerClient(name);
+    container.createIfNotExists = failFirstCall(container.createIfNotExists.bind(container));
+    service.getContainerClient = () => container;
+    const store = new BlobLeaseStore(service, { containerName: name, blobName: "lock" });
+    await expect(store.acquire(crypto.randomUUID(), 15)).rejects.toMatchObject({ name: "StorageError", code: "ServerBusy", message: expect.stringContaining(`Creating lease blob ${name}/lock`) as unknown });
+    expect(await store.acquire(crypto.randomUUID(), 15)).toEqual({ acquired: true });
+    await container.delete();
+    expect(await store.acquire(crypto.randomUUID(), 15)).toEqual({ acquired: true });
   });
 });
