@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseTimeSpanMs } from "./bindings";
 import { HOST_LISTENER_LOCK_DEFAULTS, validateListenerLockSettings, type ListenerLockSettings } from "./listenerLock";
+import type { MessageEncoding } from "../../src/azure/StorageQueue";
 
 /**
  * The host.json settings the local host honours, with the Functions defaults (queues extension 5.x:
@@ -20,7 +21,7 @@ export interface QueueSettings {
   /** Longest wait between polls of an empty queue, in ms (at least 100). @default 60000 */
   maxPollingIntervalMs: number;
   /** Encoding of message bodies on the queue. @default "base64" */
-  messageEncoding: "base64" | "none";
+  messageEncoding: MessageEncoding;
 }
 
 /** What the local host reads from host.json. */
@@ -86,8 +87,8 @@ function durationSetting(raw: Record<string, unknown>, name: string, minMs: numb
   return ms;
 }
 
-function encodingSetting(raw: Record<string, unknown>): "base64" | "none" {
+function encodingSetting(raw: Record<string, unknown>): MessageEncoding {
   const value = raw.messageEncoding ?? "base64";
-  if (typeof value === "string" && (value.toLowerCase() === "base64" || value.toLowerCase() === "none")) return value.toLowerCase() as "base64" | "none";
+  if (typeof value === "string" && (value.toLowerCase() === "base64" || value.toLowerCase() === "none")) return value.toLowerCase() as MessageEncoding;
   throw new Error(`host.json extensions.queues.messageEncoding must be "base64" or "none", got ${JSON.stringify(value)}.`);
 }

@@ -3,7 +3,7 @@ import type { InvocationResponse, RpcBindingInfo } from "./coreApi";
 import type { QueueSettings } from "./hostConfig";
 import { typedDataValue } from "./invoke";
 import type { QueueClients } from "./queueClients";
-import { encodeMessageText } from "./queueMessages";
+import { encodeBody } from "../../src/azure/StorageQueue";
 import type { RegisteredFunction } from "./registrations";
 
 /**
@@ -44,7 +44,7 @@ export async function writeQueueOutputs(
       createdQueues.add(queue.url);
     }
     for (const item of Array.isArray(value) ? (value as unknown[]) : [value]) {
-      await queue.sendMessage(encodeMessageText(messageText(item), settings.messageEncoding));
+      await queue.sendMessage(encodeBody(messageText(item), settings.messageEncoding));
     }
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { DequeuedMessageItem } from "@azure/storage-queue";
+import { decodeBase64, type MessageEncoding } from "../../src/azure/StorageQueue";
 import type { RpcTypedData } from "./coreApi";
 
 /** Decoding queue messages and describing them to the function as the queues extension (5.x) does. */
@@ -8,22 +9,18 @@ import type { RpcTypedData } from "./coreApi";
 export type DecodedMessage = { ok: true; text: string } | { ok: false; reason: string };
 
 /**
- * Decodes a message body per host.json `messageEncoding`. Base64 is strict like .NET's `Convert.FromBase64String`
- * (whitespace ignored, only the base64 alphabet, padding only at the end, length a multiple of 4); the Storage SDK
- * for JS sends text as-is, so a producer that forgets to encode gets a decoding failure here, as in Azure.
+ * Decodes a message body per host.json `messageEncoding`, with the adapter's codec (`src/azure/StorageQueue.ts`).
+ * Base64 is strict like .NET's `Convert.FromBase64String` (whitespace ignored, only the base64 alphabet, padding only
+ * at the end, length a multiple of 4); the Storage SDK for JS sends text as-is, so a producer that forgets to encode
+ * gets a decoding failure here, as in Azure. Bytes that are not UTF-8 decode with replacement characters, as the
+ * host's string conversion does (the app's own adapter is stricter: see `decodeBody`). Encoding (for output bindings)
+ * is the adapter's `encodeBody`.
  */
-export function decodeMessageText(messageText: string, encoding: "base64" | "none"): DecodedMessage {
+export function decodeMessageText(messageText: string, encoding: MessageEncoding): DecodedMessage {
   if (encoding === "none") return { ok: true, text: messageText };
-  const compact = messageText.replace(/[ \t\r\n]/g, "");
-  if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) {
-    return { ok: false, reason: "The input is not a valid Base-64 string (host.json extensions.queues.messageEncoding is \"base64\")." };
-  }
-  return { ok: true, text: Buffer.from(compact, "base64").toString("utf8") };
-}
-
-/** Encodes a message body for the queue per `messageEncoding` (for output bindings). */
-export function encodeMessageText(text: string, encoding: "base64" | "none"): string {
-  return encoding === "base64" ? Buffer.from(text, "utf8").toString("base64") : text;
+  const bytes = decodeBase64(messageText.replace(/[ \t\r\n]/g, ""));
+  if (bytes === undefined) return { ok: false, reason: "The input is not a valid Base-64 string (host.json extensions.queues.messageEncoding is \"base64\")." };
+  return { ok: true, text: bytes.toString("utf8") };
 }
 
 /**

@@ -4,17 +4,30 @@ import { storageFailure, toLibraryError } from "./storageErrors";
 import { OnDemandCreation } from "./OnDemandCreation";
 import type { Abortable } from "../library/util/delay";
 
+/*
+ * The queue body codec, shared by this adapter and the local Functions host (scripts/local/queueMessages.ts).
+ */
+
 /** Body encodings the Functions host understands (host.json `extensions.queues.messageEncoding`). */
 export type MessageEncoding = "base64" | "none";
 
-/** Strict base64: the host's decoder rejects what Node's lenient `Buffer.from(…, "base64")` would silently skip. */
+/**
+ * Strict base64, as .NET's `Convert.FromBase64String` (the host's decoder) reads it: only the base64 alphabet, padding
+ * only at the end, a length that is a multiple of 4 — what Node's lenient `Buffer.from(…, "base64")` would silently
+ * skip or guess. (.NET also ignores whitespace; callers that want that strip it first.)
+ */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-/** Decodes a queue body; undefined when it is not valid in `encoding`. */
+/** The bytes of strict base64 `text`; undefined when it is not strict base64. */
+export function decodeBase64(text: string): Buffer | undefined {
+  return BASE64.test(text) ? Buffer.from(text, "base64") : undefined;
+}
+
+/** Decodes a queue body; undefined when it is not valid in `encoding` (for base64: strict base64 of UTF-8 text). */
 export function decodeBody(body: string, encoding: MessageEncoding): string | undefined {
   if (encoding === "none") return body;
-  if (!BASE64.test(body)) return undefined;
-  const bytes = Buffer.from(body, "base64");
+  const bytes = decodeBase64(body);
+  if (bytes === undefined) return undefined;
   const text = bytes.toString("utf8");
   return Buffer.from(text, "utf8").equals(bytes) ? text : undefined; // invalid UTF-8 inside valid base64
 }

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import { parseTimeSpanMs, resolveAppSettings } from "../../scripts/local/bindings";
 import { readHostConfig } from "../../scripts/local/hostConfig";
 import { hostIdFrom } from "../../scripts/local/listenerLock";
-import { decodeMessageText, encodeMessageText } from "../../scripts/local/queueMessages";
+import { decodeMessageText } from "../../scripts/local/queueMessages";
+import { encodeBody } from "../../src/azure/StorageQueue";
 import { compileRoute } from "../../scripts/local/routes";
 import { parseSchedule } from "../../scripts/local/timerTrigger";
 
@@ -85,12 +86,16 @@ describe("host.json queue settings", () => {
 
 describe("queue message encoding", () => {
   it("decodes strict base64, ignoring whitespace as .NET does", () => {
-    expect(decodeMessageText(encodeMessageText('{"a":"é"}', "base64"), "base64")).toEqual({ ok: true, text: '{"a":"é"}' });
+    expect(decodeMessageText(encodeBody('{"a":"é"}', "base64"), "base64")).toEqual({ ok: true, text: '{"a":"é"}' });
     expect(decodeMessageText("eyJh\nIjoxfQ==", "base64")).toEqual({ ok: true, text: '{"a":1}' });
   });
 
   it("refuses text that is not base64 instead of decoding garbage", () => {
     for (const text of ['{"a":1}', "abc", "ab=c", "a b"]) expect(decodeMessageText(text, "base64").ok).toBe(false);
+  });
+
+  it("decodes bytes that are not UTF-8 with replacement characters, as the host's string conversion does", () => {
+    expect(decodeMessageText(Buffer.from([0x61, 0xff]).toString("base64"), "base64")).toEqual({ ok: true, text: "a\uFFFD" });
   });
 
   it("passes text through with messageEncoding none", () => {

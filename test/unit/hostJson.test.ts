@@ -6,7 +6,7 @@ import { sinkFor } from "../../functions/sink";
 import { parseEventLine, type AppEvent, type AppEventType } from "../../src/app/events";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
-import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
+import { decodeBase64, decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 
 interface HostJson {
   extensions: { queues: { maxDequeueCount: number; messageEncoding: string; batchSize: number } };
@@ -29,6 +29,32 @@ describe("host.json agrees with the code", () => {
     ["base64 of invalid UTF-8", Buffer.from([0xff, 0xfe, 0xfd]).toString("base64")],
   ])("decoding rejects %s (it goes to poison like a host binding error)", (_name, body) => {
     expect(decodeBody(body, "base64")).toBeUndefined();
+  });
+});
+
+describe("the queue body codec (the adapter's and the local host's)", () => {
+  it.each([
+    ["no padding", "YWJj", "abc"],
+    ["one '='", "YWI=", "ab"],
+    ["two '='", "YQ==", "a"],
+    ["the empty string", "", ""],
+  ])("decodeBase64 reads strict base64 with %s", (_name, text, bytes) => {
+    expect(decodeBase64(text)?.toString("latin1")).toBe(bytes);
+  });
+
+  it.each([
+    ["a length that is not a multiple of 4", "YWJjZ"],
+    ["a character outside the alphabet", "YW-j"],
+    ["padding inside", "YQ==YQ=="],
+    ["three '='", "Y==="],
+    ["whitespace (callers that ignore it strip it first)", "YW Jj"],
+  ])("decodeBase64 refuses %s", (_name, text) => {
+    expect(decodeBase64(text)).toBeUndefined();
+  });
+
+  it("passes bodies through with encoding none, both ways", () => {
+    expect(encodeBody("{not base64}", "none")).toBe("{not base64}");
+    expect(decodeBody("{not base64}", "none")).toBe("{not base64}");
   });
 });
 
