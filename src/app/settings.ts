@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConfigurationError } from "../library/errors";
+import { leaseTimingProblems } from "../library/leadership/options";
 import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../azure/azureNames";
 
 /**
@@ -131,10 +132,10 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     throw new ConfigurationError(`Invalid app settings: ${problems.join("; ")}.`);
   }
   const settings = parsed.data;
-  if (!(settings.LEASE_RENEW_INTERVAL_MS < settings.LEASE_RENEW_DEADLINE_MS && settings.LEASE_RENEW_DEADLINE_MS < settings.LEASE_DURATION_SECONDS * 1000)) {
-    throw new ConfigurationError(
-      `Invalid app settings: need LEASE_RENEW_INTERVAL_MS (${settings.LEASE_RENEW_INTERVAL_MS}) < LEASE_RENEW_DEADLINE_MS (${settings.LEASE_RENEW_DEADLINE_MS}) < LEASE_DURATION_SECONDS × 1000 (${settings.LEASE_DURATION_SECONDS * 1000}).`,
-    );
-  }
+  const timing = leaseTimingProblems(
+    { leaseDurationS: settings.LEASE_DURATION_SECONDS, renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS, renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS },
+    { leaseDurationS: "LEASE_DURATION_SECONDS × 1000", renewIntervalMs: "LEASE_RENEW_INTERVAL_MS", renewDeadlineMs: "LEASE_RENEW_DEADLINE_MS" },
+  );
+  if (timing.length > 0) throw new ConfigurationError(`Invalid app settings: ${timing.join("; ")}.`);
   return settings;
 }

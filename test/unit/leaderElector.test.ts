@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { ConfigurationError, LeadershipLostError, StorageError } from "../../src/library/errors";
 import { LeaderElector } from "../../src/library/leadership/LeaderElector";
+import { leaseTimingProblems } from "../../src/library/leadership/options";
 import { delay } from "../../src/library/util/delay";
 import { fakeElector as elector, untilAborted, useFakeLeaseWorld } from "../support/electorHarness";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
@@ -230,6 +231,27 @@ describe("LeaderElector options", () => {
   ])("rejects %o with an error naming the option and the allowed range", (bad, message) => {
     expect(() => new LeaderElector({ store, ...bad })).toThrow(ConfigurationError);
     expect(() => new LeaderElector({ store, ...bad })).toThrow(message);
+  });
+
+  it.each([
+    ["all in order", { renewIntervalMs: 3000, renewDeadlineMs: 10_000, leaseDurationS: 15 }, []],
+    ["an interval not below the deadline", { renewIntervalMs: 10_000, renewDeadlineMs: 10_000, leaseDurationS: 15 }, ["renewIntervalMs (10000) must be below renewDeadlineMs (10000)"]],
+    ["a deadline not below the lease duration", { renewIntervalMs: 3000, renewDeadlineMs: 15_000, leaseDurationS: 15 }, ["renewDeadlineMs (15000) must be below the lease duration (15000 ms)"]],
+    [
+      "both",
+      { renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 },
+      ["renewIntervalMs (20000) must be below renewDeadlineMs (16000)", "renewDeadlineMs (16000) must be below the lease duration (15000 ms)"],
+    ],
+  ])("leaseTimingProblems (interval < deadline < duration, the one place of the rule): %s", (_name, timings, problems) => {
+    expect(leaseTimingProblems(timings)).toEqual(problems);
+  });
+
+  it("leaseTimingProblems names the values as the caller asks (the app: its settings)", () => {
+    const names = { renewIntervalMs: "INTERVAL", renewDeadlineMs: "DEADLINE", leaseDurationS: "DURATION × 1000" };
+    expect(leaseTimingProblems({ renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 }, names)).toEqual([
+      "INTERVAL (20000) must be below DEADLINE (16000)",
+      "DEADLINE (16000) must be below DURATION × 1000 (15000 ms)",
+    ]);
   });
 
   it("accepts the defaults", () => {

@@ -24,8 +24,12 @@ describe("settings", () => {
     expect(read).toThrow(/COORDINATOR_SCHEDULE="\* \* \*" must be an NCRONTAB expression with six fields/);
   });
 
-  it("enforces renew interval < renew deadline < lease duration", () => {
-    expect(() => readSettings({ LEASE_RENEW_DEADLINE_MS: "15000" })).toThrow(/LEASE_RENEW_DEADLINE_MS \(15000\) < LEASE_DURATION_SECONDS × 1000 \(15000\)/);
+  it("enforces renew interval < renew deadline < lease duration with the library's rule, naming the settings", () => {
+    expect(() => readSettings({ LEASE_RENEW_DEADLINE_MS: "15000" })).toThrow("Invalid app settings: LEASE_RENEW_DEADLINE_MS (15000) must be below LEASE_DURATION_SECONDS × 1000 (15000 ms).");
+    expect(() => readSettings({ LEASE_RENEW_INTERVAL_MS: "10000" })).toThrow("Invalid app settings: LEASE_RENEW_INTERVAL_MS (10000) must be below LEASE_RENEW_DEADLINE_MS (10000).");
+    expect(() => readSettings({ LEASE_RENEW_INTERVAL_MS: "20000", LEASE_RENEW_DEADLINE_MS: "20000" })).toThrow(
+      "Invalid app settings: LEASE_RENEW_INTERVAL_MS (20000) must be below LEASE_RENEW_DEADLINE_MS (20000); LEASE_RENEW_DEADLINE_MS (20000) must be below LEASE_DURATION_SECONDS × 1000 (15000 ms).",
+    );
   });
 
   it("lists the identity connection settings among the app's setting names", () => {

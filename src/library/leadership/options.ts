@@ -66,6 +66,34 @@ export interface EpochClaim {
   assertLeader(): void;
 }
 
+/** The three timings of a term that must be in order, in the units of {@link LeaderElectorOptions}. */
+export interface LeaseTimings {
+  leaseDurationS: number;
+  renewIntervalMs: number;
+  renewDeadlineMs: number;
+}
+
+/** How {@link leaseTimingProblems} names each timing in its messages. */
+export type LeaseTimingNames = Readonly<Record<keyof LeaseTimings, string>>;
+
+/** The option names, as {@link resolveElectorOptions} reports them. */
+const OPTION_NAMES: LeaseTimingNames = { renewIntervalMs: "renewIntervalMs", renewDeadlineMs: "renewDeadlineMs", leaseDurationS: "the lease duration" };
+
+/**
+ * The timing rule, as in client-go's leader election: renew interval < renew deadline < lease duration — a leader
+ * renews several times before it gives up, and gives up before its lease can expire and pass on. The one place the
+ * rule is checked: the elector's options here, and the app's settings (`src/app/settings.ts`, with its setting names).
+ *
+ * @returns one message per broken part, naming the values (by `names`) and what they must be; empty when all is in order
+ */
+export function leaseTimingProblems(timings: LeaseTimings, names: LeaseTimingNames = OPTION_NAMES): string[] {
+  const { leaseDurationS, renewIntervalMs, renewDeadlineMs } = timings;
+  const problems: string[] = [];
+  if (!(renewIntervalMs < renewDeadlineMs)) problems.push(`${names.renewIntervalMs} (${renewIntervalMs}) must be below ${names.renewDeadlineMs} (${renewDeadlineMs})`);
+  if (!(renewDeadlineMs < leaseDurationS * 1000)) problems.push(`${names.renewDeadlineMs} (${renewDeadlineMs}) must be below ${names.leaseDurationS} (${leaseDurationS * 1000} ms)`);
+  return problems;
+}
+
 /** Options with every default applied. */
 export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">> &
   Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">;
@@ -97,11 +125,10 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
   const check = (ok: boolean, message: string): void => {
     if (!ok) problems.push(message);
   };
-  const { leaseDurationS, renewIntervalMs, renewDeadlineMs } = resolved;
+  const { leaseDurationS, renewIntervalMs } = resolved;
   check(Number.isInteger(leaseDurationS) && leaseDurationS >= 15 && leaseDurationS <= 60, `leaseDurationS is ${leaseDurationS}; Azure allows a whole number of seconds from 15 to 60`);
   check(Number.isFinite(renewIntervalMs) && renewIntervalMs > 0, `renewIntervalMs is ${renewIntervalMs}; it must be a positive number of ms`);
-  check(renewIntervalMs < renewDeadlineMs, `renewIntervalMs (${renewIntervalMs}) must be below renewDeadlineMs (${renewDeadlineMs})`);
-  check(renewDeadlineMs < leaseDurationS * 1000, `renewDeadlineMs (${renewDeadlineMs}) must be below the lease duration (${leaseDurationS * 1000} ms)`);
+  problems.push(...leaseTimingProblems(resolved));
   check(Number.isFinite(resolved.retryIntervalMs) && resolved.retryIntervalMs > 0, `retryIntervalMs is ${resolved.retryIntervalMs}; it must be a positive number of ms`);
   check(resolved.jitterRatio >= 0 && resolved.jitterRatio <= 1, `jitterRatio is ${resolved.jitterRatio}; allowed: 0 to 1`);
   check(Number.isFinite(resolved.requestTimeoutMs) && resolved.requestTimeoutMs > 0, `requestTimeoutMs is ${resolved.requestTimeoutMs}; it must be a positive number of ms`);
