@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { buffer } from "node:stream/consumers";
 import { stringProperty, type TriggerBinding } from "./bindings";
 import type { RpcHttpData } from "./coreApi";
 import type { HostLogSink, Invoker } from "./invoke";
@@ -88,7 +89,7 @@ export class HttpListener {
         response.writeHead(404).end();
         return;
       }
-      const body = await readBody(request);
+      const body = await buffer(request);
       const http: RpcHttpData = {
         method,
         url: url.toString(),
@@ -125,10 +126,4 @@ function flattenHeaders(request: IncomingMessage): Record<string, string> {
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
   }
   return headers;
-}
-
-async function readBody(request: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }

@@ -1,8 +1,8 @@
 import type { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import type { ContainerClient } from "@azure/storage-blob";
 import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
-import { streamToBuffer } from "./streams";
 import { OnDemandCreation } from "./OnDemandCreation";
 import type { Abortable } from "../library/util/delay";
 
@@ -14,8 +14,8 @@ export class ReadOnlyBlobFiles implements InputFiles {
     const { abortSignal } = options;
     try {
       // download() is one request; downloadToBuffer() would ask for the properties first.
-      const response = await this.container.getBlobClient(name).download(0, undefined, { abortSignal });
-      return (await streamToBuffer(response.readableStreamBody)).toString("utf8");
+      const body = (await this.container.getBlobClient(name).download(0, undefined, { abortSignal })).readableStreamBody;
+      return body === undefined ? "" : (await buffer(body)).toString("utf8");
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
       throw toLibraryError(error, `Reading blob ${name}`, abortSignal);

@@ -1,7 +1,7 @@
+import { buffer } from "node:stream/consumers";
 import type { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
 import { ConcurrentUpdateError, StorageError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
-import { streamToBuffer } from "./streams";
 import type { StateStore, StoredState, WriteCondition } from "../library/fencing/StateStore";
 import { OnDemandCreation } from "./OnDemandCreation";
 import type { Abortable } from "../library/util/delay";
@@ -25,7 +25,7 @@ export class BlobStateStore implements StateStore {
       const response = await blob.download(0, undefined, { abortSignal });
       etag = response.etag;
       epochText = response.metadata?.epoch;
-      body = await streamToBuffer(response.readableStreamBody);
+      body = response.readableStreamBody === undefined ? Buffer.alloc(0) : await buffer(response.readableStreamBody);
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
       throw toLibraryError(error, `Reading state ${key}`, abortSignal);
