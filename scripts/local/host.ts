@@ -16,8 +16,8 @@ import { TimerListener } from "./timerTrigger";
  * {@link loadFunctionApp} — timer, storage queue and HTTP triggers, and storage queue outputs — against real
  * storage (Azurite locally), with host.json's queue settings, the timer listener lock (one instance per app fires a
  * timer, when host storage AzureWebJobsStorage is set), and the app's appStart/appTerminate hooks. It is what
- * each local instance process runs; it replaces `func start`, which cannot be installed here. Other trigger types and
- * invocation hooks are reported and skipped.
+ * each local instance process runs; it replaces `func start`, which cannot be installed here. Where it differs from the
+ * real host (other trigger and output types are reported and skipped, …): docs/LOCAL-HOST.md, "Known gaps".
  */
 
 /** Options of a {@link FunctionsHost}. */

@@ -11,8 +11,8 @@ import { compileRoute, type Route } from "./routes";
  * HTTP triggers served on a local port (`node:http`), routed like the host (`/<routePrefix>/<route>`). The request
  * goes to the function as worker HTTP data and the library builds the `HttpRequest` (params, query, headers, body);
  * the handler's `HttpResponseInit`/`HttpResponse` comes back as status, headers and body bytes. A handler that returns
- * nothing answers 204, one that throws answers 500. Not emulated: function keys (`authLevel` "function"/"admin" is
- * not enforced — `func start` does not enforce it either), HTTP streaming, cookies' attributes, proxies, CORS.
+ * nothing answers 204, one that throws answers 500. Not emulated (function keys, streaming, CORS, …): see
+ * docs/LOCAL-HOST.md, "Known gaps".
  */
 
 interface HttpFunction {

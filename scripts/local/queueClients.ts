@@ -4,7 +4,7 @@ import { createStorageClients } from "../../src/azure/clients";
 /**
  * Queue clients for bindings, by the binding's `connection` setting (default `AzureWebJobsStorage`). Locally the
  * setting holds a connection string (Azurite). Identity-based connections (`<NAME>__queueServiceUri` with a
- * credential) are what Azure uses; the local host does not emulate them and says so.
+ * credential) are what Azure uses; the local host does not emulate them and says so (docs/LOCAL-HOST.md, "Known gaps").
  */
 export class QueueClients {
   private readonly services = new Map<string, QueueServiceClient>();

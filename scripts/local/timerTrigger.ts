@@ -15,8 +15,7 @@ import type { RegisteredFunction } from "./registrations";
  * only while this instance holds the app's lock, as in Azure: one instance per app fires the timer. Without one,
  * every instance fires it, like separate function apps.
  *
- * Not emulated: the schedule monitor (`useMonitor`, status blobs in azure-webjobs-hosts — so `isPastDue` is always
- * false).
+ * Not emulated: the schedule monitor (`isPastDue` is always false); see docs/LOCAL-HOST.md, "Known gaps".
  */
 
 /** Occurrences of a schedule. */
