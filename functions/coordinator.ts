@@ -2,7 +2,7 @@ import { app, type InvocationContext, type Timer, type TimerFunctionOptions } fr
 import { getCoordinatorApp } from "../src/app/context";
 import { runCoordinatorTick } from "../src/app/operations";
 import { processShutdown } from "../src/app/shutdown";
-import { sinkFor } from "./sink";
+import { sinkFor } from "./invocation";
 
 /**
  * Each tick makes one attempt to lead; the leader runs the coordination step within its budget. The tick runs under

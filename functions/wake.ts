@@ -3,8 +3,7 @@ import { CONNECTION_SETTINGS } from "../src/app/settings";
 import { getCoordinatorApp } from "../src/app/context";
 import { handleWakeMessage } from "../src/app/operations";
 import { processShutdown } from "../src/app/shutdown";
-import { deliveryOf } from "./delivery";
-import { sinkFor } from "./sink";
+import { deliveryOf, sinkFor } from "./invocation";
 
 /**
  * A wake-up (sent by each submission): ONE leadership attempt and, if it wins, one coordination step — the timer

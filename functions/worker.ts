@@ -2,8 +2,7 @@ import { app, type InvocationContext, type StorageQueueFunctionOptions } from "@
 import { CONNECTION_SETTINGS } from "../src/app/settings";
 import { getCoordinatorApp } from "../src/app/context";
 import { handleWorkMessage } from "../src/app/operations";
-import { deliveryOf } from "./delivery";
-import { sinkFor } from "./sink";
+import { deliveryOf, sinkFor } from "./invocation";
 
 /** Processes one work item and reports its result; retry and poison follow host.json `extensions.queues`. */
 export async function workerHandler(payload: unknown, context: InvocationContext): Promise<void> {

@@ -5,7 +5,7 @@ import { cancelJobHandler, getJobHandler, submitJobHandler } from "../../functio
 import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
 import { getStatusHandler } from "../../functions/statusApi";
 import { coordinatorHandler } from "../../functions/coordinator";
-import { sinkFor } from "../../functions/sink";
+import { sinkFor } from "../../functions/invocation";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
-import { sinkFor } from "../../functions/sink";
+import { sinkFor } from "../../functions/invocation";
 import { parseEventLine, type AppEvent, type AppEventType } from "../../src/app/events";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";

@@ -26,7 +26,7 @@ export interface LeadOptions extends Abortable {
   onEvent?: (event: LeadershipEvent) => void;
 }
 
-/** How often one attempt sends its acquire when the outcome is unknown (a timeout), with the same lease id. */
+/** How many times one attempt sends its acquire (a count, not a time) when the outcome is unknown (a timeout), with the same lease id. */
 const ACQUIRE_ATTEMPTS = 2;
 
 /**
