@@ -80,17 +80,6 @@ describe("OnDemandCreation", () => {
     expect(calls).toBe(2);
   });
 
-  it("passes the caller's abort signal to the creation", async () => {
-    let seen: AbortSignal | undefined;
-    const creation = new OnDemandCreation((options) => {
-      seen = options.abortSignal;
-      return Promise.resolve();
-    }, "ContainerNotFound");
-    const signal = new AbortController().signal;
-    await creation.ensure({ abortSignal: signal });
-    expect(seen).toBe(signal);
-  });
-
   it("run: creates and retries when storage answers its missing code, joining one creation for concurrent callers", async () => {
     let created = 0;
     const creation = new OnDemandCreation(() => Promise.resolve(created++), "QueueNotFound");
@@ -108,14 +97,15 @@ describe("OnDemandCreation", () => {
     expect(created).toBe(0);
   });
 
-  it("run: passes the caller's abort signal to the creation", async () => {
-    let seen: AbortSignal | undefined;
+  it("passes the caller's abort signal to the creation, from ensure and from run", async () => {
+    const seen: (AbortSignal | undefined)[] = [];
     const creation = new OnDemandCreation((options) => {
-      seen = options.abortSignal;
+      seen.push(options.abortSignal);
       return Promise.resolve();
     }, "ContainerNotFound");
     const signal = new AbortController().signal;
+    await creation.ensure({ abortSignal: signal });
     await creation.run(failingThen(answer(404, "ContainerNotFound")).operation, { abortSignal: signal });
-    expect(seen).toBe(signal);
+    expect(seen).toEqual([signal, signal]);
   });
 });
