@@ -1,13 +1,13 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname } from "node:path";
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { Bitmap } from "../src/coordination/bitmap";
 import { foldOutcomes, type FoldCounts, type ItemOutcome } from "../src/coordination/foldResults";
 import { groupByKind, type GroupByPartial } from "../src/coordination/groupBy";
 import { MAX_RECORDED_FAILURES, type JobState } from "../src/coordination/jobState";
 import { TaskRegistry } from "../src/coordination/taskKinds";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "./support/cli";
 
 /**
  * `npm run bench:fold`: the leader's CPU time to fold one batch of results into a job whose aggregate already holds
@@ -37,19 +37,15 @@ interface Args {
 }
 
 function parse(argv: string[]): Args | undefined {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: { groups: { type: "string" }, results: { type: "string" }, rounds: { type: "string" }, out: { type: "string" }, help: { type: "boolean", short: "h" } },
-  });
+  const values = parseFlags(argv, { groups: { type: "string" }, results: { type: "string" }, rounds: { type: "string" }, out: { type: "string" }, help: { type: "boolean", short: "h" } });
   if (values.help === true) return undefined;
-  const whole = (name: string, text: string | undefined, fallback: number, max: number): number => {
-    const value = text === undefined ? fallback : Number(text);
-    if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`--${name} must be a whole number from 1 to ${max}; got ${JSON.stringify(text)}.`);
-    return value;
+  const groups = (values.groups ?? "50000,200000").split(",").map((text) => numberFlag(text.trim(), "--groups", { min: 1, max: 2_000_000 }) ?? 0);
+  return {
+    groups,
+    results: numberFlag(values.results, "--results", { min: 1, max: 10_000 }) ?? 128,
+    rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 50 }) ?? 3,
+    out: pathFlag(values.out, "--out") ?? "bench-results/fold.json",
   };
-  const groups = (values.groups ?? "50000,200000").split(",").map((text) => whole("groups", text.trim(), 0, 2_000_000));
-  return { groups, results: whole("results", values.results, 128, 10_000), rounds: whole("rounds", values.rounds, 3, 50), out: values.out ?? "bench-results/fold.json" };
 }
 
 /** Group-by's merge as it was before issue 14 (src/coordination/groupBy.ts at e54cedc): a map of both, then a sort. */
@@ -191,6 +187,7 @@ function main(): void {
 try {
   main();
 } catch (error) {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
-  process.exitCode = 1;
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+  process.exitCode = 2;
 }

@@ -13,7 +13,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, platform, release } from "node:os";
 import { dirname, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
 import { getJobStatus, submitJob } from "../src/app/jobs";
 import { delay } from "../src/library/util/delay";
@@ -24,6 +23,7 @@ import { instanceEnv, waitForReady } from "./local/run";
 import { ensureAppStorage } from "./local/storageSetup";
 import { parseSchedule } from "./local/timerTrigger";
 import { startAzurite, type Azurite } from "./support/azurite";
+import { numberFlag, parseFlags, pathFlag, scheduleFlag } from "./support/cli";
 
 const USAGE = `Usage: npm run bench:wake -- [--rounds N] [--schedule CRON] [--instances N] [--out FILE]
 
@@ -59,17 +59,14 @@ function noteWake(line: EventLine): void {
 }
 
 function parse(argv: string[]): { rounds: number; schedule: string; instances: number; out: string } | "help" {
-  const { values } = parseArgs({ args: argv, strict: true, options: { rounds: { type: "string" }, schedule: { type: "string" }, instances: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } } });
+  const values = parseFlags(argv, { rounds: { type: "string" }, schedule: { type: "string" }, instances: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } });
   if (values.help === true) return "help";
-  const whole = (raw: string | undefined, flag: string, min: number, max: number, fallback: number): number => {
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${flag} must be a whole number from ${min} to ${max}, got "${raw}".\n${USAGE}`);
-    return value;
+  return {
+    rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 50 }) ?? 5,
+    schedule: scheduleFlag(values.schedule, "--schedule", "*/30 * * * * *"),
+    instances: numberFlag(values.instances, "--instances", { min: 1, max: 8 }) ?? 3,
+    out: pathFlag(values.out, "--out") ?? "bench-results/wake.json",
   };
-  const schedule = values.schedule ?? "*/30 * * * * *";
-  parseSchedule(schedule, "coordinator");
-  return { rounds: whole(values.rounds, "--rounds", 1, 50, 5), schedule, instances: whole(values.instances, "--instances", 1, 8, 3), out: values.out ?? "bench-results/wake.json" };
 }
 
 /** The timer's interval in ms (the gap between its next two occurrences). */
@@ -101,7 +98,7 @@ async function main(): Promise<number> {
   try {
     args = parse(process.argv.slice(2));
   } catch (error) {
-    process.stderr.write(`bench:wake: ${(error as Error).message}\n`);
+    process.stderr.write(`bench:wake: ${(error as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
   if (args === "help") {

@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "./support/cli";
 import { runChaosSuite } from "./chaos/suite";
 import { SCENARIOS } from "./chaos/scenarios/index";
 
@@ -19,24 +19,26 @@ const USAGE = `Usage: npm run chaos -- [flags]
 
 /** Parses the flags and runs the suite; returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: [...argv],
-    strict: true,
-    options: { out: { type: "string" }, quick: { type: "boolean" }, seed: { type: "string" }, only: { type: "string" }, rounds: { type: "string" }, help: { type: "boolean" } },
-  });
-  if (values.help === true) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const seed = Number(values.seed ?? "1");
-  const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
-  const only = values.only?.split(",").map((name) => name.trim()).filter((name) => name !== "");
-  const unknown = only?.filter((name) => !SCENARIOS.some((scenario) => scenario.name === name)) ?? [];
-  if (!Number.isInteger(seed) || (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 100)) || unknown.length > 0) {
-    process.stderr.write(`${unknown.length > 0 ? `Unknown scenario(s): ${unknown.join(", ")}` : "--seed must be a whole number and --rounds 1–100"}\n\n${USAGE}\n`);
+  let options;
+  try {
+    const values = parseFlags(argv, { out: { type: "string" }, quick: { type: "boolean" }, seed: { type: "string" }, only: { type: "string" }, rounds: { type: "string" }, help: { type: "boolean" } });
+    if (values.help === true) {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    options = {
+      outPath: pathFlag(values.out, "--out") ?? "bench-results/chaos.json",
+      quick: values.quick === true,
+      seed: numberFlag(values.seed, "--seed", { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? 1,
+      only: listFlag(values.only, "--only", SCENARIOS.map((scenario) => scenario.name)),
+      rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 100 }),
+    };
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`${error.message}\n\n${USAGE}\n`);
     return 2;
   }
-  const report = await runChaosSuite({ outPath: values.out ?? "bench-results/chaos.json", quick: values.quick === true, seed, only, rounds });
+  const report = await runChaosSuite(options);
   return report.passed ? 0 : 1;
 }
 

@@ -13,7 +13,6 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { basename, extname } from "node:path";
-import { parseArgs } from "node:util";
 import { SingleBar, Presets } from "cli-progress";
 import { createCoordinatorApp, type CoordinatorApp } from "../src/app/context";
 import { cancelJob, getJobStatus, submitJob } from "../src/app/jobs";
@@ -22,6 +21,7 @@ import { MAX_MANIFEST_BYTES } from "../src/coordination/manifest";
 import { connectionFromSettings, createStorageClients } from "../src/azure/clients";
 import { storageFailure } from "../src/azure/storageErrors";
 import { delay } from "../src/library/util/delay";
+import { numberFlag, parseFlags, UsageError } from "./support/cli";
 
 const USAGE = `Usage:
   npm run enqueue -- --file JOB.json [DEADLINE] [--wait] [--timeout SECONDS]
@@ -36,7 +36,7 @@ JOB.json: {"kind":"group-by","params":{"format":"csv","keyField":"region","value
 DEADLINE: --job-timeout SECONDS or --deadline ISO_TIME: the leader ends the job as expired then (at most 7 days ahead).
 --timeout: how long --wait waits (default 600 s). --cancel: the leader ends the job as cancelled at its next step.`;
 
-/** Parses and checks the flags; throws with the usage on anything wrong. */
+/** Parses and checks the flags; throws a UsageError naming what is wrong (main prints it with the usage). */
 export function parseEnqueueArgs(argv: string[]): {
   file?: string;
   prefix?: string;
@@ -49,37 +49,31 @@ export function parseEnqueueArgs(argv: string[]): {
   jobTimeoutS?: number;
   deadline?: string;
 } {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      file: { type: "string" },
-      prefix: { type: "string" },
-      manifest: { type: "string" },
-      kind: { type: "string" },
-      params: { type: "string" },
-      wait: { type: "boolean", default: false },
-      timeout: { type: "string", default: "600" },
-      "job-timeout": { type: "string" },
-      deadline: { type: "string" },
-      cancel: { type: "string" },
-    },
-    strict: true,
+  const values = parseFlags(argv, {
+    file: { type: "string" },
+    prefix: { type: "string" },
+    manifest: { type: "string" },
+    kind: { type: "string" },
+    params: { type: "string" },
+    wait: { type: "boolean", default: false },
+    timeout: { type: "string", default: "600" },
+    "job-timeout": { type: "string" },
+    deadline: { type: "string" },
+    cancel: { type: "string" },
   });
   if (values.cancel !== undefined) {
     const others = [values.file, values.prefix, values.manifest, values.kind, values.params, values["job-timeout"], values.deadline].some((value) => value !== undefined);
-    if (others || values.wait) throw new Error(`--cancel takes no other flag.\n${USAGE}`);
+    if (others || values.wait) throw new UsageError("--cancel takes no other flag.");
     return { wait: false, timeoutS: 0, cancel: values.cancel };
   }
-  const timeoutS = Number(values.timeout);
-  if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400) throw new Error(`--timeout must be a whole number of seconds from 1 to 86400, not ${values.timeout}.\n${USAGE}`);
+  const timeoutS = numberFlag(values.timeout, "--timeout", { min: 1, max: 86_400 }) ?? 600;
   const sources = [values.file, values.prefix, values.manifest].filter((value) => value !== undefined);
-  if (sources.length !== 1) throw new Error(`Give exactly one of --file, --prefix or --manifest.\n${USAGE}`);
+  if (sources.length !== 1) throw new UsageError("Give exactly one of --file, --prefix or --manifest.");
   for (const [flag, value] of [["--prefix", values.prefix], ["--manifest", values.manifest]] as const) {
-    if (value !== undefined && (values.kind === undefined || values.params === undefined)) throw new Error(`${flag} needs --kind and --params.\n${USAGE}`);
+    if (value !== undefined && (values.kind === undefined || values.params === undefined)) throw new UsageError(`${flag} needs --kind and --params.`);
   }
   // Checked with the rest of the submission (whole seconds, at most 7 days); a flag that is not a number is refused here.
-  const jobTimeoutS = values["job-timeout"] === undefined ? undefined : Number(values["job-timeout"]);
-  if (jobTimeoutS !== undefined && Number.isNaN(jobTimeoutS)) throw new Error(`--job-timeout must be a number of seconds, not ${values["job-timeout"]}.\n${USAGE}`);
+  const jobTimeoutS = numberFlag(values["job-timeout"], "--job-timeout", { min: -Number.MAX_VALUE, max: Number.MAX_VALUE, integer: false });
   return { file: values.file, prefix: values.prefix, manifest: values.manifest, kind: values.kind, params: values.params, wait: values.wait, timeoutS, jobTimeoutS, deadline: values.deadline };
 }
 
@@ -166,7 +160,8 @@ async function cancel(app: CoordinatorApp, id: string): Promise<void> {
 
 if (require.main === module) {
   main().catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
+    const usage = error instanceof UsageError ? `\n\n${USAGE}` : "";
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}${usage}\n`);
+    process.exitCode = error instanceof UsageError ? 2 : 1;
   });
 }

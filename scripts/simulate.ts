@@ -8,10 +8,10 @@
  *   npm run simulate -- --runs 500 --seed 7000 --faults freeze,crash --invariants everyJobEnds --out sim.json
  */
 import { writeFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { INVARIANTS, INVARIANT_NAMES, type InvariantName } from "../test/sim/invariants";
 import { FAULT_KINDS, type FaultKind } from "../test/sim/plan";
 import { describeFailure, replayCommand, runSeed } from "../test/sim/simulator";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "./support/cli";
 
 const HELP = `Usage: npm run simulate -- [--runs N] [--seed S] [--out FILE] [--invariants a,b] [--faults x,y] [--shrink-seconds T] [--trace FILE] [--quiet]
 
@@ -29,45 +29,30 @@ ${INVARIANT_NAMES.map((name) => `  ${name.padEnd(32)}${INVARIANTS[name]}`).join(
 Faults: ${FAULT_KINDS.join(", ")}
 `;
 
-function list<T extends string>(value: string | undefined, allowed: readonly T[], what: string): Set<T> {
-  if (value === undefined) return new Set(allowed);
-  const names = value.split(",").map((name) => name.trim()).filter((name) => name !== "");
-  const unknown = names.filter((name) => !allowed.includes(name as T));
-  if (unknown.length > 0) throw new Error(`Unknown ${what}: ${unknown.join(", ")}. Allowed: ${allowed.join(", ")}.`);
-  return new Set(names as T[]);
-}
-
-function integer(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const parsed = Number(value);
-  if (!Number.isSafeInteger(parsed) || parsed < 0) throw new Error(`--${name} must be a whole number ≥ 0, got ${JSON.stringify(value)}.`);
-  return parsed;
-}
-
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      runs: { type: "string" },
-      seed: { type: "string" },
-      out: { type: "string" },
-      invariants: { type: "string" },
-      faults: { type: "string" },
-      "shrink-seconds": { type: "string" },
-      trace: { type: "string" },
-      quiet: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
+  const values = parseFlags(process.argv.slice(2), {
+    runs: { type: "string" },
+    seed: { type: "string" },
+    out: { type: "string" },
+    invariants: { type: "string" },
+    faults: { type: "string" },
+    "shrink-seconds": { type: "string" },
+    trace: { type: "string" },
+    quiet: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
   });
   if (values.help) {
     process.stdout.write(HELP);
     return;
   }
-  const invariants = list<InvariantName>(values.invariants, INVARIANT_NAMES, "invariant");
-  const faults = list<FaultKind>(values.faults, FAULT_KINDS, "fault");
-  const seed = integer(values.seed, "seed", Math.floor(Math.random() * 1_000_000));
-  const runs = integer(values.runs, "runs", values.seed !== undefined ? 1 : 100);
-  const shrinkMs = integer(values["shrink-seconds"], "shrink-seconds", 60) * 1000;
+  const invariants = new Set<InvariantName>(listFlag(values.invariants, "--invariants", INVARIANT_NAMES) ?? INVARIANT_NAMES);
+  const faults = new Set<FaultKind>(listFlag(values.faults, "--faults", FAULT_KINDS) ?? FAULT_KINDS);
+  const whole = { min: 0, max: Number.MAX_SAFE_INTEGER };
+  const seed = numberFlag(values.seed, "--seed", whole) ?? Math.floor(Math.random() * 1_000_000);
+  const runs = numberFlag(values.runs, "--runs", whole) ?? (values.seed !== undefined ? 1 : 100);
+  const shrinkMs = (numberFlag(values["shrink-seconds"], "--shrink-seconds", whole) ?? 60) * 1000;
+  const out = pathFlag(values.out, "--out");
+  const trace = pathFlag(values.trace, "--trace");
   console.log(`Simulating ${runs} run(s) from seed ${seed}; invariants: ${[...invariants].join(", ")}; faults: ${[...faults].join(", ")}`);
   const started = performance.now();
   const failing: number[] = [];
@@ -83,9 +68,9 @@ async function main(): Promise<void> {
       for (const name of new Set(outcome.violations.map((v) => v.invariant))) byInvariant.set(name, (byInvariant.get(name) ?? 0) + 1);
       if (outcome.crash !== undefined) byInvariant.set("(simulator error)", (byInvariant.get("(simulator error)") ?? 0) + 1);
       console.log(describeFailure(outcome, replayCommand(outcome.seed, { invariants, faults })));
-      if (values.trace !== undefined && failing.length === 1) {
-        writeFileSync(values.trace, `${outcome.interleaving.join("\n")}\n`);
-        console.log(`  the whole interleaving is in ${values.trace}`);
+      if (trace !== undefined && failing.length === 1) {
+        writeFileSync(trace, `${outcome.interleaving.join("\n")}\n`);
+        console.log(`  the whole interleaving is in ${trace}`);
       }
     }
     if (!values.quiet && ((run + 1) % 25 === 0 || run + 1 === runs)) {
@@ -96,14 +81,15 @@ async function main(): Promise<void> {
   console.log(`\n${runs} runs from seed ${seed} in ${seconds.toFixed(1)} s (${(virtualS / 3600).toFixed(1)} h simulated, ${requests} requests): ${failing.length} failing`);
   for (const [name, count] of byInvariant) console.log(`  ${name}: ${count} run(s)`);
   if (failing.length > 0) console.log(`  failing seeds: ${failing.join(", ")}`);
-  if (values.out !== undefined) {
-    writeFileSync(values.out, `${JSON.stringify({ runs, failures: failing.length, invariants: [...invariants], seeds: failing }, null, 2)}\n`);
-    console.log(`Wrote ${values.out}`);
+  if (out !== undefined) {
+    writeFileSync(out, `${JSON.stringify({ runs, failures: failing.length, invariants: [...invariants], seeds: failing }, null, 2)}\n`);
+    console.log(`Wrote ${out}`);
   }
   process.exitCode = failing.length > 0 ? 1 : 0;
 }
 
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : String(error));
+  if (error instanceof UsageError) console.error(`\n${HELP}`);
   process.exitCode = 2;
 });

@@ -1,4 +1,6 @@
-import { parseArgs } from "node:util";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../support/cli";
+
+export { UsageError };
 
 /** The benchmark's command line. */
 export interface BenchArgs {
@@ -21,36 +23,12 @@ Options:
   --out FILE   where to write the JSON report (default bench-results/lease.json; folders are created)
   --help       show this help`;
 
-/** A command-line mistake: the message says what to fix; the caller prints it with the usage. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
-}
-
 /** @throws UsageError for an unknown flag, a missing value or a value out of range. */
 export function parseBenchArgs(argv: string[]): BenchArgs {
-  let values: { rounds?: string; out?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        rounds: { type: "string" },
-        out: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  const rounds = values.rounds === undefined ? 5 : Number(values.rounds);
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 100) {
-    throw new UsageError(`--rounds must be a whole number from 1 to 100; got ${JSON.stringify(values.rounds)}.`);
-  }
-  const out = values.out ?? "bench-results/lease.json";
-  if (out.trim() === "") throw new UsageError("--out must name a file.");
-  return { rounds, out, help: values.help ?? false };
+  const values = parseFlags(argv, { rounds: { type: "string" }, out: { type: "string" }, help: { type: "boolean", short: "h" } });
+  return {
+    rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 100 }) ?? 5,
+    out: pathFlag(values.out, "--out") ?? "bench-results/lease.json",
+    help: values.help ?? false,
+  };
 }

@@ -1,5 +1,6 @@
-import { parseArgs } from "node:util";
-import { parseSchedule } from "./timerTrigger";
+import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../support/cli";
+
+export { UsageError };
 
 /** The command line of `npm run local`, parsed and validated up front. */
 
@@ -28,11 +29,6 @@ export interface LocalOptions {
   listenerLockPeriodS?: number;
   /** How often an instance without the listener lock polls for it, 0.1–3600 s. @default 60 (the host's) */
   listenerLockRecoveryS?: number;
-}
-
-/** A bad command line: the message names the flag and what is allowed. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
 }
 
 /** Usage text for `--help` and after a {@link UsageError}. */
@@ -65,79 +61,38 @@ To see a leader die mid-job, make the job span several steps:
  * @throws UsageError naming the flag and the allowed values.
  */
 export function parseLocalArgs(argv: readonly string[]): LocalOptions | "help" {
-  const values = parseFlags(argv);
+  const values = parseFlags(argv, {
+    instances: { type: "string" },
+    duration: { type: "string" },
+    schedule: { type: "string" },
+    events: { type: "string" },
+    "kill-leader-after": { type: "string" },
+    items: { type: "string" },
+    timeline: { type: "string" },
+    apps: { type: "string" },
+    "listener-lock-period": { type: "string" },
+    "listener-lock-recovery": { type: "string" },
+    help: { type: "boolean" },
+  });
   if (values.help === true) return "help";
-  const durationS = optionalNumber(values.duration, "--duration", 1, 86_400, false);
-  const killLeaderAfterS = optionalNumber(values["kill-leader-after"], "--kill-leader-after", 0, 86_400, false);
+  const durationS = numberFlag(values.duration, "--duration", { min: 1, max: 86_400, integer: false });
+  const killLeaderAfterS = numberFlag(values["kill-leader-after"], "--kill-leader-after", { min: 0, max: 86_400, integer: false });
   if (durationS !== undefined && killLeaderAfterS !== undefined && killLeaderAfterS >= durationS) {
     throw new UsageError(`--kill-leader-after (${killLeaderAfterS}) must be less than --duration (${durationS}).`);
   }
-  const instances = optionalNumber(values.instances, "--instances", 1, 16, true) ?? 3;
-  const apps = optionalNumber(values.apps, "--apps", 1, 16, true) ?? 1;
+  const instances = numberFlag(values.instances, "--instances", { min: 1, max: 16 }) ?? 3;
+  const apps = numberFlag(values.apps, "--apps", { min: 1, max: 16 }) ?? 1;
   if (apps > instances) throw new UsageError(`--apps (${apps}) must be at most --instances (${instances}).`);
   return {
     instances,
     apps,
-    listenerLockPeriodS: optionalNumber(values["listener-lock-period"], "--listener-lock-period", 15, 60, false),
-    listenerLockRecoveryS: optionalNumber(values["listener-lock-recovery"], "--listener-lock-recovery", 0.1, 3600, false),
+    listenerLockPeriodS: numberFlag(values["listener-lock-period"], "--listener-lock-period", { min: 15, max: 60, integer: false }),
+    listenerLockRecoveryS: numberFlag(values["listener-lock-recovery"], "--listener-lock-recovery", { min: 0.1, max: 3600, integer: false }),
     durationS,
-    schedule: schedule(values.schedule),
-    eventsPath: nonEmpty(values.events, "--events"),
+    schedule: scheduleFlag(values.schedule, "--schedule", "*/5 * * * * *"),
+    eventsPath: pathFlag(values.events, "--events"),
     killLeaderAfterS,
-    items: optionalNumber(values.items, "--items", 1, 5000, true) ?? 200,
-    timelinePath: nonEmpty(values.timeline, "--timeline"),
+    items: numberFlag(values.items, "--items", { min: 1, max: 5000 }) ?? 200,
+    timelinePath: pathFlag(values.timeline, "--timeline"),
   };
-}
-
-function parseFlags(argv: readonly string[]) {
-  try {
-    return parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        instances: { type: "string" },
-        duration: { type: "string" },
-        schedule: { type: "string" },
-        events: { type: "string" },
-        "kill-leader-after": { type: "string" },
-        items: { type: "string" },
-        timeline: { type: "string" },
-        apps: { type: "string" },
-        "listener-lock-period": { type: "string" },
-        "listener-lock-recovery": { type: "string" },
-        help: { type: "boolean" },
-      },
-    }).values;
-  } catch (error) {
-    // parseArgs names the flag ("Unknown option '--x'"); say what to do next.
-    throw new UsageError(`${(error as Error).message}. Run with --help for the flags.`);
-  }
-}
-
-function optionalNumber(raw: string | undefined, flag: string, min: number, max: number, integer: boolean): number | undefined {
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  const kind = integer ? "a whole number" : "a number";
-  if (raw.trim() === "" || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
-    throw new UsageError(`${flag} must be ${kind} from ${min} to ${max}, got "${raw}".`);
-  }
-  return value;
-}
-
-function schedule(raw: string | undefined): string {
-  const value = raw ?? "*/5 * * * * *";
-  const problem = `--schedule must be an NCRONTAB expression with six fields, seconds first (e.g. "*/5 * * * * *"), got "${value}"`;
-  if (value.trim().split(/\s+/).length !== 6) throw new UsageError(`${problem}.`);
-  try {
-    parseSchedule(value, "coordinator");
-  } catch (error) {
-    throw new UsageError(`${problem}: ${(error as Error).message}`);
-  }
-  return value.trim();
-}
-
-function nonEmpty(raw: string | undefined, flag: string): string | undefined {
-  if (raw !== undefined && raw.trim() === "") throw new UsageError(`${flag} must be a file path, got an empty string.`);
-  return raw;
 }

@@ -114,11 +114,14 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
 
   it("explains bad flags with the usage", () => {
     const result = run(["--prefix", "sales/"]);
-    expect(result.status).toBe(1);
+    expect(result.status).toBe(2);
     expect(result.stderr).toMatch(/--prefix needs --kind and --params/);
+    expect(result.stderr).toMatch(/^Usage:/m);
+    expect(run(["--timeout", "0", "--file", "job.json"]).stderr).toMatch(/--timeout must be a whole number from 1 to 86400, got "0"/);
+    expect(run(["--nope"]).stderr).toMatch(/Unknown option '--nope'/);
     expect(run(["--manifest", "x.ndjson", "--prefix", "a/"]).stderr).toMatch(/Give exactly one of --file, --prefix or --manifest/);
     const both = run(["--file", "job.json", "--cancel", "abc"]);
-    expect(both.status).toBe(1);
+    expect(both.status).toBe(2);
     expect(both.stderr).toMatch(/--cancel takes no other flag/);
   });
 });
