@@ -2,7 +2,10 @@
 // and by test/unit/boundary.test.ts, which shows each rule refusing an import across it.
 
 /** `src/` never imports the Functions programming model: only `functions/` registers with it. */
-const FUNCTIONS_IMPORT = { name: "@azure/functions", message: "Only functions/ may import @azure/functions; src/ is a library." };
+const FUNCTIONS_IMPORT = {
+  name: "@azure/functions",
+  message: "Only functions/ may import @azure/functions; src/ is a library.",
+};
 
 /** The Azure SDK packages: only `src/azure/` (and the app's wiring) may import them. */
 const AZURE_SDK = "^@azure/(storage-|identity|core-)";
@@ -27,8 +30,14 @@ export const boundary = [
         {
           paths: [FUNCTIONS_IMPORT],
           patterns: [
-            { regex: relativeInto("app", "azure", "coordination"), message: "The library must not import the app, the Azure adapters or the coordination logic." },
-            { regex: AZURE_SDK, message: "Only the Azure adapters (src/azure/) talk to an Azure SDK; the library works over its ports." },
+            {
+              regex: relativeInto("app", "azure", "coordination"),
+              message: "The library must not import the app, the Azure adapters or the coordination logic.",
+            },
+            {
+              regex: AZURE_SDK,
+              message: "Only the Azure adapters (src/azure/) talk to an Azure SDK; the library works over its ports.",
+            },
           ],
         },
       ],
@@ -40,7 +49,15 @@ export const boundary = [
     rules: {
       "no-restricted-imports": [
         "error",
-        { paths: [FUNCTIONS_IMPORT], patterns: [{ regex: relativeInto("app", "coordination"), message: "The library's API must not export the app or the coordination logic." }] },
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            {
+              regex: relativeInto("app", "coordination"),
+              message: "The library's API must not export the app or the coordination logic.",
+            },
+          ],
+        },
       ],
     },
   },
@@ -53,8 +70,14 @@ export const boundary = [
         {
           paths: [FUNCTIONS_IMPORT],
           patterns: [
-            { regex: relativeInto("app"), message: "The Azure adapters must not import the app: the app passes them what they need." },
-            { regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports$)", message: "The Azure adapters may import only the coordination logic's ports (coordination/ports)." },
+            {
+              regex: relativeInto("app"),
+              message: "The Azure adapters must not import the app: the app passes them what they need.",
+            },
+            {
+              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports$)",
+              message: "The Azure adapters may import only the coordination logic's ports (coordination/ports).",
+            },
           ],
         },
       ],
@@ -69,8 +92,16 @@ export const boundary = [
         {
           paths: [FUNCTIONS_IMPORT],
           patterns: [
-            { regex: relativeInto("app", "azure"), message: "The coordination logic must not import the app or the Azure adapters (src/azure/): use its ports (ports.ts, deps.ts)." },
-            { regex: AZURE_SDK, message: "Only the Azure adapters (src/azure/) talk to an Azure SDK; the coordination logic works over its ports." },
+            {
+              regex: relativeInto("app", "azure"),
+              message:
+                "The coordination logic must not import the app or the Azure adapters (src/azure/): use its ports (ports.ts, deps.ts).",
+            },
+            {
+              regex: AZURE_SDK,
+              message:
+                "Only the Azure adapters (src/azure/) talk to an Azure SDK; the coordination logic works over its ports.",
+            },
           ],
         },
       ],

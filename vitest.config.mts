@@ -11,11 +11,25 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit+integration", include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts", "test/infra/**/*.test.ts", "test/local/**/*.test.ts"], sequence: { groupOrder: 0 } },
+        test: {
+          name: "unit+integration",
+          include: [
+            "test/unit/**/*.test.ts",
+            "test/integration/**/*.test.ts",
+            "test/infra/**/*.test.ts",
+            "test/local/**/*.test.ts",
+          ],
+          sequence: { groupOrder: 0 },
+        },
       },
       {
         extends: true,
-        test: { name: "processes", include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"], sequence: { groupOrder: 1 }, fileParallelism: false },
+        test: {
+          name: "processes",
+          include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
+          fileParallelism: false,
+        },
       },
     ],
   },

@@ -10,7 +10,9 @@ import { sinkFor } from "./invocation";
  */
 export async function coordinatorHandler(timer: Timer, context: InvocationContext): Promise<void> {
   if (timer.isPastDue) context.warn("Coordinator tick is past due (the app was idle or busy); running it now.");
-  await processShutdown.track(() => runCoordinatorTick(getCoordinatorApp(), sinkFor(context), { abortSignal: processShutdown.signal }));
+  await processShutdown.track(() =>
+    runCoordinatorTick(getCoordinatorApp(), sinkFor(context), { abortSignal: processShutdown.signal }),
+  );
 }
 
 /** Registration options: schedule from the COORDINATOR_SCHEDULE app setting (NCRONTAB, seconds first). */

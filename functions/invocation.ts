@@ -4,7 +4,9 @@ import { formatEventLine } from "../src/app/events";
 
 // What the handlers take from an invocation's context for the app: where it logs, and a queue message's delivery.
 
-/** Sends the library's logs and the app's structured events to the invocation's log (and so to Application Insights). */
+/**
+ * Sends the library's logs and the app's structured events to the invocation's log (and so to Application Insights).
+ */
 export function sinkFor(context: InvocationContext): Sink {
   return {
     logger: {
@@ -24,7 +26,8 @@ export function sinkFor(context: InvocationContext): Sink {
 /** A queue message's id and delivery count, from the trigger metadata the host passes (strings or numbers). */
 export function deliveryOf(context: InvocationContext): { id: string; dequeueCount: number } {
   const metadata = context.triggerMetadata ?? {};
-  const dequeueCount = typeof metadata.dequeueCount === "number" ? metadata.dequeueCount : Number(metadata.dequeueCount ?? 1);
+  const dequeueCount =
+    typeof metadata.dequeueCount === "number" ? metadata.dequeueCount : Number(metadata.dequeueCount ?? 1);
   const id = typeof metadata.id === "string" ? metadata.id : context.invocationId;
   return { id, dequeueCount: Number.isFinite(dequeueCount) ? dequeueCount : 1 };
 }

@@ -1,4 +1,10 @@
-import { app, type HttpFunctionOptions, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
+import {
+  app,
+  type HttpFunctionOptions,
+  type HttpRequest,
+  type HttpResponseInit,
+  type InvocationContext,
+} from "@azure/functions";
 import { getCoordinatorApp } from "../src/app/context";
 import { cancelJob, getJobStatus, submitJob } from "../src/app/operations";
 import { problem, readJsonBody } from "./http";
@@ -10,8 +16,15 @@ export async function submitJobHandler(request: HttpRequest, context: Invocation
   const result = await submitJob(getCoordinatorApp(), body.body);
   if (!result.ok) return problem(400, "The job submission is not valid.", result.errors);
   context.info(`Job ${result.id} submitted with ${result.itemCount} items.`);
-  if (result.wakeUp === "failed") context.warn(`Job ${result.id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick starts it.`);
-  return { status: 202, jsonBody: { id: result.id, itemCount: result.itemCount, status: "pending" }, headers: { location: `/api/jobs/${result.id}` } };
+  if (result.wakeUp === "failed")
+    context.warn(
+      `Job ${result.id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick starts it.`,
+    );
+  return {
+    status: 202,
+    jsonBody: { id: result.id, itemCount: result.itemCount, status: "pending" },
+    headers: { location: `/api/jobs/${result.id}` },
+  };
 }
 
 /** GET /api/jobs/{id}: progress, failures and the aggregate. */
@@ -29,15 +42,41 @@ export async function cancelJobHandler(request: HttpRequest, context: Invocation
   const id = request.params.id ?? "";
   const result = await cancelJob(getCoordinatorApp(), id);
   if (result.outcome === "not-found") return problem(404, `No job "${id}".`);
-  if (result.outcome === "ended") return { status: 409, jsonBody: { error: `Job "${id}" has already ended (${result.status}); nothing to cancel.`, id, status: result.status } };
+  if (result.outcome === "ended")
+    return {
+      status: 409,
+      jsonBody: {
+        error: `Job "${id}" has already ended (${result.status}); nothing to cancel.`,
+        id,
+        status: result.status,
+      },
+    };
   context.info(`Cancellation of job ${id} requested.`);
-  if (result.wakeUp === "failed") context.warn(`Job ${id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick applies the cancellation.`);
+  if (result.wakeUp === "failed")
+    context.warn(
+      `Job ${id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick applies the cancellation.`,
+    );
   return { status: 202, jsonBody: { id, cancelRequested: true }, headers: { location: `/api/jobs/${id}` } };
 }
 
-export const submitJobOptions: HttpFunctionOptions = { methods: ["POST"], authLevel: "function", route: "jobs", handler: submitJobHandler };
-export const getJobOptions: HttpFunctionOptions = { methods: ["GET"], authLevel: "function", route: "jobs/{id}", handler: getJobHandler };
-export const cancelJobOptions: HttpFunctionOptions = { methods: ["DELETE"], authLevel: "function", route: "jobs/{id}", handler: cancelJobHandler };
+export const submitJobOptions: HttpFunctionOptions = {
+  methods: ["POST"],
+  authLevel: "function",
+  route: "jobs",
+  handler: submitJobHandler,
+};
+export const getJobOptions: HttpFunctionOptions = {
+  methods: ["GET"],
+  authLevel: "function",
+  route: "jobs/{id}",
+  handler: getJobHandler,
+};
+export const cancelJobOptions: HttpFunctionOptions = {
+  methods: ["DELETE"],
+  authLevel: "function",
+  route: "jobs/{id}",
+  handler: cancelJobHandler,
+};
 
 app.http("submitJob", submitJobOptions);
 app.http("getJob", getJobOptions);

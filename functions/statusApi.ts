@@ -13,6 +13,11 @@ export async function getStatusHandler(): Promise<HttpResponseInit> {
   return { status: 200, headers: page.headers, body: page.html };
 }
 
-export const getStatusOptions: HttpFunctionOptions = { methods: ["GET"], authLevel: "function", route: "status", handler: getStatusHandler };
+export const getStatusOptions: HttpFunctionOptions = {
+  methods: ["GET"],
+  authLevel: "function",
+  route: "status",
+  handler: getStatusHandler,
+};
 
 app.http("getStatus", getStatusOptions);

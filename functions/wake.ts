@@ -11,7 +11,12 @@ import { deliveryOf, sinkFor } from "./invocation";
  */
 export async function wakeHandler(payload: unknown, context: InvocationContext): Promise<void> {
   const delivery = deliveryOf(context);
-  const outcome = await processShutdown.track(() => handleWakeMessage(getCoordinatorApp(), sinkFor(context), payload, { dequeueCount: delivery.dequeueCount, abortSignal: processShutdown.signal }));
+  const outcome = await processShutdown.track(() =>
+    handleWakeMessage(getCoordinatorApp(), sinkFor(context), payload, {
+      dequeueCount: delivery.dequeueCount,
+      abortSignal: processShutdown.signal,
+    }),
+  );
   context.debug(`Wake-up ${delivery.id}: ${outcome}`);
 }
 

@@ -37,9 +37,17 @@ interface Args {
 }
 
 function parse(argv: string[]): Args | undefined {
-  const values = parseFlags(argv, { groups: { type: "string" }, results: { type: "string" }, rounds: { type: "string" }, out: { type: "string" }, help: { type: "boolean", short: "h" } });
+  const values = parseFlags(argv, {
+    groups: { type: "string" },
+    results: { type: "string" },
+    rounds: { type: "string" },
+    out: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
   if (values.help === true) return undefined;
-  const groups = (values.groups ?? "50000,200000").split(",").map((text) => numberFlag(text.trim(), "--groups", { min: 1, max: 2_000_000 }) ?? 0);
+  const groups = (values.groups ?? "50000,200000")
+    .split(",")
+    .map((text) => numberFlag(text.trim(), "--groups", { min: 1, max: 2_000_000 }) ?? 0);
   return {
     groups,
     results: numberFlag(values.results, "--results", { min: 1, max: 10_000 }) ?? 128,
@@ -54,7 +62,18 @@ function previousMerge(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
   for (const tuple of [...a, ...b]) {
     const [key, count, sum, min, max] = tuple;
     const current = merged.get(key);
-    merged.set(key, current ? [key, current[1] + count, (BigInt(current[2]) + BigInt(sum)).toString(), Math.min(current[3], min), Math.max(current[4], max)] : tuple);
+    merged.set(
+      key,
+      current
+        ? [
+            key,
+            current[1] + count,
+            (BigInt(current[2]) + BigInt(sum)).toString(),
+            Math.min(current[3], min),
+            Math.max(current[4], max),
+          ]
+        : tuple,
+    );
   }
   return [...merged.values()].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
 }
@@ -62,7 +81,9 @@ function previousMerge(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
 /** The group-by kind as it was before issue 14: the zod schema of every tuple, and the merge above. */
 const previousKind = {
   ...groupByKind,
-  partialSchema: z.array(z.tuple([z.string(), z.number().int().min(0), z.string().regex(/^-?\d+$/), z.number(), z.number()])),
+  partialSchema: z.array(
+    z.tuple([z.string(), z.number().int().min(0), z.string().regex(/^-?\d+$/), z.number(), z.number()]),
+  ),
   merge: previousMerge,
 };
 
@@ -97,7 +118,17 @@ function previousFold(state: JobState, outcomes: ItemOutcome[], now: number): Jo
   }
   if (doneCount === state.doneCount && failedCount === state.failedCount) return undefined;
   const complete = doneCount + failedCount === state.itemCount;
-  return { ...state, doneBits: done.toBase64(), failedBits: failed.toBase64(), doneCount, failedCount, aggregate, failures, status: complete ? "completed" : state.status, ...(complete ? { completedAtMs: now } : {}) };
+  return {
+    ...state,
+    doneBits: done.toBase64(),
+    failedBits: failed.toBase64(),
+    doneCount,
+    failedCount,
+    aggregate,
+    failures,
+    status: complete ? "completed" : state.status,
+    ...(complete ? { completedAtMs: now } : {}),
+  };
 }
 
 const key = (index: number): string => `group-${String(index).padStart(8, "0")}`;
@@ -107,8 +138,23 @@ function scenario(groups: number, results: number): { state: JobState; outcomes:
   const items = results * 2;
   const aggregate: GroupByPartial = Array.from({ length: groups }, (_, index) => [key(index * 2), 3, "6000000", 1, 3]);
   const state: JobState = {
-    v: 1, id: "bench", kind: "group-by", params: { format: "csv", keyField: "k", valueField: "v" }, itemCount: items, chunkSize: 1000, createdAtMs: 0, registeredAtMs: 0,
-    status: "running", dispatched: items, doneBits: Bitmap.empty(items).toBase64(), failedBits: Bitmap.empty(items).toBase64(), doneCount: 0, failedCount: 0, aggregate, failures: [], lastEpoch: 1,
+    v: 1,
+    id: "bench",
+    kind: "group-by",
+    params: { format: "csv", keyField: "k", valueField: "v" },
+    itemCount: items,
+    chunkSize: 1000,
+    createdAtMs: 0,
+    registeredAtMs: 0,
+    status: "running",
+    dispatched: items,
+    doneBits: Bitmap.empty(items).toBase64(),
+    failedBits: Bitmap.empty(items).toBase64(),
+    doneCount: 0,
+    failedCount: 0,
+    aggregate,
+    failures: [],
+    lastEpoch: 1,
   };
   // Each result: 8 groups, 4 the aggregate has (even keys) and 4 it does not (odd keys), spread over the key space.
   const outcomes: ItemOutcome[] = Array.from({ length: results }, (_, item) => {
@@ -156,7 +202,8 @@ function main(): void {
       previous.push(timeMs(() => (before = previousFold(state, outcomes, 1))));
       const counts: FoldCounts = { folded: 0, duplicates: 0, failed: 0 };
       current.push(timeMs(() => (after = foldOutcomes(deps, state, outcomes, counts))));
-      if (JSON.stringify(before?.aggregate) !== JSON.stringify(after?.aggregate)) throw new Error(`the two folds disagree at ${groups} groups`);
+      if (JSON.stringify(before?.aggregate) !== JSON.stringify(after?.aggregate))
+        throw new Error(`the two folds disagree at ${groups} groups`);
       resultGroups = (after?.aggregate as GroupByPartial | undefined)?.length ?? 0;
       document.push(timeMs(() => (documentBytes = JSON.stringify(JSON.parse(JSON.stringify(after))).length)));
     }
@@ -169,7 +216,11 @@ function main(): void {
       speedup: Math.round((median(previous) / median(current)) * 10) / 10,
       documentRoundTripMs: Math.round(median(document)),
       documentBytes,
-      rounds: { previousFoldMs: previous.map(Math.round), foldMs: current.map(Math.round), documentRoundTripMs: document.map(Math.round) },
+      rounds: {
+        previousFoldMs: previous.map(Math.round),
+        foldMs: current.map(Math.round),
+        documentRoundTripMs: document.map(Math.round),
+      },
     };
     rows.push(row);
     process.stdout.write(

@@ -46,24 +46,40 @@ async function main(): Promise<number> {
   }
   const outPath = resolve(process.cwd(), args.out);
   const startedAt = new Date();
-  console.log(`Lease benchmark: ${args.rounds} round(s) per scenario and implementation, ${CONTENDERS} contender processes each; expect about ${Math.ceil((args.rounds * 70 + 20) / 60)} min.`);
+  console.log(
+    `Lease benchmark: ${args.rounds} round(s) per scenario and implementation, ${CONTENDERS} contender processes each; expect about ${Math.ceil((args.rounds * 70 + 20) / 60)} min.`,
+  );
   azurite = await startAzurite();
   const { connectionString } = azurite;
   console.log(`Azurite listening on blob port ${azurite.blobPort}.`);
 
   // The project's real defaults, read from the library rather than copied (no I/O: the client is never used).
-  const defaults = resolveElectorOptions({ store: new BlobLeaseStore(BlobServiceClient.fromConnectionString(connectionString)) });
-  const project = { leaseDurationS: defaults.leaseDurationS, renewIntervalMs: defaults.renewIntervalMs, renewDeadlineMs: defaults.renewDeadlineMs, retryIntervalMs: defaults.retryIntervalMs, jitterRatio: defaults.jitterRatio, requestTimeoutMs: defaults.requestTimeoutMs };
+  const defaults = resolveElectorOptions({
+    store: new BlobLeaseStore(BlobServiceClient.fromConnectionString(connectionString)),
+  });
+  const project = {
+    leaseDurationS: defaults.leaseDurationS,
+    renewIntervalMs: defaults.renewIntervalMs,
+    renewDeadlineMs: defaults.renewDeadlineMs,
+    retryIntervalMs: defaults.retryIntervalMs,
+    jitterRatio: defaults.jitterRatio,
+    requestTimeoutMs: defaults.requestTimeoutMs,
+  };
   /** The longest periodic cycle of each implementation: a random hold over it puts the leader's exit anywhere in it. */
   const cycleMs: Record<Implementation, number> = {
     project: Math.max(project.renewIntervalMs, project.retryIntervalMs),
     baseline: Math.max(BASELINE_TIMINGS.renewIntervalMs, BASELINE_TIMINGS.acquireAttemptIntervalMs),
   };
 
-  const samples: Record<Implementation, Record<Scenario, RoundSample[]>> = { project: { graceful: [], crash: [] }, baseline: { graceful: [], crash: [] } };
+  const samples: Record<Implementation, Record<Scenario, RoundSample[]>> = {
+    project: { graceful: [], crash: [] },
+    baseline: { graceful: [], crash: [] },
+  };
   const anomalies: string[] = [];
   for (const scenario of SCENARIOS) {
-    const groups = IMPLEMENTATIONS.map((impl) => new ContenderGroup(impl, `bench-${impl}-${scenario}`, connectionString));
+    const groups = IMPLEMENTATIONS.map(
+      (impl) => new ContenderGroup(impl, `bench-${impl}-${scenario}`, connectionString),
+    );
     try {
       console.log(`[${scenario}] starting ${CONTENDERS} contenders per implementation…`);
       await Promise.all(
@@ -78,8 +94,11 @@ async function main(): Promise<number> {
           const holdMs = 1_000 + Math.random() * cycleMs[group.impl];
           const sample = await runRound(group, scenario, round, holdMs);
           samples[group.impl][scenario].push(sample);
-          const fromCommand = sample.fromCommandS === undefined ? "" : `, ${sample.fromCommandS.toFixed(2)} s from the command`;
-          console.log(`[${scenario} ${round}/${args.rounds}] ${group.impl.padEnd(8)} ${sample.takeoverS.toFixed(2).padStart(6)} s  ${sample.oldLeader} -> ${sample.newLeader} (held ${sample.holdS.toFixed(1)} s${fromCommand})`);
+          const fromCommand =
+            sample.fromCommandS === undefined ? "" : `, ${sample.fromCommandS.toFixed(2)} s from the command`;
+          console.log(
+            `[${scenario} ${round}/${args.rounds}] ${group.impl.padEnd(8)} ${sample.takeoverS.toFixed(2).padStart(6)} s  ${sample.oldLeader} -> ${sample.newLeader} (held ${sample.holdS.toFixed(1)} s${fromCommand})`,
+          );
         }
       }
     } finally {
@@ -88,8 +107,14 @@ async function main(): Promise<number> {
     }
   }
 
-  const results: Record<Implementation, ImplementationResults> = { project: summarise(samples.project), baseline: summarise(samples.baseline) };
-  const ratios = { graceful: ratio(results.baseline.gracefulHandoverS, results.project.gracefulHandoverS), crash: ratio(results.baseline.crashTakeoverS, results.project.crashTakeoverS) };
+  const results: Record<Implementation, ImplementationResults> = {
+    project: summarise(samples.project),
+    baseline: summarise(samples.baseline),
+  };
+  const ratios = {
+    graceful: ratio(results.baseline.gracefulHandoverS, results.project.gracefulHandoverS),
+    crash: ratio(results.baseline.crashTakeoverS, results.project.crashTakeoverS),
+  };
   const targets = buildTargets(results, project.leaseDurationS);
   const finishedAt = new Date();
   const report = {
@@ -105,7 +130,11 @@ async function main(): Promise<number> {
       order:
         "one Azurite; scenarios in sequence (graceful, then crash); within a scenario the rounds are interleaved (project round, then baseline round), " +
         "the contenders of both implementations running throughout, each implementation in its own container",
-      containers: Object.fromEntries(SCENARIOS.flatMap((scenario) => IMPLEMENTATIONS.map((impl) => [`${impl}.${scenario}`, `bench-${impl}-${scenario}`]))),
+      containers: Object.fromEntries(
+        SCENARIOS.flatMap((scenario) =>
+          IMPLEMENTATIONS.map((impl) => [`${impl}.${scenario}`, `bench-${impl}-${scenario}`]),
+        ),
+      ),
       blobName: LEASE_BLOB_NAME,
       round:
         "a fresh contender joins and reports ready; the leader is left alone for a random hold of 1 s + U(0, cycle); then it leaves " +
@@ -113,14 +142,21 @@ async function main(): Promise<number> {
         "so that exactly 3 contenders race for each takeover",
       holdCycleMs: cycleMs,
       measurement: {
-        gracefulHandoverS: "next leader's term start (its task running) − old leader's release completed (the old leader's 'released' line)",
+        gracefulHandoverS:
+          "next leader's term start (its task running) − old leader's release completed (the old leader's 'released' line)",
         gracefulHandoverFromCommandS: "next leader's term start − release command sent",
         crashTakeoverS: "next leader's term start − SIGKILL sent",
         clock: "Date.now() in each process, on one machine",
       },
-      project: { ...project, readBeforeAcquire: true, epoch: true, storageRetryOptions: DEFAULT_PIPELINE_OPTIONS.retryOptions },
+      project: {
+        ...project,
+        readBeforeAcquire: true,
+        epoch: true,
+        storageRetryOptions: DEFAULT_PIPELINE_OPTIONS.retryOptions,
+      },
       baseline: {
-        imitates: "Leader Election pattern C# sample BlobDistributedMutex/BlobLeaseManager (github.com/mspnp/cloud-design-patterns, leader-election/DistributedMutex)",
+        imitates:
+          "Leader Election pattern C# sample BlobDistributedMutex/BlobLeaseManager (github.com/mspnp/cloud-design-patterns, leader-election/DistributedMutex)",
         ...BASELINE_TIMINGS,
         jitterRatio: 0,
         readBeforeAcquire: false,
@@ -147,8 +183,12 @@ async function main(): Promise<number> {
   mkdirSync(dirname(outPath), { recursive: true });
   writeFileSync(outPath, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\n${formatTable(results, ratios)}\n`);
-  console.log(`Targets (project, every round): graceful handover <= ${targets.gracefulHandoverS.limitS} s: ${verdict(targets.gracefulHandoverS.met)}; crash takeover <= ${targets.crashTakeoverS.limitS} s: ${verdict(targets.crashTakeoverS.met)}.`);
-  console.log(`Ahead of the baseline (median and max): graceful handover ${verdict(targets.aheadOfBaseline.gracefulHandoverS)}; crash takeover ${verdict(targets.aheadOfBaseline.crashTakeoverS)}.`);
+  console.log(
+    `Targets (project, every round): graceful handover <= ${targets.gracefulHandoverS.limitS} s: ${verdict(targets.gracefulHandoverS.met)}; crash takeover <= ${targets.crashTakeoverS.limitS} s: ${verdict(targets.crashTakeoverS.met)}.`,
+  );
+  console.log(
+    `Ahead of the baseline (median and max): graceful handover ${verdict(targets.aheadOfBaseline.gracefulHandoverS)}; crash takeover ${verdict(targets.aheadOfBaseline.crashTakeoverS)}.`,
+  );
   if (anomalies.length > 0) console.log(`Anomalies:\n  ${anomalies.join("\n  ")}`);
   console.log(`Report written to ${outPath} (${report.durationS} s).`);
   return 0;
@@ -156,8 +196,13 @@ async function main(): Promise<number> {
 
 function buildTargets(results: Record<Implementation, ImplementationResults>, leaseDurationS: number) {
   const { project, baseline } = results;
-  const within = (figures: { median: number; max: number }, limitS: number) => ({ limitS, medianMet: figures.median <= limitS, met: figures.max <= limitS });
-  const ahead = (p: { median: number; max: number }, b: { median: number; max: number }): boolean => p.median < b.median && p.max < b.max;
+  const within = (figures: { median: number; max: number }, limitS: number) => ({
+    limitS,
+    medianMet: figures.median <= limitS,
+    met: figures.max <= limitS,
+  });
+  const ahead = (p: { median: number; max: number }, b: { median: number; max: number }): boolean =>
+    p.median < b.median && p.max < b.max;
   return {
     gracefulHandoverS: within(project.gracefulHandoverS, GRACEFUL_TARGET_S),
     crashTakeoverS: within(project.crashTakeoverS, leaseDurationS + CRASH_MARGIN_S),
@@ -189,7 +234,11 @@ async function stopEverything(): Promise<void> {
 process.once("exit", () => {
   ContenderProcess.killAll();
 });
-for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+  ["SIGHUP", 129],
+] as const) {
   process.once(signal, () => {
     console.error(`\n${signal}: stopping the contenders and Azurite.`);
     void stopEverything().finally(() => process.exit(code));

@@ -25,7 +25,16 @@ import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./t
 import { PRICES, PRICES_NOTE } from "./throughput/cost";
 import { round, type StorageRoles } from "./throughput/opsBreakdown";
 import { runProject } from "./throughput/projectRun";
-import { IMPLEMENTATIONS, scenarioReport, scenarioTable, summarizeImplementation, TARGETS, type Implementation, type RunSample, type ScenarioReport } from "./throughput/report";
+import {
+  IMPLEMENTATIONS,
+  scenarioReport,
+  scenarioTable,
+  summarizeImplementation,
+  TARGETS,
+  type Implementation,
+  type RunSample,
+  type ScenarioReport,
+} from "./throughput/report";
 import { meanItemBytes, scenarioJob, SCENARIOS, type ScenarioJob, type ScenarioName } from "./throughput/scenarios";
 
 const REPO_ROOT = resolve(__dirname, "..");
@@ -80,19 +89,39 @@ async function main(): Promise<number> {
   azurite = await startAzurite({ persistent: true });
   const connectionString = azurite.connectionString;
   await ensureAppStorage(connectionString, settings);
-  console.log(`Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${unitLimits.unitMaxItems} items / ${unitLimits.unitMaxBytes} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`);
+  console.log(
+    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${unitLimits.unitMaxItems} items / ${unitLimits.unitMaxBytes} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
+  );
 
-  const jobs: Record<ScenarioName, ScenarioJob> = { small: scenarioJob("small", args.smallItems, "bench/small"), blob: scenarioJob("blob", args.blobItems, "bench/blob") };
+  const jobs: Record<ScenarioName, ScenarioJob> = {
+    small: scenarioJob("small", args.smallItems, "bench/small"),
+    blob: scenarioJob("blob", args.blobItems, "bench/blob"),
+  };
   const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
   const upload = async (blobs: readonly { name: string; text: string }[]): Promise<void> => {
     for (let start = 0; start < blobs.length; start += 64) {
-      await Promise.all(blobs.slice(start, start + 64).map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+      await Promise.all(
+        blobs
+          .slice(start, start + 64)
+          .map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))),
+      );
     }
   };
   await upload(jobs.blob.blobs);
 
   const baseline = (mode: BaselineMode, job: ScenarioJob, label: string) =>
-    runBaseline({ mode, connectionString, job, inputContainer: settings.INPUT_CONTAINER, ...unitLimits, workers: args.instances, label, countsPrefix: join(outputDir, "requests"), maxWaitS: MAX_WAIT_S, abortSignal: controller.signal });
+    runBaseline({
+      mode,
+      connectionString,
+      job,
+      inputContainer: settings.INPUT_CONTAINER,
+      ...unitLimits,
+      workers: args.instances,
+      label,
+      countsPrefix: join(outputDir, "requests"),
+      maxWaitS: MAX_WAIT_S,
+      abortSignal: controller.signal,
+    });
 
   // Azurite gets several times faster once its code is hot: warm it up so the first timed run is not penalised.
   console.log(`Warm-up (not counted): per-item loop with ${WARM_UP_ITEMS} small items…`);
@@ -106,16 +135,34 @@ async function main(): Promise<number> {
     for (const scenario of SCENARIOS) {
       const job = jobs[scenario];
       // Rotate the order: round 1 project first, round 2 per-item first, round 3 batched first, …
-      const order = IMPLEMENTATIONS.map((_, index) => IMPLEMENTATIONS[(index + roundNo - 1) % IMPLEMENTATIONS.length] as Implementation);
+      const order = IMPLEMENTATIONS.map(
+        (_, index) => IMPLEMENTATIONS[(index + roundNo - 1) % IMPLEMENTATIONS.length] as Implementation,
+      );
       for (const [index, impl] of order.entries()) {
         if (aborted()) break;
         const before = load();
         const label = `${scenario}-r${roundNo}`;
         console.log(`[round ${roundNo}] ${scenario} / ${impl}: ${job.items.length} items (load average ${before})…`);
         let sample: RunSample;
-        const common = (run: { ok: boolean; problem: string | undefined; items: number }) => ({ round: roundNo, order: index + 1, ok: run.ok, ...(run.problem === undefined ? {} : { problem: run.problem }), items: run.items });
+        const common = (run: { ok: boolean; problem: string | undefined; items: number }) => ({
+          round: roundNo,
+          order: index + 1,
+          ok: run.ok,
+          ...(run.problem === undefined ? {} : { problem: run.problem }),
+          items: run.items,
+        });
         if (impl === "project") {
-          const run = await runProject({ connectionString, job, instances: args.instances, schedule: args.schedule, outputDir, label, maxWaitS: MAX_WAIT_S, abortSignal: controller.signal, log: console.log });
+          const run = await runProject({
+            connectionString,
+            job,
+            instances: args.instances,
+            schedule: args.schedule,
+            outputDir,
+            label,
+            maxWaitS: MAX_WAIT_S,
+            abortSignal: controller.signal,
+            log: console.log,
+          });
           sample = {
             ...common(run),
             itemsPerS: run.itemsPerS,
@@ -125,13 +172,21 @@ async function main(): Promise<number> {
             executions: run.executions,
             gbSeconds: run.gbSeconds,
             loadAverage1m: [before, load()] as [number, number],
-            extra: { jobId: run.jobId, leaders: run.instances.filter((instance) => instance.termsLed > 0).map((instance) => `${instance.name} (${instance.termsLed} terms)`) },
+            extra: {
+              jobId: run.jobId,
+              leaders: run.instances
+                .filter((instance) => instance.termsLed > 0)
+                .map((instance) => `${instance.name} (${instance.termsLed} terms)`),
+            },
           };
         } else {
           const run = await baseline(impl === "perItem" ? "per-item" : "batched", job, label);
           roles.workQueues = [...roles.workQueues, run.queues.work];
           roles.resultsQueues = [...roles.resultsQueues, run.queues.results];
-          const processed = run.workers.reduce((sum, worker) => sum + (worker.processed ?? 0) + (worker.failed ?? 0), 0);
+          const processed = run.workers.reduce(
+            (sum, worker) => sum + (worker.processed ?? 0) + (worker.failed ?? 0),
+            0,
+          );
           sample = {
             ...common(run),
             itemsPerS: run.itemsPerS,
@@ -146,15 +201,24 @@ async function main(): Promise<number> {
         }
         samples[scenario][impl].push(sample);
         const ops = sample.counts.reduce((sum, count) => sum + count.requests, 0) / Math.max(1, sample.items);
-        console.log(`[round ${roundNo}] ${scenario} / ${impl}: ${sample.ok ? "ok" : `FAILED (${sample.problem ?? "?"})`} — ${sample.itemsPerS?.toFixed(1) ?? "—"} items/s, ${ops.toFixed(3)} ops/item${sample.submitToFirstDispatchS === undefined ? "" : `, first dispatch ${sample.submitToFirstDispatchS.toFixed(2)} s`}`);
+        console.log(
+          `[round ${roundNo}] ${scenario} / ${impl}: ${sample.ok ? "ok" : `FAILED (${sample.problem ?? "?"})`} — ${sample.itemsPerS?.toFixed(1) ?? "—"} items/s, ${ops.toFixed(3)} ops/item${sample.submitToFirstDispatchS === undefined ? "" : `, first dispatch ${sample.submitToFirstDispatchS.toFixed(2)} s`}`,
+        );
       }
     }
   }
 
   const scenarios = {} as Record<ScenarioName, ScenarioReport>;
   for (const scenario of SCENARIOS) {
-    const summaries = Object.fromEntries(IMPLEMENTATIONS.map((impl) => [impl, summarizeImplementation(samples[scenario][impl], roles)])) as Record<Implementation, ReturnType<typeof summarizeImplementation>>;
-    scenarios[scenario] = scenarioReport(scenario, jobs[scenario].items.length, meanItemBytes(jobs[scenario]), summaries);
+    const summaries = Object.fromEntries(
+      IMPLEMENTATIONS.map((impl) => [impl, summarizeImplementation(samples[scenario][impl], roles)]),
+    ) as Record<Implementation, ReturnType<typeof summarizeImplementation>>;
+    scenarios[scenario] = scenarioReport(
+      scenario,
+      jobs[scenario].items.length,
+      meanItemBytes(jobs[scenario]),
+      summaries,
+    );
   }
 
   let memory: Record<string, unknown> | undefined;
@@ -168,10 +232,23 @@ async function main(): Promise<number> {
     const nextTick = parseSchedule(args.schedule, "coordinator").next(new Date(Date.now() + 15_000));
     const idleWaitS = Math.min(120, Math.ceil((nextTick.getTime() - Date.now()) / 1000) + 5);
     console.log(`Memory job: ${args.memoryItems} small items from a manifest, end to end (load average ${load()})…`);
-    const run = await runProject({ connectionString, job, manifest, instances: args.instances, schedule: args.schedule, outputDir, label: "memory", maxWaitS: 3600, memory: { idleWaitS }, abortSignal: controller.signal, log: console.log });
+    const run = await runProject({
+      connectionString,
+      job,
+      manifest,
+      instances: args.instances,
+      schedule: args.schedule,
+      outputDir,
+      label: "memory",
+      maxWaitS: 3600,
+      memory: { idleWaitS },
+      abortSignal: controller.signal,
+      log: console.log,
+    });
     memoryOk = run.ok;
     const leaders = run.instances.filter((instance) => instance.termsLed > 0);
-    const growth = (instance: (typeof leaders)[number]): number => (instance.peakRssMiB ?? 0) - (instance.idleRssMiB ?? 0);
+    const growth = (instance: (typeof leaders)[number]): number =>
+      (instance.peakRssMiB ?? 0) - (instance.idleRssMiB ?? 0);
     const leader = [...leaders].sort((a, b) => growth(b) - growth(a))[0];
     const leaderGrowthMiB = leader === undefined ? undefined : round(growth(leader), 1);
     memory = {
@@ -199,19 +276,34 @@ async function main(): Promise<number> {
     prices: { ...PRICES, note: PRICES_NOTE },
     config: {
       rounds: args.rounds,
-      order: "after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates",
+      order:
+        "after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates",
       instances: args.instances,
       baselineWorkers: args.instances,
       schedule: args.schedule,
-      appSettings: "the app's defaults (DISPATCH_BATCH_SIZE 500, WORK_UNIT_MAX_ITEMS 32, WORK_UNIT_MAX_BYTES 46080, STEP_BUDGET_MS 20000)",
+      appSettings:
+        "the app's defaults (DISPATCH_BATCH_SIZE 500, WORK_UNIT_MAX_ITEMS 32, WORK_UNIT_MAX_BYTES 46080, STEP_BUDGET_MS 20000)",
       hostQueues: "host.json extensions.queues (batchSize 16, newBatchThreshold 8, maxPollingInterval 2 s)",
-      timing: "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",
-      counting: "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; from the submission's start to 400 ms after completion. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
-      executions: "project: the host's Executing lines in the same window, every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
-      gbSeconds: "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each busy period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule, docs/DEPLOY.md#costs); invocation durations on this loaded 2-core machine, not Azure's",
+      timing:
+        "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",
+      counting:
+        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; from the submission's start to 400 ms after completion. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
+      executions:
+        "project: the host's Executing lines in the same window, every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
+      gbSeconds:
+        "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each busy period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule, docs/DEPLOY.md#costs); invocation durations on this loaded 2-core machine, not Azure's",
       azurite: "persistent (on disk in a temporary folder)",
     },
-    machine: { loadAverage1m: { start: loadAtStart, end: load() }, platform: platform(), release: release(), arch: arch(), cpus: cpus().length, cpuModel: cpus()[0]?.model, totalMemoryMiB: Math.round(totalmem() / 1024 / 1024), node: process.version },
+    machine: {
+      loadAverage1m: { start: loadAtStart, end: load() },
+      platform: platform(),
+      release: release(),
+      arch: arch(),
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      totalMemoryMiB: Math.round(totalmem() / 1024 / 1024),
+      node: process.version,
+    },
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     output: outputDir,
@@ -224,11 +316,17 @@ async function main(): Promise<number> {
     for (const line of scenarioTable(scenario, scenarios[scenario])) console.log(line);
     console.log("");
   }
-  if (memory !== undefined) console.log(`Memory job: ${String(memory.items)} items — ${memory.ok === true ? "completed" : `FAILED (${String(memory.problem)})`}; leader ${String(memory.leader)} idle ${String(memory.leaderIdleRssMiB)} MiB, peak ${String(memory.leaderPeakRssMiB)} MiB, growth ${String(memory.leaderGrowthMiB)} MiB (target ≤ ${TARGETS.leaderRssGrowthMaxMiB}) — ${memory.met === true ? "met" : "NOT met"}`);
+  if (memory !== undefined)
+    console.log(
+      `Memory job: ${String(memory.items)} items — ${memory.ok === true ? "completed" : `FAILED (${String(memory.problem)})`}; leader ${String(memory.leader)} idle ${String(memory.leaderIdleRssMiB)} MiB, peak ${String(memory.leaderPeakRssMiB)} MiB, growth ${String(memory.leaderGrowthMiB)} MiB (target ≤ ${TARGETS.leaderRssGrowthMaxMiB}) — ${memory.met === true ? "met" : "NOT met"}`,
+    );
   console.log(`Prices: ${PRICES_NOTE}.`);
   console.log(`\nReport: ${outPath}`);
   if (aborted()) return 130;
-  const failed = SCENARIOS.some((scenario) => IMPLEMENTATIONS.some((impl) => samples[scenario][impl].some((sample) => !sample.ok))) || !memoryOk;
+  const failed =
+    SCENARIOS.some((scenario) =>
+      IMPLEMENTATIONS.some((impl) => samples[scenario][impl].some((sample) => !sample.ok)),
+    ) || !memoryOk;
   return failed ? 1 : 0;
 }
 
@@ -239,14 +337,15 @@ async function cleanUp(): Promise<void> {
 
 process.once("exit", () => killBaselineWorkers());
 
-
 main().then(
   async (code) => {
     await cleanUp();
     process.exit(code);
   },
   async (error: unknown) => {
-    console.error(`bench:throughput failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    console.error(
+      `bench:throughput failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
     await cleanUp();
     process.exit(1);
   },

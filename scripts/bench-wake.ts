@@ -34,7 +34,11 @@ Time from submission to first dispatch, with and without the submission's wake-u
   --out FILE       JSON report (default bench-results/wake.json)`;
 
 const POLL_MS = 50;
-const JOB = { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: Array.from({ length: 5 }, (_, i) => ({ inline: `region,amount\neu,${i}` })) };
+const JOB = {
+  kind: "group-by",
+  params: { format: "csv", keyField: "region", valueField: "amount" },
+  items: Array.from({ length: 5 }, (_, i) => ({ inline: `region,amount\neu,${i}` })),
+};
 
 type Mode = "wake" | "timer-only";
 
@@ -59,7 +63,13 @@ function noteWake(line: EventLine): void {
 }
 
 function parse(argv: string[]): { rounds: number; schedule: string; instances: number; out: string } | "help" {
-  const values = parseFlags(argv, { rounds: { type: "string" }, schedule: { type: "string" }, instances: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } });
+  const values = parseFlags(argv, {
+    rounds: { type: "string" },
+    schedule: { type: "string" },
+    instances: { type: "string" },
+    out: { type: "string" },
+    help: { type: "boolean" },
+  });
   if (values.help === true) return "help";
   return {
     rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 50 }) ?? 5,
@@ -80,14 +90,22 @@ async function measure(app: CoordinatorApp, mode: Mode): Promise<Sample> {
   const startedMs = performance.now();
   const submitted = await submitJob(app, JOB, { wake: mode === "wake" });
   if (!submitted.ok) throw new Error(`The job was rejected: ${JSON.stringify(submitted.errors)}`);
-  if (mode === "wake" && submitted.wakeUp !== "sent") throw new Error(`The wake-up was not sent: ${submitted.wakeUpError ?? submitted.wakeUp}`);
+  if (mode === "wake" && submitted.wakeUp !== "sent")
+    throw new Error(`The wake-up was not sent: ${submitted.wakeUpError ?? submitted.wakeUp}`);
   let firstDispatchS: number | undefined;
   const deadline = startedMs + 10 * 60_000;
   for (;;) {
     const status = await getJobStatus(app, submitted.id);
     const nowS = (performance.now() - startedMs) / 1000;
     if (firstDispatchS === undefined && (status?.progress.dispatched ?? 0) > 0) firstDispatchS = nowS;
-    if (status?.status === "completed") return { mode, jobId: submitted.id, submitToFirstDispatchS: firstDispatchS ?? nowS, submitToCompletedS: nowS, wakeDelayS: wakeDelays.get(submitted.id) };
+    if (status?.status === "completed")
+      return {
+        mode,
+        jobId: submitted.id,
+        submitToFirstDispatchS: firstDispatchS ?? nowS,
+        submitToCompletedS: nowS,
+        wakeDelayS: wakeDelays.get(submitted.id),
+      };
     if (performance.now() > deadline) throw new Error(`Job ${submitted.id} (${mode}) did not complete within 10 min.`);
     await delay(POLL_MS);
   }
@@ -106,15 +124,23 @@ async function main(): Promise<number> {
     return 0;
   }
   const tickMs = intervalMs(args.schedule);
-  process.stdout.write(`Wake-up benchmark: ${args.instances} instances, schedule "${args.schedule}", ${args.rounds} submissions per mode; expect about ${Math.ceil((args.rounds * 2 * (tickMs * 1.1 + 3000)) / 60_000)} min.\n`);
+  process.stdout.write(
+    `Wake-up benchmark: ${args.instances} instances, schedule "${args.schedule}", ${args.rounds} submissions per mode; expect about ${Math.ceil((args.rounds * 2 * (tickMs * 1.1 + 3000)) / 60_000)} min.\n`,
+  );
   let azurite: Azurite | undefined;
   const instances: InstanceProcess[] = [];
   try {
     azurite = await startAzurite();
     const { env, settings } = instanceEnv(process.env, azurite.connectionString, args.schedule);
     await ensureAppStorage(azurite.connectionString, settings);
-    const handlers: InstanceHandlers = { onEvent: (_instance, line) => noteWake(line), onLog: () => undefined, onReady: () => undefined, onExit: () => undefined };
-    for (let index = 1; index <= args.instances; index++) instances.push(new InstanceProcess(`instance-${index}`, env, handlers));
+    const handlers: InstanceHandlers = {
+      onEvent: (_instance, line) => noteWake(line),
+      onLog: () => undefined,
+      onReady: () => undefined,
+      onExit: () => undefined,
+    };
+    for (let index = 1; index <= args.instances; index++)
+      instances.push(new InstanceProcess(`instance-${index}`, env, handlers));
     await waitForReady(instances, undefined);
     const app = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-wake" });
     const samples: Sample[] = [];
@@ -123,15 +149,24 @@ async function main(): Promise<number> {
       await delay(Math.random() * tickMs);
       const sample = await measure(app, round % 2 === 0 ? "wake" : "timer-only");
       samples.push(sample);
-      const wakeNote = sample.wakeDelayS === undefined ? "" : ` (wake-up handled ${sample.wakeDelayS.toFixed(2)} s after sending)`;
-      process.stdout.write(`  ${sample.mode.padEnd(10)} first dispatch after ${sample.submitToFirstDispatchS.toFixed(2)} s, completed after ${sample.submitToCompletedS.toFixed(2)} s${wakeNote}\n`);
+      const wakeNote =
+        sample.wakeDelayS === undefined ? "" : ` (wake-up handled ${sample.wakeDelayS.toFixed(2)} s after sending)`;
+      process.stdout.write(
+        `  ${sample.mode.padEnd(10)} first dispatch after ${sample.submitToFirstDispatchS.toFixed(2)} s, completed after ${sample.submitToCompletedS.toFixed(2)} s${wakeNote}\n`,
+      );
     }
     const summary = (mode: Mode): { submitToFirstDispatchS: Stats; submitToCompletedS: Stats } => {
       const of = samples.filter((sample) => sample.mode === mode);
-      return { submitToFirstDispatchS: stats(of.map((sample) => sample.submitToFirstDispatchS)), submitToCompletedS: stats(of.map((sample) => sample.submitToCompletedS)) };
+      return {
+        submitToFirstDispatchS: stats(of.map((sample) => sample.submitToFirstDispatchS)),
+        submitToCompletedS: stats(of.map((sample) => sample.submitToCompletedS)),
+      };
     };
     const delays = samples.flatMap((sample) => (sample.wakeDelayS === undefined ? [] : [sample.wakeDelayS]));
-    const results = { wake: { ...summary("wake"), wakeDelayS: delays.length > 0 ? stats(delays) : null }, timerOnly: summary("timer-only") };
+    const results = {
+      wake: { ...summary("wake"), wakeDelayS: delays.length > 0 ? stats(delays) : null },
+      timerOnly: summary("timer-only"),
+    };
     const report = {
       command: `npm run bench:wake -- ${process.argv.slice(2).join(" ")}`.trim(),
       at: new Date().toISOString(),
@@ -162,7 +197,9 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`bench:wake failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `bench:wake failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );

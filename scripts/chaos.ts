@@ -21,7 +21,14 @@ const USAGE = `Usage: npm run chaos -- [flags]
 export async function main(argv: readonly string[]): Promise<number> {
   let options;
   try {
-    const values = parseFlags(argv, { out: { type: "string" }, quick: { type: "boolean" }, seed: { type: "string" }, only: { type: "string" }, rounds: { type: "string" }, help: { type: "boolean" } });
+    const values = parseFlags(argv, {
+      out: { type: "string" },
+      quick: { type: "boolean" },
+      seed: { type: "string" },
+      only: { type: "string" },
+      rounds: { type: "string" },
+      help: { type: "boolean" },
+    });
     if (values.help === true) {
       process.stdout.write(`${USAGE}\n`);
       return 0;
@@ -30,7 +37,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       outPath: pathFlag(values.out, "--out") ?? "bench-results/chaos.json",
       quick: values.quick === true,
       seed: numberFlag(values.seed, "--seed", { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? 1,
-      only: listFlag(values.only, "--only", SCENARIOS.map((scenario) => scenario.name)),
+      only: listFlag(
+        values.only,
+        "--only",
+        SCENARIOS.map((scenario) => scenario.name),
+      ),
       rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 100 }),
     };
   } catch (error) {

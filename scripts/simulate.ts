@@ -45,7 +45,9 @@ async function main(): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  const invariants = new Set<InvariantName>(listFlag(values.invariants, "--invariants", INVARIANT_NAMES) ?? INVARIANT_NAMES);
+  const invariants = new Set<InvariantName>(
+    listFlag(values.invariants, "--invariants", INVARIANT_NAMES) ?? INVARIANT_NAMES,
+  );
   const faults = new Set<FaultKind>(listFlag(values.faults, "--faults", FAULT_KINDS) ?? FAULT_KINDS);
   const whole = { min: 0, max: Number.MAX_SAFE_INTEGER };
   const seed = numberFlag(values.seed, "--seed", whole) ?? Math.floor(Math.random() * 1_000_000);
@@ -53,7 +55,9 @@ async function main(): Promise<void> {
   const shrinkMs = (numberFlag(values["shrink-seconds"], "--shrink-seconds", whole) ?? 60) * 1000;
   const out = pathFlag(values.out, "--out");
   const trace = pathFlag(values.trace, "--trace");
-  console.log(`Simulating ${runs} run(s) from seed ${seed}; invariants: ${[...invariants].join(", ")}; faults: ${[...faults].join(", ")}`);
+  console.log(
+    `Simulating ${runs} run(s) from seed ${seed}; invariants: ${[...invariants].join(", ")}; faults: ${[...faults].join(", ")}`,
+  );
   const started = performance.now();
   const failing: number[] = [];
   const byInvariant = new Map<string, number>();
@@ -65,8 +69,10 @@ async function main(): Promise<void> {
     requests += outcome.stats?.requests ?? 0;
     if (outcome.failed) {
       failing.push(outcome.seed);
-      for (const name of new Set(outcome.violations.map((v) => v.invariant))) byInvariant.set(name, (byInvariant.get(name) ?? 0) + 1);
-      if (outcome.crash !== undefined) byInvariant.set("(simulator error)", (byInvariant.get("(simulator error)") ?? 0) + 1);
+      for (const name of new Set(outcome.violations.map((v) => v.invariant)))
+        byInvariant.set(name, (byInvariant.get(name) ?? 0) + 1);
+      if (outcome.crash !== undefined)
+        byInvariant.set("(simulator error)", (byInvariant.get("(simulator error)") ?? 0) + 1);
       console.log(describeFailure(outcome, replayCommand(outcome.seed, { invariants, faults })));
       if (trace !== undefined && failing.length === 1) {
         writeFileSync(trace, `${outcome.interleaving.join("\n")}\n`);
@@ -74,15 +80,22 @@ async function main(): Promise<void> {
       }
     }
     if (!values.quiet && ((run + 1) % 25 === 0 || run + 1 === runs)) {
-      console.log(`  ${run + 1}/${runs} runs, ${failing.length} failing, ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      console.log(
+        `  ${run + 1}/${runs} runs, ${failing.length} failing, ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      );
     }
   }
   const seconds = (performance.now() - started) / 1000;
-  console.log(`\n${runs} runs from seed ${seed} in ${seconds.toFixed(1)} s (${(virtualS / 3600).toFixed(1)} h simulated, ${requests} requests): ${failing.length} failing`);
+  console.log(
+    `\n${runs} runs from seed ${seed} in ${seconds.toFixed(1)} s (${(virtualS / 3600).toFixed(1)} h simulated, ${requests} requests): ${failing.length} failing`,
+  );
   for (const [name, count] of byInvariant) console.log(`  ${name}: ${count} run(s)`);
   if (failing.length > 0) console.log(`  failing seeds: ${failing.join(", ")}`);
   if (out !== undefined) {
-    writeFileSync(out, `${JSON.stringify({ runs, failures: failing.length, invariants: [...invariants], seeds: failing }, null, 2)}\n`);
+    writeFileSync(
+      out,
+      `${JSON.stringify({ runs, failures: failing.length, invariants: [...invariants], seeds: failing }, null, 2)}\n`,
+    );
     console.log(`Wrote ${out}`);
   }
   process.exitCode = failing.length > 0 ? 1 : 0;

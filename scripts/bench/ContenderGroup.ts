@@ -61,12 +61,20 @@ export class ContenderGroup {
         this.contenders.delete(closed.id);
         if (this.leaderId === closed.id) this.leaderId = undefined;
         if (!this.leaving.has(closed.id)) {
-          this.fail(new Error(`Contender ${closed.id} exited unexpectedly (code ${code ?? "none"}, signal ${signal ?? "none"}). Its last output:\n${closed.diagnostics}`));
+          this.fail(
+            new Error(
+              `Contender ${closed.id} exited unexpectedly (code ${code ?? "none"}, signal ${signal ?? "none"}). Its last output:\n${closed.diagnostics}`,
+            ),
+          );
         }
       },
     });
     this.contenders.set(id, contender);
-    await this.waitFor((message) => message.type === "ready" && message.id === id, { after, timeoutMs, what: `${id} to start` });
+    await this.waitFor((message) => message.type === "ready" && message.id === id, {
+      after,
+      timeoutMs,
+      what: `${id} to start`,
+    });
     return contender;
   }
 
@@ -74,7 +82,11 @@ export class ContenderGroup {
   async currentLeader(timeoutMs: number): Promise<ContenderProcess> {
     const known = this.leaderId === undefined ? undefined : this.contenders.get(this.leaderId);
     if (known?.isRunning) return known;
-    const acquired = await this.waitFor((message) => message.type === "acquired", { after: this.mark, timeoutMs, what: `a ${this.impl} leader` });
+    const acquired = await this.waitFor((message) => message.type === "acquired", {
+      after: this.mark,
+      timeoutMs,
+      what: `a ${this.impl} leader`,
+    });
     const leader = this.contenders.get(acquired.id);
     if (leader === undefined) throw new Error(`${acquired.id} reported a term but is no longer running.`);
     return leader;
@@ -94,7 +106,11 @@ export class ContenderGroup {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(waiter);
-        reject(new Error(`Timed out after ${options.timeoutMs} ms waiting for ${options.what} (container ${this.container}).`));
+        reject(
+          new Error(
+            `Timed out after ${options.timeoutMs} ms waiting for ${options.what} (container ${this.container}).`,
+          ),
+        );
       }, options.timeoutMs);
       const waiter: Waiter = {
         after: options.after,
@@ -127,7 +143,12 @@ export class ContenderGroup {
     this.log.push(message);
     switch (message.type) {
       case "acquired":
-        if (this.leaderId !== undefined && this.leaderId !== message.id && this.contenders.get(this.leaderId)?.isRunning === true && !this.leaving.has(this.leaderId)) {
+        if (
+          this.leaderId !== undefined &&
+          this.leaderId !== message.id &&
+          this.contenders.get(this.leaderId)?.isRunning === true &&
+          !this.leaving.has(this.leaderId)
+        ) {
           this.anomalies.push(`${message.id} began a term at ${message.t} while ${this.leaderId} was still leading`);
         }
         this.leaderId = message.id;

@@ -35,7 +35,19 @@ export class ContenderProcess {
   constructor(options: ContenderProcessOptions) {
     this.id = options.id;
     this.impl = options.impl;
-    const args = ["--import", "tsx", CONTENDER_ENTRY, "--impl", options.impl, "--connection-string", options.connectionString, "--container", options.container, "--id", options.id];
+    const args = [
+      "--import",
+      "tsx",
+      CONTENDER_ENTRY,
+      "--impl",
+      options.impl,
+      "--connection-string",
+      options.connectionString,
+      "--container",
+      options.container,
+      "--id",
+      options.id,
+    ];
     this.child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ["pipe", "pipe", "pipe"] });
     running.add(this);
     // A contender that died cannot read its commands; the close event reports the death.

@@ -2,24 +2,36 @@ import { RestError, type ContainerClient, type PageBlobClient, type StoragePipel
 import { delay } from "../../src/library/index";
 
 /**
- * The benchmark's baseline: a faithful, minimal TypeScript re-implementation of the Leader Election pattern's C# sample,
- * `BlobDistributedMutex` + `BlobLeaseManager` (https://github.com/mspnp/cloud-design-patterns/tree/main/leader-election,
- * folder DistributedMutex/; described at https://learn.microsoft.com/azure/architecture/patterns/leader-election).
- * What it imitates, on purpose including the weaknesses the project measures itself against:
+ * The benchmark's baseline: a faithful, minimal TypeScript re-implementation of the Leader Election pattern's C#
+ * sample, `BlobDistributedMutex` + `BlobLeaseManager`
+ * (https://github.com/mspnp/cloud-design-patterns/tree/main/leader-election, folder DistributedMutex/; described at
+ * https://learn.microsoft.com/azure/architecture/patterns/leader-election). What it imitates, on purpose including the
+ * weaknesses the project measures itself against:
  * - a 512-byte page blob created (if missing) when the manager is built; a 404 on acquire creates it and retries;
  * - acquire a 15 s lease with a new random lease id per attempt, with no read of the lease before acquiring;
  * - when the lease is taken (409) or the attempt fails in any other way: wait a fixed 20 s, no jitter, then try again;
- * - when acquired: start the leader task and renew at once, then every 10 s measured from the start of the last renewal;
- * - when the task ends or the caller cancels: cancel renewing, release the lease (no cancellation), and try again at once;
- * - a renewal that storage refuses ends the term without releasing; no epoch, no fencing, no leader record, no deadline;
+ * - when acquired: start the leader task and renew at once, then every 10 s measured from the start of the last
+ *   renewal;
+ * - when the task ends or the caller cancels: cancel renewing, release the lease (no cancellation), and try again at
+ *   once;
+ * - a renewal that storage refuses ends the term without releasing; no epoch, no fencing, no leader record, no
+ *   deadline;
  * - storage client retries as the sample configures them (`Retry.MaxRetries = 3`, `Retry.Delay = 5 s`, exponential).
  */
 
-/** The sample's `BlobSettings` retry options, in the JS SDK's terms (1 try + 3 retries, 5 s base delay, exponential). */
-export const BASELINE_PIPELINE_OPTIONS: StoragePipelineOptions = { retryOptions: { maxTries: 4, retryDelayInMs: 5_000 } };
+/**
+ * The sample's `BlobSettings` retry options, in the JS SDK's terms (1 try + 3 retries, 5 s base delay, exponential).
+ */
+export const BASELINE_PIPELINE_OPTIONS: StoragePipelineOptions = {
+  retryOptions: { maxTries: 4, retryDelayInMs: 5_000 },
+};
 
 /** The sample's constants. */
-export const BASELINE_TIMINGS = { leaseDurationS: 15, renewIntervalMs: 10_000, acquireAttemptIntervalMs: 20_000 } as const;
+export const BASELINE_TIMINGS = {
+  leaseDurationS: 15,
+  renewIntervalMs: 10_000,
+  acquireAttemptIntervalMs: 20_000,
+} as const;
 
 /** The leader's work; like the sample's `Func<CancellationToken, Task>`, it should stop when `signal` fires. */
 export type BaselineTask = (signal: AbortSignal) => Promise<void>;
@@ -59,7 +71,11 @@ export class BaselineMutex {
     }
   }
 
-  private async cancelAllWhenAnyCompletes(leaderTask: Promise<void>, renewLeaseTask: Promise<void>, controller: AbortController): Promise<void> {
+  private async cancelAllWhenAnyCompletes(
+    leaderTask: Promise<void>,
+    renewLeaseTask: Promise<void>,
+    controller: AbortController,
+  ): Promise<void> {
     await Promise.race([leaderTask, renewLeaseTask]).catch(() => undefined);
     controller.abort();
     const results = await Promise.allSettled([leaderTask, renewLeaseTask]);

@@ -25,7 +25,11 @@ Options:
 
 /** @throws UsageError for an unknown flag, a missing value or a value out of range. */
 export function parseBenchArgs(argv: string[]): BenchArgs {
-  const values = parseFlags(argv, { rounds: { type: "string" }, out: { type: "string" }, help: { type: "boolean", short: "h" } });
+  const values = parseFlags(argv, {
+    rounds: { type: "string" },
+    out: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
   return {
     rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 100 }) ?? 5,
     out: pathFlag(values.out, "--out") ?? "bench-results/lease.json",

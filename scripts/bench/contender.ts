@@ -1,7 +1,8 @@
 /**
  * One contender of the lease benchmark, run as its own OS process by scripts/bench-lease.ts:
  *
- *   node --import tsx scripts/bench/contender.ts --impl project|baseline --connection-string CS --container NAME --id ID
+ *   node --import tsx scripts/bench/contender.ts --impl project|baseline --connection-string CS --container NAME --id
+ *   ID
  *
  * Prints the protocol of ./protocol.ts on stdout (library and baseline diagnostics go to stderr) and reads commands
  * on stdin. Exits when told to release, and at once when stdin closes (the benchmark is gone).
@@ -12,7 +13,13 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { BlobLeaseStore, LeaderElector, type LeadershipEvent, type Logger } from "../../src/library/index";
 import { createStorageClients } from "../../src/azure/clients";
 import { BASELINE_PIPELINE_OPTIONS, BaselineMutex } from "./baselineMutex";
-import { IMPLEMENTATIONS, LEASE_BLOB_NAME, RELEASE_COMMAND, type ContenderMessage, type Implementation } from "./protocol";
+import {
+  IMPLEMENTATIONS,
+  LEASE_BLOB_NAME,
+  RELEASE_COMMAND,
+  type ContenderMessage,
+  type Implementation,
+} from "./protocol";
 
 interface ContenderArgs {
   impl: Implementation;
@@ -35,10 +42,13 @@ function readArgs(argv: string[]): ContenderArgs {
   });
   const impl = IMPLEMENTATIONS.find((name) => name === values.impl);
   const { "connection-string": connectionString, container, id } = values;
-  if (impl === undefined) throw new Error(`--impl must be one of ${IMPLEMENTATIONS.join(", ")}; got ${JSON.stringify(values.impl)}.`);
+  if (impl === undefined)
+    throw new Error(`--impl must be one of ${IMPLEMENTATIONS.join(", ")}; got ${JSON.stringify(values.impl)}.`);
   if (!connectionString) throw new Error("--connection-string is required.");
-  if (!container || !/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/.test(container)) throw new Error(`--container must be a valid container name; got ${JSON.stringify(container)}.`);
-  if (!id || !/^[\w.:@-]{1,128}$/.test(id)) throw new Error(`--id must be 1–128 letters, digits or . _ : @ -; got ${JSON.stringify(id)}.`);
+  if (!container || !/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/.test(container))
+    throw new Error(`--container must be a valid container name; got ${JSON.stringify(container)}.`);
+  if (!id || !/^[\w.:@-]{1,128}$/.test(id))
+    throw new Error(`--id must be 1–128 letters, digits or . _ : @ -; got ${JSON.stringify(id)}.`);
   return { impl, connectionString, container, id };
 }
 
@@ -75,7 +85,8 @@ async function runProject(args: ContenderArgs, shutdown: AbortSignal): Promise<n
   let releasedAtMs: number | undefined;
   const onEvent = (event: LeadershipEvent): void => {
     if (event.type === "lease-released") releasedAtMs = event.atMs;
-    if (event.type === "lease-lost" && event.reason !== "shutdown") emit({ type: "lost", id: args.id, t: event.atMs, detail: `${event.reason}: ${event.detail}` });
+    if (event.type === "lease-lost" && event.reason !== "shutdown")
+      emit({ type: "lost", id: args.id, t: event.atMs, detail: `${event.reason}: ${event.detail}` });
   };
   const log = (message: string): void => {
     trace(args.id, message);
@@ -141,12 +152,21 @@ async function main(): Promise<void> {
   commands.on("close", () => process.exit(0));
   const run = args.impl === "project" ? runProject : runBaseline;
   const releasedAtMs = await run(args, shutdown.signal);
-  emit(releasedAtMs === undefined ? { type: "stopped", id: args.id, t: Date.now() } : { type: "released", id: args.id, t: releasedAtMs });
+  emit(
+    releasedAtMs === undefined
+      ? { type: "stopped", id: args.id, t: Date.now() }
+      : { type: "released", id: args.id, t: releasedAtMs },
+  );
   process.exit(0);
 }
 
 main().catch((error: unknown) => {
   const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  emit({ type: "error", id: process.argv.find((arg, index, all) => all[index - 1] === "--id") ?? "unknown", t: Date.now(), message });
+  emit({
+    type: "error",
+    id: process.argv.find((arg, index, all) => all[index - 1] === "--id") ?? "unknown",
+    t: Date.now(),
+    message,
+  });
   process.exit(1);
 });

@@ -27,7 +27,12 @@ export interface RoundSample {
  * is left alone for `holdMs` (random, so the moment the leader goes falls anywhere in the renew and retry cycles), then
  * it goes — gracefully or by SIGKILL — and the round waits for another contender to begin a term.
  */
-export async function runRound(group: ContenderGroup, scenario: Scenario, round: number, holdMs: number): Promise<RoundSample> {
+export async function runRound(
+  group: ContenderGroup,
+  scenario: Scenario,
+  round: number,
+  holdMs: number,
+): Promise<RoundSample> {
   const leader = await group.currentLeader(STEP_TIMEOUT_MS);
   await group.spawn(STEP_TIMEOUT_MS);
   await delay(holdMs);
@@ -43,14 +48,22 @@ async function handOver(group: ContenderGroup, leader: ContenderProcess): Promis
   group.expectExit(leader);
   const commandSentMs = Date.now();
   leader.sendRelease();
-  const released = group.waitFor((message) => message.id === leader.id && (message.type === "released" || message.type === "stopped"), {
+  const released = group.waitFor(
+    (message) => message.id === leader.id && (message.type === "released" || message.type === "stopped"),
+    {
+      after,
+      timeoutMs: STEP_TIMEOUT_MS,
+      what: `${leader.id} to release`,
+    },
+  );
+  const next = group.waitFor((message) => message.type === "acquired" && message.id !== leader.id, {
     after,
     timeoutMs: STEP_TIMEOUT_MS,
-    what: `${leader.id} to release`,
+    what: `the next ${group.impl} leader`,
   });
-  const next = group.waitFor((message) => message.type === "acquired" && message.id !== leader.id, { after, timeoutMs: STEP_TIMEOUT_MS, what: `the next ${group.impl} leader` });
   const [releasedMessage, nextMessage] = await Promise.all([released, next]);
-  if (releasedMessage.type !== "released") throw new Error(`${leader.id} was asked to release but reported that it was not leading.`);
+  if (releasedMessage.type !== "released")
+    throw new Error(`${leader.id} was asked to release but reported that it was not leading.`);
   await leader.closed;
   return {
     takeoverS: (nextMessage.t - releasedMessage.t) / 1000,
@@ -65,7 +78,11 @@ async function crash(group: ContenderGroup, leader: ContenderProcess): Promise<M
   group.expectExit(leader);
   const killedMs = Date.now();
   leader.kill();
-  const next = await group.waitFor((message) => message.type === "acquired" && message.id !== leader.id, { after, timeoutMs: STEP_TIMEOUT_MS, what: `the next ${group.impl} leader` });
+  const next = await group.waitFor((message) => message.type === "acquired" && message.id !== leader.id, {
+    after,
+    timeoutMs: STEP_TIMEOUT_MS,
+    what: `the next ${group.impl} leader`,
+  });
   await leader.closed;
   return { takeoverS: (next.t - killedMs) / 1000, oldLeader: leader.id, newLeader: next.id };
 }

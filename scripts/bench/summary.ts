@@ -27,7 +27,10 @@ export interface Ratio {
 }
 
 /** The report's key for each scenario. */
-export const SCENARIO_KEYS = { graceful: "gracefulHandoverS", crash: "crashTakeoverS" } as const satisfies Record<Scenario, keyof ImplementationResults>;
+export const SCENARIO_KEYS = { graceful: "gracefulHandoverS", crash: "crashTakeoverS" } as const satisfies Record<
+  Scenario,
+  keyof ImplementationResults
+>;
 const SCENARIO_TITLES: Record<Scenario, string> = { graceful: "graceful handover", crash: "crash takeover" };
 
 export function roundMs(seconds: number): number {
@@ -41,7 +44,13 @@ export function stats(samplesS: number[]): Stats {
   const at = (index: number): number => sorted[index] ?? Number.NaN;
   const median = sorted.length % 2 === 1 ? at(middle) : (at(middle - 1) + at(middle)) / 2;
   const mean = sorted.reduce((sum, value) => sum + value, 0) / sorted.length;
-  return { median: roundMs(median), max: roundMs(at(sorted.length - 1)), min: roundMs(at(0)), mean: roundMs(mean), samplesS: samplesS.map(roundMs) };
+  return {
+    median: roundMs(median),
+    max: roundMs(at(sorted.length - 1)),
+    min: roundMs(at(0)),
+    mean: roundMs(mean),
+    samplesS: samplesS.map(roundMs),
+  };
 }
 
 /** Turns the rounds of one implementation into its results. */
@@ -63,18 +72,37 @@ export function ratio(baseline: Stats, project: Stats): Ratio {
 }
 
 /** The results table: implementation × scenario with median and max, and baseline ÷ project. */
-export function formatTable(results: Record<Implementation, ImplementationResults>, ratios: Record<Scenario, Ratio>): string {
+export function formatTable(
+  results: Record<Implementation, ImplementationResults>,
+  ratios: Record<Scenario, Ratio>,
+): string {
   const header = ["scenario", "implementation", "median", "max", "min", "rounds"];
   const rows: string[][] = [];
   for (const scenario of Object.keys(SCENARIO_KEYS) as Scenario[]) {
     const key = SCENARIO_KEYS[scenario];
     for (const impl of ["project", "baseline"] as const) {
       const figures = results[impl][key];
-      rows.push([SCENARIO_TITLES[scenario], impl, seconds(figures.median), seconds(figures.max), seconds(figures.min), String(figures.samplesS.length)]);
+      rows.push([
+        SCENARIO_TITLES[scenario],
+        impl,
+        seconds(figures.median),
+        seconds(figures.max),
+        seconds(figures.min),
+        String(figures.samplesS.length),
+      ]);
     }
-    rows.push([SCENARIO_TITLES[scenario], "baseline/project", times(ratios[scenario].median), times(ratios[scenario].max), "", ""]);
+    rows.push([
+      SCENARIO_TITLES[scenario],
+      "baseline/project",
+      times(ratios[scenario].median),
+      times(ratios[scenario].max),
+      "",
+      "",
+    ]);
   }
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
+  );
   const line = (cells: string[]): string =>
     cells
       .map((cell, column) => (column < 2 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)))

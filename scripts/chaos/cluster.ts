@@ -15,7 +15,10 @@ import { ensureAppStorage } from "../local/storageSetup";
  * processes themselves (SIGKILL, SIGSTOP/SIGCONT). Every app event and every injected fault goes to one event log.
  */
 
-/** App settings of every chaos scenario: fast ticks, small dispatch batches and short steps, so jobs span many steps and terms. */
+/**
+ * App settings of every chaos scenario: fast ticks, small dispatch batches and short steps, so jobs span many steps and
+ * terms.
+ */
 export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
   COORDINATOR_SCHEDULE: "*/2 * * * * *",
   DISPATCH_BATCH_SIZE: "5",
@@ -36,7 +39,9 @@ export interface ChaosInstance {
   /** The epoch of the step it is running, if any (step-started seen, no end yet). */
   runningEpoch?: number;
   frozen: boolean;
-  /** Whether its host holds its app's timer listener lock (from the host's log lines): it is the one firing the timer. */
+  /**
+   * Whether its host holds its app's timer listener lock (from the host's log lines): it is the one firing the timer.
+   */
   holdsTimerLock: boolean;
 }
 
@@ -45,7 +50,10 @@ const EXECUTED = /^Executed 'Functions\.worker' \(\w+, Id=([\w-]+)/;
 /** The host's lines when the timer listener lock of the coordinator changes hands on an instance. */
 const LOCK_ACQUIRED = /^Singleton lock acquired \(.*\.coordinator\.Listener\)/;
 const LOCK_GONE = /^Singleton lock (released|lost) \(.*\.coordinator\.Listener\)/;
-/** The host's line when it moves an undecodable message to the poison queue (the reason is only in the log, as in Azure). */
+/**
+ * The host's line when it moves an undecodable message to the poison queue (the reason is only in the log, as in
+ * Azure).
+ */
 const UNDECODABLE = /^Message (\S+) could not be decoded: (.*) Moving message to queue/;
 
 /** Azurite, the instance processes and the event log of one scenario. */
@@ -68,7 +76,12 @@ export class ChaosCluster {
         const record = recordFromEventLine(line);
         const instance = this.byState(state);
         if (instance !== undefined && line.type === "step-started") instance.runningEpoch = line.epoch;
-        if (instance !== undefined && (line.type === "step-completed" || line.type === "step-aborted") && line.epoch === instance.runningEpoch) delete instance.runningEpoch;
+        if (
+          instance !== undefined &&
+          (line.type === "step-completed" || line.type === "step-aborted") &&
+          line.epoch === instance.runningEpoch
+        )
+          delete instance.runningEpoch;
         this.events.append(record);
       },
       onLog: (state, line) => {
@@ -81,7 +94,10 @@ export class ChaosCluster {
         if (instance !== undefined && LOCK_GONE.test(line.message)) instance.holdsTimerLock = false;
         const poisoned = UNDECODABLE.exec(line.message);
         if (poisoned?.[1] !== undefined) this.undecodable.set(poisoned[1], poisoned[2] ?? "");
-        appendFileSync(join(this.logsDir, `${state.name}.log`), `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`);
+        appendFileSync(
+          join(this.logsDir, `${state.name}.log`),
+          `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`,
+        );
       },
       onReady: () => undefined,
       onExit: (state) => {
@@ -91,19 +107,35 @@ export class ChaosCluster {
         instance.inFlight.clear();
         instance.holdsTimerLock = false;
         const exit = state.exit;
-        this.note(instance.id, "instance-exited", { pid: state.pid, code: exit?.code ?? null, signal: exit?.signal ?? null, killedByRunner: exit?.killedByRunner ?? false });
+        this.note(instance.id, "instance-exited", {
+          pid: state.pid,
+          code: exit?.code ?? null,
+          signal: exit?.signal ?? null,
+          killedByRunner: exit?.killedByRunner ?? false,
+        });
       },
     };
   }
 
   /** Starts a persistent Azurite and creates the app's containers and queues. */
-  static async start(options: { eventsPath: string; logsDir: string; env?: Record<string, string> }): Promise<ChaosCluster> {
+  static async start(options: {
+    eventsPath: string;
+    logsDir: string;
+    env?: Record<string, string>;
+  }): Promise<ChaosCluster> {
     const azurite = await startAzurite({ persistent: true });
     // The coordination account doubles as host storage (AzureWebJobsStorage: the timer listener locks).
-    const env: Record<string, string | undefined> = { ...process.env, ...CHAOS_APP_SETTINGS, ...options.env, COORDINATION_STORAGE: azurite.connectionString, AzureWebJobsStorage: azurite.connectionString };
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      ...CHAOS_APP_SETTINGS,
+      ...options.env,
+      COORDINATION_STORAGE: azurite.connectionString,
+      AzureWebJobsStorage: azurite.connectionString,
+    };
     const settings = readSettings(env);
     // Bindings name settings such as %WORK_QUEUE%; the defaults fill them in, as in run.ts.
-    for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
+    for (const [name, value] of Object.entries(settings))
+      if ((env[name] ?? "").trim() === "") env[name] = String(value);
     await ensureAppStorage(azurite.connectionString, settings);
     mkdirSync(options.logsDir, { recursive: true });
     return new ChaosCluster(azurite, new EventLog(options.eventsPath), env, options.logsDir);
@@ -123,7 +155,13 @@ export class ChaosCluster {
   startInstance(name: string, extraEnv: Record<string, string> = {}): ChaosInstance {
     const env = { ...this.env, WEBSITE_SITE_NAME: this.env.WEBSITE_SITE_NAME ?? name, ...extraEnv };
     const child = new InstanceProcess(name, env, this.handlers);
-    const instance: ChaosInstance = { id: child.state.instanceId, process: child, inFlight: new Set(), frozen: false, holdsTimerLock: false };
+    const instance: ChaosInstance = {
+      id: child.state.instanceId,
+      process: child,
+      inFlight: new Set(),
+      frozen: false,
+      holdsTimerLock: false,
+    };
     this.instances.push(instance);
     this.note(instance.id, "instance-started", { pid: child.state.pid });
     return instance;
@@ -134,7 +172,8 @@ export class ChaosCluster {
     const deadline = Date.now() + 60_000;
     while (instances.some((instance) => instance.process.state.role === "starting")) {
       const dead = instances.find((instance) => instance.process.state.exit !== undefined);
-      if (dead !== undefined) throw new Error(`${dead.id} exited while starting:\n  ${dead.process.state.recentLogs.join("\n  ")}`);
+      if (dead !== undefined)
+        throw new Error(`${dead.id} exited while starting:\n  ${dead.process.state.recentLogs.join("\n  ")}`);
       if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
       await delay(100);
     }
@@ -142,7 +181,12 @@ export class ChaosCluster {
 
   /** An app client on the cluster's storage (submits jobs, reads status, asks for step-down), as `chaos-runner`. */
   client(extraEnv: Record<string, string> = {}): CoordinatorApp {
-    return createCoordinatorApp({ ...this.env, REGION_NAME: undefined, WEBSITE_INSTANCE_ID: "chaos-runner", ...extraEnv });
+    return createCoordinatorApp({
+      ...this.env,
+      REGION_NAME: undefined,
+      WEBSITE_INSTANCE_ID: "chaos-runner",
+      ...extraEnv,
+    });
   }
 
   /** Appends a record written by the chaos runner (faults, instance lifecycle). */
@@ -153,7 +197,11 @@ export class ChaosCluster {
   }
 
   /** Waits for the first record from `fromIndex` on that matches; undefined after `timeoutMs`. */
-  async waitForEvent(match: (record: EventRecord) => boolean, timeoutMs: number, fromIndex = 0): Promise<EventRecord | undefined> {
+  async waitForEvent(
+    match: (record: EventRecord) => boolean,
+    timeoutMs: number,
+    fromIndex = 0,
+  ): Promise<EventRecord | undefined> {
     const deadline = Date.now() + timeoutMs;
     let index = fromIndex;
     for (;;) {
@@ -168,10 +216,16 @@ export class ChaosCluster {
   }
 
   /** Waits until some live, unfrozen instance is in a step; undefined after `timeoutMs`. */
-  async waitForStepRunning(timeoutMs: number, filter: (instance: ChaosInstance) => boolean = () => true): Promise<ChaosInstance | undefined> {
+  async waitForStepRunning(
+    timeoutMs: number,
+    filter: (instance: ChaosInstance) => boolean = () => true,
+  ): Promise<ChaosInstance | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const leader = this.instances.find((instance) => instance.process.alive && !instance.frozen && instance.runningEpoch !== undefined && filter(instance));
+      const leader = this.instances.find(
+        (instance) =>
+          instance.process.alive && !instance.frozen && instance.runningEpoch !== undefined && filter(instance),
+      );
       if (leader !== undefined) return leader;
       if (Date.now() > deadline) return undefined;
       await delay(50);

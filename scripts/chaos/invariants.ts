@@ -32,18 +32,34 @@ export interface FreezeWindow {
 const ms = (record: EventRecord): number => Date.parse(record.ts);
 
 /** The steps of a run (see the module comment for where each ends). */
-export function stepIntervals(records: readonly EventRecord[], options: { renewDeadlineMs: number; endOfRunMs: number; freezes?: readonly FreezeWindow[] }): StepInterval[] {
+export function stepIntervals(
+  records: readonly EventRecord[],
+  options: { renewDeadlineMs: number; endOfRunMs: number; freezes?: readonly FreezeWindow[] },
+): StepInterval[] {
   const sorted = [...records].sort((a, b) => ms(a) - ms(b));
   const intervals: StepInterval[] = [];
   for (const start of sorted) {
     if (start.type !== "step-started" || start.epoch === undefined) continue;
     const startMs = ms(start);
     const same = (record: EventRecord): boolean => record.instance === start.instance && ms(record) >= startMs;
-    const ended = sorted.find((record) => same(record) && (record.type === "step-completed" || record.type === "step-aborted") && record.epoch === start.epoch);
+    const ended = sorted.find(
+      (record) =>
+        same(record) &&
+        (record.type === "step-completed" || record.type === "step-aborted") &&
+        record.epoch === start.epoch,
+    );
     const exited = sorted.find((record) => same(record) && record.type === "instance-exited");
-    let interval: StepInterval = { instance: start.instance, epoch: start.epoch, startMs, endMs: options.endOfRunMs, end: "open" };
-    if (ended !== undefined) interval = { ...interval, endMs: ms(ended), end: ended.type === "step-completed" ? "completed" : "aborted" };
-    if (exited !== undefined && ms(exited) < interval.endMs) interval = { ...interval, endMs: ms(exited), end: "exited" };
+    let interval: StepInterval = {
+      instance: start.instance,
+      epoch: start.epoch,
+      startMs,
+      endMs: options.endOfRunMs,
+      end: "open",
+    };
+    if (ended !== undefined)
+      interval = { ...interval, endMs: ms(ended), end: ended.type === "step-completed" ? "completed" : "aborted" };
+    if (exited !== undefined && ms(exited) < interval.endMs)
+      interval = { ...interval, endMs: ms(exited), end: "exited" };
     for (const freeze of options.freezes ?? []) {
       if (freeze.instance !== start.instance || freeze.fromMs >= interval.endMs || freeze.toMs <= startMs) continue;
       const lastProof = termProofBefore(sorted, start.instance, start.epoch, freeze.fromMs) ?? startMs;
@@ -55,13 +71,21 @@ export function stepIntervals(records: readonly EventRecord[], options: { renewD
   return intervals;
 }
 
-/** When the last renewal of a term before `beforeMs` was sent (its event time minus its latency), or its acquisition. */
-function termProofBefore(sorted: readonly EventRecord[], instance: string, epoch: number, beforeMs: number): number | undefined {
+/**
+ * When the last renewal of a term before `beforeMs` was sent (its event time minus its latency), or its acquisition.
+ */
+function termProofBefore(
+  sorted: readonly EventRecord[],
+  instance: string,
+  epoch: number,
+  beforeMs: number,
+): number | undefined {
   let proof: number | undefined;
   for (const record of sorted) {
     if (record.instance !== instance || record.epoch !== epoch || ms(record) > beforeMs) continue;
     if (record.type === "lease-acquired") proof = ms(record);
-    if (record.type === "lease-renewed") proof = ms(record) - (typeof record.latencyMs === "number" ? record.latencyMs : 0);
+    if (record.type === "lease-renewed")
+      proof = ms(record) - (typeof record.latencyMs === "number" ? record.latencyMs : 0);
   }
   return proof;
 }
@@ -74,7 +98,9 @@ export function overlappingSteps(intervals: readonly StepInterval[]): string[] {
       if (a.instance === b.instance && a.epoch === b.epoch) continue;
       if (a.startMs < b.endMs && b.startMs < a.endMs) {
         const overlapMs = Math.min(a.endMs, b.endMs) - Math.max(a.startMs, b.startMs);
-        found.push(`${a.instance}@e${a.epoch} (${a.end}) and ${b.instance}@e${b.epoch} (${b.end}) overlap by ${overlapMs} ms`);
+        found.push(
+          `${a.instance}@e${a.epoch} (${a.end}) and ${b.instance}@e${b.epoch} (${b.end}) overlap by ${overlapMs} ms`,
+        );
       }
     }
   });
@@ -91,9 +117,13 @@ export function epochOrderViolations(versions: readonly StateVersion[]): string[
   const highest = new Map<string, number>();
   for (const version of versions) {
     const before = highest.get(version.key) ?? 0;
-    if (version.epoch < before) found.push(`${version.key}: a version of epoch ${version.epoch} appeared after epoch ${before} (at ${new Date(version.observedAtMs).toISOString()})`);
+    if (version.epoch < before)
+      found.push(
+        `${version.key}: a version of epoch ${version.epoch} appeared after epoch ${before} (at ${new Date(version.observedAtMs).toISOString()})`,
+      );
     highest.set(version.key, Math.max(before, version.epoch));
-    if (version.job !== undefined && version.job.lastEpoch !== version.epoch) found.push(`${version.key}: lastEpoch ${version.job.lastEpoch} differs from metadata epoch ${version.epoch}`);
+    if (version.job !== undefined && version.job.lastEpoch !== version.epoch)
+      found.push(`${version.key}: lastEpoch ${version.job.lastEpoch} differs from metadata epoch ${version.epoch}`);
   }
   return found;
 }
@@ -123,9 +153,19 @@ export function termIntervals(records: readonly EventRecord[], endOfRunMs: numbe
     .map((start) => {
       const startMs = ms(start);
       const end = sorted.find(
-        (record) => record.instance === start.instance && ms(record) >= startMs && ((["lease-released", "lease-lost", "step-completed", "step-aborted"].includes(record.type) && record.epoch === start.epoch) || record.type === "instance-exited"),
+        (record) =>
+          record.instance === start.instance &&
+          ms(record) >= startMs &&
+          ((["lease-released", "lease-lost", "step-completed", "step-aborted"].includes(record.type) &&
+            record.epoch === start.epoch) ||
+            record.type === "instance-exited"),
       );
-      return { instance: start.instance, epoch: start.epoch ?? 0, startMs, endMs: end === undefined ? endOfRunMs : ms(end) };
+      return {
+        instance: start.instance,
+        epoch: start.epoch ?? 0,
+        startMs,
+        endMs: end === undefined ? endOfRunMs : ms(end),
+      };
     });
 }
 
@@ -133,9 +173,15 @@ export function termIntervals(records: readonly EventRecord[], endOfRunMs: numbe
  * How long after `faultEndMs` a leader existed again: 0 when a term of an unaffected instance was running at that
  * moment, else the time to the next `lease-acquired` by anyone; undefined when none came.
  */
-export function leaderAgainAfterMs(records: readonly EventRecord[], faultEndMs: number, affected: ReadonlySet<string>, endOfRunMs: number): number | undefined {
+export function leaderAgainAfterMs(
+  records: readonly EventRecord[],
+  faultEndMs: number,
+  affected: ReadonlySet<string>,
+  endOfRunMs: number,
+): number | undefined {
   const terms = termIntervals(records, endOfRunMs);
-  if (terms.some((term) => !affected.has(term.instance) && term.startMs <= faultEndMs && term.endMs > faultEndMs)) return 0;
+  if (terms.some((term) => !affected.has(term.instance) && term.startMs <= faultEndMs && term.endMs > faultEndMs))
+    return 0;
   const next = terms.filter((term) => term.startMs >= faultEndMs).sort((a, b) => a.startMs - b.startMs)[0];
   return next === undefined ? undefined : next.startMs - faultEndMs;
 }

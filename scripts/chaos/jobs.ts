@@ -48,7 +48,9 @@ export class JobTracker {
     private readonly inputs: ContainerClient,
   ) {}
 
-  /** Submits a demo job (group-by over seeded CSV rows, every tenth item a blob); `wake: false` leaves it to the timer. */
+  /**
+   * Submits a demo job (group-by over seeded CSV rows, every tenth item a blob); `wake: false` leaves it to the timer.
+   */
   async submitDemo(label: string, items: number, seed: number, options: { wake?: boolean } = {}): Promise<TrackedJob> {
     const demo = createDemoJob(items, `chaos/${label}-${seed}`, seed);
     return this.submit(label, demo.spec, demo.blobs, demo.expected, [], options);
@@ -63,10 +65,22 @@ export class JobTracker {
     badItems: readonly number[],
     options: { wake?: boolean } = {},
   ): Promise<TrackedJob> {
-    await Promise.all(blobs.map((blob) => this.inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+    await Promise.all(
+      blobs.map((blob) => this.inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))),
+    );
     const submitted = await submitJob(this.app, spec, options);
-    if (!submitted.ok) throw new Error(`The app rejected job ${label}: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`);
-    const job: TrackedJob = { id: submitted.id, label, itemCount: submitted.itemCount, goodItems: submitted.itemCount - badItems.length, badItems, expected };
+    if (!submitted.ok)
+      throw new Error(
+        `The app rejected job ${label}: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`,
+      );
+    const job: TrackedJob = {
+      id: submitted.id,
+      label,
+      itemCount: submitted.itemCount,
+      goodItems: submitted.itemCount - badItems.length,
+      badItems,
+      expected,
+    };
     this.jobs.push(job);
     return job;
   }
@@ -84,7 +98,9 @@ export class JobTracker {
 
   /** Reads each job's final status and judges it. */
   async verdicts(): Promise<JobVerdict[]> {
-    return Promise.all(this.jobs.map(async (job) => judge(job, await getJobStatus(this.app, job.id).catch(() => undefined))));
+    return Promise.all(
+      this.jobs.map(async (job) => judge(job, await getJobStatus(this.app, job.id).catch(() => undefined))),
+    );
   }
 }
 
@@ -93,25 +109,47 @@ export function judge(job: TrackedJob, status: JobStatus | undefined): JobVerdic
   const done = status?.progress.done ?? 0;
   const failed = status?.progress.failed ?? 0;
   const problems: string[] = [];
-  if (status?.status !== "completed") problems.push(`job ${job.label} did not complete (status ${status?.status ?? "unknown"}, done ${done}, failed ${failed} of ${job.itemCount})`);
+  if (status?.status !== "completed")
+    problems.push(
+      `job ${job.label} did not complete (status ${status?.status ?? "unknown"}, done ${done}, failed ${failed} of ${job.itemCount})`,
+    );
   let lostItems = Math.max(0, job.goodItems - done);
   let doubleCounted = Math.max(0, done - job.goodItems);
   const reported = new Map((status?.failures ?? []).map((failure) => [failure.item, failure.reason]));
   const unreported = job.badItems.filter((item) => (reported.get(item) ?? "").trim() === "");
   const goodButFailed = [...reported.keys()].filter((item) => !job.badItems.includes(item));
-  if (goodButFailed.length > 0) problems.push(`job ${job.label}: good items recorded as failed: ${goodButFailed.join(", ")}`);
-  if (failed !== job.badItems.length) problems.push(`job ${job.label}: ${failed} failed items, expected ${job.badItems.length}`);
+  if (goodButFailed.length > 0)
+    problems.push(`job ${job.label}: good items recorded as failed: ${goodButFailed.join(", ")}`);
+  if (failed !== job.badItems.length)
+    problems.push(`job ${job.label}: ${failed} failed items, expected ${job.badItems.length}`);
   const aggregate = asAggregate(status?.aggregate);
   const aggregateMatches = aggregatesMatch(aggregate, job.expected);
   if (!aggregateMatches) {
-    const rows = (value: Aggregate | undefined): number => Object.values(value ?? {}).reduce((sum, stats) => sum + stats.count, 0);
-    problems.push(`job ${job.label}: aggregate differs from the independently computed one (${rows(aggregate)} rows counted, ${rows(job.expected)} expected)`);
+    const rows = (value: Aggregate | undefined): number =>
+      Object.values(value ?? {}).reduce((sum, stats) => sum + stats.count, 0);
+    problems.push(
+      `job ${job.label}: aggregate differs from the independently computed one (${rows(aggregate)} rows counted, ${rows(job.expected)} expected)`,
+    );
     // The counts agree but the aggregate does not: some item was counted twice and another lost, or merged wrongly.
     if (rows(aggregate) > rows(job.expected)) doubleCounted = Math.max(doubleCounted, 1);
     else lostItems = Math.max(lostItems, 1);
   }
-  if (unreported.length > 0) problems.push(`job ${job.label}: bad items without a reported failure: ${unreported.join(", ")}`);
-  return { id: job.id, label: job.label, status: status?.status ?? "unknown", done, failed, goodItems: job.goodItems, badItems: job.badItems.length, aggregateMatches, lostItems, doubleCounted, unreportedBadItems: unreported.length, problems };
+  if (unreported.length > 0)
+    problems.push(`job ${job.label}: bad items without a reported failure: ${unreported.join(", ")}`);
+  return {
+    id: job.id,
+    label: job.label,
+    status: status?.status ?? "unknown",
+    done,
+    failed,
+    goodItems: job.goodItems,
+    badItems: job.badItems.length,
+    aggregateMatches,
+    lostItems,
+    doubleCounted,
+    unreportedBadItems: unreported.length,
+    problems,
+  };
 }
 
 /** The expected group-by aggregate of CSV rows `[key, cents]`, added up in whole cents (exact). Safe for any key. */
@@ -119,8 +157,20 @@ export function expectedAggregate(rows: readonly (readonly [string, number])[]):
   const stats = new Map<string, { count: number; sum: number; min: number; max: number }>();
   for (const [key, cents] of rows) {
     const current = stats.get(key);
-    stats.set(key, current === undefined ? { count: 1, sum: cents, min: cents, max: cents } : { count: current.count + 1, sum: current.sum + cents, min: Math.min(current.min, cents), max: Math.max(current.max, cents) });
+    stats.set(
+      key,
+      current === undefined
+        ? { count: 1, sum: cents, min: cents, max: cents }
+        : {
+            count: current.count + 1,
+            sum: current.sum + cents,
+            min: Math.min(current.min, cents),
+            max: Math.max(current.max, cents),
+          },
+    );
   }
   // fromEntries defines own properties, so a key like "__proto__" is data, as in the app's view.
-  return Object.fromEntries([...stats].map(([key, s]) => [key, { count: s.count, sum: s.sum / 100, min: s.min / 100, max: s.max / 100 }]));
+  return Object.fromEntries(
+    [...stats].map(([key, s]) => [key, { count: s.count, sum: s.sum / 100, min: s.min / 100, max: s.max / 100 }]),
+  );
 }

@@ -76,10 +76,17 @@ export class StateObserver {
   /** The job fields of the version with `etag` (undefined when it changed again before the read). */
   private async readJob(key: string, etag: string): Promise<StateVersion["job"]> {
     try {
-      const body = await this.container.getBlockBlobClient(key).downloadToBuffer(0, undefined, { conditions: { ifMatch: etag } });
+      const body = await this.container
+        .getBlockBlobClient(key)
+        .downloadToBuffer(0, undefined, { conditions: { ifMatch: etag } });
       const value = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
       const number = (field: string): number => (typeof value[field] === "number" ? value[field] : Number.NaN);
-      return { lastEpoch: number("lastEpoch"), status: String(value.status), doneCount: number("doneCount"), failedCount: number("failedCount") };
+      return {
+        lastEpoch: number("lastEpoch"),
+        status: String(value.status),
+        doneCount: number("doneCount"),
+        failedCount: number("failedCount"),
+      };
     } catch {
       return undefined;
     }

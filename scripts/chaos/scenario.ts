@@ -4,7 +4,14 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { delay } from "../../src/library/util/delay";
 import { renderTimeline } from "../local/timeline";
 import { ChaosCluster, type ChaosInstance } from "./cluster";
-import { epochOrderViolations, epochsNotIncreasing, leaderAgainAfterMs, overlappingSteps, stepIntervals, type FreezeWindow } from "./invariants";
+import {
+  epochOrderViolations,
+  epochsNotIncreasing,
+  leaderAgainAfterMs,
+  overlappingSteps,
+  stepIntervals,
+  type FreezeWindow,
+} from "./invariants";
 import { JobTracker, type JobVerdict } from "./jobs";
 import { StateObserver } from "./observer";
 import { SeededRandom } from "./random";
@@ -65,7 +72,10 @@ export interface Fault {
   count?: number;
 }
 
-/** Slack on "a leader again within lease duration + one tick": process scheduling and request latency on a 2-core machine. */
+/**
+ * Slack on "a leader again within lease duration + one tick": process scheduling and request latency on a 2-core
+ * machine.
+ */
 export const LEADER_AGAIN_SLACK_MS = 3000;
 /** One coordinator tick (CHAOS_APP_SETTINGS schedule). */
 export const TICK_MS = 2000;
@@ -93,7 +103,9 @@ export class ScenarioRun {
 
   /** Starts `count` instances named `<prefix>-1…` with extra settings, and waits until they are ready. */
   async startInstances(prefix: string, count: number, env: Record<string, string> = {}): Promise<ChaosInstance[]> {
-    const started = Array.from({ length: count }, (_, index) => this.cluster.startInstance(`${prefix}-${index + 1}`, env));
+    const started = Array.from({ length: count }, (_, index) =>
+      this.cluster.startInstance(`${prefix}-${index + 1}`, env),
+    );
     await this.cluster.waitReady(started);
     return started;
   }
@@ -101,7 +113,11 @@ export class ScenarioRun {
   /** Records a fault (also in the event log, so the timeline shows it). */
   recordFault(fault: Fault, fields: Record<string, unknown> = {}): void {
     this.faults.push(fault);
-    this.cluster.note(fault.target, "chaos-fault", { fault: fault.kind, startTs: new Date(fault.startMs).toISOString(), ...fields });
+    this.cluster.note(fault.target, "chaos-fault", {
+      fault: fault.kind,
+      startTs: new Date(fault.startMs).toISOString(),
+      ...fields,
+    });
   }
 
   /** Adds a violation (the scenario fails) and logs it. */
@@ -111,8 +127,15 @@ export class ScenarioRun {
   }
 }
 
-/** Runs one scenario body in a fresh cluster and checks the shared invariants. Never throws: failures are violations. */
-export async function runScenario(name: string, options: ScenarioOptions, body: (run: ScenarioRun) => Promise<void>, env: Record<string, string> = {}): Promise<ScenarioResult> {
+/**
+ * Runs one scenario body in a fresh cluster and checks the shared invariants. Never throws: failures are violations.
+ */
+export async function runScenario(
+  name: string,
+  options: ScenarioOptions,
+  body: (run: ScenarioRun) => Promise<void>,
+  env: Record<string, string> = {},
+): Promise<ScenarioResult> {
   const startedMs = Date.now();
   mkdirSync(options.outDir, { recursive: true });
   const eventsPath = join(options.outDir, `chaos-${name}.events.jsonl`);
@@ -129,7 +152,8 @@ export async function runScenario(name: string, options: ScenarioOptions, body: 
   observer.start();
   try {
     await body(run);
-    if (!(await jobs.waitAllCompleted(run.completionTimeoutMs))) run.fail(`jobs did not complete within ${run.completionTimeoutMs / 1000} s after the faults`);
+    if (!(await jobs.waitAllCompleted(run.completionTimeoutMs)))
+      run.fail(`jobs did not complete within ${run.completionTimeoutMs / 1000} s after the faults`);
     // A few more ticks: late duplicates and stale writers get their chance to (wrongly) change something.
     await delay(3 * TICK_MS);
     for (const check of run.afterJobs) await check();
@@ -141,15 +165,30 @@ export async function runScenario(name: string, options: ScenarioOptions, body: 
     await cluster.stop().catch((error: unknown) => run.fail(`stopping the cluster: ${String(error)}`));
   }
   const result = check(name, run, verdicts, Date.now() - startedMs, { eventsPath, timelinePath });
-  writeFileSync(timelinePath, renderTimeline(cluster.records, { title: `Chaos: ${name} (seed ${options.seed}${options.quick ? ", quick" : ""}) — ${result.passed ? "passed" : "FAILED"}` }));
+  writeFileSync(
+    timelinePath,
+    renderTimeline(cluster.records, {
+      title: `Chaos: ${name} (seed ${options.seed}${options.quick ? ", quick" : ""}) — ${result.passed ? "passed" : "FAILED"}`,
+    }),
+  );
   return result;
 }
 
-function check(name: string, run: ScenarioRun, verdicts: readonly JobVerdict[], durationMs: number, paths: { eventsPath: string; timelinePath: string }): ScenarioResult {
+function check(
+  name: string,
+  run: ScenarioRun,
+  verdicts: readonly JobVerdict[],
+  durationMs: number,
+  paths: { eventsPath: string; timelinePath: string },
+): ScenarioResult {
   const { cluster, observer } = run;
   const records = cluster.records;
   const endOfRunMs = Date.now();
-  const intervals = stepIntervals(records, { renewDeadlineMs: cluster.settings.LEASE_RENEW_DEADLINE_MS, endOfRunMs, freezes: run.freezes });
+  const intervals = stepIntervals(records, {
+    renewDeadlineMs: cluster.settings.LEASE_RENEW_DEADLINE_MS,
+    endOfRunMs,
+    freezes: run.freezes,
+  });
   const overlaps = overlappingSteps(intervals);
   for (const overlap of overlaps) run.fail(`overlapping steps: ${overlap}`);
   const misordered = epochOrderViolations(observer.versions);
@@ -163,11 +202,14 @@ function check(name: string, run: ScenarioRun, verdicts: readonly JobVerdict[], 
     leaderAgain.push(afterMs ?? null);
     if (afterMs === undefined || afterMs > boundMs) {
       lateLeaders++;
-      run.fail(`no leader within ${boundMs} ms after ${fault.kind} of ${fault.target} ended (${afterMs === undefined ? "none at all" : `${afterMs} ms`})`);
+      run.fail(
+        `no leader within ${boundMs} ms after ${fault.kind} of ${fault.target} ended (${afterMs === undefined ? "none at all" : `${afterMs} ms`})`,
+      );
     }
   }
   for (const verdict of verdicts) for (const problem of verdict.problems) run.fail(problem);
-  const sum = (field: "lostItems" | "doubleCounted" | "unreportedBadItems"): number => verdicts.reduce((total, verdict) => total + verdict[field], 0);
+  const sum = (field: "lostItems" | "doubleCounted" | "unreportedBadItems"): number =>
+    verdicts.reduce((total, verdict) => total + verdict[field], 0);
   const invariants: InvariantCounts = {
     overlappingSteps: overlaps.length,
     lostItems: sum("lostItems"),
@@ -192,7 +234,15 @@ function check(name: string, run: ScenarioRun, verdicts: readonly JobVerdict[], 
       observerFailedPolls: observer.failedPolls,
       leaderAgainAfterMs: leaderAgain,
       leaderAgainBoundMs: boundMs,
-      jobs: verdicts.map(({ label, status, done, failed, goodItems, badItems, aggregateMatches }) => ({ label, status, done, failed, goodItems, badItems, aggregateMatches })),
+      jobs: verdicts.map(({ label, status, done, failed, goodItems, badItems, aggregateMatches }) => ({
+        label,
+        status,
+        done,
+        failed,
+        goodItems,
+        badItems,
+        aggregateMatches,
+      })),
     },
     ...paths,
   };

@@ -36,12 +36,19 @@ export async function runChaosSuite(options: ChaosSuiteOptions): Promise<ChaosRe
   const outPath = resolve(options.outPath);
   const outDir = dirname(outPath);
   mkdirSync(outDir, { recursive: true });
-  const chosen = options.only === undefined ? SCENARIOS : SCENARIOS.filter((scenario) => options.only?.includes(scenario.name));
+  const chosen =
+    options.only === undefined ? SCENARIOS : SCENARIOS.filter((scenario) => options.only?.includes(scenario.name));
   const startedMs = Date.now();
   const scenarios: ScenarioResult[] = [];
   for (const scenario of chosen) {
     out.write(`▶ ${scenario.name}\n`);
-    const result = await scenario.run({ seed: options.seed, quick: options.quick, rounds: options.rounds, outDir, log: (line) => out.write(`${line}\n`) });
+    const result = await scenario.run({
+      seed: options.seed,
+      quick: options.quick,
+      rounds: options.rounds,
+      outDir,
+      log: (line) => out.write(`${line}\n`),
+    });
     scenarios.push(result);
     out.write(`${result.passed ? "✓" : "✗"} ${scenario.name} (${(result.durationMs / 1000).toFixed(0)} s)\n`);
   }
@@ -62,22 +69,68 @@ export async function runChaosSuite(options: ChaosSuiteOptions): Promise<ChaosRe
 
 /** Sums each invariant's violations over the scenarios. */
 export function sumInvariants(scenarios: readonly ScenarioResult[]): InvariantCounts {
-  const total: InvariantCounts = { overlappingSteps: 0, lostItems: 0, doubleCounted: 0, unreportedBadItems: 0, staleWrites: 0, lateLeaders: 0 };
-  for (const scenario of scenarios) for (const key of Object.keys(total) as (keyof InvariantCounts)[]) total[key] += scenario.invariants[key];
+  const total: InvariantCounts = {
+    overlappingSteps: 0,
+    lostItems: 0,
+    doubleCounted: 0,
+    unreportedBadItems: 0,
+    staleWrites: 0,
+    lateLeaders: 0,
+  };
+  for (const scenario of scenarios)
+    for (const key of Object.keys(total) as (keyof InvariantCounts)[]) total[key] += scenario.invariants[key];
   return total;
 }
 
 /** The summary table: one row per scenario, then the totals. */
 export function formatTable(report: ChaosReport): string[] {
-  const header = ["scenario", "faults", "result", "time", "overlap", "lost", "double", "unreported", "stale", "late leader"];
-  const rows = report.scenarios.map((s) => [s.name, String(s.faultsInjected), s.passed ? "passed" : "FAILED", `${(s.durationMs / 1000).toFixed(0)} s`, ...counts(s.invariants)]);
-  rows.push(["total", String(report.scenarios.reduce((sum, s) => sum + s.faultsInjected, 0)), report.passed ? "passed" : "FAILED", `${(report.durationMs / 1000).toFixed(0)} s`, ...counts(report.invariants)]);
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
-  const line = (cells: readonly string[]): string => cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ");
+  const header = [
+    "scenario",
+    "faults",
+    "result",
+    "time",
+    "overlap",
+    "lost",
+    "double",
+    "unreported",
+    "stale",
+    "late leader",
+  ];
+  const rows = report.scenarios.map((s) => [
+    s.name,
+    String(s.faultsInjected),
+    s.passed ? "passed" : "FAILED",
+    `${(s.durationMs / 1000).toFixed(0)} s`,
+    ...counts(s.invariants),
+  ]);
+  rows.push([
+    "total",
+    String(report.scenarios.reduce((sum, s) => sum + s.faultsInjected, 0)),
+    report.passed ? "passed" : "FAILED",
+    `${(report.durationMs / 1000).toFixed(0)} s`,
+    ...counts(report.invariants),
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
+  );
+  const line = (cells: readonly string[]): string =>
+    cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ");
   const failures = report.scenarios.flatMap((s) => s.violations.map((violation) => `  ${s.name}: ${violation}`));
-  return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line), ...(failures.length > 0 ? ["", "Violations:", ...failures] : [])];
+  return [
+    line(header),
+    line(widths.map((width) => "-".repeat(width))),
+    ...rows.map(line),
+    ...(failures.length > 0 ? ["", "Violations:", ...failures] : []),
+  ];
 }
 
 function counts(invariants: InvariantCounts): string[] {
-  return [invariants.overlappingSteps, invariants.lostItems, invariants.doubleCounted, invariants.unreportedBadItems, invariants.staleWrites, invariants.lateLeaders].map(String);
+  return [
+    invariants.overlappingSteps,
+    invariants.lostItems,
+    invariants.doubleCounted,
+    invariants.unreportedBadItems,
+    invariants.staleWrites,
+    invariants.lateLeaders,
+  ].map(String);
 }

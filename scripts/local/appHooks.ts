@@ -50,7 +50,10 @@ export class AppHooks {
         try {
           await hook.callback(this.contextFields());
         } catch (error) {
-          this.log("error", `An appTerminate hook failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+          this.log(
+            "error",
+            `An appTerminate hook failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+          );
         }
       }
       return true;
@@ -62,7 +65,12 @@ export class AppHooks {
     const finished = await Promise.race([all, deadline]);
     clearTimeout(timer);
     const elapsedMs = Date.now() - startedMs;
-    this.log(finished ? "information" : "warning", finished ? `appTerminate hooks finished in ${elapsedMs} ms.` : `appTerminate hooks were still running after ${timeoutMs} ms; stopping anyway.`);
+    this.log(
+      finished ? "information" : "warning",
+      finished
+        ? `appTerminate hooks finished in ${elapsedMs} ms.`
+        : `appTerminate hooks were still running after ${timeoutMs} ms; stopping anyway.`,
+    );
     return finished;
   }
 
@@ -70,7 +78,9 @@ export class AppHooks {
     return this.hooks.filter((hook) => hook.name === name);
   }
 
-  /** The fields of the worker's hook context; the library builds its `AppStartContext`/`AppTerminateContext` from them. */
+  /**
+   * The fields of the worker's hook context; the library builds its `AppStartContext`/`AppTerminateContext` from them.
+   */
   private contextFields(): { hookData: Record<string, unknown>; appHookData: Record<string, unknown> } {
     return { hookData: this.hookData, appHookData: this.appHookData };
   }

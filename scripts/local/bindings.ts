@@ -41,7 +41,8 @@ export function stringProperty(
 ): string | undefined {
   const value = binding[property];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string") throw new Error(`Function "${functionName}": binding property "${property}" must be a string.`);
+  if (typeof value !== "string")
+    throw new Error(`Function "${functionName}": binding property "${property}" must be a string.`);
   return resolveAppSettings(value, env, `Function "${functionName}" property "${property}"`);
 }
 

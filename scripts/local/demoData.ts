@@ -53,7 +53,12 @@ export interface DemoShape {
  * tenth item is a blob named `<blobPrefix>/item-<n>.csv`, so both input kinds are exercised (`shape` changes both).
  * The expected sums are added up in whole cents, so they are exact; the app's must match them exactly too.
  */
-export function createDemoJob(itemCount: number, blobPrefix: string, seed = 20_240_501, shape: DemoShape = {}): DemoJob {
+export function createDemoJob(
+  itemCount: number,
+  blobPrefix: string,
+  seed = 20_240_501,
+  shape: DemoShape = {},
+): DemoJob {
   const next = random(seed);
   const blobItems = shape.blobs ?? "tenth";
   const cents = new Map<string, { count: number; sum: number; min: number; max: number }>();
@@ -86,14 +91,20 @@ export function createDemoJob(itemCount: number, blobPrefix: string, seed = 20_2
   for (const [region, stats] of [...cents].sort(([a], [b]) => a.localeCompare(b))) {
     expected[region] = { count: stats.count, sum: stats.sum / 100, min: stats.min / 100, max: stats.max / 100 };
   }
-  return { spec: { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items }, blobs, expected };
+  return {
+    spec: { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items },
+    blobs,
+    expected,
+  };
 }
 
 /** Narrows the app's aggregate (typed `unknown` in its status) to stats by key, or undefined when it is not one. */
 export function asAggregate(value: unknown): Aggregate | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
   const isStats = (stats: unknown): stats is GroupStats =>
-    typeof stats === "object" && stats !== null && ["count", "sum", "min", "max"].every((field) => typeof (stats as Record<string, unknown>)[field] === "number");
+    typeof stats === "object" &&
+    stats !== null &&
+    ["count", "sum", "min", "max"].every((field) => typeof (stats as Record<string, unknown>)[field] === "number");
   return Object.values(value).every(isStats) ? (value as Aggregate) : undefined;
 }
 
@@ -105,6 +116,13 @@ export function aggregatesMatch(actual: Aggregate | undefined, expected: Aggrega
   return keys.every((key) => {
     const a = actual[key];
     const e = expected[key];
-    return a !== undefined && e !== undefined && a.count === e.count && a.min === e.min && a.max === e.max && Math.abs(a.sum - e.sum) <= 1e-9 * Math.max(1, Math.abs(e.sum));
+    return (
+      a !== undefined &&
+      e !== undefined &&
+      a.count === e.count &&
+      a.min === e.min &&
+      a.max === e.max &&
+      Math.abs(a.sum - e.sum) <= 1e-9 * Math.max(1, Math.abs(e.sum))
+    );
   });
 }

@@ -25,7 +25,14 @@ export function recordFromEventLine(line: EventLine): EventRecord {
   for (const moved of ["kind", "atMs", "instanceId", "pid", "type", "epoch"]) Reflect.deleteProperty(fields, moved);
   const { atMs, instanceId, pid, type } = line;
   const epoch = eventEpoch(line);
-  return { ts: new Date(atMs).toISOString(), instance: instanceId, pid, type, ...(epoch === undefined ? {} : { epoch }), ...fields };
+  return {
+    ts: new Date(atMs).toISOString(),
+    instance: instanceId,
+    pid,
+    type,
+    ...(epoch === undefined ? {} : { epoch }),
+    ...fields,
+  };
 }
 
 /** A field of an event as text: strings as they are, anything else as JSON ("" when absent). */

@@ -67,7 +67,14 @@ export class FunctionsHost {
     const hostId = hostIdFrom(this.env);
     const clients = new QueueClients(this.env);
     const invoke: Invoker = (fn, input) =>
-      invokeFunction(fn, options.app.programmingModel, input, options.log, (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env), options.invokeDelayMs?.[fn.metadata.name] ?? 0);
+      invokeFunction(
+        fn,
+        options.app.programmingModel,
+        input,
+        options.log,
+        (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env),
+        options.invokeDelayMs?.[fn.metadata.name] ?? 0,
+      );
     this.http = new HttpListener(invoke, options.log, this.config.httpRoutePrefix, this.env);
     for (const fn of options.app.functions) {
       const name = fn.metadata.name;
@@ -77,22 +84,43 @@ export class FunctionsHost {
       }
       const trigger = findTrigger(fn.metadata);
       const skipped = unsupportedOutputs(fn);
-      if (skipped.length > 0) this.warn(`Function "${name}": output bindings ${skipped.join(", ")} are not emulated locally and will not be written.`);
+      if (skipped.length > 0)
+        this.warn(
+          `Function "${name}": output bindings ${skipped.join(", ")} are not emulated locally and will not be written.`,
+        );
       switch (trigger.type.toLowerCase()) {
         case "timertrigger": {
-          const lock = hostStorage ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, (level, message) => options.log({ level, category: "host", message })) : undefined;
-          if (lock === undefined) this.warn(`Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock: this instance fires the timer whatever other instances of the app do.`);
+          const lock = hostStorage
+            ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, (level, message) =>
+                options.log({ level, category: "host", message }),
+              )
+            : undefined;
+          if (lock === undefined)
+            this.warn(
+              `Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock: this instance fires the timer whatever other instances of the app do.`,
+            );
           this.listeners.push(new TimerListener(fn, trigger, invoke, this.env, lock));
           break;
         }
         case "queuetrigger":
-          this.listeners.push(new QueueListener(fn, trigger, { settings: this.config.queues, clients, invoke, log: options.log, env: this.env, messageLeaseMs: options.messageLeaseMs }));
+          this.listeners.push(
+            new QueueListener(fn, trigger, {
+              settings: this.config.queues,
+              clients,
+              invoke,
+              log: options.log,
+              env: this.env,
+              messageLeaseMs: options.messageLeaseMs,
+            }),
+          );
           break;
         case "httptrigger":
           this.http.add(fn, trigger);
           break;
         default:
-          this.warn(`Function "${name}": trigger type "${trigger.type}" is not emulated locally; the function will not run.`);
+          this.warn(
+            `Function "${name}": trigger type "${trigger.type}" is not emulated locally; the function will not run.`,
+          );
       }
     }
     this.hooks = new AppHooks(options.app.hooks, (level, message) => {
@@ -112,7 +140,9 @@ export class FunctionsHost {
     await this.hooks.runAppStart(this.appDirectory);
     if (this.http.hasFunctions) this.httpPort = await this.http.listen(this.options.httpPort ?? 0);
     for (const listener of this.listeners) listener.start();
-    this.info(`Host started: ${this.options.app.functions.length} function(s)${this.httpPort === undefined ? "" : `, HTTP on 127.0.0.1:${this.httpPort}`}.`);
+    this.info(
+      `Host started: ${this.options.app.functions.length} function(s)${this.httpPort === undefined ? "" : `, HTTP on 127.0.0.1:${this.httpPort}`}.`,
+    );
   }
 
   /**
@@ -127,7 +157,9 @@ export class FunctionsHost {
     const deadline = new Promise<false>((resolveDeadline) => {
       timer = setTimeout(() => resolveDeadline(false), timeoutMs);
     });
-    const drained = Promise.all([this.http.close(), ...this.listeners.map((listener) => listener.stop())]).then(() => true);
+    const drained = Promise.all([this.http.close(), ...this.listeners.map((listener) => listener.stop())]).then(
+      () => true,
+    );
     const terminated = this.hooks.runAppTerminate(timeoutMs);
     const finished = await Promise.race([Promise.all([drained, terminated]).then(([done]) => done), deadline]);
     clearTimeout(timer);

@@ -38,12 +38,24 @@ export class HttpListener {
   /** Adds an HTTP-triggered function. */
   add(fn: RegisteredFunction, trigger: TriggerBinding): void {
     const name = fn.metadata.name;
-    const route = compileRoute(this.routePrefix, stringProperty(trigger.binding, "route", this.env, name) ?? name, name);
-    const methods = Array.isArray(trigger.binding.methods) ? new Set(trigger.binding.methods.map((method) => String(method).toUpperCase())) : undefined;
+    const route = compileRoute(
+      this.routePrefix,
+      stringProperty(trigger.binding, "route", this.env, name) ?? name,
+      name,
+    );
+    const methods = Array.isArray(trigger.binding.methods)
+      ? new Set(trigger.binding.methods.map((method) => String(method).toUpperCase()))
+      : undefined;
     this.functions.push({ fn, route, methods });
     const authLevel = stringProperty(trigger.binding, "authLevel", this.env, name) ?? "function";
-    const keyNote = authLevel.toLowerCase() === "anonymous" ? "" : ` (authLevel "${authLevel}" is not enforced locally)`;
-    this.log({ level: "information", category: "host", functionName: name, message: `${name}: [${[...(methods ?? ["*"])].join(",")}] /${route.template}${keyNote}` });
+    const keyNote =
+      authLevel.toLowerCase() === "anonymous" ? "" : ` (authLevel "${authLevel}" is not enforced locally)`;
+    this.log({
+      level: "information",
+      category: "host",
+      functionName: name,
+      message: `${name}: [${[...(methods ?? ["*"])].join(",")}] /${route.template}${keyNote}`,
+    });
   }
 
   /** True when there is something to serve. */
@@ -75,7 +87,8 @@ export class HttpListener {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     await Promise.all(this.running);
-    // Keep-alive connections of the requests that just finished are idle now; otherwise close() waits out their timeout.
+    // Keep-alive connections of the requests that just finished are idle now; otherwise close() waits out their
+    // timeout.
     server.closeIdleConnections();
     await closed;
   }
@@ -84,7 +97,9 @@ export class HttpListener {
     try {
       const url = new URL(request.url ?? "/", `http://${request.headers.host ?? "127.0.0.1"}`);
       const method = (request.method ?? "GET").toUpperCase();
-      const target = this.functions.find((candidate) => candidate.route.match(url.pathname) !== undefined && (candidate.methods?.has(method) ?? true));
+      const target = this.functions.find(
+        (candidate) => candidate.route.match(url.pathname) !== undefined && (candidate.methods?.has(method) ?? true),
+      );
       if (target === undefined) {
         response.writeHead(404).end();
         return;
@@ -98,7 +113,10 @@ export class HttpListener {
         params: target.route.match(url.pathname) ?? {},
         body: { bytes: body },
       };
-      const outcome = await this.invoke(target.fn, { data: { http }, reason: `This function was programmatically called via the host APIs.` });
+      const outcome = await this.invoke(target.fn, {
+        data: { http },
+        reason: `This function was programmatically called via the host APIs.`,
+      });
       const answer = outcome.ok ? outcome.response.returnValue?.http : undefined;
       if (!outcome.ok) response.writeHead(500).end();
       else if (answer === undefined) response.writeHead(204).end();

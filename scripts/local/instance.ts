@@ -34,7 +34,13 @@ function forward(entry: HostLogEntry): void {
     write({ ...event, kind: "event", pid: process.pid });
     return;
   }
-  write({ kind: "log", level: entry.level, functionName: entry.functionName, message: entry.message, ts: new Date().toISOString() });
+  write({
+    kind: "log",
+    level: entry.level,
+    functionName: entry.functionName,
+    message: entry.message,
+    ts: new Date().toISOString(),
+  });
 }
 
 /** An optional number of seconds as ms; undefined when unset (the host.json value then applies). */
@@ -46,7 +52,8 @@ function optionalSecondsMs(name: string): number | undefined {
 function numberSetting(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === "" ? fallback : Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw ?? ""}".`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`${name} must be a non-negative number, got "${raw ?? ""}".`);
   return value;
 }
 
@@ -56,7 +63,8 @@ function invokeDelays(raw: string | undefined): Record<string, number> {
   for (const part of (raw ?? "").split(",").filter((text) => text.trim() !== "")) {
     const [name, ms] = part.split("=").map((text) => text.trim());
     const value = Number(ms);
-    if (name === undefined || name === "" || !Number.isFinite(value) || value < 0) throw new Error(`LOCAL_INVOKE_DELAY_MS must look like "worker=300,other=50", got "${raw ?? ""}".`);
+    if (name === undefined || name === "" || !Number.isFinite(value) || value < 0)
+      throw new Error(`LOCAL_INVOKE_DELAY_MS must look like "worker=300,other=50", got "${raw ?? ""}".`);
     delays[name] = value;
   }
   return delays;
@@ -66,7 +74,8 @@ async function main(): Promise<void> {
   const instanceId = instanceIdFrom(process.env);
   // Benchmarks: count every storage request of this process (before any client exists).
   const countsFile = process.env.LOCAL_REQUEST_COUNTS_FILE;
-  if (countsFile !== undefined && countsFile !== "") countProcessRequests(countsFile, "app", process.env.COORDINATION_STORAGE ?? "");
+  if (countsFile !== undefined && countsFile !== "")
+    countProcessRequests(countsFile, "app", process.env.COORDINATION_STORAGE ?? "");
   const app = await loadFunctionApp(process.env.LOCAL_APP_ENTRY ?? resolve(REPO_ROOT, "functions", "index.ts"));
   const host = new FunctionsHost({
     app,
@@ -74,7 +83,10 @@ async function main(): Promise<void> {
     hostJsonPath: process.env.LOCAL_HOST_JSON ?? resolve(REPO_ROOT, "host.json"),
     httpPort: numberSetting("LOCAL_HTTP_PORT", 0),
     messageLeaseMs: numberSetting("LOCAL_MESSAGE_LEASE_SECONDS", 600) * 1000,
-    singletonOverrides: { listenerLockPeriodMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_PERIOD_SECONDS"), listenerLockRecoveryPollingIntervalMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_RECOVERY_SECONDS") },
+    singletonOverrides: {
+      listenerLockPeriodMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_PERIOD_SECONDS"),
+      listenerLockRecoveryPollingIntervalMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_RECOVERY_SECONDS"),
+    },
     invokeDelayMs: invokeDelays(process.env.LOCAL_INVOKE_DELAY_MS),
   });
   let stopping: Promise<void> | undefined;
@@ -88,7 +100,13 @@ async function main(): Promise<void> {
   process.stdin.once("end", () => void stop());
   process.stdin.resume();
   await host.start();
-  write({ kind: "ready", pid: process.pid, instanceId, functions: app.functions.map((fn) => fn.metadata.name), httpPort: host.httpPort });
+  write({
+    kind: "ready",
+    pid: process.pid,
+    instanceId,
+    functions: app.functions.map((fn) => fn.metadata.name),
+    httpPort: host.httpPort,
+  });
 }
 
 main().catch((error: unknown) => {

@@ -51,7 +51,11 @@ export class InstanceProcess {
   readonly exited: Promise<void>;
   private readonly child: ChildProcess;
 
-  constructor(name: string, env: Record<string, string | undefined>, private readonly handlers: InstanceHandlers) {
+  constructor(
+    name: string,
+    env: Record<string, string | undefined>,
+    private readonly handlers: InstanceHandlers,
+  ) {
     // Own process group (detached): Ctrl-C in the terminal reaches only the runner, which then stops the instances
     // in order. An orphan still stops: its stdin closes when the runner dies. (On Windows detached means a new
     // console window, so not there.)
@@ -60,7 +64,10 @@ export class InstanceProcess {
       stdio: ["pipe", "pipe", "pipe"],
       detached: process.platform !== "win32",
     });
-    const instanceId = this.child.pid === undefined ? name : instanceIdFrom({ ...env, WEBSITE_INSTANCE_ID: name }, { pid: this.child.pid });
+    const instanceId =
+      this.child.pid === undefined
+        ? name
+        : instanceIdFrom({ ...env, WEBSITE_INSTANCE_ID: name }, { pid: this.child.pid });
     this.state = { name, instanceId, pid: this.child.pid, role: "starting", startedAtMs: Date.now(), recentLogs: [] };
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on("line", (text) => {
       this.onLine(text);
@@ -78,7 +85,12 @@ export class InstanceProcess {
     });
     // A failed spawn also ends in "exit"; without a listener "error" would throw.
     this.child.once("error", (error) => {
-      this.log({ kind: "log", level: "critical", message: `Could not start: ${error.message}`, ts: new Date().toISOString() });
+      this.log({
+        kind: "log",
+        level: "critical",
+        message: `Could not start: ${error.message}`,
+        ts: new Date().toISOString(),
+      });
     });
   }
 
@@ -148,7 +160,8 @@ export class InstanceProcess {
       case "step-completed":
       case "step-skipped":
         state.lastStep = { outcome: event.type.slice("step-".length), atMs: event.atMs };
-        if (event.type === "step-skipped" && "leaderEpoch" in event && event.leaderEpoch !== undefined) state.epoch = Math.max(state.epoch ?? 0, event.leaderEpoch);
+        if (event.type === "step-skipped" && "leaderEpoch" in event && event.leaderEpoch !== undefined)
+          state.epoch = Math.max(state.epoch ?? 0, event.leaderEpoch);
         break;
       case "step-aborted":
         state.lastStep = { outcome: `aborted (${fieldText(event.reason) || "unknown"})`, atMs: event.atMs };

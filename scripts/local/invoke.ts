@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
-import type { CoreInvocationContext, InvocationResponse, ProgrammingModel, RpcLogCategory, RpcLogLevel, RpcTypedData } from "./coreApi";
+import type {
+  CoreInvocationContext,
+  InvocationResponse,
+  ProgrammingModel,
+  RpcLogCategory,
+  RpcLogLevel,
+  RpcTypedData,
+} from "./coreApi";
 import type { RegisteredFunction } from "./registrations";
 import { findTrigger } from "./bindings";
 
@@ -71,7 +78,13 @@ export async function invokeFunction(
       log({ level, category, functionName, invocationId, message });
     },
   };
-  log({ level: "information", category: "host", functionName, invocationId, message: `Executing 'Functions.${functionName}' (Reason='${input.reason}', Id=${invocationId})` });
+  log({
+    level: "information",
+    category: "host",
+    functionName,
+    invocationId,
+    message: `Executing 'Functions.${functionName}' (Reason='${input.reason}', Id=${invocationId})`,
+  });
   try {
     // Fault injection (LOCAL_INVOKE_DELAY_MS): slow work, so a chaos test can kill an instance mid-invocation.
     if (slowdownMs > 0) await new Promise((done) => setTimeout(done, slowdownMs));
@@ -82,12 +95,24 @@ export async function invokeFunction(
     const response = await invocationModel.getResponse(context, result);
     await writeOutputs(response);
     const durationMs = Date.now() - started;
-    log({ level: "information", category: "host", functionName, invocationId, message: `Executed 'Functions.${functionName}' (Succeeded, Id=${invocationId}, Duration=${durationMs}ms)` });
+    log({
+      level: "information",
+      category: "host",
+      functionName,
+      invocationId,
+      message: `Executed 'Functions.${functionName}' (Succeeded, Id=${invocationId}, Duration=${durationMs}ms)`,
+    });
     return { ok: true, invocationId, durationMs, response };
   } catch (thrown) {
     const error = thrown instanceof Error ? thrown : new Error(String(thrown));
     const durationMs = Date.now() - started;
-    log({ level: "error", category: "host", functionName, invocationId, message: `Executed 'Functions.${functionName}' (Failed, Id=${invocationId}, Duration=${durationMs}ms): ${error.stack ?? error.message}` });
+    log({
+      level: "error",
+      category: "host",
+      functionName,
+      invocationId,
+      message: `Executed 'Functions.${functionName}' (Failed, Id=${invocationId}, Duration=${durationMs}ms): ${error.stack ?? error.message}`,
+    });
     return { ok: false, invocationId, durationMs, error };
   } finally {
     coreContext.state = undefined;

@@ -27,7 +27,10 @@ export interface ListenerLockSettings {
 }
 
 /** The host's defaults (WebJobs SDK `SingletonOptions`). */
-export const HOST_LISTENER_LOCK_DEFAULTS: Readonly<ListenerLockSettings> = { listenerLockPeriodMs: 60_000, listenerLockRecoveryPollingIntervalMs: 60_000 };
+export const HOST_LISTENER_LOCK_DEFAULTS: Readonly<ListenerLockSettings> = {
+  listenerLockPeriodMs: 60_000,
+  listenerLockRecoveryPollingIntervalMs: 60_000,
+};
 
 /** Container of the host's locks in the host storage account. */
 export const HOST_LOCK_CONTAINER = "azure-webjobs-hosts";
@@ -38,7 +41,11 @@ export const DEFAULT_LOCAL_HOST_ID = "local-app";
 export function hostIdFrom(env: Record<string, string | undefined>): string {
   const explicit = env.AzureFunctionsWebHost__hostid?.trim();
   if (explicit !== undefined && explicit !== "") return explicit.toLowerCase();
-  const site = env.WEBSITE_SITE_NAME?.trim().toLowerCase().replace(/[^a-z0-9-]/g, "").slice(0, 32).replace(/-+$/, "");
+  const site = env.WEBSITE_SITE_NAME?.trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, "")
+    .slice(0, 32)
+    .replace(/-+$/, "");
   return site !== undefined && site !== "" ? site : DEFAULT_LOCAL_HOST_ID;
 }
 
@@ -50,9 +57,12 @@ export function hostIdFrom(env: Record<string, string | undefined>): string {
 export function validateListenerLockSettings(settings: ListenerLockSettings): ListenerLockSettings {
   const { listenerLockPeriodMs: period, listenerLockRecoveryPollingIntervalMs: polling } = settings;
   if (!Number.isFinite(period) || period < 15_000 || period > 60_000) {
-    throw new Error(`singleton.listenerLockPeriod must be from 15 to 60 seconds (a blob lease's limits), got ${period / 1000} s.`);
+    throw new Error(
+      `singleton.listenerLockPeriod must be from 15 to 60 seconds (a blob lease's limits), got ${period / 1000} s.`,
+    );
   }
-  if (!Number.isFinite(polling) || polling < 100) throw new Error(`singleton.listenerLockRecoveryPollingInterval must be at least 100 ms, got ${polling} ms.`);
+  if (!Number.isFinite(polling) || polling < 100)
+    throw new Error(`singleton.listenerLockRecoveryPollingInterval must be at least 100 ms, got ${polling} ms.`);
   return settings;
 }
 
@@ -79,7 +89,9 @@ export class ListenerLock {
   ) {
     this.lockId = `${hostId}/Host.Functions.${functionName}.Listener`;
     // Built like the app's clients, so a benchmark's request policy counts the lock's requests too.
-    this.container = createStorageClients({ kind: "connectionString", connectionString }, {}).blob.getContainerClient(HOST_LOCK_CONTAINER);
+    this.container = createStorageClients({ kind: "connectionString", connectionString }, {}).blob.getContainerClient(
+      HOST_LOCK_CONTAINER,
+    );
     this.blob = this.container.getBlockBlobClient(`locks/${this.lockId}`);
   }
 
@@ -101,7 +113,10 @@ export class ListenerLock {
         await renewing;
       }
       if (lost.signal.aborted) {
-        this.log("warning", `Singleton lock lost (${this.lockId}): ${String(lost.signal.reason)}; the listener stopped and polls for the lock again.`);
+        this.log(
+          "warning",
+          `Singleton lock lost (${this.lockId}): ${String(lost.signal.reason)}; the listener stopped and polls for the lock again.`,
+        );
         continue;
       }
       await this.release();
@@ -124,7 +139,11 @@ export class ListenerLock {
       await retryAfterCreating(acquire, (error) => statusOf(error) === 404, create);
       return true;
     } catch (error) {
-      if (statusOf(error) !== 409) this.log("warning", `Singleton lock ${this.lockId}: acquire failed (${describe(error)}); retrying at the next poll.`);
+      if (statusOf(error) !== 409)
+        this.log(
+          "warning",
+          `Singleton lock ${this.lockId}: acquire failed (${describe(error)}); retrying at the next poll.`,
+        );
       return false;
     }
   }
@@ -139,7 +158,12 @@ export class ListenerLock {
     let waitMs = periodMs / 2;
     while (await sleep(waitMs, stop)) {
       try {
-        await this.blob.getBlobLeaseClient(this.leaseId).renewLease({ abortSignal: AbortSignal.any([stop, AbortSignal.timeout(Math.max(1000, renewedAtMs + periodMs - Date.now()))]) });
+        await this.blob.getBlobLeaseClient(this.leaseId).renewLease({
+          abortSignal: AbortSignal.any([
+            stop,
+            AbortSignal.timeout(Math.max(1000, renewedAtMs + periodMs - Date.now())),
+          ]),
+        });
         renewedAtMs = Date.now();
         waitMs = periodMs / 2;
       } catch (error) {
@@ -175,9 +199,11 @@ async function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 function statusOf(error: unknown): number | undefined {
-  return typeof error === "object" && error !== null && "statusCode" in error && typeof error.statusCode === "number" ? error.statusCode : undefined;
+  return typeof error === "object" && error !== null && "statusCode" in error && typeof error.statusCode === "number"
+    ? error.statusCode
+    : undefined;
 }
 
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message.split("\n")[0] ?? error.name : String(error);
+  return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
 }

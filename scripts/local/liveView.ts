@@ -53,12 +53,21 @@ export class LiveView {
   render(snapshot: LiveSnapshot): void {
     if (this.mode === "tty") {
       this.clear();
-      const lines = [this.header, ...instanceTable(snapshot), jobLine(snapshot.job), ...this.notes.map((note) => `  ${note}`)];
+      const lines = [
+        this.header,
+        ...instanceTable(snapshot),
+        jobLine(snapshot.job),
+        ...this.notes.map((note) => `  ${note}`),
+      ];
       this.write(`${lines.join("\n")}\n`);
       this.drawnLines = lines.length;
     } else if (this.mode === "plain" && snapshot.elapsedMs - this.lastPlainSummaryMs >= PLAIN_SUMMARY_EVERY_MS) {
       this.lastPlainSummaryMs = snapshot.elapsedMs;
-      const roles = snapshot.instances.map((instance) => `${instance.name}=${instance.role}${instance.epoch === undefined ? "" : `@e${instance.epoch}`}`).join(" ");
+      const roles = snapshot.instances
+        .map(
+          (instance) => `${instance.name}=${instance.role}${instance.epoch === undefined ? "" : `@e${instance.epoch}`}`,
+        )
+        .join(" ");
       this.write(`+${(snapshot.elapsedMs / 1000).toFixed(1)}s ${roles} | ${jobLine(snapshot.job).trim()}\n`);
     }
   }
@@ -82,9 +91,18 @@ export class LiveView {
 function instanceTable(snapshot: LiveSnapshot): string[] {
   const rows = [["instance", "pid", "role", "epoch", "last step"]];
   for (const instance of snapshot.instances) {
-    const step = instance.lastStep === undefined ? "-" : `${instance.lastStep.outcome} (${Math.max(0, (Date.now() - instance.lastStep.atMs) / 1000).toFixed(0)}s ago)`;
+    const step =
+      instance.lastStep === undefined
+        ? "-"
+        : `${instance.lastStep.outcome} (${Math.max(0, (Date.now() - instance.lastStep.atMs) / 1000).toFixed(0)}s ago)`;
     const role = instance.exit?.killedByRunner === true ? "dead (killed)" : instance.role;
-    rows.push([instance.name, String(instance.pid ?? "-"), role, instance.epoch === undefined ? "-" : String(instance.epoch), step]);
+    rows.push([
+      instance.name,
+      String(instance.pid ?? "-"),
+      role,
+      instance.epoch === undefined ? "-" : String(instance.epoch),
+      step,
+    ]);
   }
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
   return rows.map((row) => `  ${row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ")}`);

@@ -42,7 +42,11 @@ export class MessageLease {
         const response = await this.queue.updateMessage(this.message.messageId, this.popReceipt, undefined, seconds);
         if (response.popReceipt !== undefined) this.popReceipt = response.popReceipt;
       } catch (error) {
-        this.log({ level: "warning", category: "host", message: `Could not extend visibility of message ${this.message.messageId} on '${this.queue.name}': ${(error as Error).message}` });
+        this.log({
+          level: "warning",
+          category: "host",
+          message: `Could not extend visibility of message ${this.message.messageId} on '${this.queue.name}': ${(error as Error).message}`,
+        });
       }
     }
   }

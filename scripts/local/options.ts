@@ -76,7 +76,11 @@ export function parseLocalArgs(argv: readonly string[]): LocalOptions | "help" {
   });
   if (values.help === true) return "help";
   const durationS = numberFlag(values.duration, "--duration", { min: 1, max: 86_400, integer: false });
-  const killLeaderAfterS = numberFlag(values["kill-leader-after"], "--kill-leader-after", { min: 0, max: 86_400, integer: false });
+  const killLeaderAfterS = numberFlag(values["kill-leader-after"], "--kill-leader-after", {
+    min: 0,
+    max: 86_400,
+    integer: false,
+  });
   if (durationS !== undefined && killLeaderAfterS !== undefined && killLeaderAfterS >= durationS) {
     throw new UsageError(`--kill-leader-after (${killLeaderAfterS}) must be less than --duration (${durationS}).`);
   }
@@ -86,8 +90,16 @@ export function parseLocalArgs(argv: readonly string[]): LocalOptions | "help" {
   return {
     instances,
     apps,
-    listenerLockPeriodS: numberFlag(values["listener-lock-period"], "--listener-lock-period", { min: 15, max: 60, integer: false }),
-    listenerLockRecoveryS: numberFlag(values["listener-lock-recovery"], "--listener-lock-recovery", { min: 0.1, max: 3600, integer: false }),
+    listenerLockPeriodS: numberFlag(values["listener-lock-period"], "--listener-lock-period", {
+      min: 15,
+      max: 60,
+      integer: false,
+    }),
+    listenerLockRecoveryS: numberFlag(values["listener-lock-recovery"], "--listener-lock-recovery", {
+      min: 0.1,
+      max: 3600,
+      integer: false,
+    }),
     durationS,
     schedule: scheduleFlag(values.schedule, "--schedule", "*/5 * * * * *"),
     eventsPath: pathFlag(values.events, "--events"),

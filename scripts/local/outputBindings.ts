@@ -35,7 +35,8 @@ export async function writeQueueOutputs(
 ): Promise<void> {
   for (const [name, binding] of Object.entries(fn.metadata.bindings)) {
     if (binding.direction !== "out" || binding.type !== "queue") continue;
-    const data = name === "$return" ? response.returnValue : response.outputData?.find((output) => output.name === name)?.data;
+    const data =
+      name === "$return" ? response.returnValue : response.outputData?.find((output) => output.name === name)?.data;
     const value = typedDataValue(data);
     if (value === undefined || value === null) continue;
     const queue = queueFor(fn, binding, clients, env);
@@ -49,7 +50,12 @@ export async function writeQueueOutputs(
   }
 }
 
-function queueFor(fn: RegisteredFunction, binding: RpcBindingInfo, clients: QueueClients, env: Record<string, string | undefined>) {
+function queueFor(
+  fn: RegisteredFunction,
+  binding: RpcBindingInfo,
+  clients: QueueClients,
+  env: Record<string, string | undefined>,
+) {
   const functionName = fn.metadata.name;
   const queueName = stringProperty(binding, "queueName", env, functionName);
   if (queueName === undefined) throw new Error(`Function "${functionName}": queue output has no queueName.`);

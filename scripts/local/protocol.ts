@@ -43,7 +43,8 @@ const KINDS = new Set(["log", "event", "ready", "stopped"]);
 export function parseInstanceLine(line: string): InstanceLine {
   try {
     const value: unknown = JSON.parse(line);
-    if (typeof value === "object" && value !== null && "kind" in value && KINDS.has(String(value.kind))) return value as InstanceLine;
+    if (typeof value === "object" && value !== null && "kind" in value && KINDS.has(String(value.kind)))
+      return value as InstanceLine;
   } catch {
     // not JSON: fall through
   }

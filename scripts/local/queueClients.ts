@@ -22,8 +22,13 @@ export class QueueClients {
     if (service === undefined) {
       const connectionString = this.env[setting];
       if (connectionString === undefined || connectionString.trim() === "") {
-        const identityHint = this.env[`${setting}__queueServiceUri`] === undefined ? "" : ` (${setting}__queueServiceUri is set, but identity-based connections are not emulated locally)`;
-        throw new Error(`Function "${functionName}": connection "${setting}" needs app setting ${setting} to hold a storage connection string${identityHint}.`);
+        const identityHint =
+          this.env[`${setting}__queueServiceUri`] === undefined
+            ? ""
+            : ` (${setting}__queueServiceUri is set, but identity-based connections are not emulated locally)`;
+        throw new Error(
+          `Function "${functionName}": connection "${setting}" needs app setting ${setting} to hold a storage connection string${identityHint}.`,
+        );
       }
       // The SDK's retry policy (no retryOptions), and the process's request policies, if a benchmark added one.
       service = createStorageClients({ kind: "connectionString", connectionString: connectionString.trim() }, {}).queue;

@@ -19,7 +19,11 @@ export type DecodedMessage = { ok: true; text: string } | { ok: false; reason: s
 export function decodeMessageText(messageText: string, encoding: MessageEncoding): DecodedMessage {
   if (encoding === "none") return { ok: true, text: messageText };
   const bytes = decodeBase64(messageText.replace(/[ \t\r\n]/g, ""));
-  if (bytes === undefined) return { ok: false, reason: "The input is not a valid Base-64 string (host.json extensions.queues.messageEncoding is \"base64\")." };
+  if (bytes === undefined)
+    return {
+      ok: false,
+      reason: 'The input is not a valid Base-64 string (host.json extensions.queues.messageEncoding is "base64").',
+    };
   return { ok: true, text: bytes.toString("utf8") };
 }
 
@@ -28,7 +32,12 @@ export function decodeMessageText(messageText: string, encoding: MessageEncoding
  * strings, as on the wire; the library camel-cases the keys and JSON-parses the values, so the handler sees
  * `dequeueCount`, `id`, `insertionTime`, `expirationTime`, `nextVisibleTime`, `popReceipt`, `queueTrigger`, `sys`.
  */
-export function queueTriggerMetadata(message: DequeuedMessageItem, text: string, popReceipt: string, functionName: string): Record<string, RpcTypedData> {
+export function queueTriggerMetadata(
+  message: DequeuedMessageItem,
+  text: string,
+  popReceipt: string,
+  functionName: string,
+): Record<string, RpcTypedData> {
   return {
     QueueTrigger: { string: text },
     DequeueCount: { int: message.dequeueCount },
@@ -37,11 +46,16 @@ export function queueTriggerMetadata(message: DequeuedMessageItem, text: string,
     InsertionTime: { json: JSON.stringify(dateTimeOffset(message.insertedOn)) },
     ExpirationTime: { json: JSON.stringify(dateTimeOffset(message.expiresOn)) },
     NextVisibleTime: { json: JSON.stringify(dateTimeOffset(message.nextVisibleOn)) },
-    sys: { json: JSON.stringify({ MethodName: functionName, UtcNow: dateTimeOffset(new Date()), RandGuid: randomUUID() }) },
+    sys: {
+      json: JSON.stringify({ MethodName: functionName, UtcNow: dateTimeOffset(new Date()), RandGuid: randomUUID() }),
+    },
   };
 }
 
 /** A UTC time as .NET serialises a DateTimeOffset: `2024-05-01T12:00:00+00:00`. */
 function dateTimeOffset(date: Date): string {
-  return date.toISOString().replace(/\.000Z$/, "+00:00").replace(/Z$/, "+00:00");
+  return date
+    .toISOString()
+    .replace(/\.000Z$/, "+00:00")
+    .replace(/Z$/, "+00:00");
 }

@@ -99,7 +99,11 @@ export class QueueListener {
 
   private async receive(batchSize: number, leaseSeconds: number, signal: AbortSignal): Promise<DequeuedMessageItem[]> {
     try {
-      const response = await this.queue.receiveMessages({ numberOfMessages: batchSize, visibilityTimeout: leaseSeconds, abortSignal: signal });
+      const response = await this.queue.receiveMessages({
+        numberOfMessages: batchSize,
+        visibilityTimeout: leaseSeconds,
+        abortSignal: signal,
+      });
       this.missingQueueReported = false;
       return response.receivedMessageItems;
     } catch (error) {
@@ -107,7 +111,12 @@ export class QueueListener {
       // The host keeps polling a queue that does not exist yet; report it once, not on every poll.
       const missing = (error as { statusCode?: number }).statusCode === 404;
       if (!missing || !this.missingQueueReported) {
-        this.options.log({ level: "warning", category: "host", functionName: this.fn.metadata.name, message: `Polling queue '${this.queueName}' failed: ${(error as Error).message}` });
+        this.options.log({
+          level: "warning",
+          category: "host",
+          functionName: this.fn.metadata.name,
+          message: `Polling queue '${this.queueName}' failed: ${(error as Error).message}`,
+        });
       }
       this.missingQueueReported ||= missing;
       return [];
@@ -121,13 +130,21 @@ export class QueueListener {
     try {
       if (message.dequeueCount > settings.maxDequeueCount) {
         await lease.stop();
-        await this.moveToPoison(message, lease.popReceipt, `Message has reached MaxDequeueCount of ${settings.maxDequeueCount}.`);
+        await this.moveToPoison(
+          message,
+          lease.popReceipt,
+          `Message has reached MaxDequeueCount of ${settings.maxDequeueCount}.`,
+        );
         return;
       }
       const decoded = decodeMessageText(message.messageText, settings.messageEncoding);
       if (!decoded.ok) {
         await lease.stop();
-        await this.moveToPoison(message, lease.popReceipt, `Message ${message.messageId} could not be decoded: ${decoded.reason}`);
+        await this.moveToPoison(
+          message,
+          lease.popReceipt,
+          `Message ${message.messageId} could not be decoded: ${decoded.reason}`,
+        );
         return;
       }
       const outcome = await this.options.invoke(this.fn, {
@@ -139,20 +156,39 @@ export class QueueListener {
       if (outcome.ok) {
         await this.queue.deleteMessage(message.messageId, lease.popReceipt);
       } else if (message.dequeueCount >= settings.maxDequeueCount) {
-        await this.moveToPoison(message, lease.popReceipt, `Message has reached MaxDequeueCount of ${settings.maxDequeueCount}.`);
+        await this.moveToPoison(
+          message,
+          lease.popReceipt,
+          `Message has reached MaxDequeueCount of ${settings.maxDequeueCount}.`,
+        );
       } else {
-        await this.queue.updateMessage(message.messageId, lease.popReceipt, undefined, Math.round(settings.visibilityTimeoutMs / 1000));
+        await this.queue.updateMessage(
+          message.messageId,
+          lease.popReceipt,
+          undefined,
+          Math.round(settings.visibilityTimeoutMs / 1000),
+        );
       }
     } catch (error) {
       // Settling failed (storage trouble): the message reappears when its visibility lapses, as in Azure.
-      log({ level: "error", category: "host", functionName, message: `Could not settle message ${message.messageId} on '${this.queueName}': ${(error as Error).message}` });
+      log({
+        level: "error",
+        category: "host",
+        functionName,
+        message: `Could not settle message ${message.messageId} on '${this.queueName}': ${(error as Error).message}`,
+      });
     } finally {
       await lease.stop();
     }
   }
 
   private async moveToPoison(message: DequeuedMessageItem, popReceipt: string, why: string): Promise<void> {
-    this.options.log({ level: "warning", category: "host", functionName: this.fn.metadata.name, message: `${why} Moving message to queue '${this.poisonQueue.name}'.` });
+    this.options.log({
+      level: "warning",
+      category: "host",
+      functionName: this.fn.metadata.name,
+      message: `${why} Moving message to queue '${this.poisonQueue.name}'.`,
+    });
     try {
       await this.poisonQueue.createIfNotExists();
     } catch {

@@ -1,7 +1,15 @@
 import Module from "node:module";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { CoreApi, Disposable, FunctionCallback, FunctionMetadata, ProgrammingModel, RpcLogCategory, RpcLogLevel } from "./coreApi";
+import type {
+  CoreApi,
+  Disposable,
+  FunctionCallback,
+  FunctionMetadata,
+  ProgrammingModel,
+  RpcLogCategory,
+  RpcLogLevel,
+} from "./coreApi";
 
 /**
  * Captures the app's real registrations the way the Functions Node worker does: by answering
@@ -19,7 +27,9 @@ export interface RegisteredFunction {
   readonly callback: FunctionCallback;
 }
 
-/** One `registerHook` call: the hook's name (`appStart`, `appTerminate`, …) and the library's wrapper of the handler. */
+/**
+ * One `registerHook` call: the hook's name (`appStart`, `appTerminate`, …) and the library's wrapper of the handler.
+ */
 export interface RegisteredHook {
   readonly name: string;
   /** Called with the worker's hook context (`{ hookData, appHookData }`); may return a promise. */

@@ -35,14 +35,20 @@ export function compileRoute(prefix: string, route: string, functionName: string
     if (placeholder !== null) {
       const [, catchAll, name = "", constraint, optional] = placeholder;
       names.push(name);
-      const body = catchAll === undefined ? `(${CONSTRAINTS[(constraint ?? "").split(":")[0] ?? ""] ?? "[^/]+"})` : "(.*)";
+      const body =
+        catchAll === undefined ? `(${CONSTRAINTS[(constraint ?? "").split(":")[0] ?? ""] ?? "[^/]+"})` : "(.*)";
       pattern += catchAll !== undefined || optional !== undefined ? `(?:/${body})?` : `/${body}`;
       continue;
     }
-    if (/[{}]/.test(segment.replace(/\{[A-Za-z_]\w*\}/g, ""))) throw new Error(`Function "${functionName}": route "${route}" has a malformed placeholder in "${segment}".`);
+    if (/[{}]/.test(segment.replace(/\{[A-Za-z_]\w*\}/g, "")))
+      throw new Error(`Function "${functionName}": route "${route}" has a malformed placeholder in "${segment}".`);
     // A segment mixing text and placeholders, e.g. "report.{format}".
     const parts = segment.split(/(\{[A-Za-z_]\w*\})/).filter((part) => part !== "");
-    pattern += "/" + parts.map((part) => (part.startsWith("{") ? (names.push(part.slice(1, -1)), "([^/]+?)") : escapeRegExp(part))).join("");
+    pattern +=
+      "/" +
+      parts
+        .map((part) => (part.startsWith("{") ? (names.push(part.slice(1, -1)), "([^/]+?)") : escapeRegExp(part)))
+        .join("");
   }
   const regex = new RegExp(`^${pattern}/?$`, "i");
   return {

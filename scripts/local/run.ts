@@ -95,7 +95,8 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     logsDir,
     instances: [],
   };
-  const live = options.live ?? ((out as { isTTY?: boolean }).isTTY === true && baseEnv.CI === undefined ? "tty" : "plain");
+  const live =
+    options.live ?? ((out as { isTTY?: boolean }).isTTY === true && baseEnv.CI === undefined ? "tty" : "plain");
   const schedule = options.schedule ?? "*/5 * * * * *";
   const instanceCount = options.instances ?? 3;
   let azurite: Azurite | undefined;
@@ -112,24 +113,41 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
         // after a few thousand messages, which a long local run would mistake for a storage outage.
         azurite = await startAzurite({ persistent: true });
       } catch (error) {
-        throw new Error(`Azurite could not start: ${(error as Error).message}\nCheck that dev dependencies are installed (npm ci), or set COORDINATION_STORAGE to use other storage.`);
+        throw new Error(
+          `Azurite could not start: ${(error as Error).message}\nCheck that dev dependencies are installed (npm ci), or set COORDINATION_STORAGE to use other storage.`,
+        );
       }
       connectionString = azurite.connectionString;
     }
     const { env, settings } = instanceEnv(baseEnv, connectionString, schedule, options);
     await ensureAppStorage(connectionString, settings);
-    const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
+    const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(
+      settings.INPUT_CONTAINER,
+    );
     // Bounded: thousands of uploads at once exhaust sockets.
     for (let start = 0; start < demo.blobs.length; start += 64) {
-      await Promise.all(demo.blobs.slice(start, start + 64).map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))));
+      await Promise.all(
+        demo.blobs
+          .slice(start, start + 64)
+          .map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))),
+      );
     }
 
     if (azurite !== undefined) {
       // The well-known Azurite development key: local configuration only.
-      print(`Submit more work while it runs (with --duration):\n  COORDINATION_STORAGE="${azurite.connectionString}" npm run enqueue -- --file examples/sales-job.json --wait`);
+      print(
+        `Submit more work while it runs (with --duration):\n  COORDINATION_STORAGE="${azurite.connectionString}" npm run enqueue -- --file examples/sales-job.json --wait`,
+      );
     }
-    const storageLabel = azurite === undefined ? "COORDINATION_STORAGE" : `Azurite (blob :${azurite.blobPort}, queue :${azurite.queuePort})`;
-    const view = new LiveView(out, live, `Local coordinator: ${instanceCount} instances, schedule "${schedule}", storage ${storageLabel}`);
+    const storageLabel =
+      azurite === undefined
+        ? "COORDINATION_STORAGE"
+        : `Azurite (blob :${azurite.blobPort}, queue :${azurite.queuePort})`;
+    const view = new LiveView(
+      out,
+      live,
+      `Local coordinator: ${instanceCount} instances, schedule "${schedule}", storage ${storageLabel}`,
+    );
     const startedMs = Date.now();
     const elapsed = (): number => Date.now() - startedMs;
     mkdirSync(logsDir, { recursive: true });
@@ -140,16 +158,33 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
         if (text !== undefined) view.note(elapsed(), text);
       },
       onLog: (instance, line) => {
-        appendFileSync(join(logsDir, `${instance.name}.log`), `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`);
+        appendFileSync(
+          join(logsDir, `${instance.name}.log`),
+          `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`,
+        );
       },
       onReady: (instance, line) => {
-        const http = line.httpPort === undefined ? "" : `, HTTP http://127.0.0.1:${line.httpPort}/api, status page ${statusPageUrl(line.httpPort)}`;
+        const http =
+          line.httpPort === undefined
+            ? ""
+            : `, HTTP http://127.0.0.1:${line.httpPort}/api, status page ${statusPageUrl(line.httpPort)}`;
         view.note(elapsed(), `${instance.name} ready (pid ${line.pid}, ${line.functions.length} functions${http})`);
       },
       onExit: (instance) => {
         const exit = instance.exit;
-        events.append({ ts: new Date().toISOString(), instance: instance.instanceId, pid: instance.pid, type: "instance-exited", code: exit?.code ?? null, signal: exit?.signal ?? null, killedByRunner: exit?.killedByRunner ?? false });
-        view.note(elapsed(), `${instance.name} exited (${exit?.signal ?? `code ${String(exit?.code)}`})${exit?.killedByRunner === true ? " — killed by the runner" : ""}`);
+        events.append({
+          ts: new Date().toISOString(),
+          instance: instance.instanceId,
+          pid: instance.pid,
+          type: "instance-exited",
+          code: exit?.code ?? null,
+          signal: exit?.signal ?? null,
+          killedByRunner: exit?.killedByRunner ?? false,
+        });
+        view.note(
+          elapsed(),
+          `${instance.name} exited (${exit?.signal ?? `code ${String(exit?.code)}`})${exit?.killedByRunner === true ? " — killed by the runner" : ""}`,
+        );
       },
     };
     const apps = options.apps ?? 1;
@@ -158,7 +193,12 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       const siteName = apps > 1 ? `local-app-${((index - 1) % apps) + 1}` : env.WEBSITE_SITE_NAME;
       const instance = new InstanceProcess(`instance-${index}`, { ...env, WEBSITE_SITE_NAME: siteName }, handlers);
       instances.push(instance);
-      events.append({ ts: new Date().toISOString(), instance: instance.state.instanceId, pid: instance.state.pid, type: "instance-started" });
+      events.append({
+        ts: new Date().toISOString(),
+        instance: instance.state.instanceId,
+        pid: instance.state.pid,
+        type: "instance-started",
+      });
     }
     await waitForReady(instances, options.abortSignal);
     const port = instances.find((instance) => instance.state.httpPort !== undefined)?.state.httpPort;
@@ -169,7 +209,10 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
 
     app = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "local-runner" });
     const submitted = await submitJob(app, demo.spec);
-    if (!submitted.ok) throw new Error(`The app rejected the demo job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`);
+    if (!submitted.ok)
+      throw new Error(
+        `The app rejected the demo job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`,
+      );
     result.jobId = submitted.id;
     view.note(elapsed(), `submitted job ${submitted.id.slice(0, 8)} (${submitted.itemCount} items)`);
 
@@ -181,11 +224,17 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     result.problem = (error as Error).message;
   } finally {
     await Promise.all(instances.map((instance) => instance.stop(INSTANCE_STOP_TIMEOUT_MS)));
-    if (app !== undefined && result.jobId !== undefined) result.status = (await getJobStatus(app, result.jobId).catch(() => undefined)) ?? result.status;
+    if (app !== undefined && result.jobId !== undefined)
+      result.status = (await getJobStatus(app, result.jobId).catch(() => undefined)) ?? result.status;
     await azurite?.stop();
     result.instances = instances.map((instance) => summarize(instance.state));
     mkdirSync(dirname(result.timelinePath), { recursive: true });
-    writeFileSync(result.timelinePath, renderTimeline(events.records, { title: `Leadership timeline — ${instanceCount} instances (${(options.apps ?? 1) > 1 ? `${options.apps ?? 1} apps` : "one app"}), schedule "${schedule}"` }));
+    writeFileSync(
+      result.timelinePath,
+      renderTimeline(events.records, {
+        title: `Leadership timeline — ${instanceCount} instances (${(options.apps ?? 1) > 1 ? `${options.apps ?? 1} apps` : "one app"}), schedule "${schedule}"`,
+      }),
+    );
   }
   return finish(result, print, options.abortSignal?.aborted === true);
 }
@@ -201,9 +250,15 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
   result.matches = aggregatesMatch(result.aggregate, result.expected);
   const completed = result.status?.status === "completed";
   if (result.problem === undefined && interrupted) result.problem = "Interrupted before the run finished.";
-  else if (result.problem === undefined && (result.status?.status === "cancelled" || result.status?.status === "expired")) result.problem = `The job ended as ${result.status.status} before completing.`;
-  else if (result.problem === undefined && !completed) result.problem = `The job did not complete in time (status ${result.status?.status ?? "unknown"}).`;
-  else if (result.problem === undefined && !result.matches) result.problem = "The job completed, but its aggregate differs from the expected one.";
+  else if (
+    result.problem === undefined &&
+    (result.status?.status === "cancelled" || result.status?.status === "expired")
+  )
+    result.problem = `The job ended as ${result.status.status} before completing.`;
+  else if (result.problem === undefined && !completed)
+    result.problem = `The job did not complete in time (status ${result.status?.status ?? "unknown"}).`;
+  else if (result.problem === undefined && !result.matches)
+    result.problem = "The job completed, but its aggregate differs from the expected one.";
   result.exitCode = result.problem === undefined ? 0 : interrupted ? 130 : 1;
   printSummary(result, print);
   return result;
@@ -225,8 +280,10 @@ export function instanceEnv(
     COORDINATION_STORAGE: connectionString,
     AzureWebJobsStorage: connectionString,
     COORDINATOR_SCHEDULE: schedule,
-    LOCAL_LISTENER_LOCK_PERIOD_SECONDS: lock.listenerLockPeriodS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_PERIOD_SECONDS,
-    LOCAL_LISTENER_LOCK_RECOVERY_SECONDS: lock.listenerLockRecoveryS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_RECOVERY_SECONDS,
+    LOCAL_LISTENER_LOCK_PERIOD_SECONDS:
+      lock.listenerLockPeriodS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_PERIOD_SECONDS,
+    LOCAL_LISTENER_LOCK_RECOVERY_SECONDS:
+      lock.listenerLockRecoveryS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_RECOVERY_SECONDS,
     // A killed instance's messages come back after 30 s instead of the host's 10 min (renewed while running).
     LOCAL_MESSAGE_LEASE_SECONDS: baseEnv.LOCAL_MESSAGE_LEASE_SECONDS ?? "30",
   };
@@ -236,11 +293,17 @@ export function instanceEnv(
 }
 
 /** Waits until every instance has reported ready. @throws Error when one exits first or 60 s pass. */
-export async function waitForReady(instances: readonly InstanceProcess[], abortSignal: AbortSignal | undefined): Promise<void> {
+export async function waitForReady(
+  instances: readonly InstanceProcess[],
+  abortSignal: AbortSignal | undefined,
+): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const dead = instances.find((instance) => instance.state.exit !== undefined);
-    if (dead !== undefined) throw new Error(`${dead.state.name} exited while starting. Its last output:\n  ${dead.state.recentLogs.join("\n  ")}`);
+    if (dead !== undefined)
+      throw new Error(
+        `${dead.state.name} exited while starting. Its last output:\n  ${dead.state.recentLogs.join("\n  ")}`,
+      );
     if (instances.every((instance) => instance.state.role !== "starting")) return;
     if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
     await delay(100, { abortSignal });
@@ -254,14 +317,25 @@ function summarize(state: InstanceState): InstanceSummary {
     instanceId: state.instanceId,
     pid: state.pid,
     startedAt: new Date(state.startedAtMs).toISOString(),
-    ...(exit === undefined ? {} : { exit: { code: exit.code, signal: exit.signal, at: new Date(exit.atMs).toISOString(), killedByRunner: exit.killedByRunner } }),
+    ...(exit === undefined
+      ? {}
+      : {
+          exit: {
+            code: exit.code,
+            signal: exit.signal,
+            at: new Date(exit.atMs).toISOString(),
+            killedByRunner: exit.killedByRunner,
+          },
+        }),
   };
 }
 
 function printSummary(result: LocalRunResult, print: (text: string) => void): void {
   const progress = result.status?.progress;
   print("");
-  print(`Job ${result.jobId ?? "(not submitted)"}: ${result.status?.status ?? "unknown"}${progress === undefined ? "" : ` — done ${progress.done}/${progress.total}, failed ${progress.failed}`}`);
+  print(
+    `Job ${result.jobId ?? "(not submitted)"}: ${result.status?.status ?? "unknown"}${progress === undefined ? "" : ` — done ${progress.done}/${progress.total}, failed ${progress.failed}`}`,
+  );
   for (const line of aggregateTable(result.aggregate, result.expected)) print(line);
   print(`Aggregate matches the expected one: ${result.matches ? "yes" : "no"}`);
   print(`Events:   ${result.eventsPath}`);

@@ -32,8 +32,13 @@ const COLORS = ["#4e79a7", "#59a14f", "#9c755f", "#76b7b2", "#edc948", "#b07aa1"
 /** Renders the SVG for `records` (any order). */
 export function renderTimeline(records: readonly EventRecord[], options: TimelineOptions = {}): string {
   const widthPx = options.widthPx ?? 1000;
-  const events = records.map((record): EventRecord & { ms: number } => ({ ...record, ms: Date.parse(record.ts) })).filter((record) => Number.isFinite(record.ms)).sort((a, b) => a.ms - b.ms);
-  const lanes = [...new Set(events.map((event) => event.instance))].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  const events = records
+    .map((record): EventRecord & { ms: number } => ({ ...record, ms: Date.parse(record.ts) }))
+    .filter((record) => Number.isFinite(record.ms))
+    .sort((a, b) => a.ms - b.ms);
+  const lanes = [...new Set(events.map((event) => event.instance))].sort((a, b) =>
+    a.localeCompare(b, undefined, { numeric: true }),
+  );
   const t0 = events[0]?.ms ?? 0;
   const t1 = Math.max(t0 + 1000, events.at(-1)?.ms ?? 0);
   const x = (ms: number): number => LEFT_PX + ((ms - t0) / (t1 - t0)) * (widthPx - LEFT_PX - 20);
@@ -48,7 +53,12 @@ export function renderTimeline(records: readonly EventRecord[], options: Timelin
   ];
   for (const lane of lanes) {
     const y = laneY(lane);
-    out.push(`<g class="lane" data-instance="${escapeXml(lane)}">`, `<text x="10" y="${y + 22}">${escapeXml(lane)}</text>`, `<line x1="${LEFT_PX}" y1="${y + 22}" x2="${widthPx - 20}" y2="${y + 22}" stroke="#ddd"/>`, `</g>`);
+    out.push(
+      `<g class="lane" data-instance="${escapeXml(lane)}">`,
+      `<text x="10" y="${y + 22}">${escapeXml(lane)}</text>`,
+      `<line x1="${LEFT_PX}" y1="${y + 22}" x2="${widthPx - 20}" y2="${y + 22}" stroke="#ddd"/>`,
+      `</g>`,
+    );
   }
   for (const [index, term] of terms(events, t1).entries()) {
     const y = laneY(term.instance) + 10;
@@ -58,26 +68,46 @@ export function renderTimeline(records: readonly EventRecord[], options: Timelin
     const label = term.epoch === undefined ? "term" : `e${term.epoch}`;
     const detail = `${term.instance} ${label}: ${((term.endMs - term.startMs) / 1000).toFixed(1)} s, ${term.end}`;
     out.push(`<g class="term" data-epoch="${term.epoch ?? ""}"><title>${escapeXml(detail)}</title>`);
-    out.push(`<rect x="${left.toFixed(1)}" y="${y}" width="${width.toFixed(1)}" height="24" rx="3" fill="${color}" fill-opacity="0.85"${term.end === "lost" ? ` stroke="#d62728" stroke-width="2"` : ""}/>`);
+    out.push(
+      `<rect x="${left.toFixed(1)}" y="${y}" width="${width.toFixed(1)}" height="24" rx="3" fill="${color}" fill-opacity="0.85"${term.end === "lost" ? ` stroke="#d62728" stroke-width="2"` : ""}/>`,
+    );
     // A term of one step is a sliver at this scale: its label then goes above the bar.
-    if (width > 26) out.push(`<text x="${(left + width / 2).toFixed(1)}" y="${y + 16}" text-anchor="middle" fill="#fff" font-weight="bold">${label}</text>`);
-    else out.push(`<text x="${(left + width / 2).toFixed(1)}" y="${y - 1}" text-anchor="middle" fill="#333" font-size="10">${label}</text>`);
+    if (width > 26)
+      out.push(
+        `<text x="${(left + width / 2).toFixed(1)}" y="${y + 16}" text-anchor="middle" fill="#fff" font-weight="bold">${label}</text>`,
+      );
+    else
+      out.push(
+        `<text x="${(left + width / 2).toFixed(1)}" y="${y - 1}" text-anchor="middle" fill="#333" font-size="10">${label}</text>`,
+      );
     out.push(`</g>`);
   }
   for (const event of events) {
     const y = laneY(event.instance);
     const at = x(event.ms).toFixed(1);
-    if (event.type === "step-completed") out.push(`<line class="step" x1="${at}" y1="${y + 36}" x2="${at}" y2="${y + 42}" stroke="#444" stroke-width="1.5"/>`);
-    else if (event.type === "step-skipped") out.push(`<line class="step-skipped" x1="${at}" y1="${y + 37}" x2="${at}" y2="${y + 42}" stroke="#999"/>`);
+    if (event.type === "step-completed")
+      out.push(
+        `<line class="step" x1="${at}" y1="${y + 36}" x2="${at}" y2="${y + 42}" stroke="#444" stroke-width="1.5"/>`,
+      );
+    else if (event.type === "step-skipped")
+      out.push(`<line class="step-skipped" x1="${at}" y1="${y + 37}" x2="${at}" y2="${y + 42}" stroke="#999"/>`);
     else if (event.type === "step-aborted") {
-      const why = escapeXml(`step aborted (epoch ${event.epoch ?? "?"}): ${fieldText(event.reason)} ${fieldText(event.detail)}`.trim());
-      out.push(`<g class="step-aborted"><title>${why}</title><line x1="${at}" y1="${y + 4}" x2="${at}" y2="${y + 42}" stroke="#d62728" stroke-width="2"/><circle cx="${at}" cy="${y + 6}" r="4" fill="#d62728"/></g>`);
+      const why = escapeXml(
+        `step aborted (epoch ${event.epoch ?? "?"}): ${fieldText(event.reason)} ${fieldText(event.detail)}`.trim(),
+      );
+      out.push(
+        `<g class="step-aborted"><title>${why}</title><line x1="${at}" y1="${y + 4}" x2="${at}" y2="${y + 42}" stroke="#d62728" stroke-width="2"/><circle cx="${at}" cy="${y + 6}" r="4" fill="#d62728"/></g>`,
+      );
     } else if (event.type === "chaos-fault") {
       // An injected fault (the chaos suite): a band from when it began to when it ended, on its target's lane.
       const startMs = typeof event.startTs === "string" ? Date.parse(event.startTs) : event.ms;
       const left = x(Number.isFinite(startMs) ? startMs : event.ms);
-      const what = escapeXml(`fault: ${fieldText(event.fault)} on ${event.instance} (${((event.ms - startMs) / 1000).toFixed(1)} s)`);
-      out.push(`<g class="fault"><title>${what}</title><rect x="${left.toFixed(1)}" y="${y + 2}" width="${Math.max(3, x(event.ms) - left).toFixed(1)}" height="40" fill="#ff7f0e" fill-opacity="0.25" stroke="#ff7f0e"/><text x="${(left + 2).toFixed(1)}" y="${y + 12}" fill="#b35806" font-size="10">${escapeXml(fieldText(event.fault))}</text></g>`);
+      const what = escapeXml(
+        `fault: ${fieldText(event.fault)} on ${event.instance} (${((event.ms - startMs) / 1000).toFixed(1)} s)`,
+      );
+      out.push(
+        `<g class="fault"><title>${what}</title><rect x="${left.toFixed(1)}" y="${y + 2}" width="${Math.max(3, x(event.ms) - left).toFixed(1)}" height="40" fill="#ff7f0e" fill-opacity="0.25" stroke="#ff7f0e"/><text x="${(left + 2).toFixed(1)}" y="${y + 12}" fill="#b35806" font-size="10">${escapeXml(fieldText(event.fault))}</text></g>`,
+      );
     } else if (event.type === "instance-exited" && event.signal === "SIGKILL") {
       const right = widthPx - 20;
       out.push(
@@ -105,7 +135,13 @@ function terms(events: readonly (EventRecord & { ms: number })[], endMs: number)
   for (const event of events) {
     if (event.type === "lease-acquired") {
       close(event.instance, event.ms, "lost");
-      open.set(event.instance, { instance: event.instance, epoch: event.epoch, startMs: event.ms, endMs: event.ms, end: "running" });
+      open.set(event.instance, {
+        instance: event.instance,
+        epoch: event.epoch,
+        startMs: event.ms,
+        endMs: event.ms,
+        end: "running",
+      });
     } else if (event.type === "lease-released") close(event.instance, event.ms, "released");
     else if (event.type === "lease-lost") close(event.instance, event.ms, "lost");
     else if (event.type === "instance-exited") close(event.instance, event.ms, "exited");
@@ -116,11 +152,15 @@ function terms(events: readonly (EventRecord & { ms: number })[], endMs: number)
 
 function axis(t0: number, t1: number, x: (ms: number) => number, y: number, widthPx: number): string[] {
   const spanS = (t1 - t0) / 1000;
-  const stepS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find((candidate) => spanS / candidate <= 12) ?? 7200;
+  const stepS =
+    [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find((candidate) => spanS / candidate <= 12) ?? 7200;
   const out = [`<line x1="${LEFT_PX}" y1="${y}" x2="${widthPx - 20}" y2="${y}" stroke="#888"/>`];
   for (let s = 0; s <= spanS; s += stepS) {
     const at = x(t0 + s * 1000).toFixed(1);
-    out.push(`<line x1="${at}" y1="${y}" x2="${at}" y2="${y + 5}" stroke="#888"/>`, `<text x="${at}" y="${y + 18}" text-anchor="middle" fill="#555">+${s}s</text>`);
+    out.push(
+      `<line x1="${at}" y1="${y}" x2="${at}" y2="${y + 5}" stroke="#888"/>`,
+      `<text x="${at}" y="${y + 18}" text-anchor="middle" fill="#555">+${s}s</text>`,
+    );
   }
   return out;
 }

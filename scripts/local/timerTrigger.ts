@@ -37,19 +37,26 @@ const MAX_SLEEP_MS = 86_400_000;
 export function parseSchedule(expression: string, functionName: string, timeZone = "UTC"): Schedule {
   const intervalMs = parseTimeSpanMs(expression);
   if (intervalMs !== undefined) {
-    if (intervalMs <= 0) throw new Error(`Function "${functionName}": schedule "${expression}" must be a positive TimeSpan.`);
+    if (intervalMs <= 0)
+      throw new Error(`Function "${functionName}": schedule "${expression}" must be a positive TimeSpan.`);
     return { next: (after) => new Date(after.getTime() + intervalMs) };
   }
   const fields = expression.trim().split(/\s+/);
   if (fields.length !== 5 && fields.length !== 6) {
-    throw new Error(`Function "${functionName}": schedule "${expression}" must be NCRONTAB with six fields, seconds first (e.g. "*/30 * * * * *"), or a TimeSpan.`);
+    throw new Error(
+      `Function "${functionName}": schedule "${expression}" must be NCRONTAB with six fields, seconds first (e.g. "*/30 * * * * *"), or a TimeSpan.`,
+    );
   }
   try {
     CronExpressionParser.parse(expression, { tz: timeZone });
   } catch (error) {
-    throw new Error(`Function "${functionName}": schedule "${expression}" is not a valid NCRONTAB expression: ${(error as Error).message}`);
+    throw new Error(
+      `Function "${functionName}": schedule "${expression}" is not a valid NCRONTAB expression: ${(error as Error).message}`,
+    );
   }
-  return { next: (after) => CronExpressionParser.parse(expression, { currentDate: after, tz: timeZone }).next().toDate() };
+  return {
+    next: (after) => CronExpressionParser.parse(expression, { currentDate: after, tz: timeZone }).next().toDate(),
+  };
 }
 
 /** Runs one timer-triggered function until stopped. */
@@ -109,7 +116,11 @@ export class TimerListener {
     // The same JSON the host sends; the library camel-cases it into the handler's Timer object.
     const timerInfo = {
       Schedule: { AdjustForDST: true },
-      ScheduleStatus: { Last: last?.toISOString() ?? NEVER, Next: this.schedule.next(due).toISOString(), LastUpdated: new Date().toISOString() },
+      ScheduleStatus: {
+        Last: last?.toISOString() ?? NEVER,
+        Next: this.schedule.next(due).toISOString(),
+        LastUpdated: new Date().toISOString(),
+      },
       IsPastDue: false,
     };
     await this.invoke(this.fn, { data: { json: JSON.stringify(timerInfo) }, reason });

@@ -42,17 +42,26 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
     if (now - lastStatusMs >= STATUS_EVERY_MS) {
       lastStatusMs = now;
       status = (await getJobStatus(app, jobId).catch(() => undefined)) ?? status;
-      if (status?.status === "failed") return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
+      if (status?.status === "failed")
+        return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
       // Completed, or ended early (cancelled, expired): either way the job is over.
-      if (status !== undefined && status.status !== "pending" && status.status !== "running" && completedAtMs === undefined) {
+      if (
+        status !== undefined &&
+        status.status !== "pending" &&
+        status.status !== "running" &&
+        completedAtMs === undefined
+      ) {
         completedAtMs = now;
         view.note(now - startedMs, `job ${jobId.slice(0, 8)} ${status.status}`);
       }
     }
-    if (durationMs === undefined && completedAtMs !== undefined && now - completedAtMs >= (options.settleS ?? 5) * 1000) return { status };
+    if (durationMs === undefined && completedAtMs !== undefined && now - completedAtMs >= (options.settleS ?? 5) * 1000)
+      return { status };
     if (now >= deadlineMs) {
       const seconds = Math.round((deadlineMs - startedMs) / 1000);
-      return completedAtMs !== undefined || durationMs !== undefined ? { status } : { status, problem: `The job did not complete within ${seconds} s; give it longer with --duration.` };
+      return completedAtMs !== undefined || durationMs !== undefined
+        ? { status }
+        : { status, problem: `The job did not complete within ${seconds} s; give it longer with --duration.` };
     }
     if (killAtMs !== undefined && !killed && now >= killAtMs) {
       // Kill it while it leads (holds a term), which is the case worth surviving: its lease must expire first.
@@ -63,10 +72,14 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
         leader.kill();
       } else if (!waitingForLeaderNoted) {
         waitingForLeaderNoted = true;
-        view.note(now - startedMs, "kill-leader: nobody leads right now; killing the next leader as soon as one acquires the lease");
+        view.note(
+          now - startedMs,
+          "kill-leader: nobody leads right now; killing the next leader as soon as one acquires the lease",
+        );
       }
     }
-    if (instances.every((instance) => !instance.alive)) return { status, problem: "Every instance exited; see the logs folder for why." };
+    if (instances.every((instance) => !instance.alive))
+      return { status, problem: "Every instance exited; see the logs folder for why." };
     view.render({ elapsedMs: now - startedMs, instances: instances.map((instance) => instance.state), job: status });
     try {
       await delay(FRAME_MS, { abortSignal: options.abortSignal });

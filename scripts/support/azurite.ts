@@ -61,18 +61,26 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   let child: ChildProcess | undefined;
   let ports = await spawnAzurite({ blobPort: 0, queuePort: 0 });
 
-  async function spawnAzurite(requested: { blobPort: number; queuePort: number }): Promise<{ blobPort: number; queuePort: number }> {
+  async function spawnAzurite(requested: {
+    blobPort: number;
+    queuePort: number;
+  }): Promise<{ blobPort: number; queuePort: number }> {
     const args = [
       GUARD,
       AZURITE_MAIN,
       "--silent",
       "--disableTelemetry",
       "--skipApiVersionCheck",
-      "--blobHost", "127.0.0.1",
-      "--queueHost", "127.0.0.1",
-      "--blobPort", String(requested.blobPort),
-      "--queuePort", String(requested.queuePort),
-      "--tablePort", "0",
+      "--blobHost",
+      "127.0.0.1",
+      "--queueHost",
+      "127.0.0.1",
+      "--blobPort",
+      String(requested.blobPort),
+      "--queuePort",
+      String(requested.queuePort),
+      "--tablePort",
+      "0",
       ...(location ? ["--location", location] : ["--inMemoryPersistence"]),
     ];
     const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
@@ -86,7 +94,9 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
       }, startTimeoutMs);
       const onData = (chunk: Buffer): void => {
         output += chunk.toString();
-        for (const match of output.matchAll(/Azurite (Blob|Queue) service is successfully listening at http:\/\/[^:]+:(\d+)/g)) {
+        for (const match of output.matchAll(
+          /Azurite (Blob|Queue) service is successfully listening at http:\/\/[^:]+:(\d+)/g,
+        )) {
           const [, service, port] = match;
           if (service === "Blob") found.blob = Number(port);
           if (service === "Queue") found.queue = Number(port);
@@ -105,7 +115,11 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
       });
       proc.once("exit", (code, signal) => {
         clearTimeout(timer);
-        reject(new Error(`Azurite exited before listening (code ${code ?? "none"}, signal ${signal ?? "none"}). Output:\n${output}`));
+        reject(
+          new Error(
+            `Azurite exited before listening (code ${code ?? "none"}, signal ${signal ?? "none"}). Output:\n${output}`,
+          ),
+        );
       });
     });
   }

@@ -38,11 +38,23 @@ export interface NumberRange {
  *
  * @throws UsageError when `raw` is not a (whole) number from `min` to `max`.
  */
-export function numberFlag(raw: string | undefined, flag: string, { min, max, integer = true }: NumberRange): number | undefined {
+export function numberFlag(
+  raw: string | undefined,
+  flag: string,
+  { min, max, integer = true }: NumberRange,
+): number | undefined {
   if (raw === undefined) return undefined;
   const value = Number(raw);
-  const ok = raw.trim() !== "" && Number.isFinite(value) && (!integer || Number.isInteger(value)) && value >= min && value <= max;
-  if (!ok) throw new UsageError(`${flag} must be ${integer ? "a whole number" : "a number"} from ${min} to ${max}, got "${raw}".`);
+  const ok =
+    raw.trim() !== "" &&
+    Number.isFinite(value) &&
+    (!integer || Number.isInteger(value)) &&
+    value >= min &&
+    value <= max;
+  if (!ok)
+    throw new UsageError(
+      `${flag} must be ${integer ? "a whole number" : "a number"} from ${min} to ${max}, got "${raw}".`,
+    );
   return value;
 }
 
@@ -79,13 +91,18 @@ export function scheduleFlag(raw: string | undefined, flag: string, fallback: st
  *
  * @throws UsageError naming the unknown names and the allowed ones.
  */
-export function listFlag<T extends string>(raw: string | undefined, flag: string, allowed: readonly T[]): T[] | undefined {
+export function listFlag<T extends string>(
+  raw: string | undefined,
+  flag: string,
+  allowed: readonly T[],
+): T[] | undefined {
   if (raw === undefined) return undefined;
   const names = raw
     .split(",")
     .map((name) => name.trim())
     .filter((name) => name !== "");
   const unknown = names.filter((name) => !allowed.includes(name as T));
-  if (unknown.length > 0) throw new UsageError(`${flag}: unknown ${unknown.join(", ")}; allowed: ${allowed.join(", ")}.`);
+  if (unknown.length > 0)
+    throw new UsageError(`${flag}: unknown ${unknown.join(", ")}; allowed: ${allowed.join(", ")}.`);
   return names as T[];
 }

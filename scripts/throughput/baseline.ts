@@ -11,7 +11,15 @@ import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/azure/
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../src/library/util/delay";
 import { aggregatesMatch, asAggregate } from "../local/demoData";
-import { BASELINE_RESULT_BATCH, BASELINE_SEND_PARALLELISM, BASELINE_VISIBILITY_S, parseWorkerLine, pollDelaysMs, type BaselineResult, type BaselineWork } from "./baselineProtocol";
+import {
+  BASELINE_RESULT_BATCH,
+  BASELINE_SEND_PARALLELISM,
+  BASELINE_VISIBILITY_S,
+  parseWorkerLine,
+  pollDelaysMs,
+  type BaselineResult,
+  type BaselineWork,
+} from "./baselineProtocol";
 import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
 import type { ScenarioJob } from "./scenarios";
 import { packUnits } from "./units";
@@ -91,21 +99,36 @@ export interface BaselineRunResult {
 export async function runBaseline(options: BaselineOptions): Promise<BaselineRunResult> {
   const { connectionString, job, mode } = options;
   const counter = new RequestCounter("baseline", queueEndpointOf(connectionString));
-  const clients = createStorageClients({ kind: "connectionString", connectionString }, { ...DEFAULT_PIPELINE_OPTIONS, policies: [counter.policy] });
+  const clients = createStorageClients(
+    { kind: "connectionString", connectionString },
+    { ...DEFAULT_PIPELINE_OPTIONS, policies: [counter.policy] },
+  );
   const suffix = `${mode}-${options.label}`.toLowerCase().replace(/[^a-z0-9]+/g, "-");
   const work = clients.queue.getQueueClient(`${BASELINE_NAMES.workQueue}-${suffix}`);
   const results = clients.queue.getQueueClient(`${BASELINE_NAMES.resultsQueue}-${suffix}`);
   // Setup, not counted: the queues.
   await Promise.all([work.createIfNotExists(), results.createIfNotExists()]);
-  const countsFiles = Array.from({ length: options.workers }, (_, index) => `${options.countsPrefix}-${suffix}-worker-${index + 1}.jsonl`);
-  const workers = await startWorkers(countsFiles, { connectionString, workQueue: work.name, resultsQueue: results.name, inputContainer: options.inputContainer });
+  const countsFiles = Array.from(
+    { length: options.workers },
+    (_, index) => `${options.countsPrefix}-${suffix}-worker-${index + 1}.jsonl`,
+  );
+  const workers = await startWorkers(countsFiles, {
+    connectionString,
+    workQueue: work.name,
+    resultsQueue: results.name,
+    inputContainer: options.inputContainer,
+  });
   counter.take();
   const jobId = randomUUID();
   const base = { jobId, kind: job.kind, params: job.params };
   const bodies =
     mode === "per-item"
       ? job.items.map((input, item) => JSON.stringify({ v: 1, ...base, item, input } satisfies BaselineWork))
-      : packUnits(job.items, { maxItems: options.unitMaxItems, maxBytes: options.unitMaxBytes }, Buffer.byteLength(JSON.stringify({ v: 2, ...base, first: job.items.length, inputs: [] }))).map((unit) =>
+      : packUnits(
+          job.items,
+          { maxItems: options.unitMaxItems, maxBytes: options.unitMaxBytes },
+          Buffer.byteLength(JSON.stringify({ v: 2, ...base, first: job.items.length, inputs: [] })),
+        ).map((unit) =>
           JSON.stringify({ v: 2, ...base, first: unit.first, inputs: unit.inputs } satisfies BaselineWork),
         );
   let problem: string | undefined;
@@ -127,7 +150,9 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
     duplicates = consumed.duplicates;
   } catch (error) {
     endMs = Date.now();
-    problem = options.abortSignal.aborted ? "Interrupted." : `The baseline did not finish: ${error instanceof Error ? error.message : String(error)}`;
+    problem = options.abortSignal.aborted
+      ? "Interrupted."
+      : `The baseline did not finish: ${error instanceof Error ? error.message : String(error)}`;
   }
   const stopped = await stopWorkers(workers);
   const counts = [...counter.take(), ...readCountFiles(countsFiles)];
@@ -136,26 +161,61 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
   if (problem === undefined && !matches) problem = "The baseline's aggregate differs from the expected one.";
   const durationS = (endMs - startMs) / 1000;
   const items = job.items.length;
-  return { ok: problem === undefined, problem, mode, items, messages: bodies.length, startMs, firstSendMs, endMs, durationS, itemsPerS: items / Math.max(durationS, 1e-3), matches, duplicates, workers: stopped, counts, queues: { work: work.name, results: results.name } };
+  return {
+    ok: problem === undefined,
+    problem,
+    mode,
+    items,
+    messages: bodies.length,
+    startMs,
+    firstSendMs,
+    endMs,
+    durationS,
+    itemsPerS: items / Math.max(durationS, 1e-3),
+    matches,
+    duplicates,
+    workers: stopped,
+    counts,
+    queues: { work: work.name, results: results.name },
+  };
 }
 
 /** Sends every work message (base64, as the host reads them), `BASELINE_SEND_PARALLELISM` at a time. */
-async function produce(work: QueueClient, bodies: readonly string[], abortSignal: AbortSignal, onSent: () => void): Promise<void> {
+async function produce(
+  work: QueueClient,
+  bodies: readonly string[],
+  abortSignal: AbortSignal,
+  onSent: () => void,
+): Promise<void> {
   for (let start = 0; start < bodies.length; start += BASELINE_SEND_PARALLELISM) {
-    await Promise.all(bodies.slice(start, start + BASELINE_SEND_PARALLELISM).map((body) => work.sendMessage(encodeBody(body, "base64"), { abortSignal })));
+    await Promise.all(
+      bodies
+        .slice(start, start + BASELINE_SEND_PARALLELISM)
+        .map((body) => work.sendMessage(encodeBody(body, "base64"), { abortSignal })),
+    );
     onSent();
   }
 }
 
 /** Receives results 32 at a time, merges each item once, deletes them; returns when every item is merged. */
-async function consume(results: QueueClient, items: number, abortSignal: AbortSignal): Promise<{ aggregate: GroupByPartial; duplicates: number }> {
+async function consume(
+  results: QueueClient,
+  items: number,
+  abortSignal: AbortSignal,
+): Promise<{ aggregate: GroupByPartial; duplicates: number }> {
   const seen = new Uint8Array(items);
   let merged = 0;
   let aggregate = groupByKind.empty();
   let duplicates = 0;
   const delays = pollDelaysMs();
   while (merged < items) {
-    const received = (await results.receiveMessages({ numberOfMessages: BASELINE_RESULT_BATCH, visibilityTimeout: BASELINE_VISIBILITY_S, abortSignal })).receivedMessageItems;
+    const received = (
+      await results.receiveMessages({
+        numberOfMessages: BASELINE_RESULT_BATCH,
+        visibilityTimeout: BASELINE_VISIBILITY_S,
+        abortSignal,
+      })
+    ).receivedMessageItems;
     if (received.length === 0) {
       await delay(withJitter(delays.next(), 0.2), { abortSignal });
       continue;
@@ -173,7 +233,9 @@ async function consume(results: QueueClient, items: number, abortSignal: AbortSi
         aggregate = groupByKind.merge(aggregate, result.partial as GroupByPartial);
       }
     }
-    await Promise.all(received.map((message) => results.deleteMessage(message.messageId, message.popReceipt, { abortSignal })));
+    await Promise.all(
+      received.map((message) => results.deleteMessage(message.messageId, message.popReceipt, { abortSignal })),
+    );
   }
   return { aggregate, duplicates };
 }
@@ -183,16 +245,29 @@ interface WorkerProcess {
   stopped: Promise<{ processed: number | undefined; failed: number | undefined }>;
 }
 
-async function startWorkers(countsFiles: readonly string[], names: { connectionString: string; workQueue: string; resultsQueue: string; inputContainer: string }): Promise<WorkerProcess[]> {
+async function startWorkers(
+  countsFiles: readonly string[],
+  names: { connectionString: string; workQueue: string; resultsQueue: string; inputContainer: string },
+): Promise<WorkerProcess[]> {
   const workers = countsFiles.map((countsFile): WorkerProcess & { ready: Promise<void> } => {
     const child = spawn(process.execPath, ["--import", TSX_LOADER, WORKER_ENTRY], {
-      env: { ...process.env, BASELINE_STORAGE: names.connectionString, BASELINE_WORK_QUEUE: names.workQueue, BASELINE_RESULTS_QUEUE: names.resultsQueue, BASELINE_INPUT_CONTAINER: names.inputContainer, BASELINE_REQUEST_COUNTS_FILE: countsFile },
+      env: {
+        ...process.env,
+        BASELINE_STORAGE: names.connectionString,
+        BASELINE_WORK_QUEUE: names.workQueue,
+        BASELINE_RESULTS_QUEUE: names.resultsQueue,
+        BASELINE_INPUT_CONTAINER: names.inputContainer,
+        BASELINE_REQUEST_COUNTS_FILE: countsFile,
+      },
       stdio: ["pipe", "pipe", "inherit"],
     });
     liveWorkers.add(child);
     let onReady: () => void = () => undefined;
     const ready = new Promise<void>((done) => (onReady = done));
-    let report: { processed: number | undefined; failed: number | undefined } = { processed: undefined, failed: undefined };
+    let report: { processed: number | undefined; failed: number | undefined } = {
+      processed: undefined,
+      failed: undefined,
+    };
     createInterface({ input: child.stdout }).on("line", (text) => {
       const line = parseWorkerLine(text);
       if (line?.kind === "ready") onReady();

@@ -21,7 +21,9 @@ export const POLL_MAX_MS = 2_000;
 type Input = { inline: string } | { blob: string };
 
 /** A work message: one item (the per-item loop), or a unit of items `first`, `first + 1`, … (the batched loop). */
-export type BaselineWork = { v: 1; jobId: string; item: number; kind: string; params: unknown; input: Input } | { v: 2; jobId: string; first: number; kind: string; params: unknown; inputs: Input[] };
+export type BaselineWork =
+  | { v: 1; jobId: string; item: number; kind: string; params: unknown; input: Input }
+  | { v: 2; jobId: string; first: number; kind: string; params: unknown; inputs: Input[] };
 
 /** A result message: the partial of the message's items (`count` from `first`). */
 export interface BaselineResult {
@@ -32,7 +34,8 @@ export interface BaselineResult {
 }
 
 /** A line a baseline worker prints on stdout. */
-export type WorkerLine = { kind: "ready"; pid: number } | { kind: "stopped"; pid: number; processed: number; failed: number };
+export type WorkerLine =
+  { kind: "ready"; pid: number } | { kind: "stopped"; pid: number; processed: number; failed: number };
 
 /** One protocol line, newline-terminated. */
 export function formatWorkerLine(line: WorkerLine): string {
@@ -51,7 +54,8 @@ export function parseWorkerLine(text: string): WorkerLine | undefined {
   const line = value as Partial<Record<string, unknown>>;
   if (typeof line.pid !== "number") return undefined;
   if (line.kind === "ready") return { kind: "ready", pid: line.pid };
-  if (line.kind === "stopped" && typeof line.processed === "number" && typeof line.failed === "number") return { kind: "stopped", pid: line.pid, processed: line.processed, failed: line.failed };
+  if (line.kind === "stopped" && typeof line.processed === "number" && typeof line.failed === "number")
+    return { kind: "stopped", pid: line.pid, processed: line.processed, failed: line.failed };
   return undefined;
 }
 

@@ -3,7 +3,15 @@ import { groupByKind, type GroupByPartial } from "../../src/coordination/groupBy
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../src/library/util/delay";
-import { BASELINE_BATCH_SIZE, BASELINE_NEW_BATCH_THRESHOLD, BASELINE_VISIBILITY_S, formatWorkerLine, pollDelaysMs, type BaselineResult, type BaselineWork } from "./baselineProtocol";
+import {
+  BASELINE_BATCH_SIZE,
+  BASELINE_NEW_BATCH_THRESHOLD,
+  BASELINE_VISIBILITY_S,
+  formatWorkerLine,
+  pollDelaysMs,
+  type BaselineResult,
+  type BaselineWork,
+} from "./baselineProtocol";
 import { countProcessRequests } from "./requestCounter";
 
 /**
@@ -62,8 +70,14 @@ async function main(): Promise<void> {
       const items = message.v === 1 ? [message.input] : message.inputs;
       let partial: GroupByPartial = groupByKind.empty();
       // One item after another, as the app's worker does a unit's.
-      for (const input of items) partial = groupByKind.merge(partial, groupByKind.process(await readInput(input), params));
-      const result: BaselineResult = { jobId: message.jobId, first: message.v === 1 ? message.item : message.first, count: items.length, partial };
+      for (const input of items)
+        partial = groupByKind.merge(partial, groupByKind.process(await readInput(input), params));
+      const result: BaselineResult = {
+        jobId: message.jobId,
+        first: message.v === 1 ? message.item : message.first,
+        count: items.length,
+        partial,
+      };
       await results.sendMessage(encodeBody(JSON.stringify(result), "base64"));
       await work.deleteMessage(item.messageId, item.popReceipt);
       processed++;
@@ -83,9 +97,18 @@ async function main(): Promise<void> {
     }
     let received: DequeuedMessageItem[] = [];
     try {
-      received = (await work.receiveMessages({ numberOfMessages: BASELINE_BATCH_SIZE, visibilityTimeout: BASELINE_VISIBILITY_S, abortSignal: controller.signal })).receivedMessageItems;
+      received = (
+        await work.receiveMessages({
+          numberOfMessages: BASELINE_BATCH_SIZE,
+          visibilityTimeout: BASELINE_VISIBILITY_S,
+          abortSignal: controller.signal,
+        })
+      ).receivedMessageItems;
     } catch (error) {
-      if (!stopping()) process.stderr.write(`baseline worker: receive failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      if (!stopping())
+        process.stderr.write(
+          `baseline worker: receive failed: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
     }
     if (received.length === 0) {
       try {
@@ -102,10 +125,14 @@ async function main(): Promise<void> {
     }
   }
   await Promise.all(running);
-  process.stdout.write(formatWorkerLine({ kind: "stopped", pid: process.pid, processed, failed }), () => process.exit(0));
+  process.stdout.write(formatWorkerLine({ kind: "stopped", pid: process.pid, processed, failed }), () =>
+    process.exit(0),
+  );
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`baseline worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `baseline worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

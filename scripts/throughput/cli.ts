@@ -105,6 +105,7 @@ export function parseThroughputArgs(argv: readonly string[]): ThroughputArgs {
 function wholeNumber(raw: string | undefined, flag: string, min: number, max: number): number | undefined {
   if (raw === undefined) return undefined;
   const value = Number(raw);
-  if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got "${raw}".`);
+  if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max)
+    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got "${raw}".`);
   return value;
 }

@@ -9,7 +9,9 @@ import type { RequestCount } from "./requestCounter";
 export const PRICES = {
   /** Queue Storage, any operation (per million): $0.004 per 10,000. */
   queueOperationPerMillion: 0.4,
-  /** Blob Storage hot LRS write operations — and, at the same price, list and create-container operations (per million). */
+  /**
+   * Blob Storage hot LRS write operations — and, at the same price, list and create-container operations (per million).
+   */
   blobWritePerMillion: 5.5,
   /** Blob Storage hot LRS read and all other operations (per million); deletes are free. */
   blobReadOtherPerMillion: 0.44,
@@ -33,7 +35,11 @@ export function priceClassOf(count: Pick<RequestCount, "service" | "method" | "p
   if (count.method === "DELETE") return "free";
   if (count.comp === "list") return "blobWrite";
   // PUT of a blob, a block or a block list; PUT on a container (path "") creates it.
-  if (count.method === "PUT" && (count.comp === "" || count.comp === "block" || count.comp === "blocklist" || count.comp === "appendblock")) return "blobWrite";
+  if (
+    count.method === "PUT" &&
+    (count.comp === "" || count.comp === "block" || count.comp === "blocklist" || count.comp === "appendblock")
+  )
+    return "blobWrite";
   return "blobReadOther";
 }
 
@@ -56,7 +62,12 @@ export interface CostPerMillion {
 }
 
 /** Cost per million items of `items` items that took these requests, executions and (estimated) GB-s. */
-export function costPerMillion(byClass: Record<PriceClass, number>, executions: number, items: number, gbSeconds?: number): CostPerMillion {
+export function costPerMillion(
+  byClass: Record<PriceClass, number>,
+  executions: number,
+  items: number,
+  gbSeconds?: number,
+): CostPerMillion {
   const scale = 1_000_000 / Math.max(1, items);
   const perMillion = (requests: number, price: number): number => (requests * scale * price) / 1_000_000;
   const byClassUSD: Record<PriceClass, number> = {
@@ -72,7 +83,12 @@ export function costPerMillion(byClass: Record<PriceClass, number>, executions: 
     storageUSD: round4(storageUSD),
     executionsUSD: round4(executionsUSD),
     computeEstimateUSD: gbSeconds === undefined ? undefined : round4(gbSeconds * scale * PRICES.gbSecond),
-    byClass: { queue: round4(byClassUSD.queue), blobWrite: round4(byClassUSD.blobWrite), blobReadOther: round4(byClassUSD.blobReadOther), free: 0 },
+    byClass: {
+      queue: round4(byClassUSD.queue),
+      blobWrite: round4(byClassUSD.blobWrite),
+      blobReadOther: round4(byClassUSD.blobReadOther),
+      free: 0,
+    },
   };
 }
 
@@ -81,7 +97,10 @@ export function costPerMillion(byClass: Record<PriceClass, number>, executions: 
  * invocation runs on it (concurrent invocations share it), each busy period at least 1 s and rounded up to 100 ms,
  * times the instance's memory. `intervals` are [startMs, endMs] per instance.
  */
-export function billedGbSeconds(intervalsByInstance: readonly (readonly [number, number])[][], instanceGb: number = PRICES.instanceGb): number {
+export function billedGbSeconds(
+  intervalsByInstance: readonly (readonly [number, number])[][],
+  instanceGb: number = PRICES.instanceGb,
+): number {
   let seconds = 0;
   for (const intervals of intervalsByInstance) {
     const sorted = [...intervals].sort((a, b) => a[0] - b[0]);

@@ -1,8 +1,8 @@
 import type { RequestCount } from "./requestCounter";
 
 /**
- * Gives the raw request counts (./requestCounter.ts) their meaning: which queue or container, which operation, idle poll or not;
- * then sums them over a time window and per item.
+ * Gives the raw request counts (./requestCounter.ts) their meaning: which queue or container, which operation, idle
+ * poll or not; then sums them over a time window and per item.
  */
 
 /** Which queue and container names play which part (the app's and the baseline's names differ). */
@@ -17,7 +17,19 @@ export interface StorageRoles {
 }
 
 /** The operation groups the report shows. */
-export const OP_GROUPS = ["workSend", "workReceive", "workDelete", "resultsSend", "resultsReceive", "resultsDelete", "blobRead", "blobWrite", "lease", "polling", "other"] as const;
+export const OP_GROUPS = [
+  "workSend",
+  "workReceive",
+  "workDelete",
+  "resultsSend",
+  "resultsReceive",
+  "resultsDelete",
+  "blobRead",
+  "blobWrite",
+  "lease",
+  "polling",
+  "other",
+] as const;
 export type OpGroup = (typeof OP_GROUPS)[number];
 
 /** One detailed operation's totals. */
@@ -44,22 +56,44 @@ export interface OpsSummary {
 /** The detailed operation name of a request, e.g. `work.send`, `results.poll`, `lease.acquire`, `system.chunk.read`. */
 export function operationOf(count: RequestCount, roles: StorageRoles): string {
   if (count.service === "queue") {
-    const role = roles.workQueues.includes(count.name) ? "work" : roles.resultsQueues.includes(count.name) ? "results" : count.name.endsWith("-poison") ? "poison" : "queue";
+    const role = roles.workQueues.includes(count.name)
+      ? "work"
+      : roles.resultsQueues.includes(count.name)
+        ? "results"
+        : count.name.endsWith("-poison")
+          ? "poison"
+          : "queue";
     if (count.path === "messages" && count.method === "POST") return `${role}.send`;
     if (count.path === "messages" && count.method === "GET") return count.empty ? `${role}.poll` : `${role}.receive`;
     if (count.path === "message" && count.method === "DELETE") return `${role}.delete`;
     if (count.path === "message" && count.method === "PUT") return `${role}.update`;
     return `${role}.admin`;
   }
-  const verb = count.method === "GET" ? "read" : count.method === "HEAD" ? "props" : count.method === "DELETE" ? "delete" : "write";
-  if (count.path === "" || count.comp === "list") return count.comp === "list" ? `${containerRole(count.name, roles)}.list` : "blob.admin";
+  const verb =
+    count.method === "GET"
+      ? "read"
+      : count.method === "HEAD"
+        ? "props"
+        : count.method === "DELETE"
+          ? "delete"
+          : "write";
+  if (count.path === "" || count.comp === "list")
+    return count.comp === "list" ? `${containerRole(count.name, roles)}.list` : "blob.admin";
   if (roles.leaseContainers.includes(count.name)) {
     if (count.comp === "lease") return `lease.${count.leaseAction || "unknown"}`;
     return count.comp === "metadata" ? "lease.metadata" : `lease.${verb}`;
   }
   if (roles.stateContainers.includes(count.name)) return `state.${verb}`;
   if (roles.systemContainers.includes(count.name)) {
-    const kind = /^jobs\/\{id\}\/items\//.test(count.path) ? "chunk" : /\/spec\.json$/.test(count.path) ? "spec" : count.path.startsWith("inbox/") ? "inbox" : count.path.includes("/partials/") ? "partial" : "other";
+    const kind = /^jobs\/\{id\}\/items\//.test(count.path)
+      ? "chunk"
+      : /\/spec\.json$/.test(count.path)
+        ? "spec"
+        : count.path.startsWith("inbox/")
+          ? "inbox"
+          : count.path.includes("/partials/")
+            ? "partial"
+            : "other";
     return `system.${kind}.${verb}`;
   }
   if (roles.inputContainers.includes(count.name)) return `inputs.item.${verb}`;
@@ -93,7 +127,10 @@ export function groupOf(operation: string): OpGroup {
 }
 
 /** Sums requests by operation and group, per item. */
-export function summarizeOps(counts: readonly RequestCount[], options: { items: number; roles: StorageRoles }): OpsSummary {
+export function summarizeOps(
+  counts: readonly RequestCount[],
+  options: { items: number; roles: StorageRoles },
+): OpsSummary {
   const detail: Record<string, OpDetail> = {};
   const groups = Object.fromEntries(OP_GROUPS.map((group) => [group, 0])) as Record<OpGroup, number>;
   let total = 0;
@@ -116,7 +153,10 @@ export function summarizeOps(counts: readonly RequestCount[], options: { items: 
     total,
     perItem: perItem(total),
     groups,
-    groupsPerItem: Object.fromEntries(OP_GROUPS.map((group) => [group, perItem(groups[group])])) as Record<OpGroup, number>,
+    groupsPerItem: Object.fromEntries(OP_GROUPS.map((group) => [group, perItem(groups[group])])) as Record<
+      OpGroup,
+      number
+    >,
     detail: sorted,
     receiveBatch: { work: batch("work.receive"), results: batch("results.receive") },
   };

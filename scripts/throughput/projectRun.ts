@@ -101,7 +101,11 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     onLog: (instance, line) => {
       const started = EXECUTING.exec(line.message);
       if (started?.[1] !== undefined && started[2] !== undefined) {
-        invocations.set(started[2], { instance: instance.name, functionName: started[1], startMs: Date.parse(line.ts) });
+        invocations.set(started[2], {
+          instance: instance.name,
+          functionName: started[1],
+          startMs: Date.parse(line.ts),
+        });
         return;
       }
       const ended = EXECUTED.exec(line.message);
@@ -119,7 +123,10 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     instances.push(new InstanceProcess(name, { ...env, LOCAL_REQUEST_COUNTS_FILE: countsFile }, handlers));
   }
   const submitCounter = new RequestCounter("submitter", queueEndpointOf(options.connectionString));
-  const submitter = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-submitter" }, { policies: [submitCounter.policy] });
+  const submitter = createCoordinatorApp(
+    { ...env, WEBSITE_INSTANCE_ID: "bench-submitter" },
+    { policies: [submitCounter.policy] },
+  );
   const poller = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-poller" });
   const reports: InstanceReport[] = [];
   let problem: string | undefined;
@@ -141,21 +148,31 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         if (pid !== undefined) resetPeakRss(pid);
       }
     }
-    const body = options.manifest !== undefined ? { kind: options.job.kind, params: options.job.params, manifest: options.manifest } : { kind: options.job.kind, params: options.job.params, items: options.job.items };
+    const body =
+      options.manifest !== undefined
+        ? { kind: options.job.kind, params: options.job.params, manifest: options.manifest }
+        : { kind: options.job.kind, params: options.job.params, items: options.job.items };
     submitCounter.take();
     submitStartMs = Date.now();
     const submitted = await submitJob(submitter, body, { abortSignal: options.abortSignal });
-    if (!submitted.ok) throw new Error(`The app rejected the job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`);
+    if (!submitted.ok)
+      throw new Error(
+        `The app rejected the job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`,
+      );
     jobId = submitted.id;
     const deadline = submitStartMs + options.maxWaitS * 1000;
     for (;;) {
       status = await getJobStatus(poller, jobId, { abortSignal: options.abortSignal });
       if (firstDispatchMs === undefined && (status?.progress.dispatched ?? 0) > 0) firstDispatchMs = Date.now();
       if (status !== undefined && status.status !== "pending" && status.status !== "running") break;
-      if (Date.now() > deadline) throw new Error(`The job did not end within ${options.maxWaitS} s (status ${status?.status ?? "unknown"}, ${status?.progress.done ?? 0} of ${options.job.items.length} done).`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `The job did not end within ${options.maxWaitS} s (status ${status?.status ?? "unknown"}, ${status?.progress.done ?? 0} of ${options.job.items.length} done).`,
+        );
       await delay(firstDispatchMs === undefined ? FAST_POLL_MS : SLOW_POLL_MS, { abortSignal: options.abortSignal });
     }
-    if (status.status !== "completed") problem = `The job ended as ${status.status}${status.failureReason === undefined ? "" : `: ${status.failureReason}`}.`;
+    if (status.status !== "completed")
+      problem = `The job ended as ${status.status}${status.failureReason === undefined ? "" : `: ${status.failureReason}`}.`;
     // The last deletes, and the instances' last count flushes.
     await delay(TAIL_MS + 1000, { abortSignal: options.abortSignal });
     for (const instance of instances) {
@@ -164,7 +181,9 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         name: instance.state.name,
         pid,
         termsLed: 0,
-        ...(options.memory === undefined || pid === undefined ? {} : { idleRssMiB: mib(idle.get(instance.state.name)), peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }),
+        ...(options.memory === undefined || pid === undefined
+          ? {}
+          : { idleRssMiB: mib(idle.get(instance.state.name)), peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }),
       });
     }
   } catch (error) {
@@ -186,10 +205,15 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     list.push([invocation.startMs, invocation.endMs ?? invocation.startMs]);
     intervals.set(invocation.instance, list);
   }
-  for (const report of reports) report.termsLed = leaseAcquired.filter((entry) => entry.instance === report.name && entry.atMs >= fromMs && entry.atMs < toMs).length;
+  for (const report of reports)
+    report.termsLed = leaseAcquired.filter(
+      (entry) => entry.instance === report.name && entry.atMs >= fromMs && entry.atMs < toMs,
+    ).length;
   const matches = aggregatesMatch(asAggregate(status?.aggregate), options.job.expected);
-  if (problem === undefined && !matches) problem = "The job completed, but its aggregate differs from the expected one.";
-  const seconds = (endMs: number | undefined): number | undefined => (endMs === undefined ? undefined : (endMs - submitStartMs) / 1000);
+  if (problem === undefined && !matches)
+    problem = "The job completed, but its aggregate differs from the expected one.";
+  const seconds = (endMs: number | undefined): number | undefined =>
+    endMs === undefined ? undefined : (endMs - submitStartMs) / 1000;
   const submitToCompletedS = seconds(completedAtMs);
   return {
     ok: problem === undefined,
@@ -201,7 +225,10 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     completedAtMs,
     submitToFirstDispatchS: seconds(firstDispatchMs),
     submitToCompletedS,
-    itemsPerS: submitToCompletedS === undefined || submitToCompletedS <= 0 ? undefined : options.job.items.length / submitToCompletedS,
+    itemsPerS:
+      submitToCompletedS === undefined || submitToCompletedS <= 0
+        ? undefined
+        : options.job.items.length / submitToCompletedS,
     matches,
     counts,
     executions,

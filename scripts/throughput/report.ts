@@ -58,7 +58,12 @@ export function median(values: readonly (number | undefined)[]): number | undefi
 export function spread(values: readonly (number | undefined)[], digits: number): Spread {
   const defined = values.filter((value): value is number => value !== undefined).map((value) => round(value, digits));
   const mid = median(defined);
-  return { median: mid === undefined ? undefined : round(mid, digits), min: defined.length === 0 ? undefined : Math.min(...defined), max: defined.length === 0 ? undefined : Math.max(...defined), values: defined };
+  return {
+    median: mid === undefined ? undefined : round(mid, digits),
+    min: defined.length === 0 ? undefined : Math.min(...defined),
+    max: defined.length === 0 ? undefined : Math.max(...defined),
+    values: defined,
+  };
 }
 
 /** One implementation in one scenario, over its rounds. */
@@ -85,19 +90,34 @@ export function summarizeImplementation(samples: readonly RunSample[], roles: St
   const counts = samples.flatMap((sample) => sample.counts);
   const ops = summarizeOps(counts, { items, roles });
   const executionsByFunction: Record<string, number> = {};
-  for (const sample of samples) for (const [name, count] of Object.entries(sample.executions)) executionsByFunction[name] = (executionsByFunction[name] ?? 0) + count;
+  for (const sample of samples)
+    for (const [name, count] of Object.entries(sample.executions))
+      executionsByFunction[name] = (executionsByFunction[name] ?? 0) + count;
   const executions = Object.values(executionsByFunction).reduce((sum, count) => sum + count, 0);
-  const gbSeconds = samples.every((sample) => sample.gbSeconds !== undefined) ? samples.reduce((sum, sample) => sum + (sample.gbSeconds ?? 0), 0) : undefined;
+  const gbSeconds = samples.every((sample) => sample.gbSeconds !== undefined)
+    ? samples.reduce((sum, sample) => sum + (sample.gbSeconds ?? 0), 0)
+    : undefined;
   const cost = costPerMillion(requestsByPriceClass(counts), executions, items, gbSeconds);
   const completed = samples.filter((sample) => sample.ok);
   const itemsPerS = median(completed.map((sample) => sample.itemsPerS));
   return {
     itemsPerS: itemsPerS === undefined ? undefined : round(itemsPerS, 1),
-    submitToFirstDispatchS: spread(completed.map((sample) => sample.submitToFirstDispatchS), 2),
-    submitToCompletedS: spread(completed.map((sample) => sample.submitToCompletedS), 2),
+    submitToFirstDispatchS: spread(
+      completed.map((sample) => sample.submitToFirstDispatchS),
+      2,
+    ),
+    submitToCompletedS: spread(
+      completed.map((sample) => sample.submitToCompletedS),
+      2,
+    ),
     opsPerItem: ops.perItem,
     opsBreakdown: ops.groupsPerItem,
-    opsDetail: Object.fromEntries(Object.entries(ops.detail).map(([name, detail]) => [name, { requests: detail.requests, failed: detail.failed, perItem: round(detail.requests / Math.max(1, items), 4) }])),
+    opsDetail: Object.fromEntries(
+      Object.entries(ops.detail).map(([name, detail]) => [
+        name,
+        { requests: detail.requests, failed: detail.failed, perItem: round(detail.requests / Math.max(1, items), 4) },
+      ]),
+    ),
     executionsPerItem: round(executions / Math.max(1, items), 4),
     executionsByFunction,
     gbSecondsPerItem: gbSeconds === undefined ? undefined : round(gbSeconds / Math.max(1, items), 5),
@@ -126,9 +146,17 @@ export interface ScenarioReport {
 }
 
 /** Builds a scenario's report from its summaries. */
-export function scenarioReport(name: "small" | "blob", items: number, meanItemBytes: number, summaries: Record<Implementation, ImplementationSummary>): ScenarioReport {
+export function scenarioReport(
+  name: "small" | "blob",
+  items: number,
+  meanItemBytes: number,
+  summaries: Record<Implementation, ImplementationSummary>,
+): ScenarioReport {
   const { project, perItem, batched } = summaries;
-  const ratio = (other: ImplementationSummary): number | undefined => (project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0 ? round(project.itemsPerS / other.itemsPerS, 3) : undefined);
+  const ratio = (other: ImplementationSummary): number | undefined =>
+    project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0
+      ? round(project.itemsPerS / other.itemsPerS, 3)
+      : undefined;
   const ratioVsPerItem = ratio(perItem);
   const ratioVsBatched = ratio(batched);
   const atLeast = (value: number | undefined, min: number): boolean => value !== undefined && value >= min;
@@ -137,15 +165,43 @@ export function scenarioReport(name: "small" | "blob", items: number, meanItemBy
   const targets: ScenarioReport["targets"] =
     name === "small"
       ? {
-          ratioVsPerItem: { target: `≥ ${TARGETS.smallVsPerItemMin}×`, value: ratioVsPerItem, met: atLeast(ratioVsPerItem, TARGETS.smallVsPerItemMin) },
-          ratioVsBatched: { target: `≥ ${TARGETS.smallVsBatchedMin}×`, value: ratioVsBatched, met: atLeast(ratioVsBatched, TARGETS.smallVsBatchedMin) },
-          opsPerItem: { target: `≤ ${TARGETS.smallOpsPerItemMax}`, value: project.opsPerItem, met: atMost(project.opsPerItem, TARGETS.smallOpsPerItemMax) },
-          executionsPerItem: { target: `≤ ${TARGETS.smallExecutionsPerItemMax}`, value: project.executionsPerItem, met: atMost(project.executionsPerItem, TARGETS.smallExecutionsPerItemMax) },
-          submitToFirstDispatchMedianS: { target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`, value: firstDispatch, met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS) },
+          ratioVsPerItem: {
+            target: `≥ ${TARGETS.smallVsPerItemMin}×`,
+            value: ratioVsPerItem,
+            met: atLeast(ratioVsPerItem, TARGETS.smallVsPerItemMin),
+          },
+          ratioVsBatched: {
+            target: `≥ ${TARGETS.smallVsBatchedMin}×`,
+            value: ratioVsBatched,
+            met: atLeast(ratioVsBatched, TARGETS.smallVsBatchedMin),
+          },
+          opsPerItem: {
+            target: `≤ ${TARGETS.smallOpsPerItemMax}`,
+            value: project.opsPerItem,
+            met: atMost(project.opsPerItem, TARGETS.smallOpsPerItemMax),
+          },
+          executionsPerItem: {
+            target: `≤ ${TARGETS.smallExecutionsPerItemMax}`,
+            value: project.executionsPerItem,
+            met: atMost(project.executionsPerItem, TARGETS.smallExecutionsPerItemMax),
+          },
+          submitToFirstDispatchMedianS: {
+            target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`,
+            value: firstDispatch,
+            met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS),
+          },
         }
       : {
-          ratioVsPerItem: { target: `≥ ${TARGETS.blobVsPerItemMin}×`, value: ratioVsPerItem, met: atLeast(ratioVsPerItem, TARGETS.blobVsPerItemMin) },
-          submitToFirstDispatchMedianS: { target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`, value: firstDispatch, met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS) },
+          ratioVsPerItem: {
+            target: `≥ ${TARGETS.blobVsPerItemMin}×`,
+            value: ratioVsPerItem,
+            met: atLeast(ratioVsPerItem, TARGETS.blobVsPerItemMin),
+          },
+          submitToFirstDispatchMedianS: {
+            target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`,
+            value: firstDispatch,
+            met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS),
+          },
         };
   return {
     items,
@@ -167,20 +223,47 @@ export function scenarioReport(name: "small" | "blob", items: number, meanItemBy
 
 /** The console table of one scenario. */
 export function scenarioTable(name: string, report: ScenarioReport): string[] {
-  const fmt = (value: number | undefined, digits: number): string => (value === undefined ? "—" : value.toFixed(digits));
+  const fmt = (value: number | undefined, digits: number): string =>
+    value === undefined ? "—" : value.toFixed(digits);
   const lines = [`Scenario ${name}: ${report.items} items (${report.meanItemBytes} bytes each on average)`];
   const row = (label: string, values: [string, string, string]): void => {
     lines.push(`  ${label.padEnd(34)}${values.map((value) => value.padStart(12)).join("")}`);
   };
   row("", ["project", "per-item", "batched"]);
-  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string] => [pick(report.project), pick(report.perItem), pick(report.batched)];
-  row("items/s (median)", each((s) => fmt(s.itemsPerS, 1)));
-  row("submit → first dispatch, s (median)", each((s) => fmt(s.submitToFirstDispatchS.median, 2)));
-  row("submit → completed, s (median)", each((s) => fmt(s.submitToCompletedS.median, 2)));
-  row("storage ops per item", each((s) => fmt(s.opsPerItem, 3)));
-  row("executions per item", each((s) => fmt(s.executionsPerItem, 4)));
-  row("USD per million items", each((s) => fmt(s.costPerMillionItemsUSD, 3)));
-  row("  + execution time (GB-s) estimate", each((s) => fmt(s.cost.computeEstimateUSD, 3)));
-  for (const [target, entry] of Object.entries(report.targets)) lines.push(`  target ${target} ${entry.target}: ${fmt(entry.value, 3)} — ${entry.met ? "met" : "NOT met"}`);
+  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string] => [
+    pick(report.project),
+    pick(report.perItem),
+    pick(report.batched),
+  ];
+  row(
+    "items/s (median)",
+    each((s) => fmt(s.itemsPerS, 1)),
+  );
+  row(
+    "submit → first dispatch, s (median)",
+    each((s) => fmt(s.submitToFirstDispatchS.median, 2)),
+  );
+  row(
+    "submit → completed, s (median)",
+    each((s) => fmt(s.submitToCompletedS.median, 2)),
+  );
+  row(
+    "storage ops per item",
+    each((s) => fmt(s.opsPerItem, 3)),
+  );
+  row(
+    "executions per item",
+    each((s) => fmt(s.executionsPerItem, 4)),
+  );
+  row(
+    "USD per million items",
+    each((s) => fmt(s.costPerMillionItemsUSD, 3)),
+  );
+  row(
+    "  + execution time (GB-s) estimate",
+    each((s) => fmt(s.cost.computeEstimateUSD, 3)),
+  );
+  for (const [target, entry] of Object.entries(report.targets))
+    lines.push(`  target ${target} ${entry.target}: ${fmt(entry.value, 3)} — ${entry.met ? "met" : "NOT met"}`);
   return lines;
 }

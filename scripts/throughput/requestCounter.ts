@@ -1,5 +1,12 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import { BaseRequestPolicy, type HttpOperationResponse, type RequestPolicy, type RequestPolicyFactory, type RequestPolicyOptions, type WebResource } from "@azure/storage-blob";
+import {
+  BaseRequestPolicy,
+  type HttpOperationResponse,
+  type RequestPolicy,
+  type RequestPolicyFactory,
+  type RequestPolicyOptions,
+  type WebResource,
+} from "@azure/storage-blob";
 import { addProcessRequestPolicy } from "../../src/azure/clients";
 
 /**
@@ -57,16 +64,41 @@ export class RequestCounter {
     readonly source: string,
     private readonly queueEndpoint: string,
   ) {
-    this.policy = { create: (next: RequestPolicy, options: RequestPolicyOptions) => new CountingPolicy(next, options, this) };
+    this.policy = {
+      create: (next: RequestPolicy, options: RequestPolicyOptions) => new CountingPolicy(next, options, this),
+    };
   }
 
   /** Records one request and its answer. */
   record(request: WebResource, status: number, body: string | undefined, atMs: number): void {
-    const facts = describeRequest(request.url.startsWith(this.queueEndpoint) ? "queue" : "blob", request.method, request.url, request.headers.get("x-ms-lease-action"));
+    const facts = describeRequest(
+      request.url.startsWith(this.queueEndpoint) ? "queue" : "blob",
+      request.method,
+      request.url,
+      request.headers.get("x-ms-lease-action"),
+    );
     const isReceive = facts.service === "queue" && facts.method === "GET" && facts.path === "messages";
     const messages = isReceive && body !== undefined ? body.split(MESSAGE_TAG).length - 1 : 0;
-    const count: RequestCount = { ...facts, atMs: atMs - (atMs % BUCKET_MS), source: this.source, status, empty: isReceive && messages === 0, requests: 1, messages };
-    const key = [count.atMs, count.service, count.method, count.name, count.path, count.comp, count.leaseAction, count.status, count.empty].join("|");
+    const count: RequestCount = {
+      ...facts,
+      atMs: atMs - (atMs % BUCKET_MS),
+      source: this.source,
+      status,
+      empty: isReceive && messages === 0,
+      requests: 1,
+      messages,
+    };
+    const key = [
+      count.atMs,
+      count.service,
+      count.method,
+      count.name,
+      count.path,
+      count.comp,
+      count.leaseAction,
+      count.status,
+      count.empty,
+    ].join("|");
     const current = this.counts.get(key);
     if (current === undefined) this.counts.set(key, count);
     else {
@@ -108,10 +140,18 @@ class CountingPolicy extends BaseRequestPolicy {
 }
 
 /** The facts of a request that say what operation it is. */
-export function describeRequest(service: RequestCount["service"], method: string, url: string, leaseHeader: string | undefined): Pick<RequestCount, "service" | "method" | "name" | "path" | "comp" | "leaseAction"> {
+export function describeRequest(
+  service: RequestCount["service"],
+  method: string,
+  url: string,
+  leaseHeader: string | undefined,
+): Pick<RequestCount, "service" | "method" | "name" | "path" | "comp" | "leaseAction"> {
   const parsed = new URL(url);
   // Path style (Azurite): /<account>/<container or queue>/<blob or "messages"[/<id>]>; host style (Azure): no account.
-  const all = parsed.pathname.split("/").slice(1).map((segment) => safeDecode(segment));
+  const all = parsed.pathname
+    .split("/")
+    .slice(1)
+    .map((segment) => safeDecode(segment));
   const segments = parsed.hostname === "127.0.0.1" || parsed.hostname === "localhost" ? all.slice(1) : all;
   const name = segments[0] ?? "";
   const rest = segments.slice(1);
@@ -119,7 +159,14 @@ export function describeRequest(service: RequestCount["service"], method: string
   if (service === "queue") path = rest[0] === "messages" ? (rest.length > 1 ? "message" : "messages") : rest.join("/");
   else path = rest.join("/").replace(UUID, "{id}").replace(/\d+/g, "{n}");
   const comp = parsed.searchParams.get("comp") ?? "";
-  return { service, method: method.toUpperCase(), name, path, comp, leaseAction: comp === "lease" && leaseHeader !== undefined ? leaseHeader : "" };
+  return {
+    service,
+    method: method.toUpperCase(),
+    name,
+    path,
+    comp,
+    leaseAction: comp === "lease" && leaseHeader !== undefined ? leaseHeader : "",
+  };
 }
 
 function safeDecode(segment: string): string {

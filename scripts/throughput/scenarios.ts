@@ -28,12 +28,20 @@ const BLOB_ROWS = 10;
 
 /** Builds a scenario's job of `count` items; blob names start with `blobPrefix/`. */
 export function scenarioJob(name: ScenarioName, count: number, blobPrefix: string, seed = 20_260_501): ScenarioJob {
-  const demo = createDemoJob(count, blobPrefix, seed, name === "small" ? { rows: SMALL_ROWS, blobs: "none" } : { rows: BLOB_ROWS, blobs: "all" });
+  const demo = createDemoJob(
+    count,
+    blobPrefix,
+    seed,
+    name === "small" ? { rows: SMALL_ROWS, blobs: "none" } : { rows: BLOB_ROWS, blobs: "all" },
+  );
   return { name, ...demo.spec, blobs: demo.blobs, expected: demo.expected };
 }
 
 /** Mean bytes of an item's input text (inline text, or the blob's). */
 export function meanItemBytes(job: ScenarioJob): number {
-  const texts = job.blobs.length > 0 ? job.blobs.map((blob) => blob.text) : job.items.map((item) => ("inline" in item ? item.inline : ""));
+  const texts =
+    job.blobs.length > 0
+      ? job.blobs.map((blob) => blob.text)
+      : job.items.map((item) => ("inline" in item ? item.inline : ""));
   return texts.reduce((sum, text) => sum + Buffer.byteLength(text), 0) / Math.max(1, texts.length);
 }

@@ -1,9 +1,10 @@
 import type { ItemInput } from "../../src/coordination/messages";
 
 /**
- * How the batched baseline packs items into unit messages: the rule of the leader's dispatch (src/coordination/dispatch.ts)
- * — contiguous items, greedily, at most `maxItems` per unit and at most `maxBytes` of JSON with the envelope (an item
- * larger than that goes alone) — so it sends the same number of messages of the same size as the project.
+ * How the batched baseline packs items into unit messages: the rule of the leader's dispatch
+ * (src/coordination/dispatch.ts) — contiguous items, greedily, at most `maxItems` per unit and at most `maxBytes` of
+ * JSON with the envelope (an item larger than that goes alone) — so it sends the same number of messages of the same
+ * size as the project.
  */
 
 /** A unit: the inputs of items `first`, `first + 1`, … */
@@ -13,7 +14,11 @@ export interface Unit {
 }
 
 /** Packs `inputs` into units; `envelopeBytes` is what a unit's JSON costs besides its inputs. */
-export function packUnits(inputs: readonly ItemInput[], limits: { maxItems: number; maxBytes: number }, envelopeBytes: number): Unit[] {
+export function packUnits(
+  inputs: readonly ItemInput[],
+  limits: { maxItems: number; maxBytes: number },
+  envelopeBytes: number,
+): Unit[] {
   const units: Unit[] = [];
   let unit: (Unit & { bytes: number }) | undefined;
   const close = (): void => {

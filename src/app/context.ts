@@ -11,7 +11,12 @@ import { BlobLeaseStore } from "../azure/BlobLeaseStore";
 import type { LeaseStore } from "../library/lease/LeaseStore";
 import { LeaderElector } from "../library/leadership/LeaderElector";
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore";
-import { connectionFromSettings, createStorageClients, DEFAULT_PIPELINE_OPTIONS, type StorageClientOptions } from "../azure/clients";
+import {
+  connectionFromSettings,
+  createStorageClients,
+  DEFAULT_PIPELINE_OPTIONS,
+  type StorageClientOptions,
+} from "../azure/clients";
 import { StorageQueue } from "../azure/StorageQueue";
 import type { Logger } from "../library/util/logger";
 import type { AppEvent } from "./events";
@@ -33,7 +38,9 @@ export interface Sink {
  * invocation: each operation takes its invocation's {@link Sink}.
  */
 export interface CoordinatorApp extends AppParts {
-  /** One elector per process: it never runs two terms at once. Each attempt logs to the sink of the call that made it. */
+  /**
+   * One elector per process: it never runs two terms at once. Each attempt logs to the sink of the call that made it.
+   */
   elector: LeaderElector;
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
@@ -62,7 +69,10 @@ export function instanceIdFrom(env: Record<string, string | undefined>, identity
   const pid = identity.pid ?? process.pid;
   const platform = env.WEBSITE_INSTANCE_ID?.replace(/[^\w.:@-]/g, "").slice(0, 24);
   const region = env.REGION_NAME?.replace(/[^\w-]/g, "").slice(0, 24);
-  const machine = platform !== undefined && platform !== "" ? platform : (identity.hostname ?? hostname()).replace(/[^\w.-]/g, "").slice(0, 40);
+  const machine =
+    platform !== undefined && platform !== ""
+      ? platform
+      : (identity.hostname ?? hostname()).replace(/[^\w.-]/g, "").slice(0, 40);
   const base = `${machine}-${pid}`;
   return region ? `${region}:${base}` : base;
 }
@@ -83,14 +93,23 @@ export interface AppParts extends CoordinationPorts {
  *
  * @throws ConfigurationError naming each bad setting.
  */
-export function createCoordinatorApp(env: Record<string, string | undefined> = process.env, options: Pick<StorageClientOptions, "policies"> = {}): CoordinatorApp {
+export function createCoordinatorApp(
+  env: Record<string, string | undefined> = process.env,
+  options: Pick<StorageClientOptions, "policies"> = {},
+): CoordinatorApp {
   const settings = readSettings(env);
-  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), { ...DEFAULT_PIPELINE_OPTIONS, ...options });
+  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), {
+    ...DEFAULT_PIPELINE_OPTIONS,
+    ...options,
+  });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
   return assembleCoordinatorApp({
     settings,
     instanceId: instanceIdFrom(env),
-    leaseStore: new BlobLeaseStore(clients.blob, { containerName: settings.LEASE_CONTAINER, blobName: settings.LEASE_BLOB }),
+    leaseStore: new BlobLeaseStore(clients.blob, {
+      containerName: settings.LEASE_CONTAINER,
+      blobName: settings.LEASE_BLOB,
+    }),
     state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
     system: new BlobFilesStore(clients.blob.getContainerClient(settings.SYSTEM_CONTAINER)),
     inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
@@ -121,14 +140,18 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
   });
   // Follow-ups look again every interval for three lease durations: a dead holder's lease has run out by then.
   const intervalMs = settings.ACTIVITY_WAKE_INTERVAL_MS;
-  const maxFollowUps = intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
+  const maxFollowUps =
+    intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
   return { ...parts, elector, activityWakeUps };
 }
 
 let shared: CoordinatorApp | undefined;
 
-/** The process-wide app, built on first use (handlers call this; tests build their own with {@link createCoordinatorApp}). */
+/**
+ * The process-wide app, built on first use (handlers call this; tests build their own with
+ * {@link createCoordinatorApp}).
+ */
 export function getCoordinatorApp(): CoordinatorApp {
   shared ??= createCoordinatorApp();
   return shared;

@@ -50,7 +50,9 @@ export interface StepAbortedEvent extends EventBase {
   detail: string | undefined;
 }
 
-/** No step ran: another instance leads (who, when known), the app is shutting down, or this process already runs one. */
+/**
+ * No step ran: another instance leads (who, when known), the app is shutting down, or this process already runs one.
+ */
 export type StepSkippedEvent = EventBase & { type: "step-skipped" } & (
     | ({ leader: string | undefined; leaderEpoch: number | undefined } & StepTrigger)
     | { reason: "shutdown"; trigger: StepTrigger["trigger"] }
@@ -58,7 +60,8 @@ export type StepSkippedEvent = EventBase & { type: "step-skipped" } & (
   );
 
 /** Every event the app emits: the library's leadership events, its own step events and the coordination events. */
-export type AppEvent = LeadershipEvent | StepStartedEvent | StepCompletedEvent | StepAbortedEvent | StepSkippedEvent | CoordinationEvent;
+export type AppEvent =
+  LeadershipEvent | StepStartedEvent | StepCompletedEvent | StepAbortedEvent | StepSkippedEvent | CoordinationEvent;
 
 /** Event types the app emits. */
 export type AppEventType = AppEvent["type"];
@@ -78,7 +81,8 @@ export function parseEventLine(line: string): AppEvent | undefined {
   if (!line.startsWith(EVENT_LOG_PREFIX)) return undefined;
   try {
     const value: unknown = JSON.parse(line.slice(EVENT_LOG_PREFIX.length));
-    if (typeof value === "object" && value !== null && "type" in value && "instanceId" in value && "atMs" in value) return value as AppEvent;
+    if (typeof value === "object" && value !== null && "type" in value && "instanceId" in value && "atMs" in value)
+      return value as AppEvent;
   } catch {
     // not an event line after all
   }

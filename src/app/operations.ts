@@ -21,7 +21,9 @@ export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "erro
 /** Options of {@link runCoordinatorTick}; `abortSignal` is the process's shutdown signal. */
 export interface TickOptions extends Abortable {
   /** What started the attempt, for the step events. @default { trigger: "timer" } */
-  trigger?: { trigger: "timer" } | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number; wakeFollowUp?: number };
+  trigger?:
+    | { trigger: "timer" }
+    | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number; wakeFollowUp?: number };
 }
 
 /**
@@ -32,21 +34,37 @@ export interface TickOptions extends Abortable {
  * released at once); before one, the tick is skipped. The elector logs this attempt and its term to `sink`, and
  * emits their leadership events there: concurrent invocations of one process never see each other's.
  */
-export async function runCoordinatorTick(app: CoordinatorApp, sink: Sink, options: TickOptions = {}): Promise<TickOutcome> {
+export async function runCoordinatorTick(
+  app: CoordinatorApp,
+  sink: Sink,
+  options: TickOptions = {},
+): Promise<TickOutcome> {
   const { instanceId } = app;
   const trigger = options.trigger ?? { trigger: "timer" };
   const at = (): number => Date.now();
   let epoch: number | undefined;
   try {
-    const result = await app.elector.tryLead(async (term) => {
-      epoch = term.epoch;
-      sink.emit({ type: "step-started", instanceId, atMs: at(), epoch, ...trigger });
-      return runCoordinationStep(coordinationDeps(app, sink), term, { budgetMs: app.settings.STEP_BUDGET_MS });
-    }, { abortSignal: options.abortSignal, logger: sink.logger, onEvent: (event) => sink.emit({ ...event }) });
+    const result = await app.elector.tryLead(
+      async (term) => {
+        epoch = term.epoch;
+        sink.emit({ type: "step-started", instanceId, atMs: at(), epoch, ...trigger });
+        return runCoordinationStep(coordinationDeps(app, sink), term, { budgetMs: app.settings.STEP_BUDGET_MS });
+      },
+      { abortSignal: options.abortSignal, logger: sink.logger, onEvent: (event) => sink.emit({ ...event }) },
+    );
     if (result.outcome === "not-acquired") {
       const leader = result.leader;
-      sink.logger.info(`Instance ${instanceId} is not the leader${leader ? `; ${leader.holder} leads with epoch ${leader.epoch}` : ""}.`);
-      sink.emit({ type: "step-skipped", instanceId, atMs: at(), leader: leader?.holder, leaderEpoch: leader?.epoch, ...trigger });
+      sink.logger.info(
+        `Instance ${instanceId} is not the leader${leader ? `; ${leader.holder} leads with epoch ${leader.epoch}` : ""}.`,
+      );
+      sink.emit({
+        type: "step-skipped",
+        instanceId,
+        atMs: at(),
+        leader: leader?.holder,
+        leaderEpoch: leader?.epoch,
+        ...trigger,
+      });
     } else if (result.outcome === "completed") {
       sink.emit({ type: "step-completed", instanceId, atMs: at(), epoch: result.epoch, ...result.value });
     } else {
@@ -82,31 +100,65 @@ export type WakeOutcome = TickOutcome | "coalesced" | "rejected";
  * (the error is rethrown) except on the last delivery: a wake-up never goes to the poison queue, the timer is the
  * heartbeat.
  */
-export async function handleWakeMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: Abortable & { dequeueCount: number }): Promise<WakeOutcome> {
+export async function handleWakeMessage(
+  app: CoordinatorApp,
+  sink: Sink,
+  payload: unknown,
+  delivery: Abortable & { dequeueCount: number },
+): Promise<WakeOutcome> {
   const { instanceId } = app;
   const parsed = parseMessage(wakeMessageSchema, payload);
   if (!parsed.ok) {
     sink.logger.warn(`Wake-up message rejected on ${instanceId}: ${parsed.reason}`);
-    sink.emit({ type: "message-rejected", instanceId, atMs: Date.now(), queue: app.wakeQueue.name, reason: parsed.reason });
+    sink.emit({
+      type: "message-rejected",
+      instanceId,
+      atMs: Date.now(),
+      queue: app.wakeQueue.name,
+      reason: parsed.reason,
+    });
     return "rejected";
   }
   const wake: WakeMessage = parsed.value;
   if (app.elector.busy) {
-    sink.logger.info(`Instance ${instanceId} already runs a leadership attempt or a step; wake-up (${wake.reason}) coalesced into it.`);
-    sink.emit({ type: "step-skipped", instanceId, atMs: Date.now(), reason: "coalesced", trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId });
+    sink.logger.info(
+      `Instance ${instanceId} already runs a leadership attempt or a step; wake-up (${wake.reason}) coalesced into it.`,
+    );
+    sink.emit({
+      type: "step-skipped",
+      instanceId,
+      atMs: Date.now(),
+      reason: "coalesced",
+      trigger: "wake",
+      wakeReason: wake.reason,
+      wakeJobId: wake.jobId,
+    });
     // This process may die in that step, and its own wake-ups with it: look again in one interval.
-    await sendActivityWakeUp(app, sink, "follow-up", () => app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }));
+    await sendActivityWakeUp(app, sink, "follow-up", () =>
+      app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
+    );
     return "coalesced";
   }
-  const trigger = { trigger: "wake", wakeReason: wake.reason, wakeJobId: wake.jobId, wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs), ...(wake.followUp === undefined ? {} : { wakeFollowUp: wake.followUp }) } as const;
+  const trigger = {
+    trigger: "wake",
+    wakeReason: wake.reason,
+    wakeJobId: wake.jobId,
+    wakeDelayMs: Math.max(0, Date.now() - wake.sentAtMs),
+    ...(wake.followUp === undefined ? {} : { wakeFollowUp: wake.followUp }),
+  } as const;
   try {
     const outcome = await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
     // The holder may have just died: look again in one interval, until its lease has run out or the chain ends.
-    if (outcome === "not-acquired") await sendActivityWakeUp(app, sink, "follow-up", () => app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }));
+    if (outcome === "not-acquired")
+      await sendActivityWakeUp(app, sink, "follow-up", () =>
+        app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
+      );
     return outcome;
   } catch (error) {
     if (delivery.dequeueCount < MAX_DEQUEUE_COUNT) throw error;
-    sink.logger.error(`Wake-up step failed on its last delivery (${delivery.dequeueCount}); not retried, the next timer tick will run the step: ${error instanceof Error ? error.message : String(error)}`);
+    sink.logger.error(
+      `Wake-up step failed on its last delivery (${delivery.dequeueCount}); not retried, the next timer tick will run the step: ${error instanceof Error ? error.message : String(error)}`,
+    );
     return "error";
   }
 }
@@ -140,32 +192,55 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
  * poison queue — it then wakes the coordinator (at most once per ACTIVITY_WAKE_INTERVAL_MS per process), so the result
  * is folded now even when no step is running. A failure to send the wake-up is logged and changes nothing else.
  */
-export async function handleWorkMessage(app: CoordinatorApp, sink: Sink, payload: unknown, delivery: Omit<Delivery, "maxDequeueCount">): Promise<WorkOutcome> {
+export async function handleWorkMessage(
+  app: CoordinatorApp,
+  sink: Sink,
+  payload: unknown,
+  delivery: Omit<Delivery, "maxDequeueCount">,
+): Promise<WorkOutcome> {
   let outcome: WorkOutcome;
   try {
-    outcome = await processWorkMessage(coordinationDeps(app, sink), payload, { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT });
+    outcome = await processWorkMessage(coordinationDeps(app, sink), payload, {
+      ...delivery,
+      maxDequeueCount: MAX_DEQUEUE_COUNT,
+    });
   } catch (error) {
     // On the last delivery the worker reported the item as failed before rethrowing (and the host poisons the message).
-    if (delivery.dequeueCount >= MAX_DEQUEUE_COUNT) await sendActivityWakeUp(app, sink, "results-arrived", () => app.activityWakeUps.activity("results-arrived", undefined));
+    if (delivery.dequeueCount >= MAX_DEQUEUE_COUNT)
+      await sendActivityWakeUp(app, sink, "results-arrived", () =>
+        app.activityWakeUps.activity("results-arrived", undefined),
+      );
     throw error;
   }
   const reason = outcome.status === "rejected" ? "poison-arrived" : "results-arrived";
-  await sendActivityWakeUp(app, sink, reason, () => app.activityWakeUps.activity(reason, "jobId" in outcome ? outcome.jobId : undefined));
+  await sendActivityWakeUp(app, sink, reason, () =>
+    app.activityWakeUps.activity(reason, "jobId" in outcome ? outcome.jobId : undefined),
+  );
   return outcome;
 }
 
 /** Sends an activity wake-up or follow-up; a failure is logged, never thrown (the timer is the heartbeat). */
-async function sendActivityWakeUp(app: CoordinatorApp, sink: Sink, what: string, send: () => Promise<unknown>): Promise<void> {
+async function sendActivityWakeUp(
+  app: CoordinatorApp,
+  sink: Sink,
+  what: string,
+  send: () => Promise<unknown>,
+): Promise<void> {
   try {
     await send();
   } catch (error) {
-    sink.logger.warn(`Instance ${app.instanceId} could not send a wake-up (${what}); the next timer tick or wake-up will do: ${error instanceof Error ? error.message : String(error)}`);
+    sink.logger.warn(
+      `Instance ${app.instanceId} could not send a wake-up (${what}); the next timer tick or wake-up will do: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
 /** Options of {@link submitJob} and {@link cancelJob}. */
 export interface SubmitOptions extends Abortable {
-  /** Send a wake-up so the coordinator acts now (starts the job, applies the cancellation), not at its next tick. @default true */
+  /**
+   * Send a wake-up so the coordinator acts now (starts the job, applies the cancellation), not at its next tick.
+   * @default true
+   */
   wake?: boolean;
 }
 
@@ -176,10 +251,16 @@ export interface WakeUpReport {
 }
 
 /** A submission's outcome: the job, and whether the wake-up was sent. */
-export type SubmitResult = ({ ok: true; id: string; itemCount: number } & WakeUpReport) | { ok: false; errors: FieldError[] };
+export type SubmitResult =
+  ({ ok: true; id: string; itemCount: number } & WakeUpReport) | { ok: false; errors: FieldError[] };
 
 /** Sends a wake-up unless `wake` is false; a failure is reported, not thrown (the timer is the heartbeat). */
-async function wakeCoordinator(app: CoordinatorApp, reason: string, jobId: string, options: SubmitOptions): Promise<WakeUpReport> {
+async function wakeCoordinator(
+  app: CoordinatorApp,
+  reason: string,
+  jobId: string,
+  options: SubmitOptions,
+): Promise<WakeUpReport> {
   if (options.wake === false) return { wakeUp: "off" };
   try {
     await sendWakeUp(app.wakeQueue, { reason, jobId, from: app.instanceId }, { abortSignal: options.abortSignal });
@@ -195,19 +276,36 @@ async function wakeCoordinator(app: CoordinatorApp, reason: string, jobId: strin
  * layer answers 400 with them). A wake-up that cannot be sent does not fail the submission: the job is stored, and the
  * next timer tick starts it; the result says so (`wakeUp: "failed"`).
  */
-export async function submitJob(app: CoordinatorApp, body: unknown, options: SubmitOptions = {}): Promise<SubmitResult> {
+export async function submitJob(
+  app: CoordinatorApp,
+  body: unknown,
+  options: SubmitOptions = {},
+): Promise<SubmitResult> {
   const validated = validateSubmission(body, app.registry);
   if (!validated.ok) return validated;
   const { abortSignal } = options;
   const { kind, params, items, manifest, deadline, timeoutS } = validated.value;
   const header = { kind, params, deadline, timeoutS };
-  const result = manifest !== undefined ? await storeManifestSubmission(app, { ...header, manifest }, { abortSignal }) : { ok: true as const, ...(await storeSubmission(app.system, { ...header, items: items ?? [] }, { abortSignal })) };
+  const result =
+    manifest !== undefined
+      ? await storeManifestSubmission(app, { ...header, manifest }, { abortSignal })
+      : {
+          ok: true as const,
+          ...(await storeSubmission(app.system, { ...header, items: items ?? [] }, { abortSignal })),
+        };
   if (!result.ok) return result;
-  return { ok: true, id: result.id, itemCount: result.itemCount, ...(await wakeCoordinator(app, "job-submitted", result.id, options)) };
+  return {
+    ok: true,
+    id: result.id,
+    itemCount: result.itemCount,
+    ...(await wakeCoordinator(app, "job-submitted", result.id, options)),
+  };
 }
 
 /** A cancellation request's outcome; a stored request also says whether its wake-up was sent. */
-export type CancelResult = Exclude<CancelRequestResult, { outcome: "requested" }> | (Extract<CancelRequestResult, { outcome: "requested" }> & WakeUpReport);
+export type CancelResult =
+  | Exclude<CancelRequestResult, { outcome: "requested" }>
+  | (Extract<CancelRequestResult, { outcome: "requested" }> & WakeUpReport);
 
 /**
  * Requests cancellation of a job, then wakes the coordinator: the leader ends the job as `cancelled` at its next step.
@@ -237,7 +335,10 @@ export function stepDown(app: CoordinatorApp, options: Abortable = {}): Promise<
 }
 
 /** The status page: its HTML and the response headers (CSP with `nonce`, a fresh random value per response). */
-export async function getStatusPage(app: CoordinatorApp, options: Abortable & { nonce: string }): Promise<{ html: string; headers: Record<string, string> }> {
+export async function getStatusPage(
+  app: CoordinatorApp,
+  options: Abortable & { nonce: string },
+): Promise<{ html: string; headers: Record<string, string> }> {
   const view = await readStatusView(app, { abortSignal: options.abortSignal });
   return { html: renderStatusPage(view, { nonce: options.nonce }), headers: statusPageHeaders(options.nonce) };
 }

@@ -68,8 +68,12 @@ ${renderPoison(view)}
 
 function renderLeader(view: StatusView): SafeHtml {
   const leader = view.leader;
-  if (leader === undefined) return html`<section id="leader"><h2>Leader</h2><p>Unknown: the lease could not be read.</p></section>`;
-  const since = leader.since === undefined ? html`never` : html`<time data-field="leader-since" datetime="${leader.since}">${leader.since}</time> (${leader.sinceAgo} ago)`;
+  if (leader === undefined)
+    return html`<section id="leader"><h2>Leader</h2><p>Unknown: the lease could not be read.</p></section>`;
+  const since =
+    leader.since === undefined
+      ? html`never`
+      : html`<time data-field="leader-since" datetime="${leader.since}">${leader.since}</time> (${leader.sinceAgo} ago)`;
   const who =
     leader.holder === undefined
       ? html`<p class="big"><span data-field="leader-holder" data-holder="">Nobody holds the lease</span> right now.</p>
@@ -108,14 +112,18 @@ function renderTimeline(view: StatusView): SafeHtml {
   );
   const marks = terms.map((term) => {
     const y = term.holderIndex * laneHeight;
-    const bar = term.current ? html`<rect class="current" x="${x(term)}" y="${y + 3}" width="${Math.max(3, right - x(term))}" height="${laneHeight - 8}"></rect>` : undefined;
+    const bar = term.current
+      ? html`<rect class="current" x="${x(term)}" y="${y + 3}" width="${Math.max(3, right - x(term))}" height="${laneHeight - 8}"></rect>`
+      : undefined;
     return html`<g class="h${term.holderIndex % 8}">${bar}<rect class="mark" x="${x(term) - 1}" y="${y + 2}" width="3" height="${laneHeight - 6}"><title>epoch ${term.epoch}: ${term.holder}, began ${term.since}</title></rect><text class="epoch" x="${x(term) + 4}" y="${y + laneHeight - 6}">${term.epoch}</text></g>`;
   });
   const axis = html`<text class="axis" x="${left}" y="${height - 4}">${view.timeline.start ?? ""}</text><text class="axis" x="${right}" y="${height - 4}" text-anchor="end">now</text>`;
-  const rows = [...terms].reverse().map(
-    (term) =>
-      html`<tr data-epoch="${term.epoch}"><td class="num">${term.epoch}</td><td><span class="swatch h${term.holderIndex % 8}"></span>${term.holder}</td><td><time datetime="${term.since}">${term.since}</time></td><td class="num">${term.sinceAgo} ago</td><td>${term.current ? "leading now" : ""}</td></tr>`,
-  );
+  const rows = [...terms]
+    .reverse()
+    .map(
+      (term) =>
+        html`<tr data-epoch="${term.epoch}"><td class="num">${term.epoch}</td><td><span class="swatch h${term.holderIndex % 8}"></span>${term.holder}</td><td><time datetime="${term.since}">${term.since}</time></td><td class="num">${term.sinceAgo} ago</td><td>${term.current ? "leading now" : ""}</td></tr>`,
+    );
   return html`<section id="terms"><h2>Recent terms</h2>
 <p class="muted">The last ${terms.length} terms, one lane per instance; each mark is a term's start, labelled with its epoch.</p>
 <svg class="timeline" viewBox="0 0 ${width} ${height}" role="img" aria-label="Timeline of the last ${terms.length} leadership terms">${lanes}${marks}${axis}</svg>
@@ -216,8 +224,8 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 `;
 
 /**
- * Refreshes the page in place every `data-refresh-ms`: fetches the same URL (so `?code=` goes along), swaps in the
- * new `<main>` and title, and counts refreshes in `data-refreshes`. A failed refresh is shown in a banner, not thrown (no
+ * Refreshes the page in place every `data-refresh-ms`: fetches the same URL (so `?code=` goes along), swaps in the new
+ * `<main>` and title, and counts refreshes in `data-refreshes`. A failed refresh is shown in a banner, not thrown (no
  * console error), and retried. Skipped while the tab is hidden.
  */
 const REFRESH_SCRIPT = html`

@@ -22,16 +22,24 @@ const blobName = z
   .regex(/[^./]$/, "must not end with '.' or '/'");
 
 const intIn = (min: number, max: number) =>
-  z.coerce.number().int(`must be a whole number from ${min} to ${max}`).min(min, `must be from ${min} to ${max}`).max(max, `must be from ${min} to ${max}`);
+  z.coerce
+    .number()
+    .int(`must be a whole number from ${min} to ${max}`)
+    .min(min, `must be from ${min} to ${max}`)
+    .max(max, `must be from ${min} to ${max}`);
 
 /** NCRONTAB with six fields (seconds first), or a `%AppSetting%` reference is not allowed here: this IS the setting. */
 const ncrontab = z
   .string()
-  .regex(/^\s*\S+(\s+\S+){5}\s*$/, "must be an NCRONTAB expression with six fields, seconds first (e.g. '*/30 * * * * *')");
+  .regex(
+    /^\s*\S+(\s+\S+){5}\s*$/,
+    "must be an NCRONTAB expression with six fields, seconds first (e.g. '*/30 * * * * *')",
+  );
 
 /**
  * The settings schema. Keys are the app setting names exactly as they appear in Azure and in `local.settings.json`.
- * Connection settings are described separately in {@link CONNECTION_SETTINGS} because Functions resolves them by prefix.
+ * Connection settings are described separately in {@link CONNECTION_SETTINGS} because Functions resolves them by
+ * prefix.
  */
 export const settingsSchema = z.object({
   /**
@@ -47,7 +55,10 @@ export const settingsSchema = z.object({
   LEASE_DURATION_SECONDS: intIn(15, 60).default(15),
   /** How often the leader renews, in ms. Must be below LEASE_RENEW_DEADLINE_MS. @default 3000 */
   LEASE_RENEW_INTERVAL_MS: intIn(500, 59_000).default(3000),
-  /** Local renew deadline in ms: the leader stops if it could not renew for this long. Below the lease duration. @default 10000 */
+  /**
+   * Local renew deadline in ms: the leader stops if it could not renew for this long. Below the lease duration.
+   * @default 10000
+   */
   LEASE_RENEW_DEADLINE_MS: intIn(1000, 59_000).default(10_000),
   /** Container for the coordinator's fenced state (jobs, progress, aggregates). @default "coordinator-state" */
   STATE_CONTAINER: containerName.default("coordinator-state"),
@@ -56,7 +67,9 @@ export const settingsSchema = z.object({
    * creates or deletes anything there). @default "job-inputs"
    */
   INPUT_CONTAINER: containerName.default("job-inputs"),
-  /** The app's own blobs: job specs, item chunks, inbox markers, large partial results. @default "coordinator-system" */
+  /**
+   * The app's own blobs: job specs, item chunks, inbox markers, large partial results. @default "coordinator-system"
+   */
   SYSTEM_CONTAINER: containerName.default("coordinator-system"),
   /** Queue the leader dispatches work items to; the `worker` function listens on it. @default "work-items" */
   WORK_QUEUE: queueName.default("work-items"),
@@ -85,7 +98,9 @@ export const settingsSchema = z.object({
    * item larger than this still goes alone. @default 46080
    */
   WORK_UNIT_MAX_BYTES: intIn(1024, 47 * 1024).default(45 * 1024),
-  /** Most groups a job's aggregate may hold; a job that would exceed it ends as failed with the reason. @default 200000 */
+  /**
+   * Most groups a job's aggregate may hold; a job that would exceed it ends as failed with the reason. @default 200000
+   */
   MAX_AGGREGATE_GROUPS: intIn(1, 2_000_000).default(200_000),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
@@ -133,8 +148,16 @@ export function readSettings(env: Record<string, string | undefined> = process.e
   }
   const settings = parsed.data;
   const timing = leaseTimingProblems(
-    { leaseDurationS: settings.LEASE_DURATION_SECONDS, renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS, renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS },
-    { leaseDurationS: "LEASE_DURATION_SECONDS × 1000", renewIntervalMs: "LEASE_RENEW_INTERVAL_MS", renewDeadlineMs: "LEASE_RENEW_DEADLINE_MS" },
+    {
+      leaseDurationS: settings.LEASE_DURATION_SECONDS,
+      renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
+      renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
+    },
+    {
+      leaseDurationS: "LEASE_DURATION_SECONDS × 1000",
+      renewIntervalMs: "LEASE_RENEW_INTERVAL_MS",
+      renewDeadlineMs: "LEASE_RENEW_DEADLINE_MS",
+    },
   );
   if (timing.length > 0) throw new ConfigurationError(`Invalid app settings: ${timing.join("; ")}.`);
   return settings;

@@ -2,7 +2,10 @@ import { setMaxListeners } from "node:events";
 import { AbortError } from "../library/errors";
 import { delay, type Abortable } from "../library/util/delay";
 
-/** Options for {@link ProcessShutdown.shutdown}; `abortSignal` stops waiting early (the signal has fired by then either way). */
+/**
+ * Options for {@link ProcessShutdown.shutdown}; `abortSignal` stops waiting early (the signal has fired by then either
+ * way).
+ */
 export interface ShutdownOptions extends Abortable {
   /** How long to wait for tracked work to settle after the signal fired, in ms. @default 10000 */
   timeoutMs?: number;
@@ -52,7 +55,8 @@ export class ProcessShutdown {
    */
   async shutdown(options: ShutdownOptions = {}): Promise<boolean> {
     const timeoutMs = options.timeoutMs ?? 10_000;
-    if (!this.requested) this.controller.abort(new AbortError("The app is shutting down; running work stops and leases are released."));
+    if (!this.requested)
+      this.controller.abort(new AbortError("The app is shutting down; running work stops and leases are released."));
     const stopWaiting = new AbortController();
     const onAbort = (): void => {
       stopWaiting.abort();

@@ -177,14 +177,22 @@ export function buildStatusView(snapshot: StatusSnapshot): StatusView {
           sinceAgo: leader.since === undefined ? undefined : formatDuration(nowMs - Date.parse(leader.since)),
           transitions: leader.transitions,
           leaseState: leader.leaseState,
-          revocation: leader.revokedEpoch === undefined ? undefined : { epoch: leader.revokedEpoch, honoured: leader.revocationHonoured },
+          revocation:
+            leader.revokedEpoch === undefined
+              ? undefined
+              : { epoch: leader.revokedEpoch, honoured: leader.revocationHonoured },
         };
   return {
     renderedAt: new Date(nowMs).toISOString(),
     refreshMs: STATUS_REFRESH_MS,
     leader: leaderView,
     timeline: timelineOf(snapshot.terms, leader, nowMs),
-    jobs: { active: snapshot.jobs.active.map(jobView), moreActive: snapshot.jobs.moreActive, pending: snapshot.jobs.pending.map(jobView), recent: snapshot.jobs.recent.map(jobView) },
+    jobs: {
+      active: snapshot.jobs.active.map(jobView),
+      moreActive: snapshot.jobs.moreActive,
+      pending: snapshot.jobs.pending.map(jobView),
+      recent: snapshot.jobs.recent.map(jobView),
+    },
     failures: {
       items: listed.reduce((sum, job) => sum + job.progress.failed, 0),
       jobsWithFailures: listed.filter((job) => job.progress.failed > 0).length,
@@ -201,7 +209,8 @@ export function formatDuration(ms: number): string {
   if (safe < 1000) return `${Math.round(safe)} ms`;
   const s = Math.floor(safe / 1000);
   if (s < 60) return `${s} s`;
-  const pair = (big: number, bigUnit: string, small: number, smallUnit: string): string => (small === 0 ? `${big} ${bigUnit}` : `${big} ${bigUnit} ${small} ${smallUnit}`);
+  const pair = (big: number, bigUnit: string, small: number, smallUnit: string): string =>
+    small === 0 ? `${big} ${bigUnit}` : `${big} ${bigUnit} ${small} ${smallUnit}`;
   if (s < 3600) return pair(Math.floor(s / 60), "min", s % 60, "s");
   if (s < 86_400) return pair(Math.floor(s / 3600), "h", Math.floor((s % 3600) / 60), "min");
   return pair(Math.floor(s / 86_400), "d", Math.floor((s % 86_400) / 3600), "h");
@@ -262,14 +271,22 @@ function countReasons(reasons: readonly string[]): ReasonCount[] {
 }
 
 async function readJobs(sources: StatusSources, io: Abortable): Promise<StatusSnapshot["jobs"]> {
-  const [stored, markers] = await Promise.all([sources.state.read(keys.index, io), sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io)]);
-  const index: { active: string[]; recent: string[] } = stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
+  const [stored, markers] = await Promise.all([
+    sources.state.read(keys.index, io),
+    sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io),
+  ]);
+  const index: { active: string[]; recent: string[] } =
+    stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
   const read = async (ids: readonly string[]): Promise<JobStatus[]> => {
-    const statuses = await Promise.all(ids.map((id) => readJobStatus(sources.state, sources.system, sources.registry, id, io)));
+    const statuses = await Promise.all(
+      ids.map((id) => readJobStatus(sources.state, sources.system, sources.registry, id, io)),
+    );
     return statuses.filter((status): status is JobStatus => status !== undefined);
   };
   // A job being registered right now has both a state and its inbox marker: it is listed once, as active.
-  const submitted = markers.map((marker) => marker.slice(keys.inboxPrefix.length)).filter((id) => !index.active.includes(id));
+  const submitted = markers
+    .map((marker) => marker.slice(keys.inboxPrefix.length))
+    .filter((id) => !index.active.includes(id));
   const [active, pending, recent] = await Promise.all([
     read(index.active.slice(0, MAX_ACTIVE_JOBS_SHOWN)),
     read(submitted),

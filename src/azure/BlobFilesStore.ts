@@ -14,7 +14,8 @@ export class ReadOnlyBlobFiles implements InputFiles {
     const { abortSignal } = options;
     try {
       // download() is one request; downloadToBuffer() would ask for the properties first.
-      const body = (await this.container.getBlobClient(name).download(0, undefined, { abortSignal })).readableStreamBody;
+      const body = (await this.container.getBlobClient(name).download(0, undefined, { abortSignal }))
+        .readableStreamBody;
       return body === undefined ? "" : (await buffer(body)).toString("utf8");
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
@@ -65,11 +66,15 @@ export class ReadOnlyBlobFiles implements InputFiles {
 
 /** The files port on one blob container the app owns (the system container); creates the container on first write. */
 export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
-  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options), "ContainerNotFound");
+  private readonly creation = new OnDemandCreation(
+    (options) => this.container.createIfNotExists(options),
+    "ContainerNotFound",
+  );
 
   async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
-    const upload = (): Promise<unknown> => this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
+    const upload = (): Promise<unknown> =>
+      this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
     try {
       await this.creation.run(upload, { abortSignal });
     } catch (error) {

@@ -3,7 +3,14 @@ import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } fro
 import { ConfigurationError, LeadershipLostError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { retryAfterCreating } from "./OnDemandCreation";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../library/lease/LeaseStore";
+import {
+  EMPTY_RECORD,
+  type AcquireResult,
+  type LeaderRecord,
+  type LeaseSnapshot,
+  type LeaseStore,
+  type Revocation,
+} from "../library/lease/LeaseStore";
 import type { Abortable } from "../library/util/delay";
 
 /** Options for {@link BlobLeaseStore}. */
@@ -15,7 +22,14 @@ export interface BlobLeaseStoreOptions {
 }
 
 // Metadata keys come back lower-cased from storage, so they are written lower-case.
-const META = { holder: "holder", epoch: "epoch", sinceMs: "sincems", transitions: "transitions", revokedEpoch: "revokedepoch", honoured: "honoured" } as const;
+const META = {
+  holder: "holder",
+  epoch: "epoch",
+  sinceMs: "sincems",
+  transitions: "transitions",
+  revokedEpoch: "revokedepoch",
+  honoured: "honoured",
+} as const;
 
 /**
  * The lease port on Azure Blob Storage: the leader record lives in the lease blob's metadata (writable only with the
@@ -31,10 +45,14 @@ export class BlobLeaseStore implements LeaseStore {
     const containerName = options.containerName ?? "leases";
     const blobName = options.blobName ?? "MyLeaderCoordinatorTask";
     if (!AZURE_CONTAINER_OR_QUEUE_NAME.test(containerName)) {
-      throw new ConfigurationError(`containerName ${JSON.stringify(containerName)} is not a valid Azure container name: use ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}.`);
+      throw new ConfigurationError(
+        `containerName ${JSON.stringify(containerName)} is not a valid Azure container name: use ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}.`,
+      );
     }
     if (blobName.length < 1 || blobName.length > 1000 || /[./]$/.test(blobName)) {
-      throw new ConfigurationError(`blobName ${JSON.stringify(blobName)} is not a valid lease blob name: use 1–1000 characters, not ending in '.' or '/'.`);
+      throw new ConfigurationError(
+        `blobName ${JSON.stringify(blobName)} is not a valid lease blob name: use 1–1000 characters, not ending in '.' or '/'.`,
+      );
     }
     this.name = `${containerName}/${blobName}`;
     this.container = service.getContainerClient(containerName);
@@ -57,16 +75,22 @@ export class BlobLeaseStore implements LeaseStore {
 
   async acquire(leaseId: string, durationS: number, options: Abortable = {}): Promise<AcquireResult> {
     const { abortSignal } = options;
-    const acquire = (): Promise<unknown> => this.blob.getBlobLeaseClient(leaseId).acquireLease(durationS, { abortSignal });
+    const acquire = (): Promise<unknown> =>
+      this.blob.getBlobLeaseClient(leaseId).acquireLease(durationS, { abortSignal });
     try {
       // The blob (or container) does not exist yet: create it once, then try again.
-      await retryAfterCreating(acquire, (error) => storageFailure(error).statusCode === 404, () => this.ensureExists({ abortSignal }));
+      await retryAfterCreating(
+        acquire,
+        (error) => storageFailure(error).statusCode === 404,
+        () => this.ensureExists({ abortSignal }),
+      );
       return { acquired: true };
     } catch (error) {
       const { code, statusCode } = storageFailure(error);
       // Someone holds it, or it is breaking: losing the race, not an error. (Azurite answers LeaseIsBreaking… only to
       // the breaking lease's own id; Azure documents it for any acquire during the break period.)
-      if (statusCode === 409 && (code === "LeaseAlreadyPresent" || code === "LeaseIsBreakingAndCannotBeAcquired")) return { acquired: false };
+      if (statusCode === 409 && (code === "LeaseAlreadyPresent" || code === "LeaseIsBreakingAndCannotBeAcquired"))
+        return { acquired: false };
       throw toLibraryError(error, `Acquiring lease ${this.name}`, abortSignal);
     }
   }
@@ -144,7 +168,10 @@ export class BlobLeaseStore implements LeaseStore {
 
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
-    const upload = (): Promise<unknown> => this.revocationBlob.getBlockBlobClient().upload("", 0, { metadata: { [META.revokedEpoch]: String(epoch) }, abortSignal });
+    const upload = (): Promise<unknown> =>
+      this.revocationBlob
+        .getBlockBlobClient()
+        .upload("", 0, { metadata: { [META.revokedEpoch]: String(epoch) }, abortSignal });
     try {
       await upload().catch(async (error: unknown) => {
         if (storageFailure(error).statusCode !== 404) throw error;
@@ -179,7 +206,12 @@ export class BlobLeaseStore implements LeaseStore {
   private lostOr(error: unknown, operation: string, abortSignal: AbortSignal | undefined, epoch = 0): Error {
     const { code, statusCode } = storageFailure(error);
     if (!abortSignal?.aborted && (statusCode === 409 || statusCode === 412 || statusCode === 404)) {
-      return new LeadershipLostError("lost", epoch, `${operation}: storage says the lease is no longer ours (${statusCode} ${code ?? ""}).`, { cause: error });
+      return new LeadershipLostError(
+        "lost",
+        epoch,
+        `${operation}: storage says the lease is no longer ours (${statusCode} ${code ?? ""}).`,
+        { cause: error },
+      );
     }
     return toLibraryError(error, operation, abortSignal);
   }

@@ -8,7 +8,10 @@ import type { Abortable } from "../library/util/delay";
 
 /** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
 export class BlobStateStore implements StateStore {
-  private readonly creation = new OnDemandCreation((options) => this.container.createIfNotExists(options), "ContainerNotFound");
+  private readonly creation = new OnDemandCreation(
+    (options) => this.container.createIfNotExists(options),
+    "ContainerNotFound",
+  );
   private readonly container: ContainerClient;
 
   constructor(service: BlobServiceClient, containerName = "coordinator-state") {
@@ -30,17 +33,29 @@ export class BlobStateStore implements StateStore {
       if (storageFailure(error).statusCode === 404) return undefined;
       throw toLibraryError(error, `Reading state ${key}`, abortSignal);
     }
-    if (etag === undefined) throw new StorageError("MissingETag", undefined, `Reading state ${key}: storage returned no ETag.`);
+    if (etag === undefined)
+      throw new StorageError("MissingETag", undefined, `Reading state ${key}: storage returned no ETag.`);
     let value: unknown;
     try {
       value = JSON.parse(body.toString("utf8"));
     } catch (error) {
-      throw new StorageError("CorruptState", undefined, `State ${key} is not valid JSON; it was not written by this library. Inspect or delete the blob.`, { cause: error });
+      throw new StorageError(
+        "CorruptState",
+        undefined,
+        `State ${key} is not valid JSON; it was not written by this library. Inspect or delete the blob.`,
+        { cause: error },
+      );
     }
     return { value, etag, epoch: Number(epochText ?? 0) };
   }
 
-  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: Abortable = {}): Promise<{ etag: string }> {
+  async write(
+    key: string,
+    value: unknown,
+    epoch: number,
+    condition: WriteCondition,
+    options: Abortable = {},
+  ): Promise<{ etag: string }> {
     const { abortSignal } = options;
     const body = JSON.stringify(value);
     const blob = this.container.getBlockBlobClient(key);
@@ -53,12 +68,16 @@ export class BlobStateStore implements StateStore {
       });
     try {
       const response = await this.creation.run(upload, { abortSignal });
-      if (response.etag === undefined) throw new StorageError("MissingETag", undefined, `Writing state ${key}: storage returned no ETag.`);
+      if (response.etag === undefined)
+        throw new StorageError("MissingETag", undefined, `Writing state ${key}: storage returned no ETag.`);
       return { etag: response.etag };
     } catch (error) {
       const { statusCode, code } = storageFailure(error);
       if (statusCode === 412 || (statusCode === 409 && code === "BlobAlreadyExists")) {
-        throw new ConcurrentUpdateError(`State ${key} changed since it was read (${statusCode} ${code ?? ""}); read it again and retry.`, { cause: error });
+        throw new ConcurrentUpdateError(
+          `State ${key} changed since it was read (${statusCode} ${code ?? ""}); read it again and retry.`,
+          { cause: error },
+        );
       }
       throw toLibraryError(error, `Writing state ${key}`, abortSignal);
     }

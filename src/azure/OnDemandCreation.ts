@@ -7,7 +7,11 @@ import { storageFailure } from "./storageErrors";
  * second try rejects as it is: the caller maps it to the library's errors. The one "create on not-found, then retry"
  * of the adapters (and of the local host's timer lock).
  */
-export async function retryAfterCreating<T>(operation: () => Promise<T>, isMissing: (error: unknown) => boolean, create: () => Promise<unknown>): Promise<T> {
+export async function retryAfterCreating<T>(
+  operation: () => Promise<T>,
+  isMissing: (error: unknown) => boolean,
+  create: () => Promise<unknown>,
+): Promise<T> {
   try {
     return await operation();
   } catch (error) {
@@ -34,9 +38,16 @@ export class OnDemandCreation {
     private readonly missingCode: "ContainerNotFound" | "QueueNotFound",
   ) {}
 
-  /** Runs `operation`; when storage answers {@link missingCode}, creates it (see {@link ensure}) and runs `operation` once more. */
+  /**
+   * Runs `operation`; when storage answers {@link missingCode}, creates it (see {@link ensure}) and runs `operation`
+   * once more.
+   */
   run<T>(operation: () => Promise<T>, options: Abortable = {}): Promise<T> {
-    return retryAfterCreating(operation, (error) => storageFailure(error).code === this.missingCode, () => this.ensure(options));
+    return retryAfterCreating(
+      operation,
+      (error) => storageFailure(error).code === this.missingCode,
+      () => this.ensure(options),
+    );
   }
 
   /** Creates it, or joins the creation already in flight. */

@@ -37,9 +37,15 @@ export function encodeBody(text: string, encoding: MessageEncoding): string {
   return encoding === "base64" ? Buffer.from(text, "utf8").toString("base64") : text;
 }
 
-/** The queue port on Azure Queue Storage, encoding bodies as the Functions host expects. Creates the queue on first send. */
+/**
+ * The queue port on Azure Queue Storage, encoding bodies as the Functions host expects. Creates the queue on first
+ * send.
+ */
 export class StorageQueue implements MessageQueue {
-  private readonly creation = new OnDemandCreation((options) => this.client.createIfNotExists(options), "QueueNotFound");
+  private readonly creation = new OnDemandCreation(
+    (options) => this.client.createIfNotExists(options),
+    "QueueNotFound",
+  );
   readonly name: string;
 
   constructor(
@@ -51,7 +57,8 @@ export class StorageQueue implements MessageQueue {
 
   async send(texts: readonly string[], options: SendOptions = {}): Promise<void> {
     const { abortSignal, visibilityDelayS } = options;
-    const sendOne = (text: string): Promise<unknown> => this.client.sendMessage(encodeBody(text, this.encoding), { abortSignal, visibilityTimeout: visibilityDelayS });
+    const sendOne = (text: string): Promise<unknown> =>
+      this.client.sendMessage(encodeBody(text, this.encoding), { abortSignal, visibilityTimeout: visibilityDelayS });
     try {
       await Promise.all(texts.map((text) => this.creation.run(() => sendOne(text), { abortSignal })));
     } catch (error) {
@@ -62,7 +69,11 @@ export class StorageQueue implements MessageQueue {
   async receive(max: number, visibilityTimeoutS: number, options: Abortable = {}): Promise<ReceivedMessage[]> {
     const { abortSignal } = options;
     try {
-      const response = await this.client.receiveMessages({ numberOfMessages: Math.min(32, Math.max(1, max)), visibilityTimeout: visibilityTimeoutS, abortSignal });
+      const response = await this.client.receiveMessages({
+        numberOfMessages: Math.min(32, Math.max(1, max)),
+        visibilityTimeout: visibilityTimeoutS,
+        abortSignal,
+      });
       return response.receivedMessageItems.map((item) => ({
         id: item.messageId,
         popReceipt: item.popReceipt,
@@ -79,8 +90,16 @@ export class StorageQueue implements MessageQueue {
   async peek(max: number, options: Abortable = {}): Promise<PeekedMessage[]> {
     const { abortSignal } = options;
     try {
-      const response = await this.client.peekMessages({ numberOfMessages: Math.min(32, Math.max(1, max)), abortSignal });
-      return response.peekedMessageItems.map((item) => ({ id: item.messageId, dequeueCount: item.dequeueCount, text: decodeBody(item.messageText, this.encoding), rawText: item.messageText }));
+      const response = await this.client.peekMessages({
+        numberOfMessages: Math.min(32, Math.max(1, max)),
+        abortSignal,
+      });
+      return response.peekedMessageItems.map((item) => ({
+        id: item.messageId,
+        dequeueCount: item.dequeueCount,
+        text: decodeBody(item.messageText, this.encoding),
+        rawText: item.messageText,
+      }));
     } catch (error) {
       if (storageFailure(error).code === "QueueNotFound") return [];
       throw toLibraryError(error, `Peeking at queue ${this.name}`, abortSignal);

@@ -30,7 +30,10 @@ export const DEFAULT_PIPELINE_OPTIONS = {
 export interface StorageClientOptions {
   /** @default the SDK's retry policy; the app passes {@link DEFAULT_PIPELINE_OPTIONS} */
   retryOptions?: typeof DEFAULT_PIPELINE_OPTIONS.retryOptions;
-  /** Request policies run for every request of both clients (the SDK's own pipeline customisation). @default the process's, see {@link addProcessRequestPolicy} */
+  /**
+   * Request policies run for every request of both clients (the SDK's own pipeline customisation). @default the
+   * process's, see {@link addProcessRequestPolicy}
+   */
   policies?: readonly RequestPolicyFactory[];
 }
 
@@ -47,7 +50,10 @@ export function addProcessRequestPolicy(policy: RequestPolicyFactory): void {
 }
 
 /** Builds the blob and queue clients of one account. */
-export function createStorageClients(connection: StorageConnection, options: StorageClientOptions = DEFAULT_PIPELINE_OPTIONS): StorageClients {
+export function createStorageClients(
+  connection: StorageConnection,
+  options: StorageClientOptions = DEFAULT_PIPELINE_OPTIONS,
+): StorageClients {
   // Without retryOptions, the SDK's own retry policy (the local host's trigger polling uses that, as before).
   const pipelineOptions = options.retryOptions === undefined ? {} : { retryOptions: options.retryOptions };
   const plain: StorageClients =
@@ -69,7 +75,10 @@ export function createStorageClients(connection: StorageConnection, options: Sto
   const queuePipeline = newQueuePipeline(credential, pipelineOptions);
   blobPipeline.factories.push(...policies);
   queuePipeline.factories.push(...policies);
-  return { blob: new BlobServiceClient(plain.blob.url, blobPipeline), queue: new QueueServiceClient(plain.queue.url, queuePipeline) };
+  return {
+    blob: new BlobServiceClient(plain.blob.url, blobPipeline),
+    queue: new QueueServiceClient(plain.queue.url, queuePipeline),
+  };
 }
 
 /**
@@ -79,7 +88,10 @@ export function createStorageClients(connection: StorageConnection, options: Sto
  *
  * @throws ConfigurationError when neither form is present.
  */
-export function connectionFromSettings(prefix: string, env: Record<string, string | undefined> = process.env): StorageConnection {
+export function connectionFromSettings(
+  prefix: string,
+  env: Record<string, string | undefined> = process.env,
+): StorageConnection {
   const connectionString = env[prefix];
   if (connectionString !== undefined && connectionString.trim() !== "") {
     return { kind: "connectionString", connectionString: connectionString.trim() };

@@ -17,7 +17,8 @@ export class Bitmap {
   /** Restores a bitmap from {@link toBase64}. @throws Error when the text does not fit `size`. */
   static fromBase64(text: string, size: number): Bitmap {
     const bytes = Uint8Array.from(Buffer.from(text, "base64"));
-    if (bytes.length !== Math.ceil(size / 8)) throw new Error(`bitmap of ${bytes.length} bytes does not hold ${size} bits`);
+    if (bytes.length !== Math.ceil(size / 8))
+      throw new Error(`bitmap of ${bytes.length} bytes does not hold ${size} bits`);
     return new Bitmap(size, bytes);
   }
 

@@ -19,7 +19,11 @@ export type CancelRequestResult =
   | { outcome: "ended"; status: Exclude<JobState["status"], "running"> };
 
 /** Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state. */
-export async function requestCancel(ports: Pick<CoordinationPorts, "state" | "system">, id: string, options: Abortable & { now?: () => number } = {}): Promise<CancelRequestResult> {
+export async function requestCancel(
+  ports: Pick<CoordinationPorts, "state" | "system">,
+  id: string,
+  options: Abortable & { now?: () => number } = {},
+): Promise<CancelRequestResult> {
   if (!isJobId(id)) return { outcome: "not-found" };
   const stored = await ports.state.read(keys.jobState(id), options);
   if (stored !== undefined) {
@@ -28,12 +32,20 @@ export async function requestCancel(ports: Pick<CoordinationPorts, "state" | "sy
   } else if ((await ports.system.readText(keys.spec(id), options)) === undefined) {
     return { outcome: "not-found" };
   }
-  await ports.system.writeText(keys.cancel(id), JSON.stringify({ v: 1, requestedAtMs: (options.now ?? Date.now)() }), options);
+  await ports.system.writeText(
+    keys.cancel(id),
+    JSON.stringify({ v: 1, requestedAtMs: (options.now ?? Date.now)() }),
+    options,
+  );
   return { outcome: "requested", id };
 }
 
 /** Whether a cancellation of the job has been requested and not yet applied. */
-export async function isCancelRequested(system: CoordinationPorts["system"], id: string, options: Abortable = {}): Promise<boolean> {
+export async function isCancelRequested(
+  system: CoordinationPorts["system"],
+  id: string,
+  options: Abortable = {},
+): Promise<boolean> {
   return (await system.readText(keys.cancel(id), options)) !== undefined;
 }
 
@@ -52,11 +64,17 @@ export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore
   for (const marker of markers) {
     const id = marker.slice(keys.cancelPrefix.length);
     const job = isJobId(id) ? await jobs.readJob(id, options) : undefined;
-    if (job === undefined && isJobId(id) && (await deps.system.readText(keys.inbox(id), options)) !== undefined) continue; // not registered yet
+    if (job === undefined && isJobId(id) && (await deps.system.readText(keys.inbox(id), options)) !== undefined)
+      continue; // not registered yet
     if (job?.value.status === "running") {
       const now = deps.now();
       // A write that loses a race (a stale leader's) is retried on a fresh read; a job that ended meanwhile stays so.
-      const updated = await jobs.updateJob(id, (state) => (state.status === "running" ? stopJob(state, "cancelled", now) : undefined), options, job);
+      const updated = await jobs.updateJob(
+        id,
+        (state) => (state.status === "running" ? stopJob(state, "cancelled", now) : undefined),
+        options,
+        job,
+      );
       if (updated?.value.status === "cancelled") cancelled++;
     } else if (job === undefined) {
       deps.logger.warn(`Cancellation request ${marker} names no job; dropping it.`, { instanceId: deps.instanceId });
@@ -67,11 +85,24 @@ export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore
 }
 
 /** Ends a running job whose deadline has passed as `expired` (a fenced write); returns the job as it now is. */
-export async function expireIfDue(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, options: Abortable): Promise<Versioned<JobState>> {
+export async function expireIfDue(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  job: Versioned<JobState>,
+  options: Abortable,
+): Promise<Versioned<JobState>> {
   const now = deps.now();
-  const due = (state: JobState): boolean => state.status === "running" && state.deadlineAtMs !== undefined && now >= state.deadlineAtMs;
+  const due = (state: JobState): boolean =>
+    state.status === "running" && state.deadlineAtMs !== undefined && now >= state.deadlineAtMs;
   if (!due(job.value)) return job;
-  return (await jobs.updateJob(job.value.id, (state) => (due(state) ? stopJob(state, "expired", now) : undefined), options, job)) ?? job;
+  return (
+    (await jobs.updateJob(
+      job.value.id,
+      (state) => (due(state) ? stopJob(state, "expired", now) : undefined),
+      options,
+      job,
+    )) ?? job
+  );
 }
 
 /** A running job stopped early: items neither done nor failed are counted as skipped. */

@@ -31,7 +31,9 @@ export interface CoordinationDeps extends CoordinationPorts {
   workUnitMaxItems: number;
   /** Most bytes of JSON per work message (WORK_UNIT_MAX_BYTES), fixed per job when it registers. */
   workUnitMaxBytes: number;
-  /** Most groups a job's aggregate may hold (`MAX_AGGREGATE_GROUPS`); a job that would exceed it fails with the reason. */
+  /**
+   * Most groups a job's aggregate may hold (`MAX_AGGREGATE_GROUPS`); a job that would exceed it fails with the reason.
+   */
   maxAggregateGroups: number;
   logger: Logger;
   /** Structured events (job registered, completed, failed, message rejected). */

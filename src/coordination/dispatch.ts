@@ -15,7 +15,9 @@ export interface DispatchReport {
   sent: number;
   /** Work messages (units) they went in. */
   messages: number;
-  /** Items recorded as failed instead: their chunk was missing or corrupt, or their entry in it was not an item input. */
+  /**
+   * Items recorded as failed instead: their chunk was missing or corrupt, or their entry in it was not an item input.
+   */
   failed: number;
 }
 
@@ -23,7 +25,10 @@ export interface DispatchReport {
 type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: string };
 
 /** How a job's items are packed into units: fixed when the job registers, so a unit's boundaries never change. */
-export function unitLimits(deps: Pick<CoordinationDeps, "workUnitMaxItems" | "workUnitMaxBytes">, state: Pick<JobState, "unitMaxItems" | "unitMaxBytes">): { items: number; bytes: number } {
+export function unitLimits(
+  deps: Pick<CoordinationDeps, "workUnitMaxItems" | "workUnitMaxBytes">,
+  state: Pick<JobState, "unitMaxItems" | "unitMaxBytes">,
+): { items: number; bytes: number } {
   return { items: state.unitMaxItems ?? deps.workUnitMaxItems, bytes: state.unitMaxBytes ?? deps.workUnitMaxBytes };
 }
 
@@ -37,19 +42,44 @@ export function unitLimits(deps: Pick<CoordinationDeps, "workUnitMaxItems" | "wo
  * cannot be read (its chunk blob missing or corrupt, or its entry not an item input) is not sent, and ends its unit:
  * it is recorded as failed in the same write, with a reason naming the chunk.
  */
-export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: Versioned<JobState>, budget: number, options: Abortable): Promise<DispatchReport> {
+export async function dispatchJob(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  job: Versioned<JobState>,
+  budget: number,
+  options: Abortable,
+): Promise<DispatchReport> {
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
   const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
   if (state.status !== "running" || count <= 0) return { sent: 0, messages: 0, failed: 0 };
   const limits = unitLimits(deps, state);
   // The envelope of a unit, with the widest item index the job has: what every unit costs besides its inputs.
-  const envelopeBytes = Buffer.byteLength(JSON.stringify({ v: 2, jobId: state.id, first: state.itemCount, kind: state.kind, params: state.params, inputs: [] } satisfies UnitWorkMessage));
+  const envelopeBytes = Buffer.byteLength(
+    JSON.stringify({
+      v: 2,
+      jobId: state.id,
+      first: state.itemCount,
+      kind: state.kind,
+      params: state.params,
+      inputs: [],
+    } satisfies UnitWorkMessage),
+  );
   const messages: string[] = [];
   const failures: UnitOutcome["failed"] = [];
   let unit: { first: number; inputs: ItemInput[]; bytes: number } | undefined;
   const close = (): void => {
-    if (unit !== undefined) messages.push(JSON.stringify({ v: 2, jobId: state.id, first: unit.first, kind: state.kind, params: state.params, inputs: unit.inputs } satisfies UnitWorkMessage));
+    if (unit !== undefined)
+      messages.push(
+        JSON.stringify({
+          v: 2,
+          jobId: state.id,
+          first: unit.first,
+          kind: state.kind,
+          params: state.params,
+          inputs: unit.inputs,
+        } satisfies UnitWorkMessage),
+      );
     unit = undefined;
   };
   let chunkIndex = -1;
@@ -95,7 +125,10 @@ export async function dispatchJob(deps: CoordinationDeps, jobs: JobStore, job: V
     (current) => {
       attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
       const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
-      const next = failures.length > 0 ? (foldOutcomes(deps, advanced, [{ done: [], failed: failures }], attempt.counts) ?? advanced) : advanced;
+      const next =
+        failures.length > 0
+          ? (foldOutcomes(deps, advanced, [{ done: [], failed: failures }], attempt.counts) ?? advanced)
+          : advanced;
       return next.dispatched === current.dispatched && next === advanced ? undefined : next;
     },
     options,
@@ -112,8 +145,13 @@ async function readChunk(deps: CoordinationDeps, name: string, options: Abortabl
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return { ok: false, reason: `its chunk "${name}" is not valid: ${error instanceof Error ? error.message : String(error)}` };
+    return {
+      ok: false,
+      reason: `its chunk "${name}" is not valid: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
   const parsed = chunkSchema.safeParse(value);
-  return parsed.success ? { ok: true, entries: parsed.data } : { ok: false, reason: `its chunk "${name}" is not valid: ${describeIssues(parsed.error)}` };
+  return parsed.success
+    ? { ok: true, entries: parsed.data }
+    : { ok: false, reason: `its chunk "${name}" is not valid: ${describeIssues(parsed.error)}` };
 }

@@ -60,4 +60,5 @@ export interface MessageRejectedEvent extends EventBase {
 }
 
 /** Every event of the coordination logic. */
-export type CoordinationEvent = JobRegisteredEvent | JobCompletedEvent | JobFailedEvent | JobStoppedEvent | MessageRejectedEvent;
+export type CoordinationEvent =
+  JobRegisteredEvent | JobCompletedEvent | JobFailedEvent | JobStoppedEvent | MessageRejectedEvent;

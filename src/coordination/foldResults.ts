@@ -3,7 +3,17 @@ import type { CoordinationDeps } from "./deps";
 import { MAX_RECORDED_FAILURES, isStopped, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
 import type { z } from "zod";
-import { claimPoison, describeIssues, fromRanges, parseMessage, resultMessageSchema, unitOutcomeSchema, type ItemRanges, type Rejection, type unitResultMessageSchema } from "./messages";
+import {
+  claimPoison,
+  describeIssues,
+  fromRanges,
+  parseMessage,
+  resultMessageSchema,
+  unitOutcomeSchema,
+  type ItemRanges,
+  type Rejection,
+  type unitResultMessageSchema,
+} from "./messages";
 import type { MessageQueue, ReceivedMessage } from "./ports";
 import { mergeAll, partialSize } from "./taskKinds";
 import type { Abortable } from "../library/util/delay";
@@ -35,7 +45,9 @@ export interface FoldReport extends FoldCounts {
   received: number;
   /** Results released for a leader that has the job's task kind (this process lacks it). */
   left: number;
-  /** Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed). */
+  /**
+   * Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed).
+   */
   more: boolean;
 }
 
@@ -44,15 +56,26 @@ export interface FoldReport extends FoldCounts {
  * item is counted already, and when it comes back it is acknowledged as a duplicate — so a failed delete (or one
  * storage answers `404` or `400 PopReceiptMismatch`) is no reason to fail the step.
  */
-export async function awaitAcknowledgements(deps: Pick<CoordinationDeps, "logger" | "instanceId">, epoch: number, pending: Promise<PromiseSettledResult<boolean>[]>[]): Promise<void> {
+export async function awaitAcknowledgements(
+  deps: Pick<CoordinationDeps, "logger" | "instanceId">,
+  epoch: number,
+  pending: Promise<PromiseSettledResult<boolean>[]>[],
+): Promise<void> {
   const results = (await Promise.all(pending)).flat();
   const failures = results.filter((result) => result.status === "rejected");
   const gone = results.filter((result) => result.status === "fulfilled" && !result.value).length;
   if (failures.length > 0) {
     const reason: unknown = failures[0]?.reason;
-    deps.logger.warn(`${failures.length} folded message(s) could not be deleted (${reason instanceof Error ? reason.message : String(reason)}); they will come back and count as duplicates.`, { instanceId: deps.instanceId, epoch });
+    deps.logger.warn(
+      `${failures.length} folded message(s) could not be deleted (${reason instanceof Error ? reason.message : String(reason)}); they will come back and count as duplicates.`,
+      { instanceId: deps.instanceId, epoch },
+    );
   }
-  if (gone > 0) deps.logger.verbose(`${gone} folded message(s) were no longer ours to delete (received again after their visibility timeout); they will count as duplicates.`, { instanceId: deps.instanceId, epoch });
+  if (gone > 0)
+    deps.logger.verbose(
+      `${gone} folded message(s) were no longer ours to delete (received again after their visibility timeout); they will count as duplicates.`,
+      { instanceId: deps.instanceId, epoch },
+    );
 }
 
 /** An outcome for one item, from a v1 result message. */
@@ -74,7 +97,9 @@ export type Outcome = UnitOutcome | ItemOutcome;
 /** A unit outcome for any outcome. */
 function asUnit(outcome: Outcome): UnitOutcome {
   if (!("item" in outcome)) return outcome;
-  return outcome.ok ? { done: [outcome.item], partial: outcome.partial, failed: [] } : { done: [], failed: [{ item: outcome.item, reason: outcome.reason }] };
+  return outcome.ok
+    ? { done: [outcome.item], partial: outcome.partial, failed: [] }
+    : { done: [], failed: [{ item: outcome.item, reason: outcome.reason }] };
 }
 
 /** The highest item an outcome names (-1 for none). */
@@ -99,7 +124,10 @@ const PARALLEL_RECEIVES = 4;
 /** Most messages one fold batch takes. */
 export const FOLD_BATCH_SIZE = 32 * PARALLEL_RECEIVES;
 
-/** Seconds a received result stays invisible: long enough to fold and delete, short enough for a new leader to see it soon. */
+/**
+ * Seconds a received result stays invisible: long enough to fold and delete, short enough for a new leader to see it
+ * soon.
+ */
 const RESULT_VISIBILITY_S = 30;
 /**
  * Seconds a received poison message stays invisible. The leader receives poison only when it can claim some of it,
@@ -114,14 +142,24 @@ const POISON_BATCH = 32;
  * that merges its partial, and messages are deleted only after that write. A crash before the write leaves the
  * messages to reappear; a crash after it makes them duplicates, which the bit rejects.
  */
-export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: Abortable): Promise<FoldReport> {
-  const received = await Promise.all(Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)));
+export async function foldResultBatch(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  epoch: number,
+  options: Abortable,
+): Promise<FoldReport> {
+  const received = await Promise.all(
+    Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)),
+  );
   const messages = received.flat();
   const source: Source = { queue: deps.resultsQueue, poison: deps.resultsPoisonQueue, noJob: "reject" };
   const report = emptyReport();
   const byJob: ByJob = new Map();
   for (const message of messages) {
-    const parsed = message.text === undefined ? { ok: false as const, reason: "not valid base64" } : parseMessage(resultMessageSchema, message.text);
+    const parsed =
+      message.text === undefined
+        ? { ok: false as const, reason: "not valid base64" }
+        : parseMessage(resultMessageSchema, message.text);
     if (!parsed.ok) {
       await reject(deps, source, message, parsed.reason, epoch, options);
       report.rejected++;
@@ -137,13 +175,24 @@ export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, ep
       continue;
     }
     const outcome: ItemOutcome = result.ok
-      ? { item: result.item, ok: true, partial: result.partialBlob !== undefined ? await readPartial(deps, result.jobId, result.item, options) : result.partial }
+      ? {
+          item: result.item,
+          ok: true,
+          partial:
+            result.partialBlob !== undefined
+              ? await readPartial(deps, result.jobId, result.item, options)
+              : result.partial,
+        }
       : { item: result.item, ok: false, reason: result.reason };
     addOutcome(byJob, result.jobId, asUnit(outcome), message);
   }
   await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
   // Results left for another leader are not work for this one: it must not spin on them (and keep the lease) all step.
-  return { ...report, received: messages.length - report.left, more: messages.length === FOLD_BATCH_SIZE && report.left === 0 };
+  return {
+    ...report,
+    received: messages.length - report.left,
+    more: messages.length === FOLD_BATCH_SIZE && report.left === 0,
+  };
 }
 
 /**
@@ -154,7 +203,12 @@ export async function foldResultBatch(deps: CoordinationDeps, jobs: JobStore, ep
  * released at once, visible as they were to a person peeking at the queue; an item out of range is moved back to
  * the work poison queue with the reason.
  */
-export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: Abortable): Promise<FoldReport> {
+export async function foldPoisonBatch(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  epoch: number,
+  options: Abortable,
+): Promise<FoldReport> {
   const report = emptyReport();
   const queue = deps.workPoisonQueue;
   const peeked = await queue.peek(POISON_BATCH, options);
@@ -171,12 +225,28 @@ export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, ep
   for (const message of messages) {
     const claim = claimPoison(message.text, queue.name);
     if (claim === undefined) unclaimed.push(message);
-    else addOutcome(byJob, claim.jobId, { done: [], failed: Array.from({ length: claim.count }, (_, offset) => ({ item: claim.item + offset, reason: claim.reason })) }, message);
+    else
+      addOutcome(
+        byJob,
+        claim.jobId,
+        {
+          done: [],
+          failed: Array.from({ length: claim.count }, (_, offset) => ({
+            item: claim.item + offset,
+            reason: claim.reason,
+          })),
+        },
+        message,
+      );
   }
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
   const released = await Promise.allSettled(unclaimed.map((message) => queue.release(message, options)));
   const failed = released.find((result) => result.status === "rejected");
-  if (failed !== undefined) deps.logger.warn(`Releasing unclaimed poison failed (it shows again within ${POISON_VISIBILITY_S} s): ${String(failed.reason)}`, { instanceId: deps.instanceId, epoch });
+  if (failed !== undefined)
+    deps.logger.warn(
+      `Releasing unclaimed poison failed (it shows again within ${POISON_VISIBILITY_S} s): ${String(failed.reason)}`,
+      { instanceId: deps.instanceId, epoch },
+    );
   return { ...report, received: messages.length, more: messages.length === POISON_BATCH && unclaimed.length === 0 };
 }
 
@@ -184,22 +254,42 @@ export async function foldPoisonBatch(deps: CoordinationDeps, jobs: JobStore, ep
  * The outcome a unit result reports (read from its blob when it names one). Every item of the unit is accounted for:
  * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
  */
-async function unitOutcomeOf(deps: CoordinationDeps, result: z.output<typeof unitResultMessageSchema>, options: Abortable): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
+async function unitOutcomeOf(
+  deps: CoordinationDeps,
+  result: z.output<typeof unitResultMessageSchema>,
+  options: Abortable,
+): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
   if (result.outcomeBlob !== undefined) {
     const text = await deps.system.readText(result.outcomeBlob, options);
-    const parsed = text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
-    reported = parsed.ok ? parsed.value : { done: [], failed: [{ items: [[first, first + count - 1]], reason: `the unit's result blob "${result.outcomeBlob}" is not usable: ${parsed.reason}`.slice(0, 2000) }] };
+    const parsed =
+      text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
+    reported = parsed.ok
+      ? parsed.value
+      : {
+          done: [],
+          failed: [
+            {
+              items: [[first, first + count - 1]],
+              reason: `the unit's result blob "${result.outcomeBlob}" is not usable: ${parsed.reason}`.slice(0, 2000),
+            },
+          ],
+        };
   }
   const done = fromRanges(reported.done);
   const failed = reported.failed.flatMap(({ items, reason }) => fromRanges(items).map((item) => ({ item, reason })));
   const named = new Set<number>();
   for (const item of [...done, ...failed.map((failure) => failure.item)]) {
-    if (item < first || item >= first + count || named.has(item)) return { ok: false, reason: `item ${item} is ${named.has(item) ? "named twice" : "outside its unit"} (items ${first}–${first + count - 1})` };
+    if (item < first || item >= first + count || named.has(item))
+      return {
+        ok: false,
+        reason: `item ${item} is ${named.has(item) ? "named twice" : "outside its unit"} (items ${first}–${first + count - 1})`,
+      };
     named.add(item);
   }
-  for (let item = first; item < first + count; item++) if (!named.has(item)) failed.push({ item, reason: "the worker's result for its unit did not report it" });
+  for (let item = first; item < first + count; item++)
+    if (!named.has(item)) failed.push({ item, reason: "the worker's result for its unit did not report it" });
   return { ok: true, value: { done, partial: reported.partial, failed } };
 }
 
@@ -211,7 +301,15 @@ function addOutcome(byJob: ByJob, jobId: string, outcome: UnitOutcome, message: 
 }
 
 /** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
-async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: number, byJob: ByJob, source: Source, report: FoldReport, options: Abortable): Promise<ReceivedMessage[]> {
+async function applyOutcomes(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  epoch: number,
+  byJob: ByJob,
+  source: Source,
+  report: FoldReport,
+  options: Abortable,
+): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
   for (const [jobId, { outcomes, messages }] of byJob) {
     const current = await jobs.readJob(jobId, options);
@@ -227,7 +325,9 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
     if (isStopped(current.value.status)) {
       // Late work of a cancelled or expired job: final, so acknowledged and never counted.
       report.discarded += messages.length;
-      report.acknowledgements.push(Promise.allSettled(messages.map((message) => source.queue.delete(message, options))));
+      report.acknowledgements.push(
+        Promise.allSettled(messages.map((message) => source.queue.delete(message, options))),
+      );
       continue;
     }
     // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
@@ -242,12 +342,20 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
         kept.messages.push(message);
         continue;
       }
-      await reject(deps, source, message, `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`, epoch, options);
+      await reject(
+        deps,
+        source,
+        message,
+        `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`,
+        epoch,
+        options,
+      );
       report.rejected++;
     }
     if (deps.registry.get(current.value.kind) === undefined) {
       const left = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
-      // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs again.
+      // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs
+      // again.
       report.left += left.length;
       report.acknowledgements.push(Promise.allSettled(left.map((message) => source.queue.release(message, options))));
     }
@@ -269,7 +377,9 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
     report.failed += attempt.counts.failed;
     if (attempt.completes) report.completed.push(jobId);
     // Only after the write: a crash before it leaves the messages to be delivered again.
-    report.acknowledgements.push(Promise.allSettled(kept.messages.map((message) => source.queue.delete(message, options))));
+    report.acknowledgements.push(
+      Promise.allSettled(kept.messages.map((message) => source.queue.delete(message, options))),
+    );
   }
   return unclaimed;
 }
@@ -279,11 +389,20 @@ async function applyOutcomes(deps: CoordinationDeps, jobs: JobStore, epoch: numb
  * validate or merge partial results: it records units with failures only and releases the rest (visible again at
  * once) for a leader that has the kind — never failing a valid result. (Found by the simulator, seeds 1015 and 1098.)
  */
-function leaveForAnotherLeader(deps: CoordinationDeps, kind: string, jobId: string, kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }, epoch: number): ReceivedMessage[] {
+function leaveForAnotherLeader(
+  deps: CoordinationDeps,
+  kind: string,
+  jobId: string,
+  kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] },
+  epoch: number,
+): ReceivedMessage[] {
   const keep = kept.outcomes.map((outcome) => outcome.done.length === 0);
   const left = kept.messages.filter((_, index) => keep[index] === false);
   if (left.length === 0) return left;
-  deps.logger.warn(`Leaving ${left.length} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`, { instanceId: deps.instanceId, epoch });
+  deps.logger.warn(
+    `Leaving ${left.length} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`,
+    { instanceId: deps.instanceId, epoch },
+  );
   kept.outcomes = kept.outcomes.filter((_, index) => keep[index]);
   kept.messages = kept.messages.filter((_, index) => keep[index]);
   return left;
@@ -298,16 +417,29 @@ function leaveForAnotherLeader(deps: CoordinationDeps, kind: string, jobId: stri
  * result. A job whose aggregate would exceed `maxAggregateGroups`, or whose stored aggregate its kind refuses, ends
  * as `failed` with the reason and its counts as they were; a job that has ended takes no more.
  */
-export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">, state: JobState, outcomes: Outcome[], report: FoldCounts): JobState | undefined {
+export function foldOutcomes(
+  deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">,
+  state: JobState,
+  outcomes: Outcome[],
+  report: FoldCounts,
+): JobState | undefined {
   if (state.status !== "running") {
-    report.duplicates += outcomes.reduce((sum, outcome) => sum + (asUnit(outcome).done.length + asUnit(outcome).failed.length), 0);
+    report.duplicates += outcomes.reduce(
+      (sum, outcome) => sum + (asUnit(outcome).done.length + asUnit(outcome).failed.length),
+      0,
+    );
     return undefined;
   }
   const kind = deps.registry.get(state.kind);
   // A job registered by a leader without its kind has no aggregate yet (null): the first fold with the kind starts
   // from the kind's empty one.
   const stored = kind?.partialSchema.safeParse(state.aggregate === null ? kind.empty() : state.aggregate);
-  if (stored !== undefined && !stored.success) return endJob(deps, state, `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000));
+  if (stored !== undefined && !stored.success)
+    return endJob(
+      deps,
+      state,
+      `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000),
+    );
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
   const failures = [...state.failures];
@@ -330,7 +462,8 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "
     if (fresh.length === 0) continue;
     if (fresh.length < outcome.done.length) {
       // Cannot happen while a job's units keep their boundaries; never count a merged partial twice if it does.
-      for (const item of fresh) fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
+      for (const item of fresh)
+        fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
       continue;
     }
     const partial = kind?.partialSchema.safeParse(outcome.partial);
@@ -349,7 +482,11 @@ export function foldOutcomes(deps: Pick<CoordinationDeps, "registry" | "now" | "
     aggregate = kind.merge(stored.data, mergeAll(kind, partials));
     const groups = partialSize(kind, aggregate);
     if (groups > deps.maxAggregateGroups) {
-      return endJob(deps, state, `the aggregate would have ${groups} groups, more than MAX_AGGREGATE_GROUPS (${deps.maxAggregateGroups}); ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`);
+      return endJob(
+        deps,
+        state,
+        `the aggregate would have ${groups} groups, more than MAX_AGGREGATE_GROUPS (${deps.maxAggregateGroups}); ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`,
+      );
     }
   }
   report.folded += counts.folded;
@@ -388,9 +525,27 @@ async function readPartial(deps: CoordinationDeps, jobId: string, item: number, 
  * Moves a message the leader cannot use to the source's poison queue with the reason, logs it, and deletes the
  * original. The leader's rejection names the queue it came from, so the poison fold never claims it again.
  */
-async function reject(deps: CoordinationDeps, source: Source, message: ReceivedMessage, reason: string, epoch: number, options: Abortable): Promise<void> {
-  deps.logger.warn(`Rejected message ${message.id} from ${source.queue.name}: ${reason}`, { instanceId: deps.instanceId, epoch });
-  deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), epoch, queue: source.queue.name, messageId: message.id, reason });
+async function reject(
+  deps: CoordinationDeps,
+  source: Source,
+  message: ReceivedMessage,
+  reason: string,
+  epoch: number,
+  options: Abortable,
+): Promise<void> {
+  deps.logger.warn(`Rejected message ${message.id} from ${source.queue.name}: ${reason}`, {
+    instanceId: deps.instanceId,
+    epoch,
+  });
+  deps.emit({
+    type: "message-rejected",
+    instanceId: deps.instanceId,
+    atMs: deps.now(),
+    epoch,
+    queue: source.queue.name,
+    messageId: message.id,
+    reason,
+  });
   const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
     rejected: { by: "leader", reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() },
     original: message.rawText,
@@ -404,5 +559,14 @@ function emptyCounts(): FoldCounts {
 }
 
 function emptyReport(): FoldReport {
-  return { ...emptyCounts(), rejected: 0, discarded: 0, completed: [], acknowledgements: [], received: 0, left: 0, more: false };
+  return {
+    ...emptyCounts(),
+    rejected: 0,
+    discarded: 0,
+    completed: [],
+    acknowledgements: [],
+    received: 0,
+    left: 0,
+    more: false,
+  };
 }

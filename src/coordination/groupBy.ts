@@ -25,7 +25,15 @@ export type GroupByPartial = z.infer<typeof groupTuple>[];
 function isGroupTuple(value: unknown): boolean {
   if (!Array.isArray(value) || value.length !== 5) return false;
   const [key, count, sum, min, max] = value as unknown[];
-  return typeof key === "string" && Number.isSafeInteger(count) && (count as number) >= 0 && typeof sum === "string" && /^-?\d+$/.test(sum) && Number.isFinite(min) && Number.isFinite(max);
+  return (
+    typeof key === "string" &&
+    Number.isSafeInteger(count) &&
+    (count as number) >= 0 &&
+    typeof sum === "string" &&
+    /^-?\d+$/.test(sum) &&
+    Number.isFinite(min) &&
+    Number.isFinite(max)
+  );
 }
 
 /**
@@ -40,7 +48,8 @@ export const groupByPartialSchema = z.custom<GroupByPartial>().superRefine((valu
   const bad = value.findIndex((entry) => !isGroupTuple(entry));
   if (bad === -1) return;
   const parsed = groupTuple.safeParse(value[bad]);
-  for (const issue of parsed.error?.issues ?? [{ path: [], message: "not a group tuple" }]) context.addIssue({ code: "custom", path: [bad, ...issue.path], message: issue.message });
+  for (const issue of parsed.error?.issues ?? [{ path: [], message: "not a group tuple" }])
+    context.addIssue({ code: "custom", path: [bad, ...issue.path], message: issue.message });
 });
 
 /** Largest magnitude accepted for a value: beyond it sums of millionths stop being meaningful. */
@@ -64,16 +73,29 @@ export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
     for (const [line, record] of readRecords(input, params.format)) {
       const key = record[params.keyField];
       const raw = record[params.valueField];
-      if (typeof key !== "string" && typeof key !== "number") throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
-      const value = typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
-      if (!Number.isFinite(value)) throw new ItemError(`record ${line}: field "${params.valueField}" is not a number (${JSON.stringify(raw)})`);
-      if (Math.abs(value) > MAX_ABS_VALUE) throw new ItemError(`record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`);
+      if (typeof key !== "string" && typeof key !== "number")
+        throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
+      const value =
+        typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
+      if (!Number.isFinite(value))
+        throw new ItemError(`record ${line}: field "${params.valueField}" is not a number (${JSON.stringify(raw)})`);
+      if (Math.abs(value) > MAX_ABS_VALUE)
+        throw new ItemError(
+          `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
+        );
       const name = String(key);
       const micros = BigInt(Math.round(value * 1e6));
       const current = groups.get(name);
-      groups.set(name, current ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)] : [1, micros, value, value]);
+      groups.set(
+        name,
+        current
+          ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)]
+          : [1, micros, value, value],
+      );
     }
-    return [...groups].map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max]).sort(byKey);
+    return [...groups]
+      .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
+      .sort(byKey);
   },
   merge(a, b) {
     if (isSortedByKey(a) && isSortedByKey(b)) return mergeSorted(a, b);
@@ -81,7 +103,18 @@ export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
     for (const tuple of [...a, ...b]) {
       const [key, count, sum, min, max] = tuple;
       const current = merged.get(key);
-      merged.set(key, current ? [key, current[1] + count, (BigInt(current[2]) + BigInt(sum)).toString(), Math.min(current[3], min), Math.max(current[4], max)] : tuple);
+      merged.set(
+        key,
+        current
+          ? [
+              key,
+              current[1] + count,
+              (BigInt(current[2]) + BigInt(sum)).toString(),
+              Math.min(current[3], min),
+              Math.max(current[4], max),
+            ]
+          : tuple,
+      );
     }
     return [...merged.values()].sort(byKey);
   },
@@ -91,7 +124,9 @@ export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
 
 /** The aggregate as users read it: `{ key: { count, sum, min, max } }` (own properties only, safe for any key). */
 export function groupByView(partial: GroupByPartial): Record<string, GroupStats> {
-  return Object.fromEntries(partial.map(([key, count, sum, min, max]) => [key, { count, sum: Number(BigInt(sum)) / 1e6, min, max }]));
+  return Object.fromEntries(
+    partial.map(([key, count, sum, min, max]) => [key, { count, sum: Number(BigInt(sum)) / 1e6, min, max }]),
+  );
 }
 
 function byKey(a: readonly [string, ...unknown[]], b: readonly [string, ...unknown[]]): number {
@@ -100,11 +135,15 @@ function byKey(a: readonly [string, ...unknown[]], b: readonly [string, ...unkno
 
 /** Whether keys strictly increase (sorted, each key once): what `process` and `merge` produce. */
 function isSortedByKey(partial: GroupByPartial): boolean {
-  for (let index = 1; index < partial.length; index++) if (!((partial[index - 1] as GroupByPartial[number])[0] < (partial[index] as GroupByPartial[number])[0])) return false;
+  for (let index = 1; index < partial.length; index++)
+    if (!((partial[index - 1] as GroupByPartial[number])[0] < (partial[index] as GroupByPartial[number])[0]))
+      return false;
   return true;
 }
 
-/** Merges two partials sorted by key in one linear pass (no map, no sort): a batch into a large aggregate stays cheap. */
+/**
+ * Merges two partials sorted by key in one linear pass (no map, no sort): a batch into a large aggregate stays cheap.
+ */
 function mergeSorted(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
   const merged: GroupByPartial = [];
   let i = 0;
@@ -119,7 +158,13 @@ function mergeSorted(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
       merged.push(y);
       j++;
     } else {
-      merged.push([x[0], x[1] + y[1], (BigInt(x[2]) + BigInt(y[2])).toString(), Math.min(x[3], y[3]), Math.max(x[4], y[4])]);
+      merged.push([
+        x[0],
+        x[1] + y[1],
+        (BigInt(x[2]) + BigInt(y[2])).toString(),
+        Math.min(x[3], y[3]),
+        Math.max(x[4], y[4]),
+      ]);
       i++;
       j++;
     }
@@ -136,7 +181,9 @@ function* readRecords(input: string, format: GroupByParams["format"]): Generator
     try {
       rows = parseCsv<Record<string, string>>(input, { columns: true, skip_empty_lines: true, trim: true });
     } catch (error) {
-      throw new ItemError(`input is not valid CSV with a header row: ${error instanceof Error ? error.message : String(error)}`);
+      throw new ItemError(
+        `input is not valid CSV with a header row: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     let line = 1;
     for (const row of rows) yield [++line, row];
@@ -152,7 +199,8 @@ function* readRecords(input: string, format: GroupByParams["format"]): Generator
     } catch {
       throw new ItemError(`line ${line} is not valid JSON`);
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ItemError(`line ${line} is not a JSON object`);
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw new ItemError(`line ${line} is not a JSON object`);
     yield [line, value as Record<string, unknown>];
   }
 }

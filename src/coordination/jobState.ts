@@ -10,7 +10,9 @@ export const jobSpecSchema = z.strictObject({
   itemCount: z.number().int().min(1),
   chunkSize: z.number().int().min(1),
   createdAtMs: z.number(),
-  /** Wall-clock ms after which the leader ends the job as `expired` (from the submission's `deadline` or `timeoutS`). */
+  /**
+   * Wall-clock ms after which the leader ends the job as `expired` (from the submission's `deadline` or `timeoutS`).
+   */
   deadlineAtMs: z.number().optional(),
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
@@ -82,7 +84,11 @@ export const RECENT_JOBS_LIMIT = 10;
  * The leader's list of jobs not yet completed, and of the last {@link RECENT_JOBS_LIMIT} that ended (newest last). An
  * index written before `recent` existed reads as having none.
  */
-export const jobIndexSchema = z.strictObject({ v: z.literal(1), active: z.array(z.string()), recent: z.array(z.string()).default([]) });
+export const jobIndexSchema = z.strictObject({
+  v: z.literal(1),
+  active: z.array(z.string()),
+  recent: z.array(z.string()).default([]),
+});
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
 /** Where everything lives. `index` and `jobState` are in the state container; the others in the system container. */

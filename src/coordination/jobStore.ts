@@ -30,7 +30,9 @@ export class JobStore {
         const ended = (change.remove ?? []).filter((id) => active.delete(id));
         for (const id of change.add ?? []) active.add(id);
         if (current !== undefined && ended.length === 0 && active.size === current.active.length) return undefined;
-        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(-RECENT_JOBS_LIMIT);
+        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(
+          -RECENT_JOBS_LIMIT,
+        );
         return { v: 1 as const, active: [...active], recent };
       },
       options,
@@ -47,9 +49,15 @@ export class JobStore {
    * pure (it may run again). `first` is a version already read, used for the first attempt.
    *
    * @returns the version written, the current one when `change` left it, or undefined when there is no such job.
-   * @throws StaleEpochError when a newer epoch wrote the job (this leader must stop); ConcurrentUpdateError when every attempt lost.
+   * @throws StaleEpochError when a newer epoch wrote the job (this leader must stop); ConcurrentUpdateError when every
+   *   attempt lost.
    */
-  async updateJob(id: string, change: (state: JobState) => JobState | undefined, options: Abortable = {}, first?: Versioned<JobState>): Promise<Versioned<JobState> | undefined> {
+  async updateJob(
+    id: string,
+    change: (state: JobState) => JobState | undefined,
+    options: Abortable = {},
+    first?: Versioned<JobState>,
+  ): Promise<Versioned<JobState> | undefined> {
     let current = first ?? (await this.readJob(id, options));
     for (let retry = 0; current !== undefined; retry++) {
       const next = change(current.value);
@@ -65,7 +73,11 @@ export class JobStore {
   }
 
   /** Writes a job state over the version read (or creates it). Throws StaleEpochError / ConcurrentUpdateError. */
-  writeJob(state: JobState, previous: Versioned<JobState> | undefined, options: Abortable = {}): Promise<Versioned<JobState>> {
+  writeJob(
+    state: JobState,
+    previous: Versioned<JobState> | undefined,
+    options: Abortable = {},
+  ): Promise<Versioned<JobState>> {
     return this.fenced.write(keys.jobState(state.id), { ...state, lastEpoch: this.fenced.epoch }, previous, options);
   }
 }

@@ -24,8 +24,14 @@ const MIB = 1024 * 1024;
 /** One line of a manifest: its text, or why it is unusable. Line numbers count every line from 1, blank ones too. */
 export type ManifestLine = { line: number; text: string } | { line: number; error: string };
 
-/** Splits a byte stream into lines (LF or CRLF), decoding each as UTF-8; a line longer than `maxLineBytes` is an error, never held whole. */
-export async function* manifestLines(content: AsyncIterable<Uint8Array>, maxLineBytes = MAX_MANIFEST_LINE_BYTES): AsyncGenerator<ManifestLine> {
+/**
+ * Splits a byte stream into lines (LF or CRLF), decoding each as UTF-8; a line longer than `maxLineBytes` is an error,
+ * never held whole.
+ */
+export async function* manifestLines(
+  content: AsyncIterable<Uint8Array>,
+  maxLineBytes = MAX_MANIFEST_LINE_BYTES,
+): AsyncGenerator<ManifestLine> {
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   /** The line being read: its pieces so far, or only that it is too long. */
   const current = { parts: [] as Buffer[], length: 0, tooLong: false };
@@ -76,7 +82,8 @@ export function parseManifestLine(text: string): { ok: true; item: ItemInput } |
     return { ok: false, reason: `not valid JSON (${error instanceof Error ? error.message : String(error)})` };
   }
   const keys = value !== null && typeof value === "object" && !Array.isArray(value) ? Object.keys(value) : [];
-  if (keys.length !== 1 || (keys[0] !== "inline" && keys[0] !== "blob")) return { ok: false, reason: 'must be {"inline": "…"} or {"blob": "name in the input container"}' };
+  if (keys.length !== 1 || (keys[0] !== "inline" && keys[0] !== "blob"))
+    return { ok: false, reason: 'must be {"inline": "…"} or {"blob": "name in the input container"}' };
   const parsed = itemInputSchema.safeParse(value);
   return parsed.success ? { ok: true, item: parsed.data } : { ok: false, reason: describeIssues(parsed.error) };
 }
@@ -92,12 +99,17 @@ export async function storeManifestSubmission(
   options: Abortable & { now?: () => number } = {},
 ): Promise<{ ok: true; id: string; itemCount: number } | { ok: false; errors: FieldError[] }> {
   const { manifest } = submission;
-  const refuse = (messages: string[]): { ok: false; errors: FieldError[] } => ({ ok: false, errors: messages.map((message) => ({ field: "manifest", message })) });
+  const refuse = (messages: string[]): { ok: false; errors: FieldError[] } => ({
+    ok: false,
+    errors: messages.map((message) => ({ field: "manifest", message })),
+  });
   const opened = await ports.inputs.open(manifest, options);
   if (opened === undefined) return refuse([`blob "${manifest}" does not exist in the input container`]);
   if (opened.sizeBytes > MAX_MANIFEST_BYTES) {
     opened.close();
-    return refuse([`blob "${manifest}" is ${opened.sizeBytes} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (${MAX_MANIFEST_BYTES / MIB} MiB)`]);
+    return refuse([
+      `blob "${manifest}" is ${opened.sizeBytes} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (${MAX_MANIFEST_BYTES / MIB} MiB)`,
+    ]);
   }
   const writer = new JobWriter(ports.system, options);
   const problems: string[] = [];
@@ -109,7 +121,9 @@ export async function storeManifestSubmission(
       if (!parsed.ok) {
         problems.push(`line ${entry.line}: ${parsed.reason}`);
       } else if (++items > MAX_ITEMS_PER_JOB) {
-        problems.push(`line ${entry.line}: more than ${MAX_ITEMS_PER_JOB} items; a job may have at most ${MAX_ITEMS_PER_JOB}`);
+        problems.push(
+          `line ${entry.line}: more than ${MAX_ITEMS_PER_JOB} items; a job may have at most ${MAX_ITEMS_PER_JOB}`,
+        );
         break;
       } else if (problems.length === 0) {
         await writer.add(parsed.item);

@@ -5,15 +5,28 @@ import { z } from "zod";
  * encoding (host.json `messageEncoding`), which the queue adapter applies.
  */
 
-/** Largest inline item input accepted, in bytes: a base64 queue message (64 KiB) must still hold it with its envelope. */
+/**
+ * Largest inline item input accepted, in bytes: a base64 queue message (64 KiB) must still hold it with its envelope.
+ */
 export const MAX_INLINE_ITEM_BYTES = 32 * 1024;
 
 /** The name of a blob in the input container (1–1024 characters, not ending in '.' or '/'). */
-export const inputBlobName = z.string().min(1).max(1024).regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'");
+export const inputBlobName = z
+  .string()
+  .min(1)
+  .max(1024)
+  .regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'");
 
 /** Item input: inline text, or the name of a blob in the input container. */
 export const itemInputSchema = z.union([
-  z.strictObject({ inline: z.string().refine((text) => Buffer.byteLength(text) <= MAX_INLINE_ITEM_BYTES, `inline input must be at most ${MAX_INLINE_ITEM_BYTES} bytes; put larger inputs in a blob and name it with { "blob": … }`) }),
+  z.strictObject({
+    inline: z
+      .string()
+      .refine(
+        (text) => Buffer.byteLength(text) <= MAX_INLINE_ITEM_BYTES,
+        `inline input must be at most ${MAX_INLINE_ITEM_BYTES} bytes; put larger inputs in a blob and name it with { "blob": … }`,
+      ),
+  }),
   z.strictObject({ blob: inputBlobName }),
 ]);
 export type ItemInput = z.infer<typeof itemInputSchema>;
@@ -51,15 +64,32 @@ export type UnitWorkMessage = z.infer<typeof unitWorkMessageSchema>;
 
 /** A worker's report on the results queue: a partial result (inline or in a blob), or a failure with its reason. */
 export const itemResultMessageSchema = z.union([
-  z.strictObject({ v: z.literal(1), jobId, item: z.number().int().min(0), ok: z.literal(true), partial: z.unknown().optional(), partialBlob: z.string().optional() }),
-  z.strictObject({ v: z.literal(1), jobId, item: z.number().int().min(0), ok: z.literal(false), reason: z.string().max(2000) }),
+  z.strictObject({
+    v: z.literal(1),
+    jobId,
+    item: z.number().int().min(0),
+    ok: z.literal(true),
+    partial: z.unknown().optional(),
+    partialBlob: z.string().optional(),
+  }),
+  z.strictObject({
+    v: z.literal(1),
+    jobId,
+    item: z.number().int().min(0),
+    ok: z.literal(false),
+    reason: z.string().max(2000),
+  }),
 ]);
 
 /** Inclusive ranges of item indexes, `[first, last]`, e.g. `[[0, 30], [32, 32]]`. */
-export const itemRangesSchema = z.array(z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"));
+export const itemRangesSchema = z.array(
+  z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"),
+);
 export type ItemRanges = z.infer<typeof itemRangesSchema>;
 
-/** What a worker reports for a unit: the items done (their partials merged into one), and the failed ones with reasons. */
+/**
+ * What a worker reports for a unit: the items done (their partials merged into one), and the failed ones with reasons.
+ */
 export const unitOutcomeSchema = z.strictObject({
   done: itemRangesSchema,
   partial: z.unknown().optional(),
@@ -111,7 +141,9 @@ export interface ItemRef {
 
 /** Just the job and items of a message, whatever else it holds (or lacks). */
 const itemRefSchema = z.union([
-  z.object({ v: z.literal(2), jobId, first: itemIndex, inputs: z.array(z.unknown()).min(1).max(MAX_UNIT_ITEMS) }).transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.inputs.length })),
+  z
+    .object({ v: z.literal(2), jobId, first: itemIndex, inputs: z.array(z.unknown()).min(1).max(MAX_UNIT_ITEMS) })
+    .transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.inputs.length })),
   z.object({ jobId, item: itemIndex }).transform((one) => ({ jobId: one.jobId, item: one.item, count: 1 })),
 ]);
 
@@ -165,11 +197,19 @@ export function claimPoison(text: string | undefined, poisonQueue: string): Pois
   if (rejection.success) {
     const { rejected, original } = rejection.data;
     if (rejected.by === "leader" || rejected.queue !== undefined) return undefined;
-    const ref = rejected.jobId !== undefined && rejected.item !== undefined ? { jobId: rejected.jobId, item: rejected.item, count: rejected.count ?? 1 } : itemRefOf(original);
+    const ref =
+      rejected.jobId !== undefined && rejected.item !== undefined
+        ? { jobId: rejected.jobId, item: rejected.item, count: rejected.count ?? 1 }
+        : itemRefOf(original);
     return ref && { ...ref, reason: `rejected by the worker: ${rejected.reason}`.slice(0, MAX_REASON_LENGTH) };
   }
   const ref = itemRefOf(value);
-  return ref && { ...ref, reason: `retries exhausted: the host moved its work message to ${poisonQueue} after its last failed delivery` };
+  return (
+    ref && {
+      ...ref,
+      reason: `retries exhausted: the host moved its work message to ${poisonQueue} after its last failed delivery`,
+    }
+  );
 }
 
 function parseJson(text: string): unknown {
@@ -181,7 +221,10 @@ function parseJson(text: string): unknown {
 }
 
 /** Parses JSON text with a schema; returns the value or a one-line reason that says what was wrong. */
-export function parseMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; reason: string } {
+export function parseMessage<T>(
+  schema: z.ZodType<T>,
+  value: unknown,
+): { ok: true; value: T } | { ok: false; reason: string } {
   let data = value;
   if (typeof value === "string") {
     try {
@@ -197,5 +240,7 @@ export function parseMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: tru
 
 /** One line per zod issue: `path: message`. */
 export function describeIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(message)"}: ${issue.message}`).join("; ");
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(message)"}: ${issue.message}`)
+    .join("; ");
 }

@@ -33,7 +33,10 @@ export interface MessageQueue {
   send(texts: readonly string[], options?: SendOptions): Promise<void>;
   /** Receives up to `max` (1–32) messages, invisible to others for `visibilityTimeoutS`. */
   receive(max: number, visibilityTimeoutS: number, options?: Abortable): Promise<ReceivedMessage[]>;
-  /** Up to `max` (1–32) visible messages, in the order `receive` would return them, without hiding them or counting a delivery. */
+  /**
+   * Up to `max` (1–32) visible messages, in the order `receive` would return them, without hiding them or counting a
+   * delivery.
+   */
   peek(max: number, options?: Abortable): Promise<PeekedMessage[]>;
   /**
    * Makes a received message visible again at once (visibility timeout 0), as it was. Answers false when the message

@@ -12,7 +12,12 @@ const INBOX_BATCH = 50;
  * Moves submitted jobs from the inbox into the leader's fenced state: creates each job's state (create-if-absent, so
  * a replay after a crash changes nothing), adds it to the index, then removes the inbox marker. Returns how many.
  */
-export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch: number, options: Abortable): Promise<number> {
+export async function registerJobs(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  epoch: number,
+  options: Abortable,
+): Promise<number> {
   const markers = await deps.system.list(keys.inboxPrefix, INBOX_BATCH, options);
   const registered: string[] = [];
   for (const marker of markers) {
@@ -20,7 +25,10 @@ export async function registerJobs(deps: CoordinationDeps, jobs: JobStore, epoch
     const specText = await deps.system.readText(keys.spec(id), options);
     const spec = specText === undefined ? undefined : jobSpecSchema.safeParse(safeJson(specText));
     if (spec === undefined || !spec.success) {
-      deps.logger.warn(`Inbox marker ${marker} has no valid job spec; dropping it.`, { instanceId: deps.instanceId, epoch });
+      deps.logger.warn(`Inbox marker ${marker} has no valid job spec; dropping it.`, {
+        instanceId: deps.instanceId,
+        epoch,
+      });
       await deps.system.delete(marker, options);
       continue;
     }

@@ -10,9 +10,9 @@ export interface JobStatus {
   id: string;
   kind: string;
   /**
-   * `pending`: submitted, not yet picked up by a leader. `completed`: every item done or failed. `failed`: the job could
-   * not go on (see `failureReason`). `cancelled` (on request) and `expired` (deadline passed): stopped by the leader
-   * early; items neither done nor failed then are `skipped`.
+   * `pending`: submitted, not yet picked up by a leader. `completed`: every item done or failed. `failed`: the job
+   * could not go on (see `failureReason`). `cancelled` (on request) and `expired` (deadline passed): stopped by the
+   * leader early; items neither done nor failed then are `skipped`.
    */
   status: "pending" | JobState["status"];
   /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
@@ -35,27 +35,42 @@ export interface JobStatus {
 }
 
 /** Reads a job's status without the lease (any instance may). Undefined when no such job exists. */
-export async function readJobStatus(state: StateStore, system: BlobFiles, registry: TaskRegistry, id: string, options: Abortable = {}): Promise<JobStatus | undefined> {
+export async function readJobStatus(
+  state: StateStore,
+  system: BlobFiles,
+  registry: TaskRegistry,
+  id: string,
+  options: Abortable = {},
+): Promise<JobStatus | undefined> {
   if (!isJobId(id)) return undefined;
   const stored = await state.read(keys.jobState(id), options);
   if (stored !== undefined) {
     const job = jobStateSchema.parse(stored.value);
     const kind = registry.get(job.kind);
     const partial = kind?.partialSchema.safeParse(job.aggregate);
-    const aggregate = kind !== undefined && partial?.success ? (kind.view ? kind.view(partial.data) : partial.data) : job.aggregate;
+    const aggregate =
+      kind !== undefined && partial?.success ? (kind.view ? kind.view(partial.data) : partial.data) : job.aggregate;
     return {
       id,
       kind: job.kind,
       status: job.status,
       ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
-      progress: { total: job.itemCount, dispatched: job.dispatched, done: job.doneCount, failed: job.failedCount, skipped: job.skippedCount ?? 0 },
+      progress: {
+        total: job.itemCount,
+        dispatched: job.dispatched,
+        done: job.doneCount,
+        failed: job.failedCount,
+        skipped: job.skippedCount ?? 0,
+      },
       aggregate,
       failures: job.failures,
       createdAt: new Date(job.createdAtMs).toISOString(),
       completedAt: isoTime(job.completedAtMs),
       endedAt: isoTime(job.completedAtMs ?? job.endedAtMs),
       deadline: isoTime(job.deadlineAtMs),
-      ...(job.status === "running" && (await isCancelRequested(system, id, options)) ? { cancelRequested: true as const } : {}),
+      ...(job.status === "running" && (await isCancelRequested(system, id, options))
+        ? { cancelRequested: true as const }
+        : {}),
       lastEpoch: job.lastEpoch,
     };
   }

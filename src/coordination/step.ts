@@ -56,9 +56,14 @@ export const MAX_REPORTED_JOBS = 100;
 /**
  * The coordination step, run by the leader under its term: register submitted jobs, fold worker results and poisoned
  * items, dispatch more items (bounded), detect completion. Repeats passes while jobs are active and budget remains;
- * returns when no job is active or the budget is spent. Every state write is fenced by the term's epoch, and the term's signal stops it.
+ * returns when no job is active or the budget is spent. Every state write is fenced by the term's epoch, and the term's
+ * signal stops it.
  */
-export async function runCoordinationStep(deps: CoordinationDeps, term: LeadershipTerm, options: StepOptions): Promise<StepReport> {
+export async function runCoordinationStep(
+  deps: CoordinationDeps,
+  term: LeadershipTerm,
+  options: StepOptions,
+): Promise<StepReport> {
   const monotonicMs = options.monotonicMs ?? (() => performance.now());
   const endMono = monotonicMs() + options.budgetMs;
   const fenced = new FencedStateStore(deps.state, term);
@@ -67,12 +72,30 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
   // First, before any other write: keeps the term history's epoch >= every stored epoch (the next term's floor).
   await recordTerm(fenced, term, deps.logger, io);
   const { epoch } = term;
-  const report: StepReport = { passes: 0, registered: 0, dispatched: 0, folded: 0, duplicates: 0, failed: 0, rejected: 0, discarded: 0, completedJobs: [], activeJobs: 0, jobs: [] };
+  const report: StepReport = {
+    passes: 0,
+    registered: 0,
+    dispatched: 0,
+    folded: 0,
+    duplicates: 0,
+    failed: 0,
+    rejected: 0,
+    discarded: 0,
+    completedJobs: [],
+    activeJobs: 0,
+    jobs: [],
+  };
   const progress = new Map<string, JobProgress>();
   // The job as read before this pass's dispatch, plus what the dispatch added (items sent, items failed unsent).
   const noteProgress = (job: JobState, dispatched: number, failed: number): void => {
     if (progress.size >= MAX_REPORTED_JOBS && !progress.has(job.id)) return;
-    progress.set(job.id, { id: job.id, total: job.itemCount, dispatched: job.dispatched + dispatched, done: job.doneCount, failed: job.failedCount + failed });
+    progress.set(job.id, {
+      id: job.id,
+      total: job.itemCount,
+      dispatched: job.dispatched + dispatched,
+      done: job.doneCount,
+      failed: job.failedCount + failed,
+    });
   };
   for (;;) {
     throwIfAborted(term.signal);
@@ -137,11 +160,26 @@ export async function runCoordinationStep(deps: CoordinationDeps, term: Leadersh
 
 /** The event of a job that has ended, as the step takes it off the active list. */
 function emitJobEnded(deps: CoordinationDeps, epoch: number, job: JobState): void {
-  const fields = { instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: job.id, done: job.doneCount, failed: job.failedCount };
+  const fields = {
+    instanceId: deps.instanceId,
+    atMs: deps.now(),
+    epoch,
+    jobId: job.id,
+    done: job.doneCount,
+    failed: job.failedCount,
+  };
   if (job.status === "completed") deps.emit({ type: "job-completed", ...fields });
-  else if (isStopped(job.status)) deps.emit({ type: job.status === "cancelled" ? "job-cancelled" : "job-expired", ...fields, skipped: job.skippedCount });
+  else if (isStopped(job.status))
+    deps.emit({
+      type: job.status === "cancelled" ? "job-cancelled" : "job-expired",
+      ...fields,
+      skipped: job.skippedCount,
+    });
   else {
-    deps.logger.warn(`Job ${job.id} failed: ${job.failureReason ?? "no reason recorded"}.`, { instanceId: deps.instanceId, epoch });
+    deps.logger.warn(`Job ${job.id} failed: ${job.failureReason ?? "no reason recorded"}.`, {
+      instanceId: deps.instanceId,
+      epoch,
+    });
     deps.emit({ type: "job-failed", ...fields, reason: job.failureReason });
   }
 }

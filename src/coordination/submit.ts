@@ -14,25 +14,40 @@ export const CHUNK_SIZE = 1000;
 /** Furthest a job's deadline may lie ahead: 7 days, in seconds. */
 export const MAX_DEADLINE_S = 7 * 24 * 3600;
 
-/** A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the two). */
+/**
+ * A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the
+ * two).
+ */
 export const submissionSchema = z
   .strictObject({
     kind: z.string().min(1).max(64),
     params: z.unknown(),
-    items: z.array(itemInputSchema).min(1, "a job needs at least one item").max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`).optional(),
+    items: z
+      .array(itemInputSchema)
+      .min(1, "a job needs at least one item")
+      .max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`)
+      .optional(),
     /** An NDJSON blob in the input container, one item per line (see `manifest.ts`). */
     manifest: inputBlobName.optional(),
     /** ISO 8601 time with a zone (`Z` or an offset) after which the leader ends the job as `expired`. */
-    deadline: z.iso.datetime({ offset: true, message: "must be an ISO 8601 time with a time zone, e.g. 2026-05-01T12:00:00Z" }).optional(),
+    deadline: z.iso
+      .datetime({ offset: true, message: "must be an ISO 8601 time with a time zone, e.g. 2026-05-01T12:00:00Z" })
+      .optional(),
     /** The same as a number of seconds from submission. */
-    timeoutS: z.number().int(`must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`).min(1).max(MAX_DEADLINE_S, `at most ${MAX_DEADLINE_S} s (7 days)`).optional(),
+    timeoutS: z
+      .number()
+      .int(`must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`)
+      .min(1)
+      .max(MAX_DEADLINE_S, `at most ${MAX_DEADLINE_S} s (7 days)`)
+      .optional(),
   })
   .superRefine((value, context) => {
     if ((value.items === undefined) === (value.manifest === undefined)) {
       context.addIssue({
         code: "custom",
         path: [value.items === undefined ? "items" : "manifest"],
-        message: 'give exactly one of "items" (an array of items) or "manifest" (the name of an NDJSON blob in the input container, one item per line)',
+        message:
+          'give exactly one of "items" (an array of items) or "manifest" (the name of an NDJSON blob in the input container, one item per line)',
       });
     }
   });
@@ -52,16 +67,39 @@ export interface FieldError {
 /** Validation result: the submission, or every field error. */
 export type ValidatedSubmission = { ok: true; value: Submission } | { ok: false; errors: FieldError[] };
 
-/** Validates a submission, including the task kind's own params and its deadline against `nowMs`, and returns every problem at once. */
+/**
+ * Validates a submission, including the task kind's own params and its deadline against `nowMs`, and returns every
+ * problem at once.
+ */
 export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs = Date.now()): ValidatedSubmission {
   const parsed = submissionSchema.safeParse(body);
-  if (!parsed.success) return { ok: false, errors: parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "(body)", message: issue.message })) };
+  if (!parsed.success)
+    return {
+      ok: false,
+      errors: parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "(body)", message: issue.message })),
+    };
   const deadlineError = checkDeadline(parsed.data, nowMs);
   if (deadlineError !== undefined) return { ok: false, errors: [deadlineError] };
   const kind = registry.get(parsed.data.kind);
-  if (kind === undefined) return { ok: false, errors: [{ field: "kind", message: `unknown task kind "${parsed.data.kind}"; known kinds: ${registry.names().join(", ")}` }] };
+  if (kind === undefined)
+    return {
+      ok: false,
+      errors: [
+        {
+          field: "kind",
+          message: `unknown task kind "${parsed.data.kind}"; known kinds: ${registry.names().join(", ")}`,
+        },
+      ],
+    };
   const params = kind.paramsSchema.safeParse(parsed.data.params);
-  if (!params.success) return { ok: false, errors: params.error.issues.map((issue) => ({ field: ["params", ...issue.path].join("."), message: issue.message })) };
+  if (!params.success)
+    return {
+      ok: false,
+      errors: params.error.issues.map((issue) => ({
+        field: ["params", ...issue.path].join("."),
+        message: issue.message,
+      })),
+    };
   return { ok: true, value: { ...parsed.data, params: params.data } };
 }
 
@@ -73,10 +111,13 @@ export function deadlineOf(submission: Pick<Submission, "deadline" | "timeoutS">
 
 function checkDeadline(submission: Submission, nowMs: number): FieldError | undefined {
   if (submission.deadline === undefined) return undefined;
-  if (submission.timeoutS !== undefined) return { field: "deadline", message: "give either deadline or timeoutS, not both" };
+  if (submission.timeoutS !== undefined)
+    return { field: "deadline", message: "give either deadline or timeoutS, not both" };
   const atMs = deadlineOf(submission, nowMs) ?? nowMs;
-  if (atMs <= nowMs) return { field: "deadline", message: `must be in the future (it is now ${new Date(nowMs).toISOString()})` };
-  if (atMs > nowMs + MAX_DEADLINE_S * 1000) return { field: "deadline", message: `must be at most 7 days (${MAX_DEADLINE_S} s) ahead` };
+  if (atMs <= nowMs)
+    return { field: "deadline", message: `must be in the future (it is now ${new Date(nowMs).toISOString()})` };
+  if (atMs > nowMs + MAX_DEADLINE_S * 1000)
+    return { field: "deadline", message: `must be at most 7 days (${MAX_DEADLINE_S} s) ahead` };
   return undefined;
 }
 
@@ -85,7 +126,11 @@ function checkDeadline(submission: Submission, nowMs: number): FieldError | unde
  * the spec, then an inbox marker (last, so the leader never sees a half-written job). No coordinator state is written:
  * that is the leader's, fenced.
  */
-export async function storeSubmission(system: BlobFiles, submission: ItemsSubmission, options: Abortable & { now?: () => number } = {}): Promise<{ id: string; itemCount: number }> {
+export async function storeSubmission(
+  system: BlobFiles,
+  submission: ItemsSubmission,
+  options: Abortable & { now?: () => number } = {},
+): Promise<{ id: string; itemCount: number }> {
   const writer = new JobWriter(system, options);
   try {
     for (const item of submission.items) await writer.add(item);
@@ -99,7 +144,10 @@ export async function storeSubmission(system: BlobFiles, submission: ItemsSubmis
 /** Chunks written at once. */
 const WRITE_PARALLELISM = 16;
 
-/** Writes one new job's blobs: items in chunks as they come, then the spec and the inbox marker; or removes what it wrote. */
+/**
+ * Writes one new job's blobs: items in chunks as they come, then the spec and the inbox marker; or removes what it
+ * wrote.
+ */
 export class JobWriter {
   readonly id = randomUUID();
   private pending: ItemInput[] = [];
@@ -130,7 +178,16 @@ export class JobWriter {
     await Promise.all(this.writes.splice(0));
     const createdAtMs = (this.options.now ?? Date.now)();
     const deadlineAtMs = deadlineOf(submission, createdAtMs);
-    const spec: JobSpec = { v: 1, id: this.id, kind: submission.kind, params: submission.params, itemCount, chunkSize: CHUNK_SIZE, createdAtMs, ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}) };
+    const spec: JobSpec = {
+      v: 1,
+      id: this.id,
+      kind: submission.kind,
+      params: submission.params,
+      itemCount,
+      chunkSize: CHUNK_SIZE,
+      createdAtMs,
+      ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}),
+    };
     await this.system.writeText(keys.spec(this.id), JSON.stringify(spec), this.options);
     await this.system.writeText(keys.inbox(this.id), "", this.options);
     return { id: this.id, itemCount };
@@ -141,13 +198,17 @@ export class JobWriter {
     await Promise.allSettled(this.writes.splice(0));
     const written = Array.from({ length: this.chunks }, (_, chunk) => keys.chunk(this.id, chunk));
     for (let start = 0; start < written.length; start += WRITE_PARALLELISM) {
-      await Promise.allSettled(written.slice(start, start + WRITE_PARALLELISM).map((name) => this.system.delete(name, this.options)));
+      await Promise.allSettled(
+        written.slice(start, start + WRITE_PARALLELISM).map((name) => this.system.delete(name, this.options)),
+      );
     }
   }
 
   private async flush(): Promise<void> {
     if (this.pending.length === 0) return;
-    this.writes.push(this.system.writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options));
+    this.writes.push(
+      this.system.writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options),
+    );
     this.pending = [];
     if (this.writes.length >= WRITE_PARALLELISM) await Promise.all(this.writes.splice(0));
   }

@@ -38,25 +38,38 @@ export type TermHistory = z.infer<typeof termHistorySchema>;
  * @throws StaleEpochError when a newer term has written the history, or another term with this epoch recorded itself
  *   first (this term must stop).
  */
-export async function recordTerm(fenced: FencedStateStore, term: Pick<LeadershipTerm, "instanceId" | "epoch" | "startedAtMs">, logger: Logger, options: Abortable = {}): Promise<void> {
+export async function recordTerm(
+  fenced: FencedStateStore,
+  term: Pick<LeadershipTerm, "instanceId" | "epoch" | "startedAtMs">,
+  logger: Logger,
+  options: Abortable = {},
+): Promise<void> {
   const entry: TermEntry = { holder: term.instanceId, epoch: term.epoch, sinceMs: term.startedAtMs };
   await fenced.update(
     TERMS_KEY,
     (value) => {
       const parsed = termHistorySchema.safeParse(value);
       if (parsed.success) return parsed.data;
-      logger.warn(`${TERMS_KEY} is not a term history (${parsed.error.issues[0]?.message ?? "invalid"}); starting it afresh.`, { instanceId: term.instanceId, epoch: term.epoch });
+      logger.warn(
+        `${TERMS_KEY} is not a term history (${parsed.error.issues[0]?.message ?? "invalid"}); starting it afresh.`,
+        { instanceId: term.instanceId, epoch: term.epoch },
+      );
       return undefined;
     },
     (current) => {
       const terms = current?.terms ?? [];
       const last = terms.at(-1);
       if (last?.epoch === term.epoch) {
-        if (last.holder === entry.holder && last.sinceMs === entry.sinceMs) return undefined; // this term is recorded already
+        // this term is recorded already
+        if (last.holder === entry.holder && last.sinceMs === entry.sinceMs) return undefined;
         // Another term has this epoch: the lease blob (and its epoch counter) was lost after one of the two read the
         // floor. Only the first to record itself goes on; this one stops before any other write, and the next term
         // reads this epoch as the floor. (Found by the simulator, seed 1040.)
-        throw new StaleEpochError(term.epoch, last.epoch, `${TERMS_KEY}: epoch ${term.epoch} is already recorded by another term (${last.holder}, since ${new Date(last.sinceMs).toISOString()}); this term (${entry.holder}) must stop.`);
+        throw new StaleEpochError(
+          term.epoch,
+          last.epoch,
+          `${TERMS_KEY}: epoch ${term.epoch} is already recorded by another term (${last.holder}, since ${new Date(last.sinceMs).toISOString()}); this term (${entry.holder}) must stop.`,
+        );
       }
       return { v: 1 as const, terms: [...terms, entry].slice(-TERM_HISTORY_LIMIT) };
     },
@@ -87,6 +100,7 @@ export async function readTermHistory(state: StateStore, options: Abortable = {}
 export function epochOptions(state: StateStore): Pick<LeaderElectorOptions, "readEpochFloor" | "claimEpoch"> {
   return {
     readEpochFloor: (options) => readEpochFloor(state, options),
-    claimEpoch: (claim, { abortSignal, logger }) => recordTerm(new FencedStateStore(state, claim), claim, logger, { abortSignal }),
+    claimEpoch: (claim, { abortSignal, logger }) =>
+      recordTerm(new FencedStateStore(state, claim), claim, logger, { abortSignal }),
   };
 }

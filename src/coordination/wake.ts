@@ -14,7 +14,9 @@ import type { Abortable } from "../library/util/delay";
 export const FOLLOW_UP_LIMIT = 1000;
 
 /** Why a wake-up was sent: lowercase words joined by '-', e.g. "job-submitted". Informational (events, logs). */
-const wakeReason = z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-', starting with a letter");
+const wakeReason = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-', starting with a letter");
 
 /** A wake-up message. */
 export const wakeMessageSchema = z.strictObject({
@@ -40,7 +42,11 @@ export interface WakeUp {
 }
 
 /** Sends one wake-up to the control queue. @throws the queue's error (callers decide whether that matters). */
-export async function sendWakeUp(queue: MessageQueue, wake: WakeUp, options: SendOptions & { now?: () => number } = {}): Promise<void> {
+export async function sendWakeUp(
+  queue: MessageQueue,
+  wake: WakeUp,
+  options: SendOptions & { now?: () => number } = {},
+): Promise<void> {
   const message: WakeMessage = wakeMessageSchema.parse({ v: 1, ...wake, sentAtMs: (options.now ?? Date.now)() });
   await queue.send([JSON.stringify(message)], options);
 }
@@ -72,20 +78,35 @@ export class ActivityWakeUps {
   ) {}
 
   /** After a result or poison message was sent. @throws the queue's error (the throttle then lets the next one try). */
-  activity(reason: "results-arrived" | "poison-arrived", jobId: string | undefined, options: Abortable = {}): Promise<ActivitySend> {
+  activity(
+    reason: "results-arrived" | "poison-arrived",
+    jobId: string | undefined,
+    options: Abortable = {},
+  ): Promise<ActivitySend> {
     return this.throttled("lastActivityMs", { reason, jobId, from: this.options.from }, options);
   }
 
-  /** After `wake` found the lease held or this process busy: the next link of its chain, one interval later. @throws the queue's error. */
+  /**
+   * After `wake` found the lease held or this process busy: the next link of its chain, one interval later. @throws the
+   * queue's error.
+   */
   followUp(wake: Pick<WakeMessage, "reason" | "jobId" | "followUp">, options: Abortable = {}): Promise<ActivitySend> {
     const next = (wake.followUp ?? 0) + 1;
     if (this.options.intervalMs === 0) return Promise.resolve("off");
     if (next > Math.min(this.options.maxFollowUps, FOLLOW_UP_LIMIT)) return Promise.resolve("chain-ended");
     const visibilityDelayS = Math.ceil(this.options.intervalMs / 1000);
-    return this.throttled("lastFollowUpMs", { reason: wake.reason, jobId: wake.jobId, from: this.options.from, followUp: next }, { ...options, visibilityDelayS });
+    return this.throttled(
+      "lastFollowUpMs",
+      { reason: wake.reason, jobId: wake.jobId, from: this.options.from, followUp: next },
+      { ...options, visibilityDelayS },
+    );
   }
 
-  private async throttled(slot: "lastActivityMs" | "lastFollowUpMs", wake: WakeUp, options: SendOptions): Promise<ActivitySend> {
+  private async throttled(
+    slot: "lastActivityMs" | "lastFollowUpMs",
+    wake: WakeUp,
+    options: SendOptions,
+  ): Promise<ActivitySend> {
     const { intervalMs } = this.options;
     if (intervalMs === 0) return "off";
     const now = this.options.now ?? Date.now;

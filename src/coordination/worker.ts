@@ -1,12 +1,23 @@
 import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
 import type { z } from "zod";
-import { itemRefOf, parseMessage, toRanges, workMessageSchema, type itemResultMessageSchema, type Rejection, type UnitResultMessage } from "./messages";
+import {
+  itemRefOf,
+  parseMessage,
+  toRanges,
+  workMessageSchema,
+  type itemResultMessageSchema,
+  type Rejection,
+  type UnitResultMessage,
+} from "./messages";
 import { ItemError, mergeAll } from "./taskKinds";
 import type { Abortable } from "../library/util/delay";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
-export type WorkerDeps = Pick<CoordinationDeps, "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now">;
+export type WorkerDeps = Pick<
+  CoordinationDeps,
+  "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now"
+>;
 
 /** Delivery facts the host gives the trigger. */
 export interface Delivery {
@@ -35,14 +46,33 @@ const MAX_INLINE_RESULT_BYTES = 40 * 1024;
  * retries the whole unit; on the last delivery the items it hit are reported as failed instead, with the others'
  * results, so the job can finish.
  */
-export async function processWorkMessage(deps: WorkerDeps, payload: unknown, delivery: Delivery, options: Abortable = {}): Promise<WorkOutcome> {
+export async function processWorkMessage(
+  deps: WorkerDeps,
+  payload: unknown,
+  delivery: Delivery,
+  options: Abortable = {},
+): Promise<WorkOutcome> {
   const parsed = parseMessage(workMessageSchema, payload);
   if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
   const message = parsed.value;
   const kind = deps.registry.get(message.kind);
-  if (kind === undefined) return reject(deps, payload, delivery, `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`, options);
+  if (kind === undefined)
+    return reject(
+      deps,
+      payload,
+      delivery,
+      `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`,
+      options,
+    );
   const params = kind.paramsSchema.safeParse(message.params);
-  if (!params.success) return reject(deps, payload, delivery, `params are not valid for "${message.kind}": ${params.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, options);
+  if (!params.success)
+    return reject(
+      deps,
+      payload,
+      delivery,
+      `params are not valid for "${message.kind}": ${params.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      options,
+    );
 
   const { jobId } = message;
   const first = message.v === 2 ? message.first : message.item;
@@ -66,22 +96,52 @@ export async function processWorkMessage(deps: WorkerDeps, payload: unknown, del
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       if (error instanceof ItemError) fail(item, reason);
-      else if (lastDelivery) fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
-      else throw error; // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
+      else if (lastDelivery)
+        fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
+      // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
+      else throw error;
     }
   }
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
   if (message.v === 1) {
     const [failure] = failed;
-    await sendItemResult(deps, failure === undefined ? { v: 1, jobId, item: first, ok: true, partial: partials[0] } : { v: 1, jobId, item: first, ok: false, reason: failure.reason }, options);
+    await sendItemResult(
+      deps,
+      failure === undefined
+        ? { v: 1, jobId, item: first, ok: true, partial: partials[0] }
+        : { v: 1, jobId, item: first, ok: false, reason: failure.reason },
+      options,
+    );
   } else {
-    await sendUnitResult(deps, { v: 2, jobId, first, count: inputs.length, done: toRanges(done), ...(partials.length > 0 ? { partial: mergeAll(kind, partials) } : {}), failed }, options);
+    await sendUnitResult(
+      deps,
+      {
+        v: 2,
+        jobId,
+        first,
+        count: inputs.length,
+        done: toRanges(done),
+        ...(partials.length > 0 ? { partial: mergeAll(kind, partials) } : {}),
+        failed,
+      },
+      options,
+    );
   }
   if (failed.length === 0) return { status: "processed", jobId, item: first, count: inputs.length };
-  return { status: "failed", jobId, item: first, count: inputs.length, reason: failed.map((failure) => failure.reason).join("; ") };
+  return {
+    status: "failed",
+    jobId,
+    item: first,
+    count: inputs.length,
+    reason: failed.map((failure) => failure.reason).join("; "),
+  };
 }
 
-async function sendItemResult(deps: WorkerDeps, result: z.input<typeof itemResultMessageSchema>, options: Abortable): Promise<void> {
+async function sendItemResult(
+  deps: WorkerDeps,
+  result: z.input<typeof itemResultMessageSchema>,
+  options: Abortable,
+): Promise<void> {
   let text = JSON.stringify(result);
   if (result.ok && Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.partial(result.jobId, result.item);
@@ -91,22 +151,46 @@ async function sendItemResult(deps: WorkerDeps, result: z.input<typeof itemResul
   await deps.resultsQueue.send([text], options);
 }
 
-/** Sends a unit's result; one too large for a queue message goes to a blob (keyed by job and first item) that it names. */
+/**
+ * Sends a unit's result; one too large for a queue message goes to a blob (keyed by job and first item) that it names.
+ */
 async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: Abortable): Promise<void> {
   let text = JSON.stringify(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.partial(result.jobId, result.first);
     const { done, partial, failed } = result;
     await deps.system.writeText(blob, JSON.stringify({ done, partial, failed }), options);
-    text = JSON.stringify({ v: 2, jobId: result.jobId, first: result.first, count: result.count, outcomeBlob: blob } satisfies UnitResultMessage);
+    text = JSON.stringify({
+      v: 2,
+      jobId: result.jobId,
+      first: result.first,
+      count: result.count,
+      outcomeBlob: blob,
+    } satisfies UnitResultMessage);
   }
   await deps.resultsQueue.send([text], options);
 }
 
-async function reject(deps: WorkerDeps, payload: unknown, delivery: Delivery, reason: string, options: Abortable): Promise<WorkOutcome> {
-  const original = typeof payload === "string" ? payload : (JSON.stringify(payload) as string | undefined) ?? String(payload);
-  deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, { instanceId: deps.instanceId });
-  deps.emit({ type: "message-rejected", instanceId: deps.instanceId, atMs: deps.now(), queue: "work", messageId: delivery.id, reason });
+async function reject(
+  deps: WorkerDeps,
+  payload: unknown,
+  delivery: Delivery,
+  reason: string,
+  options: Abortable,
+): Promise<WorkOutcome> {
+  const original =
+    typeof payload === "string" ? payload : ((JSON.stringify(payload) as string | undefined) ?? String(payload));
+  deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, {
+    instanceId: deps.instanceId,
+  });
+  deps.emit({
+    type: "message-rejected",
+    instanceId: deps.instanceId,
+    atMs: deps.now(),
+    queue: "work",
+    messageId: delivery.id,
+    reason,
+  });
   // Naming the job and items, when the message got that far, lets the leader record them as failed with the reason.
   const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
     rejected: { by: "worker", reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) },

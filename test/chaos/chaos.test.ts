@@ -22,7 +22,14 @@ describe("chaos suite (quick)", () => {
       const result = await scenario.run({ seed: 1, quick: true, outDir, log: () => undefined });
       failed ||= !result.passed;
       expect(result.violations, `violations (evidence in ${outDir})`).toEqual([]);
-      expect(result.invariants).toEqual({ overlappingSteps: 0, lostItems: 0, doubleCounted: 0, unreportedBadItems: 0, staleWrites: 0, lateLeaders: 0 });
+      expect(result.invariants).toEqual({
+        overlappingSteps: 0,
+        lostItems: 0,
+        doubleCounted: 0,
+        unreportedBadItems: 0,
+        staleWrites: 0,
+        lateLeaders: 0,
+      });
       expect(result.faultsInjected).toBeGreaterThan(0);
       expect(result.passed).toBe(true);
     }, 240_000);

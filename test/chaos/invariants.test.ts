@@ -1,18 +1,41 @@
 import { describe, expect, it } from "vitest";
 import type { EventRecord } from "../../scripts/local/eventLog";
-import { epochOrderViolations, epochsNotIncreasing, leaderAgainAfterMs, overlappingSteps, stepIntervals, writesOfEpochAfter } from "../../scripts/chaos/invariants";
+import {
+  epochOrderViolations,
+  epochsNotIncreasing,
+  leaderAgainAfterMs,
+  overlappingSteps,
+  stepIntervals,
+  writesOfEpochAfter,
+} from "../../scripts/chaos/invariants";
 import type { StateVersion } from "../../scripts/chaos/observer";
 import { judge } from "../../scripts/chaos/jobs";
 import { SeededRandom } from "../../scripts/chaos/random";
 
 const T0 = Date.parse("2025-01-01T00:00:00.000Z");
 const at = (ms: number): string => new Date(T0 + ms).toISOString();
-const event = (ms: number, instance: string, type: string, fields: Record<string, unknown> = {}): EventRecord => ({ ts: at(ms), instance, pid: 1, type, ...fields });
-const version = (key: string, epoch: number, ms: number): StateVersion => ({ key, etag: `${key}-${epoch}-${ms}`, epoch, observedAtMs: T0 + ms });
+const event = (ms: number, instance: string, type: string, fields: Record<string, unknown> = {}): EventRecord => ({
+  ts: at(ms),
+  instance,
+  pid: 1,
+  type,
+  ...fields,
+});
+const version = (key: string, epoch: number, ms: number): StateVersion => ({
+  key,
+  etag: `${key}-${epoch}-${ms}`,
+  epoch,
+  observedAtMs: T0 + ms,
+});
 
 describe("step intervals and overlap", () => {
   it("pairs each step-started with its end, or with the instance's exit when it died inside the step", () => {
-    const records = [event(0, "a", "step-started", { epoch: 1 }), event(900, "a", "step-completed", { epoch: 1 }), event(1000, "b", "step-started", { epoch: 2 }), event(1500, "b", "instance-exited")];
+    const records = [
+      event(0, "a", "step-started", { epoch: 1 }),
+      event(900, "a", "step-completed", { epoch: 1 }),
+      event(1000, "b", "step-started", { epoch: 2 }),
+      event(1500, "b", "instance-exited"),
+    ];
     expect(stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 5000 })).toEqual([
       { instance: "a", epoch: 1, startMs: T0, endMs: T0 + 900, end: "completed" },
       { instance: "b", epoch: 2, startMs: T0 + 1000, endMs: T0 + 1500, end: "exited" },
@@ -20,9 +43,21 @@ describe("step intervals and overlap", () => {
   });
 
   it("finds two steps of different terms that overlap, and none when one ends before the other starts", () => {
-    const overlapping = [event(0, "a", "step-started", { epoch: 1 }), event(2000, "a", "step-completed", { epoch: 1 }), event(1000, "b", "step-started", { epoch: 2 }), event(3000, "b", "step-completed", { epoch: 2 })];
-    expect(overlappingSteps(stepIntervals(overlapping, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 5000 }))).toHaveLength(1);
-    const sequential = [event(0, "a", "step-started", { epoch: 1 }), event(999, "a", "step-completed", { epoch: 1 }), event(1000, "b", "step-started", { epoch: 2 }), event(3000, "b", "step-completed", { epoch: 2 })];
+    const overlapping = [
+      event(0, "a", "step-started", { epoch: 1 }),
+      event(2000, "a", "step-completed", { epoch: 1 }),
+      event(1000, "b", "step-started", { epoch: 2 }),
+      event(3000, "b", "step-completed", { epoch: 2 }),
+    ];
+    expect(
+      overlappingSteps(stepIntervals(overlapping, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 5000 })),
+    ).toHaveLength(1);
+    const sequential = [
+      event(0, "a", "step-started", { epoch: 1 }),
+      event(999, "a", "step-completed", { epoch: 1 }),
+      event(1000, "b", "step-started", { epoch: 2 }),
+      event(3000, "b", "step-completed", { epoch: 2 }),
+    ];
     expect(overlappingSteps(stepIntervals(sequential, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 5000 }))).toEqual([]);
   });
 
@@ -35,22 +70,38 @@ describe("step intervals and overlap", () => {
       event(22_000, "b", "step-completed", { epoch: 2 }),
       event(26_000, "a", "step-aborted", { epoch: 1, reason: "deadline" }),
     ];
-    const intervals = stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 30_000, freezes: [{ instance: "a", fromMs: T0 + 4000, toMs: T0 + 25_000 }] });
+    const intervals = stepIntervals(records, {
+      renewDeadlineMs: 10_000,
+      endOfRunMs: T0 + 30_000,
+      freezes: [{ instance: "a", fromMs: T0 + 4000, toMs: T0 + 25_000 }],
+    });
     expect(intervals[0]).toMatchObject({ endMs: T0 + 13_000, end: "frozen-deadline" });
     expect(overlappingSteps(intervals)).toEqual([]);
     // Without the freeze window the same log is an overlap: the exception applies only to frozen instances.
-    expect(overlappingSteps(stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 30_000 }))).toHaveLength(1);
+    expect(overlappingSteps(stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 30_000 }))).toHaveLength(
+      1,
+    );
   });
 });
 
 describe("stored-state fencing checks", () => {
   it("accepts non-decreasing epochs per document and flags an older epoch after a newer one", () => {
-    expect(epochOrderViolations([version("index.json", 1, 0), version("index.json", 2, 100), version("jobs/x.json", 1, 150), version("index.json", 2, 200)])).toEqual([]);
+    expect(
+      epochOrderViolations([
+        version("index.json", 1, 0),
+        version("index.json", 2, 100),
+        version("jobs/x.json", 1, 150),
+        version("index.json", 2, 200),
+      ]),
+    ).toEqual([]);
     expect(epochOrderViolations([version("index.json", 3, 0), version("index.json", 2, 100)])).toHaveLength(1);
   });
 
   it("flags a job whose lastEpoch differs from its metadata epoch", () => {
-    const job: StateVersion = { ...version("jobs/x.json", 4, 0), job: { lastEpoch: 3, status: "running", doneCount: 0, failedCount: 0 } };
+    const job: StateVersion = {
+      ...version("jobs/x.json", 4, 0),
+      job: { lastEpoch: 3, status: "running", doneCount: 0, failedCount: 0 },
+    };
     expect(epochOrderViolations([job])).toHaveLength(1);
   });
 
@@ -60,12 +111,22 @@ describe("stored-state fencing checks", () => {
   });
 
   it("flags a term whose epoch does not exceed the previous term's", () => {
-    expect(epochsNotIncreasing([event(0, "a", "lease-acquired", { epoch: 2 }), event(10, "b", "lease-acquired", { epoch: 2 })])).toHaveLength(1);
+    expect(
+      epochsNotIncreasing([
+        event(0, "a", "lease-acquired", { epoch: 2 }),
+        event(10, "b", "lease-acquired", { epoch: 2 }),
+      ]),
+    ).toHaveLength(1);
   });
 });
 
 describe("leader again after a fault", () => {
-  const records = [event(0, "a", "lease-acquired", { epoch: 1 }), event(1000, "a", "instance-exited"), event(17_000, "b", "lease-acquired", { epoch: 2 }), event(18_000, "b", "lease-released", { epoch: 2 })];
+  const records = [
+    event(0, "a", "lease-acquired", { epoch: 1 }),
+    event(1000, "a", "instance-exited"),
+    event(17_000, "b", "lease-acquired", { epoch: 2 }),
+    event(18_000, "b", "lease-released", { epoch: 2 }),
+  ];
 
   it("measures the time to the next term after the fault ended", () => {
     expect(leaderAgainAfterMs(records, T0 + 1000, new Set(["a"]), T0 + 30_000)).toBe(16_000);
@@ -78,10 +139,24 @@ describe("leader again after a fault", () => {
 });
 
 describe("job verdicts", () => {
-  const job = { id: "j", label: "j", itemCount: 3, goodItems: 2, badItems: [2], expected: { north: { count: 2, sum: 3, min: 1, max: 2 } } };
+  const job = {
+    id: "j",
+    label: "j",
+    itemCount: 3,
+    goodItems: 2,
+    badItems: [2],
+    expected: { north: { count: 2, sum: 3, min: 1, max: 2 } },
+  };
   const status = (done: number, failed: number, count: number, failures: { item: number; reason: string }[]) => ({
-    id: "j", kind: "group-by", status: "completed" as const, progress: { total: 3, dispatched: 3, done, failed, skipped: 0 },
-    aggregate: { north: { count, sum: count === 2 ? 3 : 4, min: 1, max: 2 } }, failures, createdAt: at(0), completedAt: at(1), lastEpoch: 1,
+    id: "j",
+    kind: "group-by",
+    status: "completed" as const,
+    progress: { total: 3, dispatched: 3, done, failed, skipped: 0 },
+    aggregate: { north: { count, sum: count === 2 ? 3 : 4, min: 1, max: 2 } },
+    failures,
+    createdAt: at(0),
+    completedAt: at(1),
+    lastEpoch: 1,
   });
 
   it("passes a job whose good items are counted once and whose bad item is reported", () => {
@@ -105,7 +180,11 @@ describe("seeded randomness", () => {
 
 describe("terms end with their step", () => {
   it("does not count a term whose step aborted (no release logged, storage down) as a leader", () => {
-    const records = [event(0, "a", "lease-acquired", { epoch: 1 }), event(500, "a", "step-aborted", { epoch: 1, reason: "lost" }), event(25_000, "b", "lease-acquired", { epoch: 2 })];
+    const records = [
+      event(0, "a", "lease-acquired", { epoch: 1 }),
+      event(500, "a", "step-aborted", { epoch: 1, reason: "lost" }),
+      event(25_000, "b", "lease-acquired", { epoch: 2 }),
+    ];
     expect(leaderAgainAfterMs(records, T0 + 20_000, new Set(), T0 + 30_000)).toBe(5000);
   });
 });

@@ -39,7 +39,10 @@ describe("graceful shutdown on the local host (2 OS processes on Azurite)", () =
     await running.waitReady(instances);
     const job = await jobs.submitDemo("shutdown", 20, 1);
 
-    const registered = await running.waitForEvent((record) => record.type === "job-registered" && record.jobId === job.id, 20_000);
+    const registered = await running.waitForEvent(
+      (record) => record.type === "job-registered" && record.jobId === job.id,
+      20_000,
+    );
     expect(registered, "no step registered the job within 20 s").toBeDefined();
     const leaderId = registered?.instance ?? "";
     const epoch = registered?.epoch ?? -1;
@@ -50,14 +53,21 @@ describe("graceful shutdown on the local host (2 OS processes on Azurite)", () =
     const signalledAtMs = Date.now();
     expect(leader?.process.signal("SIGTERM")).toBe(true);
 
-    const ofTerm = (type: string) => (record: EventRecord) => record.type === type && record.instance === leaderId && record.epoch === epoch;
+    const ofTerm = (type: string) => (record: EventRecord) =>
+      record.type === type && record.instance === leaderId && record.epoch === epoch;
     const lost = await running.waitForEvent(ofTerm("lease-lost"), 8_000, marker);
-    expect(lost?.reason, `the leader's term of epoch ${epoch} did not end with lease-lost within 8 s of SIGTERM`).toBe("shutdown");
+    expect(lost?.reason, `the leader's term of epoch ${epoch} did not end with lease-lost within 8 s of SIGTERM`).toBe(
+      "shutdown",
+    );
     const aborted = await running.waitForEvent(ofTerm("step-aborted"), 2_000, marker);
     expect(aborted?.reason).toBe("shutdown");
     const released = await running.waitForEvent(ofTerm("lease-released"), 5_000, marker);
     expect(released, "the shut-down leader did not release its lease").toBeDefined();
-    const successor = await running.waitForEvent((record) => record.type === "lease-acquired" && record.instance !== leaderId && (record.epoch ?? 0) > epoch, 10_000, marker);
+    const successor = await running.waitForEvent(
+      (record) => record.type === "lease-acquired" && record.instance !== leaderId && (record.epoch ?? 0) > epoch,
+      10_000,
+      marker,
+    );
     expect(successor, "no other instance acquired the lease within 10 s").toBeDefined();
 
     const releasedAtMs = Date.parse(released?.ts ?? "");

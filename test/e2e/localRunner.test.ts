@@ -12,14 +12,27 @@ interface LoggedEvent {
   epoch?: number;
 }
 
-/** Step intervals from the event log: step-started → step-completed/aborted of the same instance and epoch, or the instance's exit. */
+/**
+ * Step intervals from the event log: step-started → step-completed/aborted of the same instance and epoch, or the
+ * instance's exit.
+ */
 function stepIntervals(events: LoggedEvent[]): { instance: string; epoch: number; start: number; end: number }[] {
   const exits = new Map(events.filter((e) => e.type === "instance-exited").map((e) => [e.instance, Date.parse(e.ts)]));
   return events
     .filter((e) => e.type === "step-started")
     .map((start) => {
-      const end = events.find((e) => (e.type === "step-completed" || e.type === "step-aborted") && e.instance === start.instance && e.epoch === start.epoch);
-      return { instance: start.instance, epoch: start.epoch ?? -1, start: Date.parse(start.ts), end: end ? Date.parse(end.ts) : (exits.get(start.instance) ?? Infinity) };
+      const end = events.find(
+        (e) =>
+          (e.type === "step-completed" || e.type === "step-aborted") &&
+          e.instance === start.instance &&
+          e.epoch === start.epoch,
+      );
+      return {
+        instance: start.instance,
+        epoch: start.epoch ?? -1,
+        start: Date.parse(start.ts),
+        end: end ? Date.parse(end.ts) : (exits.get(start.instance) ?? Infinity),
+      };
     });
 }
 
@@ -54,12 +67,30 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     expect(killed).toHaveLength(1);
     expect(killed[0]?.exit?.signal).toBe("SIGKILL");
 
-    const events = readFileSync(result.eventsPath, "utf8").trim().split("\n").map((line) => JSON.parse(line) as LoggedEvent);
+    const events = readFileSync(result.eventsPath, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as LoggedEvent);
     const killedName = killed[0]?.instanceId ?? "";
-    const killedAt = Date.parse(events.find((e) => e.type === "instance-exited" && e.instance === killedName)?.ts ?? "");
+    const killedAt = Date.parse(
+      events.find((e) => e.type === "instance-exited" && e.instance === killedName)?.ts ?? "",
+    );
     const intervals = stepIntervals(events);
     // The kill landed mid-step: the killed instance has a step that never completed.
-    expect(events.some((e) => e.type === "step-started" && e.instance === killedName && !events.some((f) => f.type === "step-completed" && f.instance === killedName && f.epoch === e.epoch && Date.parse(f.ts) <= killedAt))).toBe(true);
+    expect(
+      events.some(
+        (e) =>
+          e.type === "step-started" &&
+          e.instance === killedName &&
+          !events.some(
+            (f) =>
+              f.type === "step-completed" &&
+              f.instance === killedName &&
+              f.epoch === e.epoch &&
+              Date.parse(f.ts) <= killedAt,
+          ),
+      ),
+    ).toBe(true);
     for (const a of intervals) {
       for (const b of intervals) {
         if (a === b) continue;
@@ -67,7 +98,9 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
         expect(overlap, `steps ${a.instance}@e${a.epoch} and ${b.instance}@e${b.epoch} overlap`).toBe(false);
       }
     }
-    const acquired = events.filter((e) => e.type === "lease-acquired").sort((x, y) => Date.parse(x.ts) - Date.parse(y.ts));
+    const acquired = events
+      .filter((e) => e.type === "lease-acquired")
+      .sort((x, y) => Date.parse(x.ts) - Date.parse(y.ts));
     const epochs = acquired.map((e) => e.epoch ?? 0);
     expect(epochs.length).toBeGreaterThanOrEqual(2);
     for (let i = 1; i < epochs.length; i++) expect(epochs[i]).toBeGreaterThan(epochs[i - 1] ?? Infinity);

@@ -24,11 +24,16 @@ const IN_CI = (process.env.CI ?? "") !== "" && process.env.CI !== "false";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const SCREENSHOT = resolve(__dirname, "..", "..", "bench-results", "status-page.png");
 if (!HAVE_CHROMIUM && !IN_CI) {
-  process.stderr.write(`Skipping the status page browser test: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH). With CI set it runs and fails instead.\n`);
+  process.stderr.write(
+    `Skipping the status page browser test: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH). With CI set it runs and fails instead.\n`,
+  );
 }
 
 const params = { format: "csv", keyField: "region", valueField: "amount" } as const;
-const noopSink = { logger: { verbose: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined }, emit: () => undefined };
+const noopSink = {
+  logger: { verbose: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+  emit: () => undefined,
+};
 
 describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (local host process, Azurite)", () => {
   const storage = useAzurite();
@@ -41,20 +46,43 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
   const jobIds: { ended: string; running: string } = { ended: "", running: "" };
 
   beforeAll(async () => {
-    if (!HAVE_CHROMIUM) throw new Error(`CI is set, so the browser test must run, but there is no Chromium at ${CHROMIUM}: .ci/run installs Debian's chromium with apt-get.`);
+    if (!HAVE_CHROMIUM)
+      throw new Error(
+        `CI is set, so the browser test must run, but there is no Chromium at ${CHROMIUM}: .ci/run installs Debian's chromium with apt-get.`,
+      );
     // Small dispatch batches of one-item units, so one job is still mid-way when the page is read.
-    settings = { ...testAppSettings(storage.azurite.connectionString), DISPATCH_BATCH_SIZE: "2", WORK_UNIT_MAX_ITEMS: "1" };
+    settings = {
+      ...testAppSettings(storage.azurite.connectionString),
+      DISPATCH_BATCH_SIZE: "2",
+      WORK_UNIT_MAX_ITEMS: "1",
+    };
     const first = newTestApp(storage.azurite.connectionString, { ...settings, WEBSITE_INSTANCE_ID: "status-first" });
     const second = createCoordinatorApp({ ...settings, WEBSITE_INSTANCE_ID: "status-second" });
 
     // A job that ended: two good items, one with a value that is not a number (a failed item with its reason).
-    const ended = await submitJob(first.app, { kind: "group-by", params, items: [{ inline: "region,amount\neu,2" }, { inline: "region,amount\nus,abc" }, { inline: "region,amount\neu,5" }] });
+    const ended = await submitJob(first.app, {
+      kind: "group-by",
+      params,
+      items: [
+        { inline: "region,amount\neu,2" },
+        { inline: "region,amount\nus,abc" },
+        { inline: "region,amount\neu,5" },
+      ],
+    });
     if (!ended.ok) throw new Error("the ended job was refused");
     jobIds.ended = ended.id;
-    await runUntilComplete(first.app, first.sink, async () => (await getJobStatus(first.app, ended.id))?.status === "completed");
+    await runUntilComplete(
+      first.app,
+      first.sink,
+      async () => (await getJobStatus(first.app, ended.id))?.status === "completed",
+    );
 
     // A job mid-way: ten items, at most four in flight; one tick by each instance with the workers run in between.
-    const running = await submitJob(first.app, { kind: "group-by", params, items: Array.from({ length: 10 }, (_, i) => ({ inline: `region,amount\nr${i % 3},${i}` })) });
+    const running = await submitJob(first.app, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 10 }, (_, i) => ({ inline: `region,amount\nr${i % 3},${i}` })),
+    });
     if (!running.ok) throw new Error("the running job was refused");
     jobIds.running = running.id;
     await runCoordinatorTick(second, noopSink);
@@ -79,8 +107,15 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
 
     // The local host in its own process, serving only the HTTP routes (the timer and the queue triggers are disabled
     // so nothing changes while the page and the JSON API are compared).
-    const env: Record<string, string | undefined> = { ...process.env, ...settings, "AzureWebJobs.coordinator.Disabled": "true", "AzureWebJobs.worker.Disabled": "true", "AzureWebJobs.wake.Disabled": "true" };
-    for (const [name, value] of Object.entries(readSettings(env))) if ((env[name] ?? "") === "") env[name] = String(value);
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      ...settings,
+      "AzureWebJobs.coordinator.Disabled": "true",
+      "AzureWebJobs.worker.Disabled": "true",
+      "AzureWebJobs.wake.Disabled": "true",
+    };
+    for (const [name, value] of Object.entries(readSettings(env)))
+      if ((env[name] ?? "") === "") env[name] = String(value);
     const ready = new Promise<number>((resolve, reject) => {
       instance = new InstanceProcess("status-page", env, {
         onEvent: () => undefined,
@@ -121,7 +156,9 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
       if (message.type() === "error") errors.push(`console: ${message.text()}`);
     });
     page.on("pageerror", (error) => errors.push(`page: ${error.message}`));
-    page.on("requestfailed", (request) => errors.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ""}`));
+    page.on("requestfailed", (request) =>
+      errors.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ""}`),
+    );
     const requested: string[] = [];
     page.on("request", (request) => requested.push(request.url()));
 
@@ -166,9 +203,12 @@ async function expectPageMatches(page: Page, leader: LeaderInfo, jobs: JobStatus
     expect(await field("dispatched")).toBe(String(job.progress.dispatched));
     expect(await field("done")).toBe(String(job.progress.done));
     expect(await field("failed")).toBe(String(job.progress.failed));
-    for (const failure of job.failures) expect(await page.textContent(`tr[data-reasons-of="${job.id}"]`)).toContain(failure.reason);
+    for (const failure of job.failures)
+      expect(await page.textContent(`tr[data-reasons-of="${job.id}"]`)).toContain(failure.reason);
   }
-  expect(await page.textContent('[data-field="failed-items"]')).toBe(String(jobs.reduce((sum, job) => sum + job.progress.failed, 0)));
+  expect(await page.textContent('[data-field="failed-items"]')).toBe(
+    String(jobs.reduce((sum, job) => sum + job.progress.failed, 0)),
+  );
   const poisonDepths = await page.locator('tr[data-queue] [data-field="depth"]').allTextContents();
   expect(poisonDepths).toEqual(["2", "0"]);
 }

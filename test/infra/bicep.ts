@@ -244,7 +244,12 @@ export function parameterDeclarations(file: BicepFile): Map<string, ParameterDec
   for (const node of descendants(file.root, "parameter_declaration")) {
     const [nameNode, typeNode, defaultValue] = node.namedChildren.filter((child) => child.type !== "comment");
     if (nameNode === undefined || typeNode === undefined) continue;
-    declarations.set(nameNode.text, { name: nameNode.text, type: typeNode.text, defaultValue, decorators: decoratorsOf(node) });
+    declarations.set(nameNode.text, {
+      name: nameNode.text,
+      type: typeNode.text,
+      defaultValue,
+      decorators: decoratorsOf(node),
+    });
   }
   return declarations;
 }
@@ -255,7 +260,9 @@ function decoratorsOf(declaration: Node): Map<string, Node[]> {
   while (previous?.type === "comment") previous = previous.previousNamedSibling;
   const decorators = new Map<string, Node[]>();
   if (previous?.type !== "decorators") return decorators;
-  for (const call of descendants(previous, "call_expression").filter((candidate) => candidate.parent?.type === "decorator")) {
+  for (const call of descendants(previous, "call_expression").filter(
+    (candidate) => candidate.parent?.type === "decorator",
+  )) {
     decorators.set(calledFunctionName(call), callArguments(call));
   }
   return decorators;

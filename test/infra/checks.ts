@@ -23,12 +23,26 @@ import type { Node } from "web-tree-sitter";
  * resource type forces a deliberate choice here. Preview versions are never accepted.
  */
 export const API_VERSION_FLOORS: Readonly<Record<string, { floor: string; reason: string }>> = {
-  "Microsoft.Storage": { floor: "2023-05-01", reason: "GA version used by Azure Verified Modules; allowSharedKeyAccess, defaultToOAuthAuthentication, publicNetworkAccess" },
-  "Microsoft.Web": { floor: "2024-04-01", reason: "functionAppConfig (Flex Consumption runtime, deployment storage, scale) as used by the official Flex Consumption samples" },
-  "Microsoft.ManagedIdentity": { floor: "2023-01-31", reason: "first GA version after 2018-11-30 for user-assigned identities" },
+  "Microsoft.Storage": {
+    floor: "2023-05-01",
+    reason:
+      "GA version used by Azure Verified Modules; allowSharedKeyAccess, defaultToOAuthAuthentication, publicNetworkAccess",
+  },
+  "Microsoft.Web": {
+    floor: "2024-04-01",
+    reason:
+      "functionAppConfig (Flex Consumption runtime, deployment storage, scale) as used by the official Flex Consumption samples",
+  },
+  "Microsoft.ManagedIdentity": {
+    floor: "2023-01-31",
+    reason: "first GA version after 2018-11-30 for user-assigned identities",
+  },
   "Microsoft.Authorization": { floor: "2022-04-01", reason: "GA roleAssignments with principalType and description" },
   "Microsoft.OperationalInsights": { floor: "2022-10-01", reason: "GA workspaces with features.disableLocalAuth" },
-  "Microsoft.Insights": { floor: "2020-02-02", reason: "newest GA components version; DisableLocalAuth and WorkspaceResourceId" },
+  "Microsoft.Insights": {
+    floor: "2020-02-02",
+    reason: "newest GA components version; DisableLocalAuth and WorkspaceResourceId",
+  },
 };
 
 /** Resource declarations whose API version is preview, unparseable, older than its provider's floor, or unlisted. */
@@ -51,14 +65,27 @@ export function apiVersionViolations(files: readonly BicepFile[]): string[] {
   return violations;
 }
 
-/** Bicep functions that return keys, SAS tokens or connection strings with secrets (`listKeys`, `listAccountSas`, …). */
+/**
+ * Bicep functions that return keys, SAS tokens or connection strings with secrets (`listKeys`, `listAccountSas`, …).
+ */
 const SECRET_FUNCTION = /^list/i;
 /** Text that only a secret-bearing connection string or SAS contains. */
 const SECRET_TEXT = /AccountKey=|SharedAccessSignature=|SharedAccessKey=|[?&]sig=/i;
 /** Properties through which ARM exposes keys. */
-const SECRET_PROPERTIES = new Set(["keys", "primaryKey", "secondaryKey", "primaryMasterKey", "primaryConnectionString", "secondaryConnectionString"]);
+const SECRET_PROPERTIES = new Set([
+  "keys",
+  "primaryKey",
+  "secondaryKey",
+  "primaryMasterKey",
+  "primaryConnectionString",
+  "secondaryConnectionString",
+]);
 /** Legacy app settings that carry a key (the instrumentation key was the ingestion credential before Entra auth). */
-const SECRET_SETTINGS = new Set(["APPINSIGHTS_INSTRUMENTATIONKEY", "AzureWebJobsDashboard", "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING"]);
+const SECRET_SETTINGS = new Set([
+  "APPINSIGHTS_INSTRUMENTATIONKEY",
+  "AzureWebJobsDashboard",
+  "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING",
+]);
 
 /** Uses of account keys, SAS or secret connection strings anywhere in the templates. */
 export function secretViolations(files: readonly BicepFile[]): string[] {
@@ -67,14 +94,17 @@ export function secretViolations(files: readonly BicepFile[]): string[] {
     const at = (line: number): string => `${file.name}:${line}`;
     for (const call of descendants(file.root, "call_expression")) {
       const name = calledFunctionName(call);
-      if (SECRET_FUNCTION.test(name)) violations.push(`${at(call.startPosition.row + 1)}: calls ${name}(), which returns secrets`);
+      if (SECRET_FUNCTION.test(name))
+        violations.push(`${at(call.startPosition.row + 1)}: calls ${name}(), which returns secrets`);
     }
     for (const text of descendants(file.root, "string_content")) {
       const match = SECRET_TEXT.exec(text.text);
-      if (match !== null) violations.push(`${at(text.startPosition.row + 1)}: string contains '${match[0]}' (a key or SAS)`);
+      if (match !== null)
+        violations.push(`${at(text.startPosition.row + 1)}: string contains '${match[0]}' (a key or SAS)`);
     }
     for (const property of descendants(file.root, "property_identifier")) {
-      if (SECRET_PROPERTIES.has(property.text)) violations.push(`${at(property.startPosition.row + 1)}: reads .${property.text}, which holds a key`);
+      if (SECRET_PROPERTIES.has(property.text))
+        violations.push(`${at(property.startPosition.row + 1)}: reads .${property.text}, which holds a key`);
     }
     for (const { key, line } of appSettingKeys(file)) {
       if (SECRET_SETTINGS.has(key)) violations.push(`${at(line)}: app setting ${key} carries a key`);
@@ -100,10 +130,17 @@ export function appSettingsObjects(files: readonly BicepFile[]): { file: BicepFi
   const found: { file: BicepFile; entries: AppSettingEntry[] }[] = [];
   for (const file of files) {
     for (const resource of resourceDeclarations(file)) {
-      if (resource.type !== "Microsoft.Web/sites/config" || stringLiteral(valueAt(resource.body, "name")) !== "appsettings") continue;
+      if (
+        resource.type !== "Microsoft.Web/sites/config" ||
+        stringLiteral(valueAt(resource.body, "name")) !== "appsettings"
+      )
+        continue;
       const properties = valueAt(resource.body, "properties");
       const entries = properties?.type === "object" ? objectEntries(properties) : [];
-      found.push({ file, entries: entries.map(({ key, value, property }) => ({ key, value, line: property.startPosition.row + 1 })) });
+      found.push({
+        file,
+        entries: entries.map(({ key, value, property }) => ({ key, value, line: property.startPosition.row + 1 })),
+      });
     }
   }
   return found;
@@ -184,7 +221,9 @@ export function roleAssignments(files: readonly BicepFile[]): { assignments: Rol
         stringLiteral(typeArg) !== "Microsoft.Authorization/roleDefinitions" ||
         roleName === undefined
       ) {
-        violations.push(`${where}: roleDefinitionId must be subscriptionResourceId('Microsoft.Authorization/roleDefinitions', <documented built-in role id>), got ${definition?.text ?? "nothing"}`);
+        violations.push(
+          `${where}: roleDefinitionId must be subscriptionResourceId('Microsoft.Authorization/roleDefinitions', <documented built-in role id>), got ${definition?.text ?? "nothing"}`,
+        );
         continue;
       }
       if (stringLiteral(valueAt(resource.body, "properties", "principalType")) !== "ServicePrincipal") {
@@ -193,10 +232,18 @@ export function roleAssignments(files: readonly BicepFile[]): { assignments: Rol
       const scopeSymbol = valueAt(resource.body, "scope")?.text ?? "";
       const scopeResource = resources.find((r) => r.symbol === scopeSymbol);
       if (scopeResource === undefined) {
-        violations.push(`${where}: scope must be a resource of this file (least privilege: no resource-group or subscription scope)`);
+        violations.push(
+          `${where}: scope must be a resource of this file (least privilege: no resource-group or subscription scope)`,
+        );
         continue;
       }
-      assignments.push({ file: file.name, symbol: resource.symbol, roleName, scopeSymbol, scopeType: scopeResource.type });
+      assignments.push({
+        file: file.name,
+        symbol: resource.symbol,
+        roleName,
+        scopeSymbol,
+        scopeType: scopeResource.type,
+      });
     }
   }
   return { assignments, violations };
@@ -217,12 +264,18 @@ export function storageHardeningViolations(files: readonly BicepFile[]): string[
       if (resource.type === "Microsoft.Storage/storageAccounts") {
         for (const [property, expected] of required) {
           const actual = valueAt(resource.body, "properties", property)?.text;
-          if (actual !== expected) violations.push(`${file.name}: ${resource.symbol}.properties.${property} must be ${expected}, is ${actual ?? "unset"}`);
+          if (actual !== expected)
+            violations.push(
+              `${file.name}: ${resource.symbol}.properties.${property} must be ${expected}, is ${actual ?? "unset"}`,
+            );
         }
       }
       if (resource.type === "Microsoft.Storage/storageAccounts/blobServices/containers") {
         const access = valueAt(resource.body, "properties", "publicAccess")?.text;
-        if (access !== "'None'") violations.push(`${file.name}: ${resource.symbol}.properties.publicAccess must be 'None', is ${access ?? "unset"}`);
+        if (access !== "'None'")
+          violations.push(
+            `${file.name}: ${resource.symbol}.properties.publicAccess must be 'None', is ${access ?? "unset"}`,
+          );
       }
     }
   }

@@ -25,7 +25,9 @@ const number = (text: string): number => Number(text.replace(/[$,]/g, ""));
 
 /** Rows of the idle-timer table: schedule, ticks, GB-s, list price, price after the free grant. */
 function costRows(): { schedule: string; ticks: number; gbSeconds: number; listPrice: number; afterGrant: number }[] {
-  return [...DEPLOY_MD.matchAll(/^\| `([^`]+)` \([^)]*\) \| ([\d,]+) \| ([\d,]+) \| (\$[\d.]+) \| (\$[\d.]+) \|$/gm)].map((match) => ({
+  return [
+    ...DEPLOY_MD.matchAll(/^\| `([^`]+)` \([^)]*\) \| ([\d,]+) \| ([\d,]+) \| (\$[\d.]+) \| (\$[\d.]+) \|$/gm),
+  ].map((match) => ({
     schedule: match[1] ?? "",
     ticks: number(match[2] ?? ""),
     gbSeconds: number(match[3] ?? ""),
@@ -36,9 +38,12 @@ function costRows(): { schedule: string; ticks: number; gbSeconds: number; listP
 
 /** Seconds between two ticks of an NCRONTAB schedule (with seconds), from the parser the local runner uses. */
 function intervalSeconds(schedule: string): number {
-  const times = CronExpressionParser.parse(schedule, { currentDate: new Date("2026-01-01T00:00:00Z"), tz: "UTC" }).take(3).map((date) => date.getTime());
+  const times = CronExpressionParser.parse(schedule, { currentDate: new Date("2026-01-01T00:00:00Z"), tz: "UTC" })
+    .take(3)
+    .map((date) => date.getTime());
   const [first, second, third] = times;
-  if (first === undefined || second === undefined || third === undefined || second - first !== third - second) throw new Error(`${schedule} is not a fixed interval`);
+  if (first === undefined || second === undefined || third === undefined || second - first !== third - second)
+    throw new Error(`${schedule} is not a fixed interval`);
   return (second - first) / 1000;
 }
 
@@ -62,8 +67,16 @@ describe("DEPLOY.md idle cost table", () => {
       const ticks = MONTH_SECONDS / intervalSeconds(row.schedule);
       const gbSeconds = ticks * MINIMUM_BILLED_SECONDS * INSTANCE_GB;
       const listPrice = gbSeconds * PRICE_PER_GB_SECOND + ticks * PRICE_PER_EXECUTION;
-      const afterGrant = Math.max(0, gbSeconds - FREE_GB_SECONDS) * PRICE_PER_GB_SECOND + Math.max(0, ticks - FREE_EXECUTIONS) * PRICE_PER_EXECUTION;
-      expect({ ...row }, row.schedule).toEqual({ schedule: row.schedule, ticks, gbSeconds, listPrice: Math.round(listPrice * 100) / 100, afterGrant: Math.round(afterGrant * 100) / 100 });
+      const afterGrant =
+        Math.max(0, gbSeconds - FREE_GB_SECONDS) * PRICE_PER_GB_SECOND +
+        Math.max(0, ticks - FREE_EXECUTIONS) * PRICE_PER_EXECUTION;
+      expect({ ...row }, row.schedule).toEqual({
+        schedule: row.schedule,
+        ticks,
+        gbSeconds,
+        listPrice: Math.round(listPrice * 100) / 100,
+        afterGrant: Math.round(afterGrant * 100) / 100,
+      });
     }
   });
 

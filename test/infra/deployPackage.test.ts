@@ -52,9 +52,15 @@ beforeAll(async () => {
     const dir = assemblePackage(stage, listings[reading], reading);
     // npm ci unpacks some 11,000 files; a second package with the same manifest and lockfile gets the same tree, so
     // it links to the first one's node_modules instead (Node resolves through the link) — any difference installs anew.
-    const install = installed !== undefined && sameManifests(installed.dir, dir) ? linkDependencies(installed.dir, dir) : await installProductionDependencies(dir);
+    const install =
+      installed !== undefined && sameManifests(installed.dir, dir)
+        ? linkDependencies(installed.dir, dir)
+        : await installProductionDependencies(dir);
     if (installed === undefined && install.code === 0) installed = { dir, install };
-    const loaded = install.code === 0 ? await captureRegistrations(packageMain(dir), dir) : { code: -1, stdout: "", stderr: "not loaded: install failed" };
+    const loaded =
+      install.code === 0
+        ? await captureRegistrations(packageMain(dir), dir)
+        : { code: -1, stdout: "", stderr: "not loaded: install failed" };
     packages.set(reading, { dir, files: listings[reading], install, loaded });
   }
   const fromSource = await capturingSource;
@@ -72,7 +78,8 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(() => {
-  for (const dir of [stage, ...[...packages.values()].map((built) => built.dir)]) if (dir !== "") rmSync(dir, { recursive: true, force: true });
+  for (const dir of [stage, ...[...packages.values()].map((built) => built.dir)])
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
 });
 
 /**
@@ -80,13 +87,18 @@ afterAll(() => {
  * package would be mistaken by vitest for frames of the test (it then tries to read their source maps).
  */
 function withoutStack(stderr: string | undefined): string {
-  return (stderr ?? "").split("\n").filter((line) => !/^\s+at /.test(line)).join("\n");
+  return (stderr ?? "")
+    .split("\n")
+    .filter((line) => !/^\s+at /.test(line))
+    .join("\n");
 }
 
 /** The trigger binding of a captured function. */
 function trigger(captured: CapturedRegistrations, name: string): Record<string, unknown> | undefined {
   const fn = captured.functions.find((candidate) => candidate.name === name);
-  return Object.values(fn?.bindings ?? {}).find((binding) => typeof binding.type === "string" && binding.type.endsWith("Trigger"));
+  return Object.values(fn?.bindings ?? {}).find(
+    (binding) => typeof binding.type === "string" && binding.type.endsWith("Trigger"),
+  );
 }
 
 describe("Core Tools' reading of .funcignore (port of its GitIgnoreParser)", () => {
@@ -109,36 +121,86 @@ describe("the deploy package, built from .funcignore both ways", () => {
     const git = packages.get("git")?.files ?? [];
     expect(git).toEqual(coreTools);
     for (const files of [coreTools, git]) {
-      expect(files).toEqual(expect.arrayContaining(["host.json", "package.json", "package-lock.json", "dist/functions/index.js", "dist/src/app/context.js"]));
-      expect(files.filter((file) => /^(src|functions|test|scripts|infra|docs|\.ci)\//.test(file) || /(?<!\.d)\.ts$/.test(file) || file.startsWith("local.settings"))).toEqual([]);
+      expect(files).toEqual(
+        expect.arrayContaining([
+          "host.json",
+          "package.json",
+          "package-lock.json",
+          "dist/functions/index.js",
+          "dist/src/app/context.js",
+        ]),
+      );
+      expect(
+        files.filter(
+          (file) =>
+            /^(src|functions|test|scripts|infra|docs|\.ci)\//.test(file) ||
+            /(?<!\.d)\.ts$/.test(file) ||
+            file.startsWith("local.settings"),
+        ),
+      ).toEqual([]);
     }
   });
 
-  it.each(READINGS)("%s reading: production dependencies install from the lockfile and main registers every function with its bindings", (reading) => {
-    const built = packages.get(reading);
-    expect(built?.install.code, withoutStack(built?.install.stderr)).toBe(0);
-    expect(built?.loaded.code, withoutStack(built?.loaded.stderr)).toBe(0);
-    const captured = JSON.parse(built?.loaded.stdout ?? "") as CapturedRegistrations;
+  it.each(READINGS)(
+    "%s reading: production dependencies install from the lockfile and main registers every function with its bindings",
+    (reading) => {
+      const built = packages.get(reading);
+      expect(built?.install.code, withoutStack(built?.install.stderr)).toBe(0);
+      expect(built?.loaded.code, withoutStack(built?.loaded.stderr)).toBe(0);
+      const captured = JSON.parse(built?.loaded.stdout ?? "") as CapturedRegistrations;
 
-    // Exactly what the source tree registers, binding for binding, and the same hooks.
-    const byName = (value: CapturedRegistrations) => [...value.functions].sort((a, b) => a.name.localeCompare(b.name));
-    expect(byName(captured)).toEqual(byName(source));
-    expect(captured.hooks).toEqual(source.hooks);
-    expect(captured.hooks).toContain("appTerminate");
+      // Exactly what the source tree registers, binding for binding, and the same hooks.
+      const byName = (value: CapturedRegistrations) =>
+        [...value.functions].sort((a, b) => a.name.localeCompare(b.name));
+      expect(byName(captured)).toEqual(byName(source));
+      expect(captured.hooks).toEqual(source.hooks);
+      expect(captured.hooks).toContain("appTerminate");
 
-    expect(trigger(captured, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "%COORDINATOR_SCHEDULE%" });
-    expect(trigger(captured, "worker")).toMatchObject({ type: "queueTrigger", queueName: "%WORK_QUEUE%", connection: "COORDINATION_STORAGE" });
-    expect(trigger(captured, "submitJob")).toMatchObject({ type: "httpTrigger", route: "jobs", methods: ["POST"], authLevel: "function" });
-    expect(trigger(captured, "getJob")).toMatchObject({ type: "httpTrigger", route: "jobs/{id}", methods: ["GET"], authLevel: "function" });
-    expect(trigger(captured, "getLeader")).toMatchObject({ type: "httpTrigger", route: "leader", methods: ["GET"], authLevel: "function" });
-    expect(trigger(captured, "stepDown")).toMatchObject({ type: "httpTrigger", route: "leader/step-down", methods: ["POST"], authLevel: "function" });
-  });
+      expect(trigger(captured, "coordinator")).toMatchObject({
+        type: "timerTrigger",
+        schedule: "%COORDINATOR_SCHEDULE%",
+      });
+      expect(trigger(captured, "worker")).toMatchObject({
+        type: "queueTrigger",
+        queueName: "%WORK_QUEUE%",
+        connection: "COORDINATION_STORAGE",
+      });
+      expect(trigger(captured, "submitJob")).toMatchObject({
+        type: "httpTrigger",
+        route: "jobs",
+        methods: ["POST"],
+        authLevel: "function",
+      });
+      expect(trigger(captured, "getJob")).toMatchObject({
+        type: "httpTrigger",
+        route: "jobs/{id}",
+        methods: ["GET"],
+        authLevel: "function",
+      });
+      expect(trigger(captured, "getLeader")).toMatchObject({
+        type: "httpTrigger",
+        route: "leader",
+        methods: ["GET"],
+        authLevel: "function",
+      });
+      expect(trigger(captured, "stepDown")).toMatchObject({
+        type: "httpTrigger",
+        route: "leader/step-down",
+        methods: ["POST"],
+        authLevel: "function",
+      });
+    },
+  );
 
   it("production dependencies only: no development dependency is installed", () => {
-    const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+      devDependencies: Record<string, string>;
+    };
     for (const reading of READINGS) {
       const dir = packages.get(reading)?.dir ?? "";
-      const installed = Object.keys(manifest.devDependencies).filter((name) => existsSync(path.join(dir, "node_modules", name)));
+      const installed = Object.keys(manifest.devDependencies).filter((name) =>
+        existsSync(path.join(dir, "node_modules", name)),
+      );
       expect(installed, reading).toEqual([]);
     }
   });

@@ -1,5 +1,14 @@
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -27,20 +36,36 @@ export interface RunResult {
 }
 
 /** Runs a command and returns its exit code and output instead of throwing on failure. */
-export async function run(file: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult> {
+export async function run(
+  file: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<RunResult> {
   try {
-    const { stdout, stderr } = await exec(file, args, { cwd: options.cwd, env: options.env ?? process.env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await exec(file, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      timeout: options.timeoutMs ?? 120_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number | string; stdout?: string; stderr?: string; message?: string };
-    return { code: typeof failed.code === "number" ? failed.code : -1, stdout: failed.stdout ?? "", stderr: failed.stderr ?? failed.message ?? "" };
+    return {
+      code: typeof failed.code === "number" ? failed.code : -1,
+      stdout: failed.stdout ?? "",
+      stderr: failed.stderr ?? failed.message ?? "",
+    };
   }
 }
 
 /** Runs a command; throws with its output when it fails. */
 async function runOrThrow(file: string, args: readonly string[], cwd: string): Promise<string> {
   const result = await run(file, args, { cwd });
-  if (result.code !== 0) throw new Error(`${file} ${args.join(" ")} failed (exit ${result.code}) in ${cwd}:\n${result.stderr}${result.stdout}`);
+  if (result.code !== 0)
+    throw new Error(
+      `${file} ${args.join(" ")} failed (exit ${result.code}) in ${cwd}:\n${result.stderr}${result.stdout}`,
+    );
   return result.stdout;
 }
 
@@ -62,13 +87,20 @@ export function coreToolsAccepts(funcignore: string): (relativePath: string) => 
     (isNegative ? negative : positive).push(line);
   }
   const prepare = (pattern: string): string =>
-    pattern.replace(/[-[\]/{}()+?.\\^$|]/g, "\\$&").replaceAll("**", "(.+)").replaceAll("*", "([^\\/]+)");
-  const compile = (patterns: string[]): RegExp => (patterns.length > 0 ? new RegExp(`^((${patterns.sort().map(prepare).join(")|(")}))`) : /$^/);
+    pattern
+      .replace(/[-[\]/{}()+?.\\^$|]/g, "\\$&")
+      .replaceAll("**", "(.+)")
+      .replaceAll("*", "([^\\/]+)");
+  const compile = (patterns: string[]): RegExp =>
+    patterns.length > 0 ? new RegExp(`^((${patterns.sort().map(prepare).join(")|(")}))`) : /$^/;
   const [denied, allowed] = [compile(positive), compile(negative)];
   return (relativePath) => allowed.test(relativePath) || !denied.test(relativePath);
 }
 
-/** Directories and file names Core Tools' publish never packs, whatever `.funcignore` says (FileSystemHelpers.GetLocalFiles). */
+/**
+ * Directories and file names Core Tools' publish never packs, whatever `.funcignore` says
+ * (FileSystemHelpers.GetLocalFiles).
+ */
 const CORE_TOOLS_SKIPPED_DIRECTORIES = new Set([".git", ".vscode"]);
 const CORE_TOOLS_SKIPPED_FILES = new Set([".funcignore", ".gitignore", "local.settings.json", "project.lock.json"]);
 
@@ -92,14 +124,28 @@ export function coreToolsFiles(root: string, funcignore: string): string[] {
 
 /**
  * Git's reading of `.funcignore` (gitignore semantics: a pattern without a leading or inner `/` matches at any depth,
- * so `src/` also drops `dist/src/`): git itself lists the files under `root` that the patterns do not exclude. The
- * git directory lives outside `root`, which stays untouched; no other ignore file (.gitignore, global excludes) applies.
+ * so `src/` also drops `dist/src/`): git itself lists the files under `root` that the patterns do not exclude. The git
+ * directory lives outside `root`, which stays untouched; no other ignore file (.gitignore, global excludes) applies.
  */
 export async function gitFiles(root: string, funcignorePath: string): Promise<string[]> {
   const gitDir = mkdtempSync(path.join(tmpdir(), "funcignore-git-"));
   await runOrThrow("git", ["init", "--quiet", gitDir], root);
-  const listed = await runOrThrow("git", [`--git-dir=${path.join(gitDir, ".git")}`, `--work-tree=${root}`, "ls-files", "-z", "--others", `--exclude-from=${funcignorePath}`], root);
-  return listed.split("\0").filter((name) => name !== "").sort();
+  const listed = await runOrThrow(
+    "git",
+    [
+      `--git-dir=${path.join(gitDir, ".git")}`,
+      `--work-tree=${root}`,
+      "ls-files",
+      "-z",
+      "--others",
+      `--exclude-from=${funcignorePath}`,
+    ],
+    root,
+  );
+  return listed
+    .split("\0")
+    .filter((name) => name !== "")
+    .sort();
 }
 
 /**
@@ -116,7 +162,11 @@ export async function stageProject(): Promise<string> {
   }
   const tsc = requireHere.resolve("typescript/bin/tsc");
   // The build runs in the repository (where the type packages are installed) and writes into the stage.
-  await runOrThrow(process.execPath, [tsc, "-p", path.join(REPO_ROOT, "tsconfig.build.json"), "--outDir", path.join(stage, "dist")], REPO_ROOT);
+  await runOrThrow(
+    process.execPath,
+    [tsc, "-p", path.join(REPO_ROOT, "tsconfig.build.json"), "--outDir", path.join(stage, "dist")],
+    REPO_ROOT,
+  );
   return stage;
 }
 
@@ -134,7 +184,10 @@ function copyInto(from: string, to: string, relative: string): void {
 
 /** Installs production dependencies only, exactly as the lockfile says (from npm's cache when it has them). */
 export function installProductionDependencies(packageDir: string): Promise<RunResult> {
-  return run("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: packageDir, timeoutMs: 180_000 });
+  return run("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline"], {
+    cwd: packageDir,
+    timeoutMs: 180_000,
+  });
 }
 
 /** Whether two packages have byte-identical package.json and package-lock.json (and so install the same tree). */
@@ -171,7 +224,10 @@ export function captureRegistrations(entry: string, cwd: string): Promise<RunRes
   return run(process.execPath, ["--import", TSX_LOADER, CAPTURE_SCRIPT, entry], { cwd, env, timeoutMs: 60_000 });
 }
 
-/** Total size in bytes of the files under `dir` (through a linked `dir` itself, not links inside), and how many there are. */
+/**
+ * Total size in bytes of the files under `dir` (through a linked `dir` itself, not links inside), and how many there
+ * are.
+ */
 export function sizeOf(dir: string, options: { skip?: string } = {}): { files: number; bytes: number } {
   let files = 0;
   let bytes = 0;

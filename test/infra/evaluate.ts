@@ -17,8 +17,13 @@ export type BicepFunctions = Readonly<Record<string, (args: BicepValue[]) => Bic
  * Identifiers are looked up in `scope` (e.g. parameters with their defaults). Anything else throws, naming what it
  * could not evaluate, so a test never silently compares against a guess.
  */
-export function evaluate(node: Node, scope: ReadonlyMap<string, BicepValue>, functions: BicepFunctions = {}): BicepValue {
-  const recurse = (child: Node, inner: ReadonlyMap<string, BicepValue> = scope): BicepValue => evaluate(child, inner, functions);
+export function evaluate(
+  node: Node,
+  scope: ReadonlyMap<string, BicepValue>,
+  functions: BicepFunctions = {},
+): BicepValue {
+  const recurse = (child: Node, inner: ReadonlyMap<string, BicepValue> = scope): BicepValue =>
+    evaluate(child, inner, functions);
   switch (node.type) {
     case "number":
       return Number(node.text);
@@ -70,12 +75,19 @@ export function evaluate(node: Node, scope: ReadonlyMap<string, BicepValue>, fun
       if (object === null || index === null) break;
       const value = recurse(object);
       const key = recurse(index);
-      const member = Array.isArray(value) && typeof key === "number" ? value[key] : isRecord(value) && typeof key === "string" ? value[key] : undefined;
+      const member =
+        Array.isArray(value) && typeof key === "number"
+          ? value[key]
+          : isRecord(value) && typeof key === "string"
+            ? value[key]
+            : undefined;
       if (member === undefined) throw new Error(`cannot evaluate '${node.text}': no element ${JSON.stringify(key)}`);
       return member;
     }
     case "ternary_expression": {
-      const [condition, consequence, alternative] = ["condition", "consequence", "alternative"].map((field) => node.childForFieldName(field));
+      const [condition, consequence, alternative] = ["condition", "consequence", "alternative"].map((field) =>
+        node.childForFieldName(field),
+      );
       if (!condition || !consequence || !alternative) break;
       return truthy(recurse(condition), node) ? recurse(consequence) : recurse(alternative);
     }
@@ -116,7 +128,8 @@ function isRecord(value: BicepValue): value is { [key: string]: BicepValue } {
 }
 
 function truthy(value: BicepValue, node: Node): boolean {
-  if (typeof value !== "boolean") throw new Error(`cannot evaluate '${node.text}': ${JSON.stringify(value)} is not a bool`);
+  if (typeof value !== "boolean")
+    throw new Error(`cannot evaluate '${node.text}': ${JSON.stringify(value)} is not a bool`);
   return value;
 }
 
@@ -150,15 +163,26 @@ function binary(node: Node, recurse: (child: Node) => BicepValue): BicepValue {
         return left <= right;
     }
   }
-  throw new Error(`cannot evaluate '${node.text}': operator ${operator ?? "?"} on ${JSON.stringify(left)} and ${JSON.stringify(right)}`);
+  throw new Error(
+    `cannot evaluate '${node.text}': operator ${operator ?? "?"} on ${JSON.stringify(left)} and ${JSON.stringify(right)}`,
+  );
 }
 
 /** A lambda argument (`x => …` or `(x, i) => …`) as a function of its arguments. */
-function lambda(node: Node | undefined, scope: ReadonlyMap<string, BicepValue>, functions: BicepFunctions): (...args: BicepValue[]) => BicepValue {
+function lambda(
+  node: Node | undefined,
+  scope: ReadonlyMap<string, BicepValue>,
+  functions: BicepFunctions,
+): (...args: BicepValue[]) => BicepValue {
   const [head, body] = node?.type === "lambda_expression" ? node.namedChildren : [];
   if (head === undefined || body === undefined) throw new Error(`expected a lambda, got '${node?.text ?? "nothing"}'`);
   const names = head.type === "parenthesized_expression" ? head.namedChildren.map((child) => child.text) : [head.text];
-  return (...args) => evaluate(body, new Map([...scope, ...names.map((name, i): [string, BicepValue] => [name, args[i] ?? null])]), functions);
+  return (...args) =>
+    evaluate(
+      body,
+      new Map([...scope, ...names.map((name, i): [string, BicepValue] => [name, args[i] ?? null])]),
+      functions,
+    );
 }
 
 function call(node: Node, scope: ReadonlyMap<string, BicepValue>, functions: BicepFunctions): BicepValue {
@@ -169,7 +193,9 @@ function call(node: Node, scope: ReadonlyMap<string, BicepValue>, functions: Bic
     const array = arrayNode === undefined ? undefined : evaluate(arrayNode, scope, functions);
     if (!Array.isArray(array)) throw new Error(`cannot evaluate '${node.text}': not an array`);
     const apply = lambda(lambdaNode, scope, functions);
-    return name === "map" ? array.map((item, i) => apply(item, i)) : array.filter((item, i) => truthy(apply(item, i), node));
+    return name === "map"
+      ? array.map((item, i) => apply(item, i))
+      : array.filter((item, i) => truthy(apply(item, i), node));
   }
   const args = argNodes.map((arg) => evaluate(arg, scope, functions));
   const custom = functions[name];
@@ -201,11 +227,13 @@ function call(node: Node, scope: ReadonlyMap<string, BicepValue>, functions: Bic
       if (a !== undefined && isRecord(a)) return Object.keys(a).length === 0;
       break;
     case "range":
-      if (typeof a === "number" && typeof b === "number") return Array.from({ length: Math.max(0, b) }, (_, i) => a + i);
+      if (typeof a === "number" && typeof b === "number")
+        return Array.from({ length: Math.max(0, b) }, (_, i) => a + i);
       break;
     case "substring":
       if (typeof a === "string" && typeof b === "number" && (c === undefined || typeof c === "number")) {
-        if (b < 0 || b > a.length || (c !== undefined && (c < 0 || b + c > a.length))) throw new Error(`'${node.text}': index out of range`);
+        if (b < 0 || b > a.length || (c !== undefined && (c < 0 || b + c > a.length)))
+          throw new Error(`'${node.text}': index out of range`);
         return a.substring(b, c === undefined ? undefined : b + c);
       }
       break;
@@ -217,7 +245,9 @@ function call(node: Node, scope: ReadonlyMap<string, BicepValue>, functions: Bic
       if (Array.isArray(a) && typeof b === "string") return a.map(bicepString).join(b);
       break;
   }
-  throw new Error(`cannot evaluate '${node.text}': ${name}(${args.map((arg) => JSON.stringify(arg)).join(", ")}) is not supported here`);
+  throw new Error(
+    `cannot evaluate '${node.text}': ${name}(${args.map((arg) => JSON.stringify(arg)).join(", ")}) is not supported here`,
+  );
 }
 
 /** How Bicep turns a value into text in `string(x)` and `'${x}'`: strings as they are, anything else as JSON. */

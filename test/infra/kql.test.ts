@@ -20,7 +20,12 @@ interface KustoDiagnostic {
 }
 interface KustoLanguage {
   GlobalState: { Default: { WithCluster(cluster: unknown): { WithDatabase(database: unknown): unknown } } };
-  KustoCode: { ParseAndAnalyze(text: string, globals: unknown): { GetDiagnostics(): { Count: number; getItem(index: number): KustoDiagnostic } } };
+  KustoCode: {
+    ParseAndAnalyze(
+      text: string,
+      globals: unknown,
+    ): { GetDiagnostics(): { Count: number; getItem(index: number): KustoDiagnostic } };
+  };
   Symbols: {
     TableSymbol: { $ctor7: new (name: string, schema: string, description: string | null) => unknown };
     DatabaseSymbol: { ctor: new (name: string, members: unknown[]) => unknown };
@@ -44,14 +49,19 @@ beforeAll(() => {
   load("@kusto/language-service-next/bridge.min.js");
   load("@kusto/language-service-next/Kusto.Language.Bridge.min.js");
   const kusto = (globalThis as unknown as { Kusto: { Language: KustoLanguage } }).Kusto.Language;
-  const database = new kusto.Symbols.DatabaseSymbol.ctor("appinsights", [new kusto.Symbols.TableSymbol.$ctor7("traces", TRACES_SCHEMA, null)]);
-  const globals = kusto.GlobalState.Default.WithCluster(new kusto.Symbols.ClusterSymbol.ctor("cluster", [database])).WithDatabase(database);
+  const database = new kusto.Symbols.DatabaseSymbol.ctor("appinsights", [
+    new kusto.Symbols.TableSymbol.$ctor7("traces", TRACES_SCHEMA, null),
+  ]);
+  const globals = kusto.GlobalState.Default.WithCluster(
+    new kusto.Symbols.ClusterSymbol.ctor("cluster", [database]),
+  ).WithDatabase(database);
   analyze = (query) => {
     const diagnostics = kusto.KustoCode.ParseAndAnalyze(query, globals).GetDiagnostics();
     const errors: string[] = [];
     for (let index = 0; index < diagnostics.Count; index++) {
       const diagnostic = diagnostics.getItem(index);
-      if (diagnostic.Severity === "Error") errors.push(`${diagnostic.Message} at "${query.slice(diagnostic.Start, diagnostic.Start + 40)}"`);
+      if (diagnostic.Severity === "Error")
+        errors.push(`${diagnostic.Message} at "${query.slice(diagnostic.Start, diagnostic.Start + 40)}"`);
     }
     return errors;
   };
@@ -61,7 +71,9 @@ beforeAll(() => {
 function sourceText(dir = path.join(REPO_ROOT, "src")): string {
   return readdirSync(dir)
     .map((name) => path.join(dir, name))
-    .map((file) => (statSync(file).isDirectory() ? sourceText(file) : file.endsWith(".ts") ? readFileSync(file, "utf8") : ""))
+    .map((file) =>
+      statSync(file).isDirectory() ? sourceText(file) : file.endsWith(".ts") ? readFileSync(file, "utf8") : "",
+    )
     .join("\n");
 }
 
@@ -93,7 +105,13 @@ describe("the README's KQL queries", () => {
     for (const field of new Set([...text.matchAll(/\be\.([A-Za-z]+)/g)].map((match) => match[1] ?? ""))) {
       expect(new RegExp(`\\b${field}\\b`).test(source), `event field ${field} is not in src/`).toBe(true);
     }
-    const progressFields: Record<keyof JobProgress, true> = { id: true, total: true, dispatched: true, done: true, failed: true };
+    const progressFields: Record<keyof JobProgress, true> = {
+      id: true,
+      total: true,
+      dispatched: true,
+      done: true,
+      failed: true,
+    };
     for (const field of new Set([...text.matchAll(/\bprogress\.([A-Za-z]+)/g)].map((match) => match[1] ?? ""))) {
       expect(Object.keys(progressFields), `progress.${field}`).toContain(field);
     }

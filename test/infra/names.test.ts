@@ -2,7 +2,15 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Node } from "web-tree-sitter";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BicepFile, INFRA_DIR, descendants, parameterDeclarations, parseBicepFile, valueAt, variableDeclarations } from "./bicep";
+import {
+  type BicepFile,
+  INFRA_DIR,
+  descendants,
+  parameterDeclarations,
+  parseBicepFile,
+  valueAt,
+  variableDeclarations,
+} from "./bicep";
 import { type BicepFunctions, type BicepValue, evaluate, userFunctions } from "./evaluate";
 
 /**
@@ -18,11 +26,23 @@ import { type BicepFunctions, type BicepValue, evaluate, userFunctions } from ".
 
 const NAME_RULES: Readonly<Record<string, { pattern: RegExp; rule: string }>> = {
   storage: { pattern: /^[a-z0-9]{3,24}$/, rule: "3-24 lowercase letters and digits" },
-  site: { pattern: /^(?=.{2,60}$)[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$/, rule: "2-60 letters, digits, hyphens; not starting or ending with a hyphen" },
+  site: {
+    pattern: /^(?=.{2,60}$)[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$/,
+    rule: "2-60 letters, digits, hyphens; not starting or ending with a hyphen",
+  },
   plan: { pattern: /^[a-zA-Z0-9-]{1,60}$/, rule: "1-60 letters, digits, hyphens" },
-  identity: { pattern: /^[a-zA-Z0-9][a-zA-Z0-9_-]{2,127}$/, rule: "3-128 letters, digits, hyphens, underscores, starting with a letter or digit" },
-  workspace: { pattern: /^(?=.{4,63}$)[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]$/, rule: "4-63 letters, digits, hyphens, starting and ending with a letter or digit" },
-  insights: { pattern: /^[^%&\\?/\p{Cc}]{1,260}(?<![ .])$/u, rule: "1-260 characters without %&\\?/ or control characters, not ending in space or period" },
+  identity: {
+    pattern: /^[a-zA-Z0-9][a-zA-Z0-9_-]{2,127}$/,
+    rule: "3-128 letters, digits, hyphens, underscores, starting with a letter or digit",
+  },
+  workspace: {
+    pattern: /^(?=.{4,63}$)[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]$/,
+    rule: "4-63 letters, digits, hyphens, starting and ending with a letter or digit",
+  },
+  insights: {
+    pattern: /^[^%&\\?/\p{Cc}]{1,260}(?<![ .])$/u,
+    rule: "1-260 characters without %&\\?/ or control characters, not ending in space or period",
+  },
   deployment: { pattern: /^[-\w.()]{1,64}$/, rule: "1-64 letters, digits, underscores, parentheses, hyphens, periods" },
   location: { pattern: /^[a-z0-9]+$/, rule: "a region's programmatic name: lowercase letters and digits" },
 };
@@ -41,19 +61,27 @@ function fakeUniqueString(args: BicepValue[]): string {
 }
 
 const DEPLOYMENT_FUNCTIONS: BicepFunctions = {
-  resourceGroup: () => ({ id: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader", location: "swedencentral" }),
+  resourceGroup: () => ({
+    id: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader",
+    location: "swedencentral",
+  }),
   uniqueString: fakeUniqueString,
 };
 
 /** The module declaration node whose path is `modulePath`. */
 function moduleNode(modulePath: string): Node {
-  const node = descendants(main.root, "module_declaration").find((module) => module.namedChildren.some((child) => child.type === "string" && child.text === `'${modulePath}'`));
+  const node = descendants(main.root, "module_declaration").find((module) =>
+    module.namedChildren.some((child) => child.type === "string" && child.text === `'${modulePath}'`),
+  );
   if (node === undefined) throw new Error(`main.bicep has no module '${modulePath}'`);
   return node;
 }
 
 /** Every resource name main.bicep produces for these parameters, labelled with the rule it must follow. */
-function namesFor(params: { namePrefix: string; appRegions: string[] }): { kind: string; what: string; name: BicepValue }[] {
+function namesFor(params: {
+  namePrefix: string;
+  appRegions: string[];
+}): { kind: string; what: string; name: BicepValue }[] {
   const functions = userFunctions(main, DEPLOYMENT_FUNCTIONS);
   const scope = new Map<string, BicepValue>();
   for (const [name, declaration] of parameterDeclarations(main)) {
@@ -77,19 +105,42 @@ function namesFor(params: { namePrefix: string; appRegions: string[] }): { kind:
   const single = (modulePath: string) => moduleNode(modulePath).namedChildren.find((child) => child.type === "object");
   const coordination = single("modules/storageAccount.bicep");
   const monitoring = single("modules/monitoring.bicep");
-  names.push({ kind: "storage", what: "coordination storage", name: at(valueAt(coordination, "params", "name"), "coordination storage name") });
-  names.push({ kind: "deployment", what: "coordination storage deployment", name: at(valueAt(coordination, "name"), "coordination deployment name") });
-  names.push({ kind: "workspace", what: "Log Analytics workspace", name: at(valueAt(monitoring, "params", "workspaceName"), "workspace name") });
-  names.push({ kind: "insights", what: "Application Insights", name: at(valueAt(monitoring, "params", "applicationInsightsName"), "Application Insights name") });
+  names.push({
+    kind: "storage",
+    what: "coordination storage",
+    name: at(valueAt(coordination, "params", "name"), "coordination storage name"),
+  });
+  names.push({
+    kind: "deployment",
+    what: "coordination storage deployment",
+    name: at(valueAt(coordination, "name"), "coordination deployment name"),
+  });
+  names.push({
+    kind: "workspace",
+    what: "Log Analytics workspace",
+    name: at(valueAt(monitoring, "params", "workspaceName"), "workspace name"),
+  });
+  names.push({
+    kind: "insights",
+    what: "Application Insights",
+    name: at(valueAt(monitoring, "params", "applicationInsightsName"), "Application Insights name"),
+  });
 
   const loop = moduleNode("modules/functionApp.bicep").namedChildren.find((child) => child.type === "for_statement");
-  const [variable, index] = loop?.namedChildren.find((child) => child.type === "for_loop_parameters")?.namedChildren ?? [];
+  const [variable, index] =
+    loop?.namedChildren.find((child) => child.type === "for_loop_parameters")?.namedChildren ?? [];
   const body = loop?.childForFieldName("body") ?? undefined;
-  if (variable === undefined || index === undefined || body === undefined) throw new Error("the app module is not a [for (region, i) in …] loop");
+  if (variable === undefined || index === undefined || body === undefined)
+    throw new Error("the app module is not a [for (region, i) in …] loop");
   params.appRegions.forEach((region, i) => {
     const inner = new Map([...scope, [variable.text, region], [index.text, i]]);
-    const app = (kind: string, what: string, key: string) => names.push({ kind, what: `app ${i} (${region}) ${what}`, name: at(valueAt(body, "params", key), key, inner) });
-    names.push({ kind: "deployment", what: `app ${i} (${region}) deployment`, name: at(valueAt(body, "name"), "app deployment name", inner) });
+    const app = (kind: string, what: string, key: string) =>
+      names.push({ kind, what: `app ${i} (${region}) ${what}`, name: at(valueAt(body, "params", key), key, inner) });
+    names.push({
+      kind: "deployment",
+      what: `app ${i} (${region}) deployment`,
+      name: at(valueAt(body, "name"), "app deployment name", inner),
+    });
     app("site", "function app", "name");
     app("plan", "plan", "planName");
     app("identity", "identity", "identityName");
@@ -104,7 +155,9 @@ function violations(names: { kind: string; what: string; name: BicepValue }[]): 
   return names.flatMap(({ kind, what, name }) => {
     const rule = NAME_RULES[kind];
     if (rule === undefined) return [`${what}: no rule for ${kind}`];
-    return typeof name === "string" && rule.pattern.test(name) ? [] : [`${what} ${JSON.stringify(name)} is not ${rule.rule}`];
+    return typeof name === "string" && rule.pattern.test(name)
+      ? []
+      : [`${what} ${JSON.stringify(name)} is not ${rule.rule}`];
   });
 }
 
@@ -125,25 +178,54 @@ describe("resource names from namePrefix and appRegions", () => {
     { case: "a prefix with a space", namePrefix: "my app", appRegions: ["westeurope"] },
     { case: "a prefix of 10 digits and punctuation", namePrefix: "2026.v1-b!", appRegions: ["westeurope"] },
     { case: "a prefix of symbols only", namePrefix: "-_-", appRegions: ["westeurope"] },
-    { case: "regions as display names", namePrefix: "leader", appRegions: ["Sweden Central", "North Europe", "West US 2"] },
-    { case: "the longest region names, ten apps", namePrefix: "abcdefghij", appRegions: ["germanywestcentral", "australiasoutheast", "switzerlandnorth", "southafricanorth", "australiacentral2", "northcentralus", "newzealandnorth", "brazilsoutheast", "germanywestcentral", "swedencentral"] },
+    {
+      case: "regions as display names",
+      namePrefix: "leader",
+      appRegions: ["Sweden Central", "North Europe", "West US 2"],
+    },
+    {
+      case: "the longest region names, ten apps",
+      namePrefix: "abcdefghij",
+      appRegions: [
+        "germanywestcentral",
+        "australiasoutheast",
+        "switzerlandnorth",
+        "southafricanorth",
+        "australiacentral2",
+        "northcentralus",
+        "newzealandnorth",
+        "brazilsoutheast",
+        "germanywestcentral",
+        "swedencentral",
+      ],
+    },
   ])("$case: every name follows its resource type's rule", ({ namePrefix, appRegions }) => {
     expect(violations(namesFor({ namePrefix, appRegions }))).toEqual([]);
   });
 
   it("a region given as a display name deploys to that region's programmatic name", () => {
-    const locations = namesFor({ namePrefix: "leader", appRegions: ["Sweden Central", "West US 2"] }).filter((entry) => entry.kind === "location");
+    const locations = namesFor({ namePrefix: "leader", appRegions: ["Sweden Central", "West US 2"] }).filter(
+      (entry) => entry.kind === "location",
+    );
     expect(locations.map((entry) => entry.name)).toEqual(["swedencentral", "westus2"]);
   });
 
   it("valid inputs keep the names they had before normalisation (no redeploy renames an existing account)", () => {
     const names = namesFor({ namePrefix: "leader", appRegions: ["swedencentral", "swedencentral"] });
     const byWhat = new Map(names.map((entry) => [entry.what, entry.name]));
-    const token = fakeUniqueString(["/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader", "leader"]);
+    const token = fakeUniqueString([
+      "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader",
+      "leader",
+    ]);
     expect(byWhat.get("coordination storage")).toBe(`stleaderco${token.slice(0, 8)}`);
     expect(byWhat.get("app 1 (swedencentral) function app")).toBe(`func-leader-swedencentral-1-${token.slice(0, 6)}`);
     expect(byWhat.get("app 1 (swedencentral) deployment")).toBe("app-1-swedencentral");
-    const hostToken = fakeUniqueString(["/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader", "leader", "swedencentral", "1"]);
+    const hostToken = fakeUniqueString([
+      "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader",
+      "leader",
+      "swedencentral",
+      "1",
+    ]);
     expect(byWhat.get("app 1 (swedencentral) host storage")).toBe(`stleaderh1${hostToken.slice(0, 8)}`);
   });
 
@@ -156,7 +238,9 @@ describe("resource names from namePrefix and appRegions", () => {
   });
 
   it("the check itself rejects a name that breaks a rule", () => {
-    expect(violations([{ kind: "storage", what: "x", name: "st-my-app" }])).toEqual(['x "st-my-app" is not 3-24 lowercase letters and digits']);
+    expect(violations([{ kind: "storage", what: "x", name: "st-my-app" }])).toEqual([
+      'x "st-my-app" is not 3-24 lowercase letters and digits',
+    ]);
     expect(violations([{ kind: "site", what: "y", name: "func-a b" }])).toHaveLength(1);
   });
 });

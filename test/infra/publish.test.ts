@@ -70,7 +70,11 @@ beforeEach(() => {
   dir = mkdtempSync(path.join(tmpdir(), "publish-"));
   const bin = path.join(dir, "bin");
   mkdirSync(bin);
-  for (const [name, text] of [["func", FAKE_FUNC], ["az", FAKE_AZ], ["npm", FAKE_NPM]] as const) {
+  for (const [name, text] of [
+    ["func", FAKE_FUNC],
+    ["az", FAKE_AZ],
+    ["npm", FAKE_NPM],
+  ] as const) {
     writeFileSync(path.join(bin, name), text);
     chmodSync(path.join(bin, name), 0o755);
   }
@@ -92,7 +96,16 @@ async function inFreshClone(code: string, env: Record<string, string> = {}) {
   writeFileSync(log, "");
   const inherited = { ...process.env };
   delete inherited.FUNCTIONS_WORKER_RUNTIME;
-  const options = { cwd: path.join(dir, "clone"), timeout: 20_000, env: { ...inherited, PATH: `${path.join(dir, "bin")}${path.delimiter}${process.env.PATH ?? ""}`, STUB_LOG: log, ...env } };
+  const options = {
+    cwd: path.join(dir, "clone"),
+    timeout: 20_000,
+    env: {
+      ...inherited,
+      PATH: `${path.join(dir, "bin")}${path.delimiter}${process.env.PATH ?? ""}`,
+      STUB_LOG: log,
+      ...env,
+    },
+  };
   let exitCode = 0;
   let stderr = "";
   try {
@@ -127,8 +140,16 @@ describe("the stand-in func decides the runtime like Core Tools' publish", () =>
   });
 
   it("publishes with FUNCTIONS_WORKER_RUNTIME=node in the environment or in local.settings.json", async () => {
-    expect((await inFreshClone("func azure functionapp publish my-app", { FUNCTIONS_WORKER_RUNTIME: "node" })).calls).toBe("publish my-app runtime=node\n");
-    expect((await inFreshClone("cp local.settings.example.json local.settings.json && func azure functionapp publish my-app")).calls).toBe("publish my-app runtime=node\n");
+    expect(
+      (await inFreshClone("func azure functionapp publish my-app", { FUNCTIONS_WORKER_RUNTIME: "node" })).calls,
+    ).toBe("publish my-app runtime=node\n");
+    expect(
+      (
+        await inFreshClone(
+          "cp local.settings.example.json local.settings.json && func azure functionapp publish my-app",
+        )
+      ).calls,
+    ).toBe("publish my-app runtime=node\n");
   });
 });
 
@@ -150,7 +171,10 @@ describe("every documented publish command works on a fresh clone", () => {
       const result = await inFreshClone(block);
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
-      expect(result.calls.match(/^publish .* runtime=node$/gm)).toEqual(["publish func-leader-swedencentral-0-abc123 runtime=node", "publish func-leader-northeurope-1-abc123 runtime=node"]);
+      expect(result.calls.match(/^publish .* runtime=node$/gm)).toEqual([
+        "publish func-leader-swedencentral-0-abc123 runtime=node",
+        "publish func-leader-northeurope-1-abc123 runtime=node",
+      ]);
     }
   });
 });

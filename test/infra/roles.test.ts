@@ -1,6 +1,14 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { FIXTURES_DIR, INFRA_DIR, listFiles, moduleDeclarations, parseBicepFile, resourceDeclarations, valueAt } from "./bicep";
+import {
+  FIXTURES_DIR,
+  INFRA_DIR,
+  listFiles,
+  moduleDeclarations,
+  parseBicepFile,
+  resourceDeclarations,
+  valueAt,
+} from "./bicep";
 import { DOCUMENTED_ROLES, appSettingsObjects, roleAssignments } from "./checks";
 
 describe("role assignments", () => {
@@ -42,7 +50,9 @@ describe("role assignments", () => {
     const settings = appSettingsObjects([app])[0]?.entries ?? [];
     const resources = resourceDeclarations(roles);
     const passedToRoles = valueAt(moduleDeclarations(app).find((m) => m.path === "appRoles.bicep")?.body, "params");
-    const blobService = resources.find((r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && r.existing);
+    const blobService = resources.find(
+      (r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && r.existing,
+    );
     expect(valueAt(blobService?.body, "parent")?.text).toBe("coordinationStorage");
     for (const [symbol, setting] of [
       ["inputContainer", "INPUT_CONTAINER"],
@@ -55,7 +65,9 @@ describe("role assignments", () => {
       expect(valueAt(container?.body, "parent")?.text, symbol).toBe(blobService?.symbol);
       const param = valueAt(container?.body, "name")?.text ?? "";
       // What functionApp.bicep passes for that parameter is exactly what it sets the app setting to.
-      expect(valueAt(passedToRoles, param)?.text, symbol).toBe(settings.find((entry) => entry.key === setting)?.value.text);
+      expect(valueAt(passedToRoles, param)?.text, symbol).toBe(
+        settings.find((entry) => entry.key === setting)?.value.text,
+      );
     }
   });
 
@@ -63,7 +75,8 @@ describe("role assignments", () => {
     const roles = await parseBicepFile(path.join(INFRA_DIR, "modules", "appRoles.bicep"));
     const app = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
     const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
-    const existingName = (symbol: string) => valueAt(resourceDeclarations(roles).find((r) => r.symbol === symbol && r.existing)?.body, "name")?.text;
+    const existingName = (symbol: string) =>
+      valueAt(resourceDeclarations(roles).find((r) => r.symbol === symbol && r.existing)?.body, "name")?.text;
     const passed = (file: typeof main, modulePath: string, param: string) =>
       valueAt(moduleDeclarations(file).find((m) => m.path === modulePath)?.body, "params", param)?.text;
 
@@ -73,16 +86,26 @@ describe("role assignments", () => {
     expect(passed(app, "appRoles.bicep", "coordinationStorageName")).toBe("coordinationStorageName");
     expect(passed(app, "appRoles.bicep", "hostStorageName")).toBe("hostStorage.outputs.name");
     expect(passed(app, "appRoles.bicep", "principalId")).toBe("identity.properties.principalId");
-    expect(passed(main, "modules/functionApp.bicep", "coordinationStorageName")).toBe("coordinationStorage.outputs.name");
-    expect(passed(main, "modules/functionApp.bicep", "applicationInsightsName")).toBe("monitoring.outputs.applicationInsightsName");
+    expect(passed(main, "modules/functionApp.bicep", "coordinationStorageName")).toBe(
+      "coordinationStorage.outputs.name",
+    );
+    expect(passed(main, "modules/functionApp.bicep", "applicationInsightsName")).toBe(
+      "monitoring.outputs.applicationInsightsName",
+    );
   });
 
   it("the check rejects an undocumented role, a misnamed role comment, a raw id string, a user principal and a group-wide scope (fixtures/wrong-role.bicep)", async () => {
-    const { violations, assignments } = roleAssignments([await parseBicepFile(path.join(FIXTURES_DIR, "wrong-role.bicep"))]);
+    const { violations, assignments } = roleAssignments([
+      await parseBicepFile(path.join(FIXTURES_DIR, "wrong-role.bicep")),
+    ]);
     expect(assignments).toEqual([]);
     expect(violations).toEqual([
-      expect.stringMatching(/wrong-role\.bicep:6: 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not a documented built-in role/),
-      expect.stringMatching(/wrong-role\.bicep:7: role id ba92f5b4-.* needs a comment naming it 'Storage Blob Data Contributor'/),
+      expect.stringMatching(
+        /wrong-role\.bicep:6: 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not a documented built-in role/,
+      ),
+      expect.stringMatching(
+        /wrong-role\.bicep:7: role id ba92f5b4-.* needs a comment naming it 'Storage Blob Data Contributor'/,
+      ),
       expect.stringMatching(/ownerOnStorage: roleDefinitionId must be subscriptionResourceId/),
       expect.stringMatching(/rawIdAtGroup: roleDefinitionId must be subscriptionResourceId/),
       expect.stringMatching(/contributorAtGroup: principalType must be 'ServicePrincipal'/),

@@ -25,7 +25,13 @@ import { type AppSettingEntry, appSettingsObjects } from "./checks";
  * starts with one of HOST_SETTING_PREFIXES. Every other name in the templates must be one the code reads, and every
  * name the code reads must be in the templates.
  */
-const HOST_SETTING_PREFIXES = ["AzureWebJobs", "AzureFunctionsJobHost__", "APPLICATIONINSIGHTS_", "FUNCTIONS_", "WEBSITE_"] as const;
+const HOST_SETTING_PREFIXES = [
+  "AzureWebJobs",
+  "AzureFunctionsJobHost__",
+  "APPLICATIONINSIGHTS_",
+  "FUNCTIONS_",
+  "WEBSITE_",
+] as const;
 
 const isHostSetting = (name: string): boolean => HOST_SETTING_PREFIXES.some((prefix) => name.startsWith(prefix));
 
@@ -95,7 +101,10 @@ function deployedValue(name: string, scope: ReadonlyMap<string, BicepValue>): Bi
   if (entry === undefined) throw new Error(`no app setting ${name}`);
   const passed = moduleParams("modules/functionApp.bicep");
   // The setting's value is a module parameter, possibly wrapped in string(…).
-  const inner = entry.value.type === "call_expression" && calledFunctionName(entry.value) === "string" ? callArguments(entry.value)[0] : entry.value;
+  const inner =
+    entry.value.type === "call_expression" && calledFunctionName(entry.value) === "string"
+      ? callArguments(entry.value)[0]
+      : entry.value;
   if (inner?.type !== "identifier") throw new Error(`${name} is not set from a module parameter: ${entry.value.text}`);
   const argument = valueAt(passed, inner.text);
   if (argument === undefined) throw new Error(`main.bicep does not pass '${inner.text}' to the app module`);
@@ -120,7 +129,10 @@ describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
   });
 
   it("the host settings are only identity-based storage and Entra-authenticated Application Insights", () => {
-    const hostNames = settings.map((entry) => entry.key).filter(isHostSetting).sort();
+    const hostNames = settings
+      .map((entry) => entry.key)
+      .filter(isHostSetting)
+      .sort();
     expect(hostNames).toEqual([
       "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
       "APPLICATIONINSIGHTS_CONNECTION_STRING",
@@ -133,12 +145,15 @@ describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
 });
 
 describe("connections are identity-based", () => {
-  it.each([["AzureWebJobsStorage"], [CONNECTION_SETTINGS.coordination]])("%s: no connection string, credential = managedidentity with the app identity's client id", (prefix) => {
-    expect(setting(prefix), `bare ${prefix} would be a connection string`).toBeUndefined();
-    expect(setting(`${prefix}__credential`)?.value.text).toBe("'managedidentity'");
-    expect(setting(`${prefix}__clientId`)?.value.text).toBe("identity.properties.clientId");
-    expect(setting(`${prefix}__blobServiceUri`)).toBeDefined();
-  });
+  it.each([["AzureWebJobsStorage"], [CONNECTION_SETTINGS.coordination]])(
+    "%s: no connection string, credential = managedidentity with the app identity's client id",
+    (prefix) => {
+      expect(setting(prefix), `bare ${prefix} would be a connection string`).toBeUndefined();
+      expect(setting(`${prefix}__credential`)?.value.text).toBe("'managedidentity'");
+      expect(setting(`${prefix}__clientId`)?.value.text).toBe("identity.properties.clientId");
+      expect(setting(`${prefix}__blobServiceUri`)).toBeDefined();
+    },
+  );
 
   it("host storage is reached by blob and table endpoint of the app's own host storage account (diagnostic events go to tables)", () => {
     expect(setting("AzureWebJobsStorage__blobServiceUri")?.value.text).toBe("hostStorage.outputs.blobEndpoint");
@@ -155,7 +170,9 @@ describe("connections are identity-based", () => {
   });
 
   it("Application Insights ingestion authenticates as the app identity", () => {
-    expect(setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING")?.value.text).toBe("'ClientId=${identity.properties.clientId};Authorization=AAD'");
+    expect(setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING")?.value.text).toBe(
+      "'ClientId=${identity.properties.clientId};Authorization=AAD'",
+    );
   });
 });
 
@@ -170,13 +187,20 @@ describe("defaults and storage layout follow the code", () => {
     const values = variableDeclarations(await parseBicepParamFile(path.join(INFRA_DIR, "main.bicepparam")));
     const overrides = Object.fromEntries([...values].map(([name, node]) => [name, evaluate(node, new Map())]));
     for (const name of Object.keys(settingsSchema.shape)) {
-      expect(deployedValue(name, mainScope(overrides)), name).toBe(String(codeDefaults[name as keyof typeof codeDefaults]));
+      expect(deployedValue(name, mainScope(overrides)), name).toBe(
+        String(codeDefaults[name as keyof typeof codeDefaults]),
+      );
     }
   });
 
   it("the coordination account gets the containers and queues the defaults name, including the poison queues", () => {
     const scope = mainScope();
-    expect(evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope)).toEqual([codeDefaults.LEASE_CONTAINER, codeDefaults.STATE_CONTAINER, codeDefaults.INPUT_CONTAINER, codeDefaults.SYSTEM_CONTAINER]);
+    expect(evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope)).toEqual([
+      codeDefaults.LEASE_CONTAINER,
+      codeDefaults.STATE_CONTAINER,
+      codeDefaults.INPUT_CONTAINER,
+      codeDefaults.SYSTEM_CONTAINER,
+    ]);
     expect(evaluate(moduleParam("modules/storageAccount.bicep", "queueNames"), scope)).toEqual([
       codeDefaults.WORK_QUEUE,
       `${codeDefaults.WORK_QUEUE}-poison`,
@@ -187,11 +211,24 @@ describe("defaults and storage layout follow the code", () => {
   });
 
   it("renaming a container or queue parameter renames both the created resource and the app setting", () => {
-    const renamed = { leaseContainer: "l-renamed", stateContainer: "s-renamed", inputContainer: "i-renamed", systemContainer: "y-renamed", workQueue: "w-renamed", resultsQueue: "r-renamed", wakeQueue: "k-renamed" };
+    const renamed = {
+      leaseContainer: "l-renamed",
+      stateContainer: "s-renamed",
+      inputContainer: "i-renamed",
+      systemContainer: "y-renamed",
+      workQueue: "w-renamed",
+      resultsQueue: "r-renamed",
+      wakeQueue: "k-renamed",
+    };
     const scope = mainScope(renamed);
     const containers = evaluate(moduleParam("modules/storageAccount.bicep", "containerNames"), scope);
     const queues = evaluate(moduleParam("modules/storageAccount.bicep", "queueNames"), scope);
-    expect(containers).toEqual([deployedValue("LEASE_CONTAINER", scope), deployedValue("STATE_CONTAINER", scope), deployedValue("INPUT_CONTAINER", scope), deployedValue("SYSTEM_CONTAINER", scope)]);
+    expect(containers).toEqual([
+      deployedValue("LEASE_CONTAINER", scope),
+      deployedValue("STATE_CONTAINER", scope),
+      deployedValue("INPUT_CONTAINER", scope),
+      deployedValue("SYSTEM_CONTAINER", scope),
+    ]);
     expect(containers).toEqual(["l-renamed", "s-renamed", "i-renamed", "y-renamed"]);
     const work = asString(deployedValue("WORK_QUEUE", scope));
     const results = asString(deployedValue("RESULTS_QUEUE", scope));

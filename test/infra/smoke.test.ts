@@ -79,7 +79,10 @@ async function runSmoke(scenario: Scenario, args = ["my-rg", "my-app"]) {
   const stubDir = mkdtempSync(path.join(tmpdir(), "smoke-stub-"));
   try {
     writeFileSync(path.join(stubDir, "post.status"), String(scenario.postStatus ?? 202));
-    writeFileSync(path.join(stubDir, "post.json"), JSON.stringify(scenario.post ?? { id: "job-123", status: "running" }));
+    writeFileSync(
+      path.join(stubDir, "post.json"),
+      JSON.stringify(scenario.post ?? { id: "job-123", status: "running" }),
+    );
     scenario.gets.forEach((body, index) => {
       writeFileSync(path.join(stubDir, `get-${index + 1}.json`), JSON.stringify(body));
     });
@@ -122,7 +125,12 @@ describe("infra/smoke.sh", () => {
     const result = await runSmoke({
       gets: [
         { id: "job-123", status: "running", progress: { done: 0, total: 2 } },
-        { id: "job-123", status: "completed", progress: { done: 2, total: 2 }, aggregate: { us: EXPECTED_AGGREGATE.us, eu: EXPECTED_AGGREGATE.eu } },
+        {
+          id: "job-123",
+          status: "completed",
+          progress: { done: 2, total: 2 },
+          aggregate: { us: EXPECTED_AGGREGATE.us, eu: EXPECTED_AGGREGATE.eu },
+        },
       ],
     });
     expect(result.stderr).toBe("");
@@ -131,7 +139,9 @@ describe("infra/smoke.sh", () => {
     expect(result.stdout).toContain('"eu":{"count":2,"sum":8,"min":3,"max":5}');
     expect(result.calls).toContain("az functionapp show --resource-group my-rg --name my-app");
     expect(result.calls).toContain("curl POST https://app.example.test/api/jobs key=fake-function-key");
-    expect(result.calls.match(/curl GET https:\/\/app\.example\.test\/api\/jobs\/job-123 key=fake-function-key/g)).toHaveLength(2);
+    expect(
+      result.calls.match(/curl GET https:\/\/app\.example\.test\/api\/jobs\/job-123 key=fake-function-key/g),
+    ).toHaveLength(2);
   });
 
   it("fails when the aggregate differs from the expected one", async () => {

@@ -1,7 +1,19 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BicepFile, FIXTURES_DIR, INFRA_DIR, REPO_ROOT, listFiles, moduleDeclarations, parameterDeclarations, parseBicepFile, resourceDeclarations, stringLiteral, valueAt } from "./bicep";
+import {
+  type BicepFile,
+  FIXTURES_DIR,
+  INFRA_DIR,
+  REPO_ROOT,
+  listFiles,
+  moduleDeclarations,
+  parameterDeclarations,
+  parseBicepFile,
+  resourceDeclarations,
+  stringLiteral,
+  valueAt,
+} from "./bicep";
 import { type BicepValue, evaluate } from "./evaluate";
 import { API_VERSION_FLOORS, apiVersionViolations, storageHardeningViolations } from "./checks";
 
@@ -15,7 +27,9 @@ const fixture = (name: string): Promise<BicepFile> => parseBicepFile(path.join(F
 
 /** Deployed (not `existing`) resources of a type across all templates. */
 function deployed(type: string) {
-  return templates.flatMap((file) => resourceDeclarations(file)).filter((resource) => resource.type === type && !resource.existing);
+  return templates
+    .flatMap((file) => resourceDeclarations(file))
+    .filter((resource) => resource.type === type && !resource.existing);
 }
 
 /** The one deployed resource of a type; fails the test if there is not exactly one. */
@@ -83,10 +97,14 @@ describe("storage hardening", () => {
 });
 
 describe("soft delete", () => {
-  /** The blob service properties storageAccount.bicep deploys when main.bicep passes `passed` for deleteRetentionDays. */
+  /**
+   * The blob service properties storageAccount.bicep deploys when main.bicep passes `passed` for deleteRetentionDays.
+   */
   async function blobServiceProperties(passed: BicepValue | undefined) {
     const module = await parseBicepFile(path.join(INFRA_DIR, "modules", "storageAccount.bicep"));
-    const service = resourceDeclarations(module).find((r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && !r.existing);
+    const service = resourceDeclarations(module).find(
+      (r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && !r.existing,
+    );
     const properties = valueAt(service?.body, "properties");
     if (properties === undefined) throw new Error("storageAccount.bicep deploys no blobServices properties");
     const declared = parameterDeclarations(module).get("deleteRetentionDays")?.defaultValue;
@@ -97,7 +115,11 @@ describe("soft delete", () => {
 
   it("the coordination account keeps deleted blobs and containers for 7 days (the lease container and all state are recoverable)", async () => {
     const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
-    const passed = valueAt(moduleDeclarations(main).find((m) => m.path === "modules/storageAccount.bicep")?.body, "params", "deleteRetentionDays");
+    const passed = valueAt(
+      moduleDeclarations(main).find((m) => m.path === "modules/storageAccount.bicep")?.body,
+      "params",
+      "deleteRetentionDays",
+    );
     const declared = passed === undefined ? undefined : parameterDeclarations(main).get(passed.text)?.defaultValue;
     const days = declared === undefined ? undefined : evaluate(declared, new Map());
     expect(days).toBe(7);
@@ -140,13 +162,23 @@ describe("Function App on Flex Consumption", () => {
     expect(allowed === undefined ? undefined : evaluate(allowed, new Map())).toEqual(["22", "24"]);
     const declared = parameter?.defaultValue;
     const defaultVersion = declared === undefined ? undefined : evaluate(declared, new Map());
-    const engines = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+    const engines = (
+      JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { engines: { node: string } }
+    ).engines.node;
     expect(defaultVersion).toBe("22");
     expect(engines).toBe(">=22");
     // Passed to every app, and the site's runtime version is that parameter, not a literal.
-    expect(valueAt(moduleDeclarations(main).find((m) => m.path === "modules/functionApp.bicep")?.body, "params", "nodeVersion")?.text).toBe("nodeVersion");
+    expect(
+      valueAt(
+        moduleDeclarations(main).find((m) => m.path === "modules/functionApp.bicep")?.body,
+        "params",
+        "nodeVersion",
+      )?.text,
+    ).toBe("nodeVersion");
     expect(parameterDeclarations(module).get("nodeVersion")?.type).toBe("string");
-    const site = resourceDeclarations(module).find((resource) => resource.type === "Microsoft.Web/sites" && !resource.existing);
+    const site = resourceDeclarations(module).find(
+      (resource) => resource.type === "Microsoft.Web/sites" && !resource.existing,
+    );
     expect(valueAt(site?.body, "properties", "functionAppConfig", "runtime", "version")?.text).toBe("nodeVersion");
   });
 

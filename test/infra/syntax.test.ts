@@ -22,11 +22,14 @@ describe("Bicep syntax (tree-sitter-bicep)", () => {
     expect(names.filter((name) => name.startsWith("modules"))).not.toHaveLength(0);
   });
 
-  it.each(templates.map((file) => [path.relative(INFRA_DIR, file), file]))("%s parses without syntax errors", async (_name, file) => {
-    const parsed = await parseBicepFile(file);
-    expect(syntaxProblems(parsed.root)).toEqual([]);
-    expect(parsed.root.hasError).toBe(false);
-  });
+  it.each(templates.map((file) => [path.relative(INFRA_DIR, file), file]))(
+    "%s parses without syntax errors",
+    async (_name, file) => {
+      const parsed = await parseBicepFile(file);
+      expect(syntaxProblems(parsed.root)).toEqual([]);
+      expect(parsed.root.hasError).toBe(false);
+    },
+  );
 
   it("rejects a deliberately broken template (fixtures/broken.bicep) and says where", async () => {
     const parsed = await parseBicepFile(path.join(FIXTURES_DIR, "broken.bicep"));

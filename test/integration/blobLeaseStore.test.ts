@@ -20,7 +20,10 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
 
   it("reads an unleased, never-created lease as available with epoch 0", async () => {
     const store = newStore();
-    expect(await store.read()).toEqual({ state: "available", record: { holder: "", epoch: 0, sinceMs: 0, transitions: 0 } });
+    expect(await store.read()).toEqual({
+      state: "available",
+      record: { holder: "", epoch: 0, sinceMs: 0, transitions: 0 },
+    });
   });
 
   it("creates container and blob on first acquire; a second holder gets 'not acquired', not an exception", async () => {
@@ -54,7 +57,8 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     await store.acquire(leaseId, 15);
     await store.breakLease(30);
     expect((await store.read()).state).toBe("breaking");
-    // 409 LeaseIsBreakingAndCannotBeAcquired (Azurite answers it for the breaking lease's own id, LeaseAlreadyPresent for others).
+    // 409 LeaseIsBreakingAndCannotBeAcquired (Azurite answers it for the breaking lease's own id, LeaseAlreadyPresent
+    // for others).
     expect(await store.acquire(leaseId, 15)).toEqual({ acquired: false });
     expect(await store.acquire(randomUUID(), 15)).toEqual({ acquired: false });
   });
@@ -107,7 +111,10 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
   });
 
   it("reports unreachable storage as StorageError('StorageUnavailable')", async () => {
-    const dead = BlobServiceClient.fromConnectionString(env.azurite.connectionString.replace(`:${env.azurite.blobPort}/`, ":1/"), { retryOptions: { maxTries: 1 } });
+    const dead = BlobServiceClient.fromConnectionString(
+      env.azurite.connectionString.replace(`:${env.azurite.blobPort}/`, ":1/"),
+      { retryOptions: { maxTries: 1 } },
+    );
     const store = new BlobLeaseStore(dead);
     const error: unknown = await store.read().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StorageError);

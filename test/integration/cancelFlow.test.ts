@@ -6,9 +6,12 @@ import { drainWorkQueue, newTestApp } from "../support/inProcessApp";
 import { runCoordinatorTick } from "../../src/app/operations";
 
 const params = { format: "csv", keyField: "region", valueField: "amount" };
-const items = (n: number): { inline: string }[] => Array.from({ length: n }, (_, i) => ({ inline: `region,amount\n${i % 2 === 0 ? "eu" : "us"},${i}` }));
+const items = (n: number): { inline: string }[] =>
+  Array.from({ length: n }, (_, i) => ({ inline: `region,amount\n${i % 2 === 0 ? "eu" : "us"},${i}` }));
 
-/** One item per work message, so messages and items count alike here (units with cancel: test/unit/workUnits.test.ts). */
+/**
+ * One item per work message, so messages and items count alike here (units with cancel: test/unit/workUnits.test.ts).
+ */
 const PER_ITEM = { DISPATCH_BATCH_SIZE: "5", WORK_UNIT_MAX_ITEMS: "1" };
 
 describe("cancel and deadline on Azurite (in process)", () => {
@@ -26,15 +29,23 @@ describe("cancel and deadline on Azurite (in process)", () => {
     expect(await cancelJob(app, id)).toEqual({ outcome: "requested", id, wakeUp: "sent" });
     expect(await getJobStatus(app, id)).toMatchObject({ status: "running", cancelRequested: true });
     // The request also woke the coordinator (one message on the wake queue), as a submission does.
-    const wakes = (await app.wakeQueue.receive(32, 1)).map((message) => JSON.parse(message.text ?? "{}") as { reason?: string; jobId?: string });
+    const wakes = (await app.wakeQueue.receive(32, 1)).map(
+      (message) => JSON.parse(message.text ?? "{}") as { reason?: string; jobId?: string },
+    );
     expect(wakes).toContainEqual(expect.objectContaining({ reason: "job-cancel-requested", jobId: id }));
     await runCoordinatorTick(app, sink);
     const cancelled = await getJobStatus(app, id);
-    expect(cancelled).toMatchObject({ status: "cancelled", progress: { total: 40, dispatched, done: 4, failed: 0, skipped: 36 } });
-    expect(events.filter((e) => e.type === "job-cancelled")).toEqual([expect.objectContaining({ jobId: id, done: 4, failed: 0, skipped: 36 })]);
+    expect(cancelled).toMatchObject({
+      status: "cancelled",
+      progress: { total: 40, dispatched, done: 4, failed: 0, skipped: 36 },
+    });
+    expect(events.filter((e) => e.type === "job-cancelled")).toEqual([
+      expect.objectContaining({ jobId: id, done: 4, failed: 0, skipped: 36 }),
+    ]);
     expect(await app.system.list("cancel/", 10)).toEqual([]);
 
-    expect(await drainWorkQueue(app, sink)).toBe(dispatched - 4); // the late ones: workers still process what was queued
+    // the late ones: workers still process what was queued
+    expect(await drainWorkQueue(app, sink)).toBe(dispatched - 4);
     await runCoordinatorTick(app, sink);
     expect(await getJobStatus(app, id)).toEqual(cancelled);
     expect(events.filter((e) => e.type === "step-completed").reduce((n, e) => n + e.discarded, 0)).toBe(dispatched - 4);
@@ -60,7 +71,9 @@ describe("cancel and deadline on Azurite (in process)", () => {
     const expired = await getJobStatus(app, id);
     const dispatched = expired?.progress.dispatched ?? 0;
     expect(expired).toMatchObject({ status: "expired", progress: { total: 20, done: 3, failed: 0, skipped: 17 } });
-    expect(events.filter((e) => e.type === "job-expired")).toEqual([expect.objectContaining({ jobId: id, done: 3, skipped: 17 })]);
+    expect(events.filter((e) => e.type === "job-expired")).toEqual([
+      expect.objectContaining({ jobId: id, done: 3, skipped: 17 }),
+    ]);
     expect(await drainWorkQueue(app, sink)).toBe(dispatched - 3);
     await runCoordinatorTick(app, sink);
     expect(await getJobStatus(app, id)).toEqual(expired);

@@ -11,12 +11,29 @@ describe("coordinator flow on Azurite (in process)", () => {
   const env = useAzurite();
 
   it("submits a group-by job, dispatches, folds results exactly once and completes with the right aggregate", async () => {
-    const { app, sink, events } = newTestApp(env.azurite.connectionString, { DISPATCH_BATCH_SIZE: "7", WORK_UNIT_MAX_ITEMS: "2" });
-    const items = Array.from({ length: 25 }, (_, i) => csvItem([["eu", i], ["us", 2 * i], [i % 2 === 0 ? "apac" : "eu", 1.5]]));
-    const submitted = await submitJob(app, { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items });
+    const { app, sink, events } = newTestApp(env.azurite.connectionString, {
+      DISPATCH_BATCH_SIZE: "7",
+      WORK_UNIT_MAX_ITEMS: "2",
+    });
+    const items = Array.from({ length: 25 }, (_, i) =>
+      csvItem([
+        ["eu", i],
+        ["us", 2 * i],
+        [i % 2 === 0 ? "apac" : "eu", 1.5],
+      ]),
+    );
+    const submitted = await submitJob(app, {
+      kind: "group-by",
+      params: { format: "csv", keyField: "region", valueField: "amount" },
+      items,
+    });
     if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
     expect((await getJobStatus(app, submitted.id))?.status).toBe("pending");
-    const rounds = await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed");
+    const rounds = await runUntilComplete(
+      app,
+      sink,
+      async () => (await getJobStatus(app, submitted.id))?.status === "completed",
+    );
     const status = await getJobStatus(app, submitted.id);
     expect(status).toMatchObject({ status: "completed", progress: { total: 25, dispatched: 25, done: 25, failed: 0 } });
     const sum = (n: number): number => (n * (n - 1)) / 2;

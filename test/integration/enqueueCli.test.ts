@@ -53,7 +53,14 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     await upload("sales/2026/a.csv", "region,amount\neu,1\n");
     await upload("sales/2026/b.csv", "region,amount\nus,2\n");
-    const result = run(["--prefix", "sales/2026/", "--kind", "group-by", "--params", '{"format":"csv","keyField":"region","valueField":"amount"}']);
+    const result = run([
+      "--prefix",
+      "sales/2026/",
+      "--kind",
+      "group-by",
+      "--params",
+      '{"format":"csv","keyField":"region","valueField":"amount"}',
+    ]);
     expect(result.stderr).toBe("");
     const id = /Submitted job ([0-9a-f-]{36}) with 2 items/.exec(result.stdout)?.[1];
     expect(await getJobStatus(app, id ?? "")).toMatchObject({ status: "pending", progress: { total: 2 } });
@@ -63,9 +70,20 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     await upload("jobs/y.csv", "region,amount\neu,1\n");
     await upload("jobs/z.csv", "region,amount\nus,2\n");
-    const earlier = await submitJob(app, { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,1\n" }] });
+    const earlier = await submitJob(app, {
+      kind: "group-by",
+      params: { format: "csv", keyField: "region", valueField: "amount" },
+      items: [{ inline: "region,amount\neu,1\n" }],
+    });
     expect(earlier.ok).toBe(true);
-    const result = run(["--prefix", "jobs/", "--kind", "group-by", "--params", '{"format":"csv","keyField":"region","valueField":"amount"}']);
+    const result = run([
+      "--prefix",
+      "jobs/",
+      "--kind",
+      "group-by",
+      "--params",
+      '{"format":"csv","keyField":"region","valueField":"amount"}',
+    ]);
     expect(result.stderr).toBe("");
     const id = /Submitted job ([0-9a-f-]{36}) with 2 items/.exec(result.stdout)?.[1];
     expect(await getJobStatus(app, id ?? "")).toMatchObject({ status: "pending", progress: { total: 2 } });
@@ -75,8 +93,23 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     await upload("sales/2026/c.csv", "region,amount\neu,1\n");
     const file = join(mkdtempSync(join(tmpdir(), "enqueue-")), "my items.ndjson");
-    writeFileSync(file, ['{"blob":"sales/2026/c.csv"}', '{"inline":"region,amount\\nus,2\\n"}', '{"inline":"region,amount\\nus,3\\n"}', ""].join("\n"));
-    const result = run(["--manifest", file, "--kind", "group-by", "--params", '{"format":"csv","keyField":"region","valueField":"amount"}']);
+    writeFileSync(
+      file,
+      [
+        '{"blob":"sales/2026/c.csv"}',
+        '{"inline":"region,amount\\nus,2\\n"}',
+        '{"inline":"region,amount\\nus,3\\n"}',
+        "",
+      ].join("\n"),
+    );
+    const result = run([
+      "--manifest",
+      file,
+      "--kind",
+      "group-by",
+      "--params",
+      '{"format":"csv","keyField":"region","valueField":"amount"}',
+    ]);
     expect(result.stderr).toBe("");
     const name = /as (manifests\/my_items-[0-9a-f]{8}\.ndjson) in /.exec(result.stdout)?.[1];
     expect(name).toBeDefined();
@@ -93,7 +126,9 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     expect(Date.parse(status?.deadline ?? "") - Date.parse(status?.createdAt ?? "")).toBe(3600_000);
     const deadline = new Date(Date.now() + 86_400_000).toISOString();
     const dated = run(["--file", join(ROOT, "examples", "sales-job.json"), "--deadline", deadline]);
-    expect((await getJobStatus(app, /Submitted job ([0-9a-f-]{36})/.exec(dated.stdout)?.[1] ?? ""))?.deadline).toBe(deadline);
+    expect((await getJobStatus(app, /Submitted job ([0-9a-f-]{36})/.exec(dated.stdout)?.[1] ?? ""))?.deadline).toBe(
+      deadline,
+    );
     const late = run(["--file", join(ROOT, "examples", "sales-job.json"), "--deadline", "2020-01-01T00:00:00Z"]);
     expect(late.status).toBe(2);
     expect(late.stderr).toMatch(/deadline: must be in the future/);
@@ -101,7 +136,8 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
 
   it("--cancel ID requests cancellation of a job; an unknown id exits 1 naming it", async () => {
     const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
-    const id = /Submitted job ([0-9a-f-]{36})/.exec(run(["--file", join(ROOT, "examples", "sales-job.json")]).stdout)?.[1] ?? "";
+    const id =
+      /Submitted job ([0-9a-f-]{36})/.exec(run(["--file", join(ROOT, "examples", "sales-job.json")]).stdout)?.[1] ?? "";
     const cancelled = run(["--cancel", id]);
     expect(cancelled.stderr).toBe("");
     expect(cancelled.status).toBe(0);
@@ -117,9 +153,13 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(/--prefix needs --kind and --params/);
     expect(result.stderr).toMatch(/^Usage:/m);
-    expect(run(["--timeout", "0", "--file", "job.json"]).stderr).toMatch(/--timeout must be a whole number from 1 to 86400, got "0"/);
+    expect(run(["--timeout", "0", "--file", "job.json"]).stderr).toMatch(
+      /--timeout must be a whole number from 1 to 86400, got "0"/,
+    );
     expect(run(["--nope"]).stderr).toMatch(/Unknown option '--nope'/);
-    expect(run(["--manifest", "x.ndjson", "--prefix", "a/"]).stderr).toMatch(/Give exactly one of --file, --prefix or --manifest/);
+    expect(run(["--manifest", "x.ndjson", "--prefix", "a/"]).stderr).toMatch(
+      /Give exactly one of --file, --prefix or --manifest/,
+    );
     const both = run(["--file", "job.json", "--cancel", "abc"]);
     expect(both.status).toBe(2);
     expect(both.stderr).toMatch(/--cancel takes no other flag/);

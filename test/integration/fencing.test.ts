@@ -12,7 +12,14 @@ interface Counter {
   by: string;
 }
 const parseCounter = (value: unknown): Counter => {
-  if (typeof value === "object" && value !== null && "count" in value && "by" in value && typeof value.count === "number" && typeof value.by === "string") {
+  if (
+    typeof value === "object" &&
+    value !== null &&
+    "count" in value &&
+    "by" in value &&
+    typeof value.count === "number" &&
+    typeof value.by === "string"
+  ) {
     return { count: value.count, by: value.by };
   }
   throw new Error(`not a counter: ${JSON.stringify(value)}`);
@@ -50,7 +57,12 @@ describe("fencing a stale leader on Azurite", () => {
     const leases = new BlobLeaseStore(service, { containerName: uniqueName("leases") });
     const stateStore = new BlobStateStore(service, uniqueName("state"));
     // The stale leader renews rarely, so it has not noticed the loss when it writes.
-    const stale = new LeaderElector({ store: leases, instanceId: "stale", renewIntervalMs: 8000, renewDeadlineMs: 9000 });
+    const stale = new LeaderElector({
+      store: leases,
+      instanceId: "stale",
+      renewIntervalMs: 8000,
+      renewDeadlineMs: 9000,
+    });
     const fresh = new LeaderElector({ store: leases, instanceId: "fresh" });
 
     let staleTerm: LeadershipTerm | undefined;
@@ -92,7 +104,10 @@ describe("fencing a stale leader on Azurite", () => {
       },
     };
     const state = new FencedStateStore(stateStore, frozen);
-    await expect(state.write("untouched", { count: 1, by: "zombie" }, undefined)).rejects.toMatchObject({ name: "StaleEpochError", writerEpoch: 5 });
+    await expect(state.write("untouched", { count: 1, by: "zombie" }, undefined)).rejects.toMatchObject({
+      name: "StaleEpochError",
+      writerEpoch: 5,
+    });
     expect(await stateStore.read("untouched")).toBeUndefined();
   });
 });

@@ -10,10 +10,20 @@ import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
 function post(body: string, headers: Record<string, string> = {}): HttpRequest {
-  return new HttpRequest({ method: "POST", url: "http://localhost/api/jobs", body: { string: body }, headers: { "content-type": "application/json", ...headers } });
+  return new HttpRequest({
+    method: "POST",
+    url: "http://localhost/api/jobs",
+    body: { string: body },
+    headers: { "content-type": "application/json", ...headers },
+  });
 }
-const context = (): InvocationContext => new InvocationContext({ functionName: "test", invocationId: uniqueName("inv"), logHandler: () => undefined });
-const good = { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,2\nus,3" }, { inline: "region,amount\neu,5" }] };
+const context = (): InvocationContext =>
+  new InvocationContext({ functionName: "test", invocationId: uniqueName("inv"), logHandler: () => undefined });
+const good = {
+  kind: "group-by",
+  params: { format: "csv", keyField: "region", valueField: "amount" },
+  items: [{ inline: "region,amount\neu,2\nus,3" }, { inline: "region,amount\neu,5" }],
+};
 
 describe("HTTP API handlers (exported handlers, real Azurite)", () => {
   const env = useAzurite();
@@ -25,13 +35,48 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     ["malformed JSON", "{nope", "(body)", /not valid JSON/],
     ["a wrong schema", JSON.stringify({ kind: "group-by", params: {}, items: [{ text: "x" }] }), "items.0", /./],
     ["no items", JSON.stringify({ ...good, items: [] }), "items", /at least one item/],
-    ["an unknown task kind", JSON.stringify({ ...good, kind: "mystery" }), "kind", /unknown task kind "mystery"; known kinds: group-by/],
-    ["bad params", JSON.stringify({ ...good, params: { format: "xml", keyField: "", valueField: "amount" } }), "params.format", /./],
-    ["an oversized inline item", JSON.stringify({ ...good, items: [{ inline: "x".repeat(40_000) }] }), "items.0.inline", /at most 32768 bytes/],
-    ["neither items nor a manifest", JSON.stringify({ kind: good.kind, params: good.params }), "items", /exactly one of "items" .* or "manifest"/],
-    ["both items and a manifest", JSON.stringify({ ...good, manifest: "m.ndjson" }), "manifest", /exactly one of "items" .* or "manifest"/],
-    ["a manifest that does not exist", JSON.stringify({ kind: good.kind, params: good.params, manifest: "none.ndjson" }), "manifest", /blob "none.ndjson" does not exist in the input container/],
-    ["a deadline in the past", JSON.stringify({ ...good, deadline: "2020-01-01T00:00:00Z" }), "deadline", /must be in the future/],
+    [
+      "an unknown task kind",
+      JSON.stringify({ ...good, kind: "mystery" }),
+      "kind",
+      /unknown task kind "mystery"; known kinds: group-by/,
+    ],
+    [
+      "bad params",
+      JSON.stringify({ ...good, params: { format: "xml", keyField: "", valueField: "amount" } }),
+      "params.format",
+      /./,
+    ],
+    [
+      "an oversized inline item",
+      JSON.stringify({ ...good, items: [{ inline: "x".repeat(40_000) }] }),
+      "items.0.inline",
+      /at most 32768 bytes/,
+    ],
+    [
+      "neither items nor a manifest",
+      JSON.stringify({ kind: good.kind, params: good.params }),
+      "items",
+      /exactly one of "items" .* or "manifest"/,
+    ],
+    [
+      "both items and a manifest",
+      JSON.stringify({ ...good, manifest: "m.ndjson" }),
+      "manifest",
+      /exactly one of "items" .* or "manifest"/,
+    ],
+    [
+      "a manifest that does not exist",
+      JSON.stringify({ kind: good.kind, params: good.params, manifest: "none.ndjson" }),
+      "manifest",
+      /blob "none.ndjson" does not exist in the input container/,
+    ],
+    [
+      "a deadline in the past",
+      JSON.stringify({ ...good, deadline: "2020-01-01T00:00:00Z" }),
+      "deadline",
+      /must be in the future/,
+    ],
     ["a timeout over 7 days", JSON.stringify({ ...good, timeoutS: 8 * 86_400 }), "timeoutS", /at most 604800 s/],
   ])("POST /api/jobs with %s answers 400 naming the field", async (_name, body, field, message) => {
     const response = await submitJobHandler(post(body), context());
@@ -50,37 +95,75 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     const submitted = await submitJobHandler(post(JSON.stringify(good)), context());
     expect(submitted.status).toBe(202);
     const { id } = submitted.jsonBody as { id: string };
-    const get = (): Promise<{ status?: number; jsonBody?: unknown }> => getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }));
+    const get = (): Promise<{ status?: number; jsonBody?: unknown }> =>
+      getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }));
     expect((await get()).jsonBody).toMatchObject({ status: "pending", progress: { total: 2 } });
     const app = getCoordinatorApp();
     for (let round = 0; round < 5; round++) {
-      await coordinatorHandler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
+      await coordinatorHandler(
+        {
+          isPastDue: false,
+          schedule: { adjustForDST: false },
+          scheduleStatus: { last: "", next: "", lastUpdated: "" },
+        },
+        context(),
+      );
       await drainWorkQueue(app, sinkFor(context()));
     }
-    expect((await get()).jsonBody).toMatchObject({ status: "completed", progress: { total: 2, done: 2, failed: 0 }, aggregate: { eu: { count: 2, sum: 7, min: 2, max: 5 }, us: { count: 1, sum: 3 } } });
+    expect((await get()).jsonBody).toMatchObject({
+      status: "completed",
+      progress: { total: 2, done: 2, failed: 0 },
+      aggregate: { eu: { count: 2, sum: 7, min: 2, max: 5 }, us: { count: 1, sum: 3 } },
+    });
     expect((await get()).status).toBe(200);
-    expect((await getJobHandler(new HttpRequest({ method: "GET", url: "http://localhost/api/jobs/none", params: { id: "none" } }))).status).toBe(404);
+    expect(
+      (
+        await getJobHandler(
+          new HttpRequest({ method: "GET", url: "http://localhost/api/jobs/none", params: { id: "none" } }),
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it("DELETE /api/jobs/{id}: 404 for no such job; 202 with the id (again until the leader applies it); then the job is cancelled and DELETE answers 409", async () => {
-    const del = (id: string): Promise<{ status?: number; jsonBody?: unknown }> => cancelJobHandler(new HttpRequest({ method: "DELETE", url: `http://localhost/api/jobs/${id}`, params: { id } }), context());
-    const get = async (id: string): Promise<unknown> => (await getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }))).jsonBody;
+    const del = (id: string): Promise<{ status?: number; jsonBody?: unknown }> =>
+      cancelJobHandler(
+        new HttpRequest({ method: "DELETE", url: `http://localhost/api/jobs/${id}`, params: { id } }),
+        context(),
+      );
+    const get = async (id: string): Promise<unknown> =>
+      (await getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } })))
+        .jsonBody;
     expect(await del("no-such-job")).toMatchObject({ status: 404, jsonBody: { error: 'No job "no-such-job".' } });
     const submitted = await submitJobHandler(post(JSON.stringify({ ...good, timeoutS: 3600 })), context());
     const { id } = submitted.jsonBody as { id: string };
     expect(await del(id)).toMatchObject({ status: 202, jsonBody: { id, cancelRequested: true } });
     expect(await del(id)).toMatchObject({ status: 202, jsonBody: { id, cancelRequested: true } });
-    expect(await get(id)).toMatchObject({ status: "pending", cancelRequested: true, deadline: expect.any(String) as unknown });
-    await coordinatorHandler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } }, context());
+    expect(await get(id)).toMatchObject({
+      status: "pending",
+      cancelRequested: true,
+      deadline: expect.any(String) as unknown,
+    });
+    await coordinatorHandler(
+      { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } },
+      context(),
+    );
     const cancelled = await get(id);
-    expect(cancelled).toMatchObject({ status: "cancelled", progress: { total: 2, dispatched: 0, done: 0, failed: 0, skipped: 2 }, endedAt: expect.any(String) as unknown });
+    expect(cancelled).toMatchObject({
+      status: "cancelled",
+      progress: { total: 2, dispatched: 0, done: 0, failed: 0, skipped: 2 },
+      endedAt: expect.any(String) as unknown,
+    });
     expect(cancelled).not.toHaveProperty("cancelRequested");
     expect(await del(id)).toMatchObject({ status: 409, jsonBody: { id, status: "cancelled" } });
   });
 
   it("GET /api/leader describes the last term; POST /api/leader/step-down answers 409 when nobody holds the lease", async () => {
     const leader = await getLeaderHandler();
-    expect(leader.jsonBody).toMatchObject({ epoch: expect.any(Number) as unknown, transitions: expect.any(Number) as unknown });
+    expect(leader.jsonBody).toMatchObject({
+      epoch: expect.any(Number) as unknown,
+      transitions: expect.any(Number) as unknown,
+    });
     expect((leader.jsonBody as { epoch: number }).epoch).toBeGreaterThanOrEqual(1);
     expect((await stepDownHandler(undefined, context())).status).toBe(409);
   });
@@ -96,7 +179,9 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect(page).toContain(`<script nonce="${nonce}">`);
     const { epoch } = (await getLeaderHandler()).jsonBody as { epoch: number };
     expect(page).toContain(`<dd data-field="leader-epoch">${epoch}</dd>`);
-    expect(page).toMatch(/<tr data-job="[a-z0-9-]+">[\s\S]*?<span class="status completed">completed<\/span>[\s\S]*?data-field="done">2</);
+    expect(page).toMatch(
+      /<tr data-job="[a-z0-9-]+">[\s\S]*?<span class="status completed">completed<\/span>[\s\S]*?data-field="done">2</,
+    );
     // A second response gets a fresh nonce.
     const again = (await getStatusHandler()).headers as Record<string, string>;
     expect(again["content-security-policy"]).not.toContain(nonce);

@@ -13,8 +13,21 @@ const untilAborted: LeaderTask<never> = (term) => delay(3600_000, { abortSignal:
 describe("leadership on Azurite", () => {
   const env = useAzurite();
   const newStore = (): BlobLeaseStore => new BlobLeaseStore(env.blobService(), { containerName: uniqueName("leases") });
-  const newElector = (store: BlobLeaseStore, instanceId: string, recorder = new Recorder(), extra: Partial<LeaderElectorOptions> = {}): LeaderElector =>
-    new LeaderElector({ store, instanceId, logger: recorder.logger, onEvent: recorder.onEvent, renewIntervalMs: 1000, retryIntervalMs: 250, ...extra });
+  const newElector = (
+    store: BlobLeaseStore,
+    instanceId: string,
+    recorder = new Recorder(),
+    extra: Partial<LeaderElectorOptions> = {},
+  ): LeaderElector =>
+    new LeaderElector({
+      store,
+      instanceId,
+      logger: recorder.logger,
+      onEvent: recorder.onEvent,
+      renewIntervalMs: 1000,
+      retryIntervalMs: 250,
+      ...extra,
+    });
 
   it("with 8 contenders racing at once, exactly one wins and the rest get 'not-acquired' without an exception", async () => {
     const store = newStore();
@@ -36,7 +49,12 @@ describe("leadership on Azurite", () => {
   it("keeps leadership for 22 s (beyond the 15 s lease) by renewing, with the default timings", async () => {
     const store = newStore();
     const recorder = new Recorder();
-    const leader = new LeaderElector({ store, instanceId: "long-leader", logger: recorder.logger, onEvent: recorder.onEvent });
+    const leader = new LeaderElector({
+      store,
+      instanceId: "long-leader",
+      logger: recorder.logger,
+      onEvent: recorder.onEvent,
+    });
     const rival = newElector(store, "rival");
     let rivalWon = false;
     const result = await leader.tryLead(async (term) => {
@@ -145,7 +163,13 @@ describe("leadership on Azurite", () => {
     expect(await running).toMatchObject({ outcome: "aborted", reason: "revoked" });
     const next = await newElector(store, "successor").tryLead((term) => Promise.resolve(term.epoch));
     expect(next).toEqual({ outcome: "completed", epoch: 2, value: 2 });
-    expect(await describeLeader(store)).toMatchObject({ holder: undefined, epoch: 2, transitions: 2, revokedEpoch: 1, revocationHonoured: true });
+    expect(await describeLeader(store)).toMatchObject({
+      holder: undefined,
+      epoch: 2,
+      transitions: 2,
+      revokedEpoch: 1,
+      revocationHonoured: true,
+    });
   });
 
   it("a step-down requested between a new holder's acquire and its record write makes the new holder step down", async () => {
@@ -192,10 +216,13 @@ describe("leadership on Azurite", () => {
     await delay(300);
     const controller = new AbortController();
     let led = false;
-    const waiting = newElector(store, "waiter").lead(() => {
-      led = true;
-      return Promise.resolve();
-    }, { abortSignal: controller.signal });
+    const waiting = newElector(store, "waiter").lead(
+      () => {
+        led = true;
+        return Promise.resolve();
+      },
+      { abortSignal: controller.signal },
+    );
     await delay(800);
     controller.abort(new Error("operator stopped waiting"));
     await expect(waiting).rejects.toThrow("operator stopped waiting");

@@ -27,7 +27,12 @@ describe("submissions naming their items in an NDJSON manifest in the input cont
     const { app, sink } = newTestApp(env.azurite.connectionString, { DISPATCH_BATCH_SIZE: "3" });
     const inputs = env.blobService().getContainerClient(app.settings.INPUT_CONTAINER);
     await upload(inputs, "data/a.csv", "region,amount\neu,10\nus,1\n");
-    const lines = ['{"blob":"data/a.csv"}', "", ...Array.from({ length: 7 }, (_, i) => JSON.stringify({ inline: `region,amount\neu,${i}\n` })), '{"blob":"data/missing.csv"}'];
+    const lines = [
+      '{"blob":"data/a.csv"}',
+      "",
+      ...Array.from({ length: 7 }, (_, i) => JSON.stringify({ inline: `region,amount\neu,${i}\n` })),
+      '{"blob":"data/missing.csv"}',
+    ];
     const manifest = `\uFEFF${lines.join("\r\n")}\r\n\r\n`;
     await upload(inputs, "manifests/job.ndjson", manifest);
     const etag = (await inputs.getBlobClient("manifests/job.ndjson").getProperties()).etag;
@@ -52,16 +57,29 @@ describe("submissions naming their items in an NDJSON manifest in the input cont
     const system = env.blobService().getContainerClient(app.settings.SYSTEM_CONTAINER);
     // 2,500 good lines first, so that chunks of the job were already written when the bad lines come.
     const good = Array.from({ length: 2500 }, (_, i) => JSON.stringify({ inline: `region,amount\neu,${i}\n` }));
-    const bad = ['{"inline": "region,amount\\neu,1\\n"', '{"text":"x"}', JSON.stringify({ inline: "x".repeat(40_000) }), '{"blob":"dir/"}', "[1,2]"];
+    const bad = [
+      '{"inline": "region,amount\\neu,1\\n"',
+      '{"text":"x"}',
+      JSON.stringify({ inline: "x".repeat(40_000) }),
+      '{"blob":"dir/"}',
+      "[1,2]",
+    ];
     const invalidUtf8 = Buffer.from([0xc3, 0x28, 0x0a]);
-    await upload(inputs, "bad.ndjson", Buffer.concat([Buffer.from([...good, ...bad].join("\n") + "\n", "utf8"), invalidUtf8]));
+    await upload(
+      inputs,
+      "bad.ndjson",
+      Buffer.concat([Buffer.from([...good, ...bad].join("\n") + "\n", "utf8"), invalidUtf8]),
+    );
 
     const result = await submitJob(app, { kind: "group-by", params: PARAMS, manifest: "bad.ndjson" });
     expect(result.ok).toBe(false);
     expect(result.ok ? [] : result.errors).toEqual([
       { field: "manifest", message: expect.stringMatching(/^line 2501: not valid JSON/) as unknown },
       { field: "manifest", message: 'line 2502: must be {"inline": "…"} or {"blob": "name in the input container"}' },
-      { field: "manifest", message: expect.stringMatching(/^line 2503: inline: inline input must be at most 32768 bytes/) as unknown },
+      {
+        field: "manifest",
+        message: expect.stringMatching(/^line 2503: inline: inline input must be at most 32768 bytes/) as unknown,
+      },
       { field: "manifest", message: expect.stringMatching(/^line 2504: blob: must be a blob name/) as unknown },
       { field: "manifest", message: 'line 2505: must be {"inline": "…"} or {"blob": "name in the input container"}' },
       { field: "manifest", message: "line 2506: not valid UTF-8" },
@@ -75,11 +93,24 @@ describe("submissions naming their items in an NDJSON manifest in the input cont
       ok: false,
       errors: [{ field: "manifest", message: 'blob "nope.ndjson" does not exist in the input container' }],
     });
-    const both = await submitJob(app, { kind: "group-by", params: PARAMS, manifest: "nope.ndjson", items: [{ inline: "region,amount\neu,1\n" }] });
-    expect(both).toMatchObject({ ok: false, errors: [{ field: "manifest", message: expect.stringMatching(/exactly one of "items" .* or "manifest"/) as unknown }] });
+    const both = await submitJob(app, {
+      kind: "group-by",
+      params: PARAMS,
+      manifest: "nope.ndjson",
+      items: [{ inline: "region,amount\neu,1\n" }],
+    });
+    expect(both).toMatchObject({
+      ok: false,
+      errors: [
+        { field: "manifest", message: expect.stringMatching(/exactly one of "items" .* or "manifest"/) as unknown },
+      ],
+    });
     const empty = env.blobService().getContainerClient(app.settings.INPUT_CONTAINER);
     await upload(empty, "empty.ndjson", "\n\n");
-    expect(await submitJob(app, { kind: "group-by", params: PARAMS, manifest: "empty.ndjson" })).toEqual({ ok: false, errors: [{ field: "manifest", message: "the manifest has no items; a job needs at least one item" }] });
+    expect(await submitJob(app, { kind: "group-by", params: PARAMS, manifest: "empty.ndjson" })).toEqual({
+      ok: false,
+      errors: [{ field: "manifest", message: "the manifest has no items; a job needs at least one item" }],
+    });
   });
 
   it(`refuses a manifest over MAX_MANIFEST_BYTES (${MAX_MANIFEST_BYTES / 1024 / 1024} MiB) with its size and the limit, before reading it`, async () => {
@@ -91,7 +122,12 @@ describe("submissions naming their items in an NDJSON manifest in the input cont
     const result = await submitJob(app, { kind: "group-by", params: PARAMS, manifest: "huge.ndjson" });
     expect(result).toEqual({
       ok: false,
-      errors: [{ field: "manifest", message: `blob "huge.ndjson" is ${MAX_MANIFEST_BYTES + 1} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (128 MiB)` }],
+      errors: [
+        {
+          field: "manifest",
+          message: `blob "huge.ndjson" is ${MAX_MANIFEST_BYTES + 1} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (128 MiB)`,
+        },
+      ],
     });
     expect(await blobNames(env.blobService().getContainerClient(app.settings.SYSTEM_CONTAINER))).toEqual([]);
   });

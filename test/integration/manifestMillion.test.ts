@@ -11,26 +11,47 @@ describe("the documented limit: a job of 1,000,000 items, submitted as a manifes
   const env = useAzurite();
 
   it(`stores and registers a manifest of MAX_ITEMS_PER_JOB (${MAX_ITEMS_PER_JOB}) items; the leader dispatches from it`, async () => {
-    const { app, sink } = newTestApp(env.azurite.connectionString, { DISPATCH_BATCH_SIZE: "10", STEP_BUDGET_MS: "20000" });
+    const { app, sink } = newTestApp(env.azurite.connectionString, {
+      DISPATCH_BATCH_SIZE: "10",
+      STEP_BUDGET_MS: "20000",
+    });
     const inputs = env.blobService().getContainerClient(app.settings.INPUT_CONTAINER);
     await inputs.create();
     const lines = Array.from({ length: MAX_ITEMS_PER_JOB }, (_, item) => `{"blob":"${name(item)}"}\n`).join("");
-    await inputs.getBlockBlobClient("million.ndjson").uploadData(Buffer.from(lines), { blockSize: 8 * 1024 * 1024, concurrency: 4 });
+    await inputs
+      .getBlockBlobClient("million.ndjson")
+      .uploadData(Buffer.from(lines), { blockSize: 8 * 1024 * 1024, concurrency: 4 });
 
     const startedMs = Date.now();
-    const submitted = await submitJob(app, { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, manifest: "million.ndjson" });
+    const submitted = await submitJob(app, {
+      kind: "group-by",
+      params: { format: "csv", keyField: "region", valueField: "amount" },
+      manifest: "million.ndjson",
+    });
     if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
     expect(submitted.itemCount).toBe(MAX_ITEMS_PER_JOB);
     console.info(`1,000,000-item manifest (${lines.length} bytes) stored in ${Date.now() - startedMs} ms`);
-    const last = JSON.parse((await app.system.readText(keys.chunk(submitted.id, MAX_ITEMS_PER_JOB / CHUNK_SIZE - 1))) ?? "[]") as unknown[];
+    const last = JSON.parse(
+      (await app.system.readText(keys.chunk(submitted.id, MAX_ITEMS_PER_JOB / CHUNK_SIZE - 1))) ?? "[]",
+    ) as unknown[];
     expect(last).toHaveLength(CHUNK_SIZE);
     expect(last.at(-1)).toEqual({ blob: name(MAX_ITEMS_PER_JOB - 1) });
 
     // One step registers the job and dispatches its first unit (32 items: the unit is sent whole, past the 20 in
     // flight that DISPATCH_BATCH_SIZE 10 allows); running all of it is the throughput bench's part.
     expect(await runCoordinatorTick(app, sink)).toBe("completed");
-    expect(await getJobStatus(app, submitted.id)).toMatchObject({ status: "running", progress: { total: MAX_ITEMS_PER_JOB, dispatched: 32, done: 0, failed: 0 } });
+    expect(await getJobStatus(app, submitted.id)).toMatchObject({
+      status: "running",
+      progress: { total: MAX_ITEMS_PER_JOB, dispatched: 32, done: 0, failed: 0 },
+    });
     const work = (await app.workQueue.receive(32, 30)).map((message) => JSON.parse(message.text ?? "{}") as unknown);
-    expect(work).toEqual([expect.objectContaining({ v: 2, jobId: submitted.id, first: 0, inputs: Array.from({ length: 32 }, (_, item) => ({ blob: name(item) })) })]);
+    expect(work).toEqual([
+      expect.objectContaining({
+        v: 2,
+        jobId: submitted.id,
+        first: 0,
+        inputs: Array.from({ length: 32 }, (_, item) => ({ blob: name(item) })),
+      }),
+    ]);
   }, 300_000);
 });

@@ -11,9 +11,17 @@ describe("storage outage mid-term (Azurite stopped, then restarted with its data
 
   it("aborts the leader before the server-side lease can expire; after restart a new term has a higher epoch", async () => {
     // Production client settings (SDK retries 3 × 5 s): the renew deadline must still win.
-    const store = new BlobLeaseStore(createStorageClients({ kind: "connectionString", connectionString: env.azurite.connectionString }).blob, { containerName: "outage" });
+    const store = new BlobLeaseStore(
+      createStorageClients({ kind: "connectionString", connectionString: env.azurite.connectionString }).blob,
+      { containerName: "outage" },
+    );
     const recorder = new Recorder();
-    const leader = new LeaderElector({ store, instanceId: "leader-before-outage", logger: recorder.logger, onEvent: recorder.onEvent });
+    const leader = new LeaderElector({
+      store,
+      instanceId: "leader-before-outage",
+      logger: recorder.logger,
+      onEvent: recorder.onEvent,
+    });
     let abortedAtMs = 0;
     const running = leader.tryLead(async (term) => {
       term.signal.addEventListener("abort", () => (abortedAtMs = Date.now()));
@@ -32,7 +40,9 @@ describe("storage outage mid-term (Azurite stopped, then restarted with its data
 
     await env.azurite.startService();
     const successor = new LeaderElector({ store, instanceId: "leader-after-outage", retryIntervalMs: 500 });
-    const next = await successor.lead((term) => Promise.resolve(term.epoch), { abortSignal: AbortSignal.timeout(30_000) });
+    const next = await successor.lead((term) => Promise.resolve(term.epoch), {
+      abortSignal: AbortSignal.timeout(30_000),
+    });
     expect(next).toEqual({ outcome: "completed", epoch: 2, value: 2 });
   }, 60_000);
 });

@@ -24,16 +24,24 @@ describe("poison on Azurite (issue 14, items 8 and 9)", () => {
     expect(await drainWorkQueue(withoutKind, sink)).toBe(1);
     await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed", 5);
     const status = await getJobStatus(app, submitted.id);
-    expect(status).toMatchObject({ status: "completed", progress: { total: 4, done: 2, failed: 2 }, aggregate: { eu: { count: 2 } } });
+    expect(status).toMatchObject({
+      status: "completed",
+      progress: { total: 4, done: 2, failed: 2 },
+      aggregate: { eu: { count: 2 } },
+    });
     expect(status?.failures).toHaveLength(2);
-    for (const failure of status?.failures ?? []) expect(failure.reason).toMatch(/^rejected by the worker: unknown task kind "group-by"/);
+    for (const failure of status?.failures ?? [])
+      expect(failure.reason).toMatch(/^rejected by the worker: unknown task kind "group-by"/);
     expect(await app.workPoisonQueue.peek(32)).toEqual([]); // claimed and deleted
   });
 
   it("poison that no job claims stays visible to a peek (as in the portal or Storage Explorer), never received", async () => {
     const { app, sink } = newTestApp(env.azurite.connectionString);
-    await app.workPoisonQueue.send(["garbage that no job can claim"]); // one at a time: a send of several has no fixed order
-    await app.workPoisonQueue.send([JSON.stringify({ v: 1, jobId: "no-such-job", item: 0, kind: "group-by", params, input: csv(1) })]);
+    // one at a time: a send of several has no fixed order
+    await app.workPoisonQueue.send(["garbage that no job can claim"]);
+    await app.workPoisonQueue.send([
+      JSON.stringify({ v: 1, jobId: "no-such-job", item: 0, kind: "group-by", params, input: csv(1) }),
+    ]);
     await runCoordinatorTick(app, sink);
     await runCoordinatorTick(app, sink);
     const raw = new QueueClient(env.azurite.connectionString, app.workPoisonQueue.name);

@@ -11,7 +11,9 @@ import { testAppSettings } from "../support/inProcessApp";
 /** The trigger binding of a captured registration. */
 function trigger(app: FunctionApp, name: string): Record<string, unknown> {
   const fn = app.functions.find((f) => f.metadata.name === name);
-  const binding = Object.values(fn?.metadata.bindings ?? {}).find((b) => typeof b.type === "string" && b.type.endsWith("Trigger"));
+  const binding = Object.values(fn?.metadata.bindings ?? {}).find(
+    (b) => typeof b.type === "string" && b.type.endsWith("Trigger"),
+  );
   if (binding === undefined) throw new Error(`no trigger binding for ${name}`);
   return binding;
 }
@@ -21,21 +23,66 @@ describe("the app's real registrations (captured as the Functions worker does)",
   let app: FunctionApp;
   beforeAll(async () => {
     // A long step budget: the shutdown test below must find the step still running when the hook fires.
-    Object.assign(process.env, testAppSettings(env.azurite.connectionString), { WEBSITE_INSTANCE_ID: "registrations-test", STEP_BUDGET_MS: "20000" });
+    Object.assign(process.env, testAppSettings(env.azurite.connectionString), {
+      WEBSITE_INSTANCE_ID: "registrations-test",
+      STEP_BUDGET_MS: "20000",
+    });
     app = await loadFunctionApp(resolve(__dirname, "..", "..", "functions", "index.ts"));
   });
 
   it("registers exactly the documented functions with their triggers and settings", () => {
-    expect(app.functions.map((f) => f.metadata.name).sort()).toEqual(["cancelJob", "coordinator", "getJob", "getLeader", "getStatus", "stepDown", "submitJob", "wake", "worker"]);
+    expect(app.functions.map((f) => f.metadata.name).sort()).toEqual([
+      "cancelJob",
+      "coordinator",
+      "getJob",
+      "getLeader",
+      "getStatus",
+      "stepDown",
+      "submitJob",
+      "wake",
+      "worker",
+    ]);
     expect(trigger(app, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "%COORDINATOR_SCHEDULE%" });
-    expect(trigger(app, "worker")).toMatchObject({ type: "queueTrigger", queueName: "%WORK_QUEUE%", connection: "COORDINATION_STORAGE" });
-    expect(trigger(app, "wake")).toMatchObject({ type: "queueTrigger", queueName: "%WAKE_QUEUE%", connection: "COORDINATION_STORAGE" });
-    expect(trigger(app, "submitJob")).toMatchObject({ type: "httpTrigger", route: "jobs", methods: ["POST"], authLevel: "function" });
-    expect(trigger(app, "getJob")).toMatchObject({ type: "httpTrigger", route: "jobs/{id}", methods: ["GET"], authLevel: "function" });
-    expect(trigger(app, "cancelJob")).toMatchObject({ type: "httpTrigger", route: "jobs/{id}", methods: ["DELETE"], authLevel: "function" });
+    expect(trigger(app, "worker")).toMatchObject({
+      type: "queueTrigger",
+      queueName: "%WORK_QUEUE%",
+      connection: "COORDINATION_STORAGE",
+    });
+    expect(trigger(app, "wake")).toMatchObject({
+      type: "queueTrigger",
+      queueName: "%WAKE_QUEUE%",
+      connection: "COORDINATION_STORAGE",
+    });
+    expect(trigger(app, "submitJob")).toMatchObject({
+      type: "httpTrigger",
+      route: "jobs",
+      methods: ["POST"],
+      authLevel: "function",
+    });
+    expect(trigger(app, "getJob")).toMatchObject({
+      type: "httpTrigger",
+      route: "jobs/{id}",
+      methods: ["GET"],
+      authLevel: "function",
+    });
+    expect(trigger(app, "cancelJob")).toMatchObject({
+      type: "httpTrigger",
+      route: "jobs/{id}",
+      methods: ["DELETE"],
+      authLevel: "function",
+    });
     expect(trigger(app, "getLeader")).toMatchObject({ type: "httpTrigger", route: "leader", methods: ["GET"] });
-    expect(trigger(app, "stepDown")).toMatchObject({ type: "httpTrigger", route: "leader/step-down", methods: ["POST"] });
-    expect(trigger(app, "getStatus")).toMatchObject({ type: "httpTrigger", route: "status", methods: ["GET"], authLevel: "function" });
+    expect(trigger(app, "stepDown")).toMatchObject({
+      type: "httpTrigger",
+      route: "leader/step-down",
+      methods: ["POST"],
+    });
+    expect(trigger(app, "getStatus")).toMatchObject({
+      type: "httpTrigger",
+      route: "status",
+      methods: ["GET"],
+      authLevel: "function",
+    });
   });
 
   it("the captured worker handler, called with an InvocationContext, sends a malformed message to poison with its reason", async () => {
@@ -49,8 +96,17 @@ describe("the app's real registrations (captured as the Functions worker does)",
     });
     await worker?.callback({ v: 1, jobId: "NOT VALID", item: 0 }, context);
     const poison = await getCoordinatorApp().workPoisonQueue.receive(32, 1);
-    const rejected = poison.map((m) => JSON.parse(m.text ?? "{}") as { rejected?: { reason?: string; messageId?: string } });
-    expect(rejected).toContainEqual(expect.objectContaining({ rejected: expect.objectContaining({ messageId: "msg-1", reason: expect.stringMatching(/jobId/) as unknown }) as unknown }));
+    const rejected = poison.map(
+      (m) => JSON.parse(m.text ?? "{}") as { rejected?: { reason?: string; messageId?: string } },
+    );
+    expect(rejected).toContainEqual(
+      expect.objectContaining({
+        rejected: expect.objectContaining({
+          messageId: "msg-1",
+          reason: expect.stringMatching(/jobId/) as unknown,
+        }) as unknown,
+      }),
+    );
     expect(logs.some((line) => line.includes("rejected") && line.includes("msg-1"))).toBe(true);
   });
 
@@ -68,9 +124,17 @@ describe("the app's real registrations (captured as the Functions worker does)",
           if (event !== undefined) events.push(event);
         },
       });
-    const timer = { isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "", next: "", lastUpdated: "" } };
+    const timer = {
+      isPastDue: false,
+      schedule: { adjustForDST: true },
+      scheduleStatus: { last: "", next: "", lastUpdated: "" },
+    };
     // A job nobody works on keeps the leader's step polling for its whole budget.
-    const submitted = await submitJob(getCoordinatorApp(), { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,1" }] });
+    const submitted = await submitJob(getCoordinatorApp(), {
+      kind: "group-by",
+      params: { format: "csv", keyField: "region", valueField: "amount" },
+      items: [{ inline: "region,amount\neu,1" }],
+    });
     expect(submitted.ok).toBe(true);
     let tickSettled = false;
     const tick = Promise.resolve(coordinator?.callback(timer, context("tick-1"))).finally(() => {
@@ -93,7 +157,9 @@ describe("the app's real registrations (captured as the Functions worker does)",
 
     const before = events.length;
     await coordinator?.callback(timer, context("tick-2"));
-    expect(events.slice(before).map((event) => [event.type, "reason" in event ? event.reason : undefined])).toEqual([["step-skipped", "shutdown"]]);
+    expect(events.slice(before).map((event) => [event.type, "reason" in event ? event.reason : undefined])).toEqual([
+      ["step-skipped", "shutdown"],
+    ]);
   });
 });
 

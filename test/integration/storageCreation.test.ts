@@ -10,7 +10,10 @@ import { uniqueName, useAzurite } from "../support/azuriteFixture";
 /** Makes the first call of `create` fail as a storage outage would, then behave normally. */
 function failFirstCall<T>(create: () => Promise<T>): () => Promise<T> {
   let calls = 0;
-  return () => (calls++ === 0 ? Promise.reject(new RestError("simulated outage", { statusCode: 503, code: "ServerBusy" })) : create());
+  return () =>
+    calls++ === 0
+      ? Promise.reject(new RestError("simulated outage", { statusCode: 503, code: "ServerBusy" }))
+      : create();
 }
 
 describe("creating containers and queues on demand (Azurite)", () => {
@@ -51,7 +54,9 @@ describe("creating containers and queues on demand (Azurite)", () => {
   });
 
   it("StorageQueue retries a queue creation that failed, and recreates a deleted queue", async () => {
-    const client = QueueServiceClient.fromConnectionString(env.azurite.connectionString).getQueueClient(uniqueName("q"));
+    const client = QueueServiceClient.fromConnectionString(env.azurite.connectionString).getQueueClient(
+      uniqueName("q"),
+    );
     client.createIfNotExists = failFirstCall(client.createIfNotExists.bind(client));
     const queue = new StorageQueue(client, "none");
     await expect(queue.send(["a"])).rejects.toMatchObject({ name: "StorageError" });
@@ -68,7 +73,11 @@ describe("creating containers and queues on demand (Azurite)", () => {
     container.createIfNotExists = failFirstCall(container.createIfNotExists.bind(container));
     service.getContainerClient = () => container;
     const store = new BlobLeaseStore(service, { containerName: name, blobName: "lock" });
-    await expect(store.acquire(crypto.randomUUID(), 15)).rejects.toMatchObject({ name: "StorageError", code: "ServerBusy", message: expect.stringContaining(`Creating lease blob ${name}/lock`) as unknown });
+    await expect(store.acquire(crypto.randomUUID(), 15)).rejects.toMatchObject({
+      name: "StorageError",
+      code: "ServerBusy",
+      message: expect.stringContaining(`Creating lease blob ${name}/lock`) as unknown,
+    });
     expect(await store.acquire(crypto.randomUUID(), 15)).toEqual({ acquired: true });
     await container.delete();
     expect(await store.acquire(crypto.randomUUID(), 15)).toEqual({ acquired: true });

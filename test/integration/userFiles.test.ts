@@ -8,14 +8,28 @@ import { newTestApp, runUntilComplete } from "../support/inProcessApp";
 const PARAMS = { format: "csv", keyField: "region", valueField: "amount" };
 
 /** User blobs named like the app's own files once were (inbox markers, job specs, chunks, partials). */
-const LOOKALIKES = ["inbox/x.csv", "inbox/00000000-0000-4000-8000-000000000000", "jobs/y.csv", "jobs/abc/spec.json", "jobs/abc/items/0.json", "jobs/abc/partials/0.json", "sales/2026/a.csv"];
+const LOOKALIKES = [
+  "inbox/x.csv",
+  "inbox/00000000-0000-4000-8000-000000000000",
+  "jobs/y.csv",
+  "jobs/abc/spec.json",
+  "jobs/abc/items/0.json",
+  "jobs/abc/partials/0.json",
+  "sales/2026/a.csv",
+];
 
 /** Name → ETag, MD5 of the content and the content itself, of every blob in the container. */
-async function snapshot(container: ContainerClient): Promise<Map<string, { etag: string | undefined; md5: string; text: string }>> {
+async function snapshot(
+  container: ContainerClient,
+): Promise<Map<string, { etag: string | undefined; md5: string; text: string }>> {
   const out = new Map<string, { etag: string | undefined; md5: string; text: string }>();
   for await (const blob of container.listBlobsFlat()) {
     const content = await container.getBlobClient(blob.name).downloadToBuffer();
-    out.set(blob.name, { etag: blob.properties.etag, md5: createHash("md5").update(content).digest("base64"), text: content.toString("utf8") });
+    out.set(blob.name, {
+      etag: blob.properties.etag,
+      md5: createHash("md5").update(content).digest("base64"),
+      text: content.toString("utf8"),
+    });
   }
   return out;
 }
@@ -34,37 +48,71 @@ describe("the app never writes, creates or deletes anything in the input contain
     const before = await snapshot(inputs);
     expect([...before.keys()].sort()).toEqual([...LOOKALIKES].sort());
 
-    const onBlobs = await submitJob(app, { kind: "group-by", params: PARAMS, items: LOOKALIKES.map((blob) => ({ blob })) });
-    const inline = await submitJob(app, { kind: "group-by", params: PARAMS, items: [{ inline: "region,amount\nus,5\n" }, { inline: "region,amount\nus,7\n" }] });
+    const onBlobs = await submitJob(app, {
+      kind: "group-by",
+      params: PARAMS,
+      items: LOOKALIKES.map((blob) => ({ blob })),
+    });
+    const inline = await submitJob(app, {
+      kind: "group-by",
+      params: PARAMS,
+      items: [{ inline: "region,amount\nus,5\n" }, { inline: "region,amount\nus,7\n" }],
+    });
     if (!onBlobs.ok || !inline.ok) throw new Error("submission refused");
     const completed = async (id: string): Promise<boolean> => (await getJobStatus(app, id))?.status === "completed";
     await runUntilComplete(app, sink, async () => (await completed(onBlobs.id)) && (await completed(inline.id)));
 
     expect(await snapshot(inputs)).toEqual(before);
     const n = LOOKALIKES.length;
-    expect(await getJobStatus(app, onBlobs.id)).toMatchObject({ status: "completed", progress: { total: n, done: n, failed: 0 }, aggregate: { eu: { count: n, sum: (n * (n + 1)) / 2 } } });
-    expect(await getJobStatus(app, inline.id)).toMatchObject({ status: "completed", progress: { done: 2, failed: 0 }, aggregate: { us: { count: 2, sum: 12 } } });
+    expect(await getJobStatus(app, onBlobs.id)).toMatchObject({
+      status: "completed",
+      progress: { total: n, done: n, failed: 0 },
+      aggregate: { eu: { count: n, sum: (n * (n + 1)) / 2 } },
+    });
+    expect(await getJobStatus(app, inline.id)).toMatchObject({
+      status: "completed",
+      progress: { done: 2, failed: 0 },
+      aggregate: { us: { count: 2, sum: 12 } },
+    });
   });
 
   it("an item names a blob in the input container only: another job's spec and chunks are not inputs", async () => {
     const { app, sink } = newTestApp(env.azurite.connectionString);
     await env.blobService().getContainerClient(app.settings.INPUT_CONTAINER).create();
-    const victim = await submitJob(app, { kind: "group-by", params: PARAMS, items: [{ inline: "region,amount\neu,1\n" }] });
+    const victim = await submitJob(app, {
+      kind: "group-by",
+      params: PARAMS,
+      items: [{ inline: "region,amount\neu,1\n" }],
+    });
     if (!victim.ok) throw new Error("submission refused");
-    const prying = await submitJob(app, { kind: "group-by", params: { format: "ndjson", keyField: "kind", valueField: "itemCount" }, items: [{ blob: `jobs/${victim.id}/spec.json` }, { blob: `jobs/${victim.id}/items/0.json` }] });
+    const prying = await submitJob(app, {
+      kind: "group-by",
+      params: { format: "ndjson", keyField: "kind", valueField: "itemCount" },
+      items: [{ blob: `jobs/${victim.id}/spec.json` }, { blob: `jobs/${victim.id}/items/0.json` }],
+    });
     if (!prying.ok) throw new Error("submission refused");
     await runUntilComplete(app, sink, async () => (await getJobStatus(app, prying.id))?.status === "completed");
     const status = await getJobStatus(app, prying.id);
     expect(status?.progress).toMatchObject({ done: 0, failed: 2 });
-    expect(status?.failures.map((failure) => failure.reason)).toEqual([`input blob "jobs/${victim.id}/spec.json" does not exist`, `input blob "jobs/${victim.id}/items/0.json" does not exist`]);
+    expect(status?.failures.map((failure) => failure.reason)).toEqual([
+      `input blob "jobs/${victim.id}/spec.json" does not exist`,
+      `input blob "jobs/${victim.id}/items/0.json" does not exist`,
+    ]);
   });
 
   it("submitting and running a job creates no input container when there is none", async () => {
     const { app, sink } = newTestApp(env.azurite.connectionString);
-    const submitted = await submitJob(app, { kind: "group-by", params: PARAMS, items: [{ inline: "region,amount\neu,2\n" }, { blob: "missing.csv" }] });
+    const submitted = await submitJob(app, {
+      kind: "group-by",
+      params: PARAMS,
+      items: [{ inline: "region,amount\neu,2\n" }, { blob: "missing.csv" }],
+    });
     if (!submitted.ok) throw new Error("submission refused");
     await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed");
-    expect(await getJobStatus(app, submitted.id)).toMatchObject({ progress: { done: 1, failed: 1 }, failures: [{ item: 1, reason: 'input blob "missing.csv" does not exist' }] });
+    expect(await getJobStatus(app, submitted.id)).toMatchObject({
+      progress: { done: 1, failed: 1 },
+      failures: [{ item: 1, reason: 'input blob "missing.csv" does not exist' }],
+    });
     expect(await env.blobService().getContainerClient(app.settings.INPUT_CONTAINER).exists()).toBe(false);
   });
 });

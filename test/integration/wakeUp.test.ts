@@ -47,7 +47,14 @@ describe("wake-up on Azurite: submit → dispatched without any timer tick", () 
   it("a job submitted over HTTP is dispatched and completed by steps the wake function ran; the timer never ran", async () => {
     const base = `http://127.0.0.1:${String(host.httpPort)}/api`;
     const items = Array.from({ length: 5 }, (_, i) => ({ inline: `region,amount\neu,${i}` }));
-    const response = await fetch(`${base}/jobs`, { method: "POST", body: JSON.stringify({ kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items }) });
+    const response = await fetch(`${base}/jobs`, {
+      method: "POST",
+      body: JSON.stringify({
+        kind: "group-by",
+        params: { format: "csv", keyField: "region", valueField: "amount" },
+        items,
+      }),
+    });
     expect(response.status).toBe(202);
     const { id } = (await response.json()) as { id: string };
 

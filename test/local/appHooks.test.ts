@@ -26,7 +26,10 @@ describe("AppHooks (the local host's app-level hooks)", () => {
 
   it("stops waiting for appTerminate hooks after the timeout and says so", async () => {
     const lines: string[] = [];
-    const appHooks = new AppHooks([{ name: "appTerminate", callback: () => new Promise(() => undefined) }], (level, message) => lines.push(`${level}: ${message}`));
+    const appHooks = new AppHooks(
+      [{ name: "appTerminate", callback: () => new Promise(() => undefined) }],
+      (level, message) => lines.push(`${level}: ${message}`),
+    );
     const startedMs = Date.now();
     expect(await appHooks.runAppTerminate(100)).toBe(false);
     expect(Date.now() - startedMs).toBeLessThan(1_000);
@@ -40,11 +43,17 @@ describe("AppHooks (the local host's app-level hooks)", () => {
         {
           name: "appStart",
           callback: (context) => {
-            const { hookData, functionAppDirectory } = context as { hookData: Record<string, unknown>; functionAppDirectory: string };
+            const { hookData, functionAppDirectory } = context as {
+              hookData: Record<string, unknown>;
+              functionAppDirectory: string;
+            };
             hookData.note = `started in ${functionAppDirectory}`;
           },
         },
-        { name: "appTerminate", callback: (context) => seen.push((context as { hookData: Record<string, unknown> }).hookData.note) },
+        {
+          name: "appTerminate",
+          callback: (context) => seen.push((context as { hookData: Record<string, unknown> }).hookData.note),
+        },
       ],
       () => undefined,
     );

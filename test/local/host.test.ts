@@ -55,19 +55,37 @@ describe("local Functions host on Azurite", () => {
 
   it("captures the real registrations with their binding metadata", () => {
     const byName = new Map(app.functions.map((fn) => [fn.metadata.name, Object.values(fn.metadata.bindings)]));
-    expect([...byName.keys()].sort()).toEqual(["alwaysFails", "echo", "echoBody", "getItem", "slow", "tick", "untilTerminate"]);
+    expect([...byName.keys()].sort()).toEqual([
+      "alwaysFails",
+      "echo",
+      "echoBody",
+      "getItem",
+      "slow",
+      "tick",
+      "untilTerminate",
+    ]);
     expect(app.hooks.map((hook) => hook.name)).toEqual(["appStart", "appTerminate"]);
-    expect(byName.get("tick")).toContainEqual(expect.objectContaining({ type: "timerTrigger", direction: "in", schedule: "%FIXTURE_SCHEDULE%" }));
-    expect(byName.get("echo")).toContainEqual(expect.objectContaining({ type: "queueTrigger", queueName: "%FIXTURE_QUEUE%", connection: "FIXTURE_STORAGE" }));
+    expect(byName.get("tick")).toContainEqual(
+      expect.objectContaining({ type: "timerTrigger", direction: "in", schedule: "%FIXTURE_SCHEDULE%" }),
+    );
+    expect(byName.get("echo")).toContainEqual(
+      expect.objectContaining({ type: "queueTrigger", queueName: "%FIXTURE_QUEUE%", connection: "FIXTURE_STORAGE" }),
+    );
     expect(byName.get("echo")).toContainEqual(expect.objectContaining({ type: "queue", direction: "out" }));
-    expect(byName.get("getItem")).toContainEqual(expect.objectContaining({ type: "httpTrigger", route: "items/{id}/{detail?}", methods: ["GET"] }));
+    expect(byName.get("getItem")).toContainEqual(
+      expect.objectContaining({ type: "httpTrigger", route: "items/{id}/{detail?}", methods: ["GET"] }),
+    );
   });
 
   it("base64-decodes and JSON-parses a queue message, passes the trigger metadata, deletes it and writes the output", async () => {
     const queue = queues.getQueueClient(names.queue);
     const sent = await queue.sendMessage(Buffer.from(JSON.stringify({ Region: "west", amount: 3 })).toString("base64"));
-    await waitFor(() => records("echo").some((record) => (record.triggerMetadata as { id?: string } | undefined)?.id === sent.messageId));
-    const record = records("echo").find((candidate) => (candidate.triggerMetadata as { id: string }).id === sent.messageId);
+    await waitFor(() =>
+      records("echo").some((record) => (record.triggerMetadata as { id?: string } | undefined)?.id === sent.messageId),
+    );
+    const record = records("echo").find(
+      (candidate) => (candidate.triggerMetadata as { id: string }).id === sent.messageId,
+    );
     expect(record?.payload).toEqual({ Region: "west", amount: 3 });
     expect(record?.triggerMetadata).toMatchObject({
       dequeueCount: 1,
@@ -102,9 +120,17 @@ describe("local Functions host on Azurite", () => {
 
   it("fires the timer at each occurrence of its NCRONTAB schedule with the host's Timer object", async () => {
     await waitFor(() => records("tick").length >= 3, 6_000);
-    type TimerSeen = { isPastDue: boolean; schedule: unknown; scheduleStatus: { last: string; next: string; lastUpdated: string } };
+    type TimerSeen = {
+      isPastDue: boolean;
+      schedule: unknown;
+      scheduleStatus: { last: string; next: string; lastUpdated: string };
+    };
     const ticks = records("tick").map((tick) => ({ atMs: tick.atMs as number, timer: tick.timer as TimerSeen }));
-    expect(ticks[0]?.timer).toMatchObject({ isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "0001-01-01T00:00:00" } });
+    expect(ticks[0]?.timer).toMatchObject({
+      isPastDue: false,
+      schedule: { adjustForDST: true },
+      scheduleStatus: { last: "0001-01-01T00:00:00" },
+    });
     for (const [index, tick] of ticks.entries()) {
       const next = Date.parse(tick.timer.scheduleStatus.next);
       expect(next % 1000).toBe(0);
@@ -134,14 +160,22 @@ describe("local Functions host on Azurite", () => {
   it("stops gracefully: runs the appTerminate hooks while invocations are in flight, which finish and answer; no new timer ticks", async () => {
     const slow = fetch(`http://127.0.0.1:${String(host.httpPort)}/api/slow`);
     const untilTerminate = fetch(`http://127.0.0.1:${String(host.httpPort)}/api/until-terminate`);
-    await waitFor(() => ["slow", "untilTerminate"].every((name) => logs.some((entry) => entry.functionName === name && entry.message.startsWith("Executing"))));
+    await waitFor(() =>
+      ["slow", "untilTerminate"].every((name) =>
+        logs.some((entry) => entry.functionName === name && entry.message.startsWith("Executing")),
+      ),
+    );
     const drained = await host.stop();
     const ticksAtStop = records("tick").length;
     expect(drained).toBe(true);
     expect(await (await slow).text()).toBe("done");
     // The hook saw the app-level hookData appStart wrote, and ran before the host stopped waiting for invocations.
     expect(await (await untilTerminate).text()).toBe('terminated; hookData.note was "set by appStart"');
-    expect(logs.some((entry) => entry.category === "host" && /^appTerminate hooks finished in \d+ ms\.$/.test(entry.message))).toBe(true);
+    expect(
+      logs.some(
+        (entry) => entry.category === "host" && /^appTerminate hooks finished in \d+ ms\.$/.test(entry.message),
+      ),
+    ).toBe(true);
     await new Promise((done) => setTimeout(done, 1_500));
     expect(records("tick")).toHaveLength(ticksAtStop);
   });

@@ -16,15 +16,21 @@ describe("timer schedules", () => {
     expect(schedule.next(new Date("2024-05-01T12:00:02.500Z")).toISOString()).toBe("2024-05-01T12:00:05.000Z");
     // Strictly after: computing the next occurrence right at one must not fire it twice.
     expect(schedule.next(new Date("2024-05-01T12:00:05.000Z")).toISOString()).toBe("2024-05-01T12:00:10.000Z");
-    expect(parseSchedule("0 30 9 * * 1-5", "f").next(new Date("2024-05-03T10:00:00Z")).toISOString()).toBe("2024-05-06T09:30:00.000Z");
+    expect(parseSchedule("0 30 9 * * 1-5", "f").next(new Date("2024-05-03T10:00:00Z")).toISOString()).toBe(
+      "2024-05-06T09:30:00.000Z",
+    );
   });
 
   it("reads a TimeSpan as a fixed interval", () => {
-    expect(parseSchedule("00:00:30", "f").next(new Date("2024-05-01T12:00:00Z")).toISOString()).toBe("2024-05-01T12:00:30.000Z");
+    expect(parseSchedule("00:00:30", "f").next(new Date("2024-05-01T12:00:00Z")).toISOString()).toBe(
+      "2024-05-01T12:00:30.000Z",
+    );
   });
 
   it("rejects anything else, naming the function", () => {
-    expect(() => parseSchedule("*/5 * * *", "coordinator")).toThrow(/Function "coordinator": schedule "\*\/5 \* \* \*" must be NCRONTAB with six fields/);
+    expect(() => parseSchedule("*/5 * * *", "coordinator")).toThrow(
+      /Function "coordinator": schedule "\*\/5 \* \* \*" must be NCRONTAB with six fields/,
+    );
     expect(() => parseSchedule("99 * * * * *", "coordinator")).toThrow(/not a valid NCRONTAB expression/);
   });
 });
@@ -32,7 +38,9 @@ describe("timer schedules", () => {
 describe("binding settings", () => {
   it("resolves %AppSetting% references and names a missing one", () => {
     expect(resolveAppSettings("%A%-%B%", { A: "x", B: "y" }, "here")).toBe("x-y");
-    expect(() => resolveAppSettings("%WORK_QUEUE%", {}, 'Function "worker" property "queueName"')).toThrow('Function "worker" property "queueName" refers to app setting %WORK_QUEUE%, which is not set.');
+    expect(() => resolveAppSettings("%WORK_QUEUE%", {}, 'Function "worker" property "queueName"')).toThrow(
+      'Function "worker" property "queueName" refers to app setting %WORK_QUEUE%, which is not set.',
+    );
   });
 
   it("parses .NET TimeSpans", () => {
@@ -51,36 +59,79 @@ describe("host.json queue settings", () => {
 
   it("defaults like the queues extension when host.json says nothing", () => {
     expect(readHostConfig(undefined)).toEqual({
-      queues: { batchSize: 16, newBatchThreshold: 8, maxDequeueCount: 5, visibilityTimeoutMs: 0, maxPollingIntervalMs: 60_000, messageEncoding: "base64" },
+      queues: {
+        batchSize: 16,
+        newBatchThreshold: 8,
+        maxDequeueCount: 5,
+        visibilityTimeoutMs: 0,
+        maxPollingIntervalMs: 60_000,
+        messageEncoding: "base64",
+      },
       httpRoutePrefix: "api",
       singleton: { listenerLockPeriodMs: 60_000, listenerLockRecoveryPollingIntervalMs: 60_000 },
     });
   });
 
   it("reads the timer listener lock's periods from host.json singleton; overrides win; a period outside 15–60 s is refused", () => {
-    const path = write({ singleton: { listenerLockPeriod: "00:00:30", listenerLockRecoveryPollingInterval: "00:00:10" } });
-    expect(readHostConfig(path).singleton).toEqual({ listenerLockPeriodMs: 30_000, listenerLockRecoveryPollingIntervalMs: 10_000 });
-    expect(readHostConfig(path, {}, { listenerLockRecoveryPollingIntervalMs: 500 }).singleton).toEqual({ listenerLockPeriodMs: 30_000, listenerLockRecoveryPollingIntervalMs: 500 });
-    expect(() => readHostConfig(write({ singleton: { listenerLockPeriod: "00:02:00" } }))).toThrow("singleton.listenerLockPeriod must be from 15 to 60 seconds (a blob lease's limits), got 120 s.");
-    expect(() => readHostConfig(write({ singleton: { listenerLockRecoveryPollingInterval: "soon" } }))).toThrow(/host.json singleton.listenerLockRecoveryPollingInterval must be a TimeSpan/);
+    const path = write({
+      singleton: { listenerLockPeriod: "00:00:30", listenerLockRecoveryPollingInterval: "00:00:10" },
+    });
+    expect(readHostConfig(path).singleton).toEqual({
+      listenerLockPeriodMs: 30_000,
+      listenerLockRecoveryPollingIntervalMs: 10_000,
+    });
+    expect(readHostConfig(path, {}, { listenerLockRecoveryPollingIntervalMs: 500 }).singleton).toEqual({
+      listenerLockPeriodMs: 30_000,
+      listenerLockRecoveryPollingIntervalMs: 500,
+    });
+    expect(() => readHostConfig(write({ singleton: { listenerLockPeriod: "00:02:00" } }))).toThrow(
+      "singleton.listenerLockPeriod must be from 15 to 60 seconds (a blob lease's limits), got 120 s.",
+    );
+    expect(() => readHostConfig(write({ singleton: { listenerLockRecoveryPollingInterval: "soon" } }))).toThrow(
+      /host.json singleton.listenerLockRecoveryPollingInterval must be a TimeSpan/,
+    );
   });
 
   it("names the app's listener lock by host id: AzureFunctionsWebHost__hostid, else WEBSITE_SITE_NAME as the host shortens it", () => {
     expect(hostIdFrom({})).toBe("local-app");
     expect(hostIdFrom({ WEBSITE_SITE_NAME: "Coordinator-WestEurope" })).toBe("coordinator-westeurope");
-    expect(hostIdFrom({ WEBSITE_SITE_NAME: "a-very-long-function-app-name-with-many-parts-x" })).toBe("a-very-long-function-app-name-wi");
+    expect(hostIdFrom({ WEBSITE_SITE_NAME: "a-very-long-function-app-name-with-many-parts-x" })).toBe(
+      "a-very-long-function-app-name-wi",
+    );
     expect(hostIdFrom({ WEBSITE_SITE_NAME: "app", AzureFunctionsWebHost__hostid: "Shared-Id" })).toBe("shared-id");
   });
 
   it("reads extensions.queues and extensions.http.routePrefix", () => {
-    const config = readHostConfig(write({ extensions: { queues: { batchSize: 4, visibilityTimeout: "00:00:05", maxPollingInterval: "00:00:02", messageEncoding: "none" }, http: { routePrefix: "/v1/" } } }));
-    expect(config.queues).toMatchObject({ batchSize: 4, newBatchThreshold: 2, visibilityTimeoutMs: 5000, maxPollingIntervalMs: 2000, messageEncoding: "none" });
+    const config = readHostConfig(
+      write({
+        extensions: {
+          queues: {
+            batchSize: 4,
+            visibilityTimeout: "00:00:05",
+            maxPollingInterval: "00:00:02",
+            messageEncoding: "none",
+          },
+          http: { routePrefix: "/v1/" },
+        },
+      }),
+    );
+    expect(config.queues).toMatchObject({
+      batchSize: 4,
+      newBatchThreshold: 2,
+      visibilityTimeoutMs: 5000,
+      maxPollingIntervalMs: 2000,
+      messageEncoding: "none",
+    });
     expect(config.httpRoutePrefix).toBe("v1");
   });
 
   it("rejects a bad value, naming the setting and what is allowed", () => {
-    expect(() => readHostConfig(write({ extensions: { queues: { batchSize: 64 } } }))).toThrow("host.json extensions.queues.batchSize must be a whole number from 1 to 32, got 64.");
-    expect(() => readHostConfig(write({ extensions: { queues: { messageEncoding: "utf8" } } }))).toThrow(/messageEncoding must be "base64" or "none"/);
+    expect(() => readHostConfig(write({ extensions: { queues: { batchSize: 64 } } }))).toThrow(
+      "host.json extensions.queues.batchSize must be a whole number from 1 to 32, got 64.",
+    );
+    expect(() => readHostConfig(write({ extensions: { queues: { messageEncoding: "utf8" } } }))).toThrow(
+      /messageEncoding must be "base64" or "none"/,
+    );
   });
 });
 
@@ -95,7 +146,10 @@ describe("queue message encoding", () => {
   });
 
   it("decodes bytes that are not UTF-8 with replacement characters, as the host's string conversion does", () => {
-    expect(decodeMessageText(Buffer.from([0x61, 0xff]).toString("base64"), "base64")).toEqual({ ok: true, text: "a\uFFFD" });
+    expect(decodeMessageText(Buffer.from([0x61, 0xff]).toString("base64"), "base64")).toEqual({
+      ok: true,
+      text: "a\uFFFD",
+    });
   });
 
   it("passes text through with messageEncoding none", () => {

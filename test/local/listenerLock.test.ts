@@ -34,7 +34,11 @@ describe("timer listener lock (local host on Azurite)", () => {
         const match = /^tick (\d+)$/.exec(entry.message);
         if (entry.category === "user" && match?.[1] !== undefined) ticks[index]?.push(Number(match[1]));
       },
-      env: { FIXTURE_SCHEDULE: "*/1 * * * * *", AzureWebJobsStorage: storage.azurite.connectionString, WEBSITE_SITE_NAME: siteName },
+      env: {
+        FIXTURE_SCHEDULE: "*/1 * * * * *",
+        AzureWebJobsStorage: storage.azurite.connectionString,
+        WEBSITE_SITE_NAME: siteName,
+      },
       hostJsonPath: resolve(__dirname, "fixtures", "no-host.json"),
       singletonOverrides: { listenerLockPeriodMs: 15_000, listenerLockRecoveryPollingIntervalMs: 500 },
     });
@@ -49,7 +53,10 @@ describe("timer listener lock (local host on Azurite)", () => {
     await startHost(site);
     await waitFor(() => ticks.flat().length >= 4);
     const firing = ticks.map((list) => list.length > 0);
-    expect(firing.filter(Boolean), `instances that fired: ${JSON.stringify(ticks.map((list) => list.length))}`).toHaveLength(1);
+    expect(
+      firing.filter(Boolean),
+      `instances that fired: ${JSON.stringify(ticks.map((list) => list.length))}`,
+    ).toHaveLength(1);
     const holder = firing.indexOf(true);
     const other = 1 - holder;
     await hosts[holder]?.stop();
@@ -67,7 +74,9 @@ describe("timer listener lock (local host on Azurite)", () => {
   it("a holder that died (its lease never released) is replaced only once the lease has run out", async () => {
     const site = uniqueName("crashed");
     // A dead instance's lock: the blob the host uses, leased for 15 s and never renewed or released.
-    const container = BlobServiceClient.fromConnectionString(storage.azurite.connectionString).getContainerClient("azure-webjobs-hosts");
+    const container = BlobServiceClient.fromConnectionString(storage.azurite.connectionString).getContainerClient(
+      "azure-webjobs-hosts",
+    );
     await container.createIfNotExists();
     const blob = container.getBlockBlobClient(`locks/${site}/Host.Functions.tick.Listener`);
     await blob.upload("", 0);
@@ -76,7 +85,9 @@ describe("timer listener lock (local host on Azurite)", () => {
     await startHost(site);
     await waitFor(() => (ticks[0]?.length ?? 0) >= 1, 25_000);
     const firstTickMs = ticks[0]?.[0] ?? 0;
-    expect(firstTickMs - leasedAtMs, "fired while the dead holder's lease was still valid").toBeGreaterThanOrEqual(14_000);
+    expect(firstTickMs - leasedAtMs, "fired while the dead holder's lease was still valid").toBeGreaterThanOrEqual(
+      14_000,
+    );
   }, 40_000);
 });
 

@@ -4,13 +4,46 @@ import { parseLocalArgs, UsageError } from "../../scripts/local";
 
 describe("npm run local flags", () => {
   it("has defaults for a quick demo", () => {
-    expect(parseLocalArgs([])).toEqual({ instances: 3, durationS: undefined, schedule: "*/5 * * * * *", eventsPath: undefined, killLeaderAfterS: undefined, items: 200, timelinePath: undefined, apps: 1, listenerLockPeriodS: undefined, listenerLockRecoveryS: undefined });
+    expect(parseLocalArgs([])).toEqual({
+      instances: 3,
+      durationS: undefined,
+      schedule: "*/5 * * * * *",
+      eventsPath: undefined,
+      killLeaderAfterS: undefined,
+      items: 200,
+      timelinePath: undefined,
+      apps: 1,
+      listenerLockPeriodS: undefined,
+      listenerLockRecoveryS: undefined,
+    });
   });
 
   it("reads every flag", () => {
-    const options = parseLocalArgs(["--instances", "5", "--duration", "90", "--schedule", "*/2 * * * * *", "--events", "e.jsonl", "--kill-leader-after", "20", "--items", "50"]);
-    expect(options).toMatchObject({ instances: 5, durationS: 90, schedule: "*/2 * * * * *", eventsPath: "e.jsonl", killLeaderAfterS: 20, items: 50 });
-    expect(parseLocalArgs(["--apps", "3", "--listener-lock-period", "15", "--listener-lock-recovery", "2.5"])).toMatchObject({ apps: 3, listenerLockPeriodS: 15, listenerLockRecoveryS: 2.5 });
+    const options = parseLocalArgs([
+      "--instances",
+      "5",
+      "--duration",
+      "90",
+      "--schedule",
+      "*/2 * * * * *",
+      "--events",
+      "e.jsonl",
+      "--kill-leader-after",
+      "20",
+      "--items",
+      "50",
+    ]);
+    expect(options).toMatchObject({
+      instances: 5,
+      durationS: 90,
+      schedule: "*/2 * * * * *",
+      eventsPath: "e.jsonl",
+      killLeaderAfterS: 20,
+      items: 50,
+    });
+    expect(
+      parseLocalArgs(["--apps", "3", "--listener-lock-period", "15", "--listener-lock-recovery", "2.5"]),
+    ).toMatchObject({ apps: 3, listenerLockPeriodS: 15, listenerLockRecoveryS: 2.5 });
     expect(parseLocalArgs(["--help"])).toBe("help");
   });
 
@@ -20,12 +53,17 @@ describe("npm run local flags", () => {
       [["--instances", "2.5"], '--instances must be a whole number from 1 to 16, got "2.5".'],
       [["--duration", "soon"], '--duration must be a number from 1 to 86400, got "soon".'],
       [["--items", "0"], '--items must be a whole number from 1 to 5000, got "0".'],
-      [["--duration", "10", "--kill-leader-after", "10"], "--kill-leader-after (10) must be less than --duration (10)."],
+      [
+        ["--duration", "10", "--kill-leader-after", "10"],
+        "--kill-leader-after (10) must be less than --duration (10).",
+      ],
       [["--apps", "4"], "--apps (4) must be at most --instances (3)."],
       [["--listener-lock-period", "10"], '--listener-lock-period must be a number from 15 to 60, got "10".'],
     ];
     for (const [argv, message] of cases) expect(() => parseLocalArgs(argv)).toThrow(new UsageError(message));
-    expect(() => parseLocalArgs(["--schedule", "*/5 * * * *"])).toThrow(/--schedule must be an NCRONTAB expression with six fields/);
+    expect(() => parseLocalArgs(["--schedule", "*/5 * * * *"])).toThrow(
+      /--schedule must be an NCRONTAB expression with six fields/,
+    );
     expect(() => parseLocalArgs(["--nope"])).toThrow(/Unknown option '--nope'.*--help/);
   });
 });
@@ -34,11 +72,18 @@ describe("demo job", () => {
   it("is the same on every run and its expected aggregate adds up the rows", () => {
     const a = createDemoJob(30, "p");
     expect(createDemoJob(30, "p")).toEqual(a);
-    const rows = [...a.spec.items.map((item) => ("inline" in item ? item.inline : "")), ...a.blobs.map((blob) => blob.text)]
+    const rows = [
+      ...a.spec.items.map((item) => ("inline" in item ? item.inline : "")),
+      ...a.blobs.map((blob) => blob.text),
+    ]
       .flatMap((text) => text.trim().split("\n").slice(1))
       .map((line) => line.split(","));
     expect(rows.length).toBe(Object.values(a.expected).reduce((sum, stats) => sum + stats.count, 0));
-    expect(a.spec.items.filter((item) => "blob" in item)).toEqual([{ blob: "p/item-9.csv" }, { blob: "p/item-19.csv" }, { blob: "p/item-29.csv" }]);
+    expect(a.spec.items.filter((item) => "blob" in item)).toEqual([
+      { blob: "p/item-9.csv" },
+      { blob: "p/item-19.csv" },
+      { blob: "p/item-29.csv" },
+    ]);
   });
 
   it("compares aggregates by keys and stats", () => {

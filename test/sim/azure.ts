@@ -36,7 +36,13 @@ interface Blob {
   text: string;
   etag: string;
   metadata: Record<string, string>;
-  lease: { id: string | undefined; status: "available" | "leased" | "breaking" | "broken"; expiresAtMs: number; breakEndsAtMs: number; durationS: number };
+  lease: {
+    id: string | undefined;
+    status: "available" | "leased" | "breaking" | "broken";
+    expiresAtMs: number;
+    breakEndsAtMs: number;
+    durationS: number;
+  };
 }
 
 /** One blob container. */
@@ -92,27 +98,57 @@ export class StorageAccount {
   }
 
   /** Reads a blob: text, ETag, metadata and lease state. */
-  getBlob(container: string, name: string): { text: string; etag: string; metadata: Record<string, string>; leaseState: LeaseStatus } {
+  getBlob(
+    container: string,
+    name: string,
+  ): { text: string; etag: string; metadata: Record<string, string>; leaseState: LeaseStatus } {
     const blob = this.blob(container, name);
     return { text: blob.text, etag: blob.etag, metadata: { ...blob.metadata }, leaseState: this.leaseStatus(blob) };
   }
 
   /** Uploads a blob (Put Blob), optionally conditional; a leased blob needs its lease id. */
-  putBlob(container: string, name: string, text: string, options: { metadata?: Record<string, string>; ifMatch?: string; ifNoneMatch?: "*"; leaseId?: string; by: string; epoch?: number }): { etag: string } {
+  putBlob(
+    container: string,
+    name: string,
+    text: string,
+    options: {
+      metadata?: Record<string, string>;
+      ifMatch?: string;
+      ifNoneMatch?: "*";
+      leaseId?: string;
+      by: string;
+      epoch?: number;
+    },
+  ): { etag: string } {
     const c = this.container(container);
     const existing = c.blobs.get(name);
     if (options.ifNoneMatch === "*" && existing !== undefined) throw new AzureError(409, "BlobAlreadyExists");
-    if (options.ifMatch !== undefined && existing?.etag !== options.ifMatch) throw new AzureError(existing === undefined ? 404 : 412, existing === undefined ? "BlobNotFound" : "ConditionNotMet");
+    if (options.ifMatch !== undefined && existing?.etag !== options.ifMatch)
+      throw new AzureError(
+        existing === undefined ? 404 : 412,
+        existing === undefined ? "BlobNotFound" : "ConditionNotMet",
+      );
     if (existing !== undefined) this.checkLeaseForWrite(existing, options.leaseId);
     const etag = this.nextEtag();
-    const lease = existing?.lease ?? { id: undefined, status: "available", expiresAtMs: 0, breakEndsAtMs: 0, durationS: 0 };
+    const lease = existing?.lease ?? {
+      id: undefined,
+      status: "available",
+      expiresAtMs: 0,
+      breakEndsAtMs: 0,
+      durationS: 0,
+    };
     c.blobs.set(name, { text, etag, metadata: { ...(options.metadata ?? {}) }, lease });
     this.writes.push({ container, name, epoch: options.epoch, atMs: this.now(), by: options.by, kind: "write" });
     return { etag };
   }
 
   /** Set Blob Metadata, optionally conditional on an ETag or a lease id. */
-  setMetadata(container: string, name: string, metadata: Record<string, string>, options: { ifMatch?: string; leaseId?: string }): void {
+  setMetadata(
+    container: string,
+    name: string,
+    metadata: Record<string, string>,
+    options: { ifMatch?: string; leaseId?: string },
+  ): void {
     const blob = this.blob(container, name);
     if (options.ifMatch !== undefined && blob.etag !== options.ifMatch) throw new AzureError(412, "ConditionNotMet");
     this.checkLeaseForWrite(blob, options.leaseId);
@@ -152,7 +188,13 @@ export class StorageAccount {
     const status = this.leaseStatus(blob);
     if (status === "breaking") throw new AzureError(409, "LeaseIsBreakingAndCannotBeAcquired");
     if (status === "leased" && blob.lease.id !== leaseId) throw new AzureError(409, "LeaseAlreadyPresent");
-    blob.lease = { id: leaseId, status: "leased", expiresAtMs: this.now() + durationS * 1000, breakEndsAtMs: 0, durationS };
+    blob.lease = {
+      id: leaseId,
+      status: "leased",
+      expiresAtMs: this.now() + durationS * 1000,
+      breakEndsAtMs: 0,
+      durationS,
+    };
   }
 
   renewLease(container: string, name: string, leaseId: string): void {
@@ -182,7 +224,10 @@ export class StorageAccount {
       blob.lease = { ...blob.lease, status: "broken", breakEndsAtMs: now };
       return;
     }
-    const endsAt = status === "breaking" ? Math.min(blob.lease.breakEndsAtMs, now + breakPeriodS * 1000) : Math.min(blob.lease.expiresAtMs, now + breakPeriodS * 1000);
+    const endsAt =
+      status === "breaking"
+        ? Math.min(blob.lease.breakEndsAtMs, now + breakPeriodS * 1000)
+        : Math.min(blob.lease.expiresAtMs, now + breakPeriodS * 1000);
     blob.lease = { ...blob.lease, status: "breaking", breakEndsAtMs: endsAt };
   }
 
@@ -236,10 +281,19 @@ export class SimQueue {
   ) {}
 
   send(body: string, visibilityDelayS = 0): void {
-    this.messages.push({ id: `${this.name}#${++this.next}`, body, visibleAtMs: this.now() + visibilityDelayS * 1000, dequeueCount: 0, popReceipt: "" });
+    this.messages.push({
+      id: `${this.name}#${++this.next}`,
+      body,
+      visibleAtMs: this.now() + visibilityDelayS * 1000,
+      dequeueCount: 0,
+      popReceipt: "",
+    });
   }
 
-  receive(max: number, visibilityTimeoutS: number): { id: string; popReceipt: string; dequeueCount: number; body: string }[] {
+  receive(
+    max: number,
+    visibilityTimeoutS: number,
+  ): { id: string; popReceipt: string; dequeueCount: number; body: string }[] {
     const now = this.now();
     const visible = this.messages.filter((m) => m.visibleAtMs <= now);
     // No FIFO promise: a random order of the visible messages.
@@ -256,10 +310,14 @@ export class SimQueue {
     for (const message of visible.slice(0, max)) {
       message.dequeueCount++;
       message.popReceipt = `${message.id}@${++this.next}`;
-      out.push({ id: message.id, popReceipt: message.popReceipt, dequeueCount: message.dequeueCount, body: message.body });
+      out.push({
+        id: message.id,
+        popReceipt: message.popReceipt,
+        dequeueCount: message.dequeueCount,
+        body: message.body,
+      });
       message.visibleAtMs = now + visibilityTimeoutS * 1000;
       if (this.random() < this.duplicateRate) this.send(message.body); // delivered twice: at-least-once
-
     }
     return out;
   }

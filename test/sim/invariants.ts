@@ -12,14 +12,17 @@ const POISON_HIDE_LIMIT_S = 300;
  * each timer firing); liveness ones once the faults have stopped and the run has had time to recover.
  */
 export const INVARIANTS = {
-  twoTermsOverlap: "never two leaders' steps at once, except a stale leader whose process was frozen (its clock stopped) or whose lease an operator broke or deleted meanwhile",
+  twoTermsOverlap:
+    "never two leaders' steps at once, except a stale leader whose process was frozen (its clock stopped) or whose lease an operator broke or deleted meanwhile",
   epochsNeverDecrease: "every term's epoch is above every earlier term's",
   staleWriteNeverAfterNewer: "no state write of an older epoch lands on a document after a newer epoch wrote it",
-  noItemCountedTwice: "job state is consistent: done and failed bitmaps disjoint and matching their counts, the aggregate exactly the merge of the done items, and an ended job's status and counts final",
+  noItemCountedTwice:
+    "job state is consistent: done and failed bitmaps disjoint and matching their counts, the aggregate exactly the merge of the done items, and an ended job's status and counts final",
   userInputUnchanged: "no user blob in the input container is changed or deleted",
   everyJobEnds: `once faults stop, every job ends within ${SIM_TIMING.calmLimitMs / 1000} s`,
   leaderHoldsWithinLeasePlusTick: "once faults stop, someone leads again within a lease duration plus a tick",
-  stepEndsWithoutError: "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
+  stepEndsWithoutError:
+    "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
   poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
@@ -57,7 +60,8 @@ export class InvariantChecker {
   ) {}
 
   private fail(invariant: InvariantName, message: string): void {
-    if (this.enabled.has(invariant)) this.violations.push({ invariant, atMs: Date.now() - this.world.startMs, message });
+    if (this.enabled.has(invariant))
+      this.violations.push({ invariant, atMs: Date.now() - this.world.startMs, message });
   }
 
   private t(ms: number): string {
@@ -74,7 +78,11 @@ export class InvariantChecker {
     for (; this.termsSeen < history.terms.length; this.termsSeen++) {
       const term = history.terms[this.termsSeen];
       if (term === undefined) continue;
-      if (term.epoch <= this.maxTermEpoch) this.fail("epochsNeverDecrease", `term of epoch ${term.epoch} (${term.process.name}) began at ${this.t(term.beganMs)} after a term of epoch ${this.maxTermEpoch}`);
+      if (term.epoch <= this.maxTermEpoch)
+        this.fail(
+          "epochsNeverDecrease",
+          `term of epoch ${term.epoch} (${term.process.name}) began at ${this.t(term.beganMs)} after a term of epoch ${this.maxTermEpoch}`,
+        );
       this.maxTermEpoch = Math.max(this.maxTermEpoch, term.epoch);
     }
     let stateWritten = false;
@@ -84,11 +92,23 @@ export class InvariantChecker {
       if (write.container === this.world.stateContainer) stateWritten = true;
       if (write.container === this.world.stateContainer && write.epoch !== undefined) {
         const newest = this.maxEpochByKey.get(write.name) ?? 0;
-        if (write.epoch < newest) this.fail("staleWriteNeverAfterNewer", `${write.by} wrote ${write.name} with epoch ${write.epoch} at ${this.t(write.atMs)}, after epoch ${newest} had written it`);
+        if (write.epoch < newest)
+          this.fail(
+            "staleWriteNeverAfterNewer",
+            `${write.by} wrote ${write.name} with epoch ${write.epoch} at ${this.t(write.atMs)}, after epoch ${newest} had written it`,
+          );
         this.maxEpochByKey.set(write.name, Math.max(newest, write.epoch));
       }
-      if (write.container === this.world.inputContainer && this.world.userBlobs.has(write.name) && write.by !== "client" && write.by !== "user") {
-        this.fail("userInputUnchanged", `${write.by} ${write.kind === "delete" ? "deleted" : "overwrote"} the user's blob ${write.container}/${write.name} at ${this.t(write.atMs)}`);
+      if (
+        write.container === this.world.inputContainer &&
+        this.world.userBlobs.has(write.name) &&
+        write.by !== "client" &&
+        write.by !== "user"
+      ) {
+        this.fail(
+          "userInputUnchanged",
+          `${write.by} ${write.kind === "delete" ? "deleted" : "overwrote"} the user's blob ${write.container}/${write.name} at ${this.t(write.atMs)}`,
+        );
       }
     }
     for (; this.tickErrorsSeen < history.tickErrors.length; this.tickErrorsSeen++) {
@@ -98,7 +118,10 @@ export class InvariantChecker {
       // Storage that cannot be reached (an injected outage) fails a tick legitimately; nothing else may.
       if (error instanceof StorageError && (error.code === "StorageUnavailable" || error.code === "Timeout")) continue;
       const what = error instanceof Error ? `${error.name}: ${error.message.slice(0, 300)}` : String(error);
-      this.fail("stepEndsWithoutError", `tick of ${failure.process}${failure.epoch === undefined ? "" : ` (epoch ${failure.epoch})`} failed at ${this.t(failure.atMs)}: ${what}`);
+      this.fail(
+        "stepEndsWithoutError",
+        `tick of ${failure.process}${failure.epoch === undefined ? "" : ` (epoch ${failure.epoch})`} failed at ${this.t(failure.atMs)}: ${what}`,
+      );
     }
     if (stateWritten) for (const job of this.world.jobs) this.checkJob(job);
     this.checkPoisonVisibility();
@@ -114,7 +137,10 @@ export class InvariantChecker {
         const hiddenS = (message.visibleAtMs - now) / 1000;
         if (hiddenS <= POISON_HIDE_LIMIT_S || this.hiddenPoison.has(message.id)) continue;
         this.hiddenPoison.add(message.id);
-        this.fail("poisonNeverHiddenLong", `${message.id} in ${name} was made invisible for ${hiddenS.toFixed(0)} s at ${this.t(now)} (dequeued ${message.dequeueCount} times)`);
+        this.fail(
+          "poisonNeverHiddenLong",
+          `${message.id} in ${name} was made invisible for ${hiddenS.toFixed(0)} s at ${this.t(now)} (dequeued ${message.dequeueCount} times)`,
+        );
       }
     }
   }
@@ -123,12 +149,17 @@ export class InvariantChecker {
     for (const other of this.world.history.steps) {
       if (other === step || other.endMs !== undefined) continue;
       if (other.epoch === step.epoch) {
-        this.fail("twoTermsOverlap", `two steps with epoch ${step.epoch} (${other.process.name}, ${step.process.name}) at ${this.t(step.startMs)}`);
+        this.fail(
+          "twoTermsOverlap",
+          `two steps with epoch ${step.epoch} (${other.process.name}, ${step.process.name}) at ${this.t(step.startMs)}`,
+        );
         continue;
       }
       const [older, newer] = other.epoch < step.epoch ? [other, step] : [step, other];
       const { freezes, leaseInterventions } = this.world.history;
-      const frozen = freezes.some((f) => f.process === older.process && f.fromMs <= newer.startMs && (f.toMs ?? Infinity) >= older.startMs);
+      const frozen = freezes.some(
+        (f) => f.process === older.process && f.fromMs <= newer.startMs && (f.toMs ?? Infinity) >= older.startMs,
+      );
       // An operator who breaks the lease or deletes it takes it from the holder, who learns at its next renewal.
       const takenAway = leaseInterventions.some((atMs) => atMs >= older.startMs - 5000 && atMs <= newer.startMs);
       if (!frozen && !takenAway) {
@@ -148,18 +179,31 @@ export class InvariantChecker {
     this.jobEtags.set(job.id, stored.etag);
     const parsed = jobStateSchema.safeParse(stored.value);
     if (!parsed.success) {
-      this.fail("noItemCountedTwice", `job ${job.id}: stored state is not a job state: ${parsed.error.message.slice(0, 200)}`);
+      this.fail(
+        "noItemCountedTwice",
+        `job ${job.id}: stored state is not a job state: ${parsed.error.message.slice(0, 200)}`,
+      );
       return;
     }
     const state = parsed.data;
     // An ended job takes no more: its status and counts are final (late results of a cancelled job are not counted).
     const ended = this.endedJobs.get(job.id);
-    if (ended !== undefined && (state.status !== ended.status || state.doneCount !== ended.doneCount || state.failedCount !== ended.failedCount)) {
-      this.fail("noItemCountedTwice", `job ${job.id} ended as ${ended.status} (${ended.doneCount} done, ${ended.failedCount} failed) but later became ${state.status} (${state.doneCount} done, ${state.failedCount} failed)`);
+    if (
+      ended !== undefined &&
+      (state.status !== ended.status || state.doneCount !== ended.doneCount || state.failedCount !== ended.failedCount)
+    ) {
+      this.fail(
+        "noItemCountedTwice",
+        `job ${job.id} ended as ${ended.status} (${ended.doneCount} done, ${ended.failedCount} failed) but later became ${state.status} (${state.doneCount} done, ${state.failedCount} failed)`,
+      );
     }
     if (ended === undefined && ENDED.has(state.status)) this.endedJobs.set(job.id, state);
     const problem = this.jobProblem(job, state);
-    if (problem !== undefined) this.fail("noItemCountedTwice", `job ${job.id} (${state.kind}, ${state.itemCount} items, epoch ${state.lastEpoch}): ${problem}`);
+    if (problem !== undefined)
+      this.fail(
+        "noItemCountedTwice",
+        `job ${job.id} (${state.kind}, ${state.itemCount} items, epoch ${state.lastEpoch}): ${problem}`,
+      );
   }
 
   private jobProblem(job: SubmittedJob, state: JobState): string | undefined {
@@ -184,12 +228,15 @@ export class InvariantChecker {
         return `item ${item} is done but its input cannot be processed (${error instanceof Error ? error.message : String(error)})`;
       }
     }
-    if (doneBits !== state.doneCount || failedBits !== state.failedCount) return `counts done ${state.doneCount} / failed ${state.failedCount}, bitmaps ${doneBits} / ${failedBits}`;
+    if (doneBits !== state.doneCount || failedBits !== state.failedCount)
+      return `counts done ${state.doneCount} / failed ${state.failedCount}, bitmaps ${doneBits} / ${failedBits}`;
     if (state.doneCount + state.failedCount > state.itemCount) return "more items counted than the job has";
     if (state.doneCount === 0) return undefined;
     const aggregate = kind.partialSchema.safeParse(state.aggregate);
-    if (!aggregate.success) return `aggregate is not valid for ${state.kind}: ${JSON.stringify(state.aggregate).slice(0, 120)}`;
-    if (JSON.stringify(aggregate.data) !== JSON.stringify(expected)) return `aggregate ${JSON.stringify(aggregate.data).slice(0, 200)} is not the merge of the ${state.doneCount} done items ${JSON.stringify(expected).slice(0, 200)}`;
+    if (!aggregate.success)
+      return `aggregate is not valid for ${state.kind}: ${JSON.stringify(state.aggregate).slice(0, 120)}`;
+    if (JSON.stringify(aggregate.data) !== JSON.stringify(expected))
+      return `aggregate ${JSON.stringify(aggregate.data).slice(0, 200)} is not the merge of the ${state.doneCount} done items ${JSON.stringify(expected).slice(0, 200)}`;
     return undefined;
   }
 
@@ -200,21 +247,35 @@ export class InvariantChecker {
       const stored = world.jobState(job.id);
       const state = stored === undefined ? undefined : jobStateSchema.safeParse(stored.value).data;
       if (state !== undefined && ENDED.has(state.status)) continue;
-      const progress = state === undefined ? "never registered" : `${state.status}: ${state.doneCount} done + ${state.failedCount} failed of ${state.itemCount}, ${state.dispatched} dispatched`;
-      this.fail("everyJobEnds", `job ${job.id} (${job.plan.kind}, items ${job.plan.items.map((i) => i.t).join(",")}${job.plan.deleteChunk ? ", chunk 0 deleted" : ""}) had not ended ${((endMs - world.faultEndMs) / 1000).toFixed(0)} s after faults stopped (${progress})`);
+      const progress =
+        state === undefined
+          ? "never registered"
+          : `${state.status}: ${state.doneCount} done + ${state.failedCount} failed of ${state.itemCount}, ${state.dispatched} dispatched`;
+      this.fail(
+        "everyJobEnds",
+        `job ${job.id} (${job.plan.kind}, items ${job.plan.items.map((i) => i.t).join(",")}${job.plan.deleteChunk ? ", chunk 0 deleted" : ""}) had not ended ${((endMs - world.faultEndMs) / 1000).toFixed(0)} s after faults stopped (${progress})`,
+      );
     }
-    if (world.plan.jobs.length !== world.jobs.length) this.fail("everyJobEnds", `only ${world.jobs.length} of ${world.plan.jobs.length} jobs were submitted`);
+    if (world.plan.jobs.length !== world.jobs.length)
+      this.fail("everyJobEnds", `only ${world.jobs.length} of ${world.plan.jobs.length} jobs were submitted`);
     const boundMs = SIM_TIMING.leaseDurationS * 1000 + SIM_TIMING.tickMs + LEADERSHIP_SLACK_MS;
     let covered = world.faultEndMs;
     for (const term of [...world.history.terms].sort((a, b) => a.beganMs - b.beganMs)) {
       const end = term.endedMs ?? endMs;
       if (end < world.faultEndMs) continue;
       if (term.beganMs - covered > boundMs) {
-        this.fail("leaderHoldsWithinLeasePlusTick", `nobody led from ${this.t(covered)} to ${this.t(term.beganMs)} (${((term.beganMs - covered) / 1000).toFixed(1)} s > ${boundMs / 1000} s) after faults stopped`);
+        this.fail(
+          "leaderHoldsWithinLeasePlusTick",
+          `nobody led from ${this.t(covered)} to ${this.t(term.beganMs)} (${((term.beganMs - covered) / 1000).toFixed(1)} s > ${boundMs / 1000} s) after faults stopped`,
+        );
       }
       covered = Math.max(covered, end);
     }
-    if (endMs - covered > boundMs) this.fail("leaderHoldsWithinLeasePlusTick", `nobody led from ${this.t(covered)} to the end of the run at ${this.t(endMs)}`);
+    if (endMs - covered > boundMs)
+      this.fail(
+        "leaderHoldsWithinLeasePlusTick",
+        `nobody led from ${this.t(covered)} to the end of the run at ${this.t(endMs)}`,
+      );
   }
 
   /** Whether every planned job has been submitted and has ended. */

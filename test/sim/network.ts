@@ -6,8 +6,8 @@ import type { Clock } from "../../src/library/util/clock";
 /**
  * One OS process of an instance, as the network sees it. A frozen process sends nothing and hears nothing, and its
  * clock stops (it resumes believing no time passed: a stale leader). A crashed process never hears an answer again;
- * requests it had sent may still land. `outage` makes its requests fail ("refuse") or go unanswered while it lasts ("hang");
- * `latencyMs` makes each request take up to that long on the wire.
+ * requests it had sent may still land. `outage` makes its requests fail ("refuse") or go unanswered while it lasts
+ * ("hang"); `latencyMs` makes each request take up to that long on the wire.
  */
 export class SimProcess {
   crashed = false;
@@ -136,10 +136,19 @@ export class Network {
     }
   }
 
-  private async deliver<T>(process: SimProcess, label: string, effect: () => T, dropped: () => boolean): Promise<Landed<T>> {
+  private async deliver<T>(
+    process: SimProcess,
+    label: string,
+    effect: () => T,
+    dropped: () => boolean,
+  ): Promise<Landed<T>> {
     await process.awake(); // a frozen process sends nothing
     while (process.outage === "hang") await sleep(250); // no answer until storage is back (callers time out)
-    if (process.outage === "refuse") return { ok: false, error: new StorageError("StorageUnavailable", undefined, `${label}: connect ECONNREFUSED (simulated outage)`) };
+    if (process.outage === "refuse")
+      return {
+        ok: false,
+        error: new StorageError("StorageUnavailable", undefined, `${label}: connect ECONNREFUSED (simulated outage)`),
+      };
     if (process.latencyMs > 0) await sleep(Math.round(this.random() * process.latencyMs));
     const tag = `${((Date.now() - this.startMs) / 1000).toFixed(3)} s ${process.name} ${label}`;
     await this.scheduler.schedule(Promise.resolve(), tag);

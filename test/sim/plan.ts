@@ -96,8 +96,12 @@ function jobArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<JobPlan> {
       items: fc.array(itemArb(kind, faults.has("badItems")), { minLength: 1, maxLength: 16 }),
       deleteChunk: faults.has("deleteChunk") ? fc.integer({ min: 0, max: 7 }).map((n) => n === 0) : fc.constant(false),
       // About one job in four is cancelled, and one in four has a deadline, often while it runs.
-      cancelAfterS: faults.has("cancel") ? fc.option(fc.integer({ min: 0, max: 40 }), { freq: 3, nil: null }) : fc.constant(null),
-      timeoutS: faults.has("cancel") ? fc.option(fc.integer({ min: 1, max: 60 }), { freq: 3, nil: null }) : fc.constant(null),
+      cancelAfterS: faults.has("cancel")
+        ? fc.option(fc.integer({ min: 0, max: 40 }), { freq: 3, nil: null })
+        : fc.constant(null),
+      timeoutS: faults.has("cancel")
+        ? fc.option(fc.integer({ min: 1, max: 60 }), { freq: 3, nil: null })
+        : fc.constant(null),
     }),
   );
 }
@@ -108,7 +112,9 @@ export function planArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Plan> {
   return fc.integer({ min: 2, max: 4 }).chain((instances) =>
     fc.record({
       instances: fc.constant(instances),
-      lacksSum: faults.has("missingKind") ? fc.array(fc.boolean(), { minLength: instances, maxLength: instances }) : fc.constant(Array.from({ length: instances }, () => false)),
+      lacksSum: faults.has("missingKind")
+        ? fc.array(fc.boolean(), { minLength: instances, maxLength: instances })
+        : fc.constant(Array.from({ length: instances }, () => false)),
       jobs: fc.array(jobArb(faults), { minLength: 1, maxLength: 3 }),
       faults:
         kinds.length === 0

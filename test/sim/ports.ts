@@ -1,7 +1,14 @@
 import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
 import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
+import {
+  EMPTY_RECORD,
+  type AcquireResult,
+  type LeaderRecord,
+  type LeaseSnapshot,
+  type LeaseStore,
+  type Revocation,
+} from "../../src/library/lease/LeaseStore";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { abortReason } from "../../src/library/util/delay";
 import { AzureError, type StorageAccount } from "./azure";
@@ -17,7 +24,13 @@ import type { Abortable } from "../../src/library/util/delay";
 /** As `toLibraryError`: the caller's abort passes through; a storage answer becomes a StorageError. */
 function libraryError(error: unknown, operation: string, signal: AbortSignal | undefined): Error {
   if (signal?.aborted) return abortReason(signal);
-  if (error instanceof AzureError) return new StorageError(error.code, error.statusCode, `${operation} failed: storage answered ${error.statusCode} ${error.code}.`, { cause: error });
+  if (error instanceof AzureError)
+    return new StorageError(
+      error.code,
+      error.statusCode,
+      `${operation} failed: storage answered ${error.statusCode} ${error.code}.`,
+      { cause: error },
+    );
   if (error instanceof StorageError || error instanceof LeadershipLostError) return error;
   return error instanceof Error ? error : new Error(String(error));
 }
@@ -32,7 +45,14 @@ export interface PortContext {
   process: SimProcess;
 }
 
-const META = { holder: "holder", epoch: "epoch", sinceMs: "sincems", transitions: "transitions", revokedEpoch: "revokedepoch", honoured: "honoured" } as const;
+const META = {
+  holder: "holder",
+  epoch: "epoch",
+  sinceMs: "sincems",
+  transitions: "transitions",
+  revokedEpoch: "revokedepoch",
+  honoured: "honoured",
+} as const;
 
 function count(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -40,7 +60,10 @@ function count(value: string | undefined): number | undefined {
   return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : undefined;
 }
 
-/** The lease port (BlobLeaseStore's semantics): the record in the lease blob's metadata, requests in `<blob>.revocation`. */
+/**
+ * The lease port (BlobLeaseStore's semantics): the record in the lease blob's metadata, requests in
+ * `<blob>.revocation`.
+ */
 export class SimLeaseStore implements LeaseStore {
   readonly name: string;
   private readonly revocationBlob: string;
@@ -61,12 +84,20 @@ export class SimLeaseStore implements LeaseStore {
   async ensureExists(options: Abortable = {}): Promise<void> {
     const { account } = this.ctx;
     try {
-      await this.call("createContainer", () => {
-        account.createContainer(this.containerName);
-      }, options).catch((error: unknown) => {
+      await this.call(
+        "createContainer",
+        () => {
+          account.createContainer(this.containerName);
+        },
+        options,
+      ).catch((error: unknown) => {
         if (status(error) !== 409) throw error;
       });
-      await this.call("createBlob", () => account.putBlob(this.containerName, this.blobName, "", { ifNoneMatch: "*", by: this.ctx.process.name }), options);
+      await this.call(
+        "createBlob",
+        () => account.putBlob(this.containerName, this.blobName, "", { ifNoneMatch: "*", by: this.ctx.process.name }),
+        options,
+      );
     } catch (error) {
       const s = status(error);
       if (s === 409 || s === 412) return;
@@ -77,13 +108,18 @@ export class SimLeaseStore implements LeaseStore {
   async acquire(leaseId: string, durationS: number, options: Abortable = {}): Promise<AcquireResult> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.call("acquire", () => {
-          this.ctx.account.acquireLease(this.containerName, this.blobName, leaseId, durationS);
-        }, options);
+        await this.call(
+          "acquire",
+          () => {
+            this.ctx.account.acquireLease(this.containerName, this.blobName, leaseId, durationS);
+          },
+          options,
+        );
         return { acquired: true };
       } catch (error) {
         const c = code(error);
-        if (status(error) === 409 && (c === "LeaseAlreadyPresent" || c === "LeaseIsBreakingAndCannotBeAcquired")) return { acquired: false };
+        if (status(error) === 409 && (c === "LeaseAlreadyPresent" || c === "LeaseIsBreakingAndCannotBeAcquired"))
+          return { acquired: false };
         if (status(error) === 404 && attempt === 1) {
           await this.ensureExists(options);
           continue;
@@ -95,9 +131,13 @@ export class SimLeaseStore implements LeaseStore {
 
   async renew(leaseId: string, options: Abortable = {}): Promise<void> {
     try {
-      await this.call("renew", () => {
-        this.ctx.account.renewLease(this.containerName, this.blobName, leaseId);
-      }, options);
+      await this.call(
+        "renew",
+        () => {
+          this.ctx.account.renewLease(this.containerName, this.blobName, leaseId);
+        },
+        options,
+      );
     } catch (error) {
       throw this.lostOr(error, `Renewing lease ${this.name}`, options.abortSignal);
     }
@@ -105,9 +145,13 @@ export class SimLeaseStore implements LeaseStore {
 
   async release(leaseId: string, options: Abortable = {}): Promise<void> {
     try {
-      await this.call("release", () => {
-        this.ctx.account.releaseLease(this.containerName, this.blobName, leaseId);
-      }, options);
+      await this.call(
+        "release",
+        () => {
+          this.ctx.account.releaseLease(this.containerName, this.blobName, leaseId);
+        },
+        options,
+      );
     } catch (error) {
       const s = status(error);
       if (s === 409 || s === 404) return;
@@ -117,9 +161,13 @@ export class SimLeaseStore implements LeaseStore {
 
   async breakLease(breakPeriodS: number, options: Abortable = {}): Promise<void> {
     try {
-      await this.call("break", () => {
-        this.ctx.account.breakLease(this.containerName, this.blobName, breakPeriodS);
-      }, options);
+      await this.call(
+        "break",
+        () => {
+          this.ctx.account.breakLease(this.containerName, this.blobName, breakPeriodS);
+        },
+        options,
+      );
     } catch (error) {
       const s = status(error);
       if (s === 409 || s === 404) return;
@@ -145,11 +193,20 @@ export class SimLeaseStore implements LeaseStore {
   }
 
   async writeRecord(leaseId: string, record: LeaderRecord, options: Abortable = {}): Promise<void> {
-    const metadata = { [META.holder]: record.holder, [META.epoch]: String(record.epoch), [META.sinceMs]: String(record.sinceMs), [META.transitions]: String(record.transitions) };
+    const metadata = {
+      [META.holder]: record.holder,
+      [META.epoch]: String(record.epoch),
+      [META.sinceMs]: String(record.sinceMs),
+      [META.transitions]: String(record.transitions),
+    };
     try {
-      await this.call(`writeRecord e${record.epoch}`, () => {
-        this.ctx.account.setMetadata(this.containerName, this.blobName, metadata, { leaseId });
-      }, options);
+      await this.call(
+        `writeRecord e${record.epoch}`,
+        () => {
+          this.ctx.account.setMetadata(this.containerName, this.blobName, metadata, { leaseId });
+        },
+        options,
+      );
     } catch (error) {
       throw this.lostOr(error, `Writing leader record to ${this.name}`, options.abortSignal, record.epoch);
     }
@@ -157,7 +214,11 @@ export class SimLeaseStore implements LeaseStore {
 
   async readRevocation(options: Abortable = {}): Promise<Revocation | undefined> {
     try {
-      const blob = await this.call("readRevocation", () => this.ctx.account.getBlob(this.containerName, this.revocationBlob), options);
+      const blob = await this.call(
+        "readRevocation",
+        () => this.ctx.account.getBlob(this.containerName, this.revocationBlob),
+        options,
+      );
       return parseRevocation(blob.metadata);
     } catch (error) {
       if (status(error) === 404) return undefined;
@@ -167,7 +228,15 @@ export class SimLeaseStore implements LeaseStore {
 
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const upload = (): Promise<unknown> =>
-      this.call("revoke", () => this.ctx.account.putBlob(this.containerName, this.revocationBlob, "", { metadata: { [META.revokedEpoch]: String(epoch) }, by: this.ctx.process.name }), options);
+      this.call(
+        "revoke",
+        () =>
+          this.ctx.account.putBlob(this.containerName, this.revocationBlob, "", {
+            metadata: { [META.revokedEpoch]: String(epoch) },
+            by: this.ctx.process.name,
+          }),
+        options,
+      );
     try {
       await upload().catch(async (error: unknown) => {
         if (status(error) !== 404) throw error;
@@ -181,23 +250,40 @@ export class SimLeaseStore implements LeaseStore {
 
   async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
     try {
-      const blob = await this.call("readRevocation", () => this.ctx.account.getBlob(this.containerName, this.revocationBlob), options);
+      const blob = await this.call(
+        "readRevocation",
+        () => this.ctx.account.getBlob(this.containerName, this.revocationBlob),
+        options,
+      );
       if (parseRevocation(blob.metadata)?.epoch !== epoch) return;
       const metadata = { [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
-      await this.call("honourRevocation", () => {
-        this.ctx.account.setMetadata(this.containerName, this.revocationBlob, metadata, { ifMatch: blob.etag });
-      }, options);
+      await this.call(
+        "honourRevocation",
+        () => {
+          this.ctx.account.setMetadata(this.containerName, this.revocationBlob, metadata, { ifMatch: blob.etag });
+        },
+        options,
+      );
     } catch (error) {
       const s = status(error);
       if (s === 404 || s === 412) return;
-      throw libraryError(error, `Marking the step-down of epoch ${epoch} honoured on ${this.name}`, options.abortSignal);
+      throw libraryError(
+        error,
+        `Marking the step-down of epoch ${epoch} honoured on ${this.name}`,
+        options.abortSignal,
+      );
     }
   }
 
   private lostOr(error: unknown, operation: string, signal: AbortSignal | undefined, epoch = 0): Error {
     const s = status(error);
     if (!signal?.aborted && (s === 409 || s === 412 || s === 404)) {
-      return new LeadershipLostError("lost", epoch, `${operation}: storage says the lease is no longer ours (${s} ${code(error) ?? ""}).`, { cause: error });
+      return new LeadershipLostError(
+        "lost",
+        epoch,
+        `${operation}: storage says the lease is no longer ours (${s} ${code(error) ?? ""}).`,
+        { cause: error },
+      );
     }
     return libraryError(error, operation, signal);
   }
@@ -211,9 +297,14 @@ function parseRevocation(metadata: Record<string, string>): Revocation | undefin
 /** Creates a container when a request finds it missing (OnDemandCreation + createIfNotExists). */
 async function createIfMissing(ctx: PortContext, container: string, signal: AbortSignal | undefined): Promise<void> {
   await ctx.net
-    .call(ctx.process, `createContainer ${container}`, () => {
-      ctx.account.createContainer(container);
-    }, signal)
+    .call(
+      ctx.process,
+      `createContainer ${container}`,
+      () => {
+        ctx.account.createContainer(container);
+      },
+      signal,
+    )
     .catch((error: unknown) => {
       if (status(error) !== 409) throw error;
     });
@@ -228,7 +319,12 @@ export class SimStateStore implements StateStore {
 
   async read(key: string, options: Abortable = {}): Promise<StoredState | undefined> {
     try {
-      const blob = await this.ctx.net.call(this.ctx.process, `state.read ${key}`, () => this.ctx.account.getBlob(this.container, key), options.abortSignal);
+      const blob = await this.ctx.net.call(
+        this.ctx.process,
+        `state.read ${key}`,
+        () => this.ctx.account.getBlob(this.container, key),
+        options.abortSignal,
+      );
       return { value: JSON.parse(blob.text) as unknown, etag: blob.etag, epoch: Number(blob.metadata.epoch ?? 0) };
     } catch (error) {
       if (status(error) === 404) return undefined;
@@ -236,13 +332,25 @@ export class SimStateStore implements StateStore {
     }
   }
 
-  async write(key: string, value: unknown, epoch: number, condition: WriteCondition, options: Abortable = {}): Promise<{ etag: string }> {
+  async write(
+    key: string,
+    value: unknown,
+    epoch: number,
+    condition: WriteCondition,
+    options: Abortable = {},
+  ): Promise<{ etag: string }> {
     const body = JSON.stringify(value);
     const upload = (): Promise<{ etag: string }> =>
       this.ctx.net.call(
         this.ctx.process,
         `state.write ${key} e${epoch}`,
-        () => this.ctx.account.putBlob(this.container, key, body, { metadata: { epoch: String(epoch) }, ...condition, by: this.ctx.process.name, epoch }),
+        () =>
+          this.ctx.account.putBlob(this.container, key, body, {
+            metadata: { epoch: String(epoch) },
+            ...condition,
+            by: this.ctx.process.name,
+            epoch,
+          }),
         options.abortSignal,
       );
     try {
@@ -254,7 +362,10 @@ export class SimStateStore implements StateStore {
     } catch (error) {
       const s = status(error);
       if (s === 412 || (s === 409 && code(error) === "BlobAlreadyExists")) {
-        throw new ConcurrentUpdateError(`State ${key} changed since it was read (${s} ${code(error) ?? ""}); read it again and retry.`, { cause: error });
+        throw new ConcurrentUpdateError(
+          `State ${key} changed since it was read (${s} ${code(error) ?? ""}); read it again and retry.`,
+          { cause: error },
+        );
       }
       throw libraryError(error, `Writing state ${key}`, options.abortSignal);
     }
@@ -293,7 +404,12 @@ export class SimFiles implements BlobFiles {
   }
 
   async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
-    const upload = (): Promise<unknown> => this.call(`write ${name}`, () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name }), options);
+    const upload = (): Promise<unknown> =>
+      this.call(
+        `write ${name}`,
+        () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name }),
+        options,
+      );
     try {
       await upload().catch(async (error: unknown) => {
         if (code(error) !== "ContainerNotFound") throw error;
@@ -316,9 +432,13 @@ export class SimFiles implements BlobFiles {
 
   async delete(name: string, options: Abortable = {}): Promise<void> {
     try {
-      await this.call(`delete ${name}`, () => {
-        this.ctx.account.deleteBlob(this.container, name, this.ctx.process.name);
-      }, options);
+      await this.call(
+        `delete ${name}`,
+        () => {
+          this.ctx.account.deleteBlob(this.container, name, this.ctx.process.name);
+        },
+        options,
+      );
     } catch (error) {
       if (status(error) === 404) return; // deleteIfExists
       throw libraryError(error, `Deleting blob ${name}`, options.abortSignal);
@@ -344,9 +464,17 @@ export class SimMessageQueue implements MessageQueue {
 
   async send(texts: readonly string[], options: Abortable = {}): Promise<void> {
     try {
-      await Promise.all(texts.map((text) => this.call("send", () => {
-        this.ctx.account.queue(this.name).send(encodeBody(text, "base64"));
-      }, options)));
+      await Promise.all(
+        texts.map((text) =>
+          this.call(
+            "send",
+            () => {
+              this.ctx.account.queue(this.name).send(encodeBody(text, "base64"));
+            },
+            options,
+          ),
+        ),
+      );
     } catch (error) {
       throw libraryError(error, `Sending to queue ${this.name}`, options.abortSignal);
     }
@@ -354,8 +482,18 @@ export class SimMessageQueue implements MessageQueue {
 
   async receive(max: number, visibilityTimeoutS: number, options: Abortable = {}): Promise<ReceivedMessage[]> {
     try {
-      const items = await this.call(`receive ${max}`, () => this.ctx.account.queue(this.name).receive(Math.min(32, Math.max(1, max)), visibilityTimeoutS), options);
-      return items.map((item) => ({ id: item.id, popReceipt: item.popReceipt, dequeueCount: item.dequeueCount, text: decodeBody(item.body, "base64"), rawText: item.body }));
+      const items = await this.call(
+        `receive ${max}`,
+        () => this.ctx.account.queue(this.name).receive(Math.min(32, Math.max(1, max)), visibilityTimeoutS),
+        options,
+      );
+      return items.map((item) => ({
+        id: item.id,
+        popReceipt: item.popReceipt,
+        dequeueCount: item.dequeueCount,
+        text: decodeBody(item.body, "base64"),
+        rawText: item.body,
+      }));
     } catch (error) {
       throw libraryError(error, `Receiving from queue ${this.name}`, options.abortSignal);
     }
@@ -363,8 +501,17 @@ export class SimMessageQueue implements MessageQueue {
 
   async peek(max: number, options: Abortable = {}): Promise<PeekedMessage[]> {
     try {
-      const items = await this.call(`peek ${max}`, () => this.ctx.account.queue(this.name).peek(Math.min(32, Math.max(1, max))), options);
-      return items.map((item) => ({ id: item.id, dequeueCount: item.dequeueCount, text: decodeBody(item.body, "base64"), rawText: item.body }));
+      const items = await this.call(
+        `peek ${max}`,
+        () => this.ctx.account.queue(this.name).peek(Math.min(32, Math.max(1, max))),
+        options,
+      );
+      return items.map((item) => ({
+        id: item.id,
+        dequeueCount: item.dequeueCount,
+        text: decodeBody(item.body, "base64"),
+        rawText: item.body,
+      }));
     } catch (error) {
       throw libraryError(error, `Peeking at queue ${this.name}`, options.abortSignal);
     }
@@ -372,7 +519,11 @@ export class SimMessageQueue implements MessageQueue {
 
   async release(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: Abortable = {}): Promise<boolean> {
     try {
-      await this.call(`release ${message.id}`, () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, 0), options);
+      await this.call(
+        `release ${message.id}`,
+        () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, 0),
+        options,
+      );
       return true;
     } catch (error) {
       if (noLongerOurs(error)) return false;
@@ -382,9 +533,13 @@ export class SimMessageQueue implements MessageQueue {
 
   async delete(message: Pick<ReceivedMessage, "id" | "popReceipt">, options: Abortable = {}): Promise<boolean> {
     try {
-      await this.call(`delete ${message.id}`, () => {
-        this.ctx.account.queue(this.name).delete(message.id, message.popReceipt);
-      }, options);
+      await this.call(
+        `delete ${message.id}`,
+        () => {
+          this.ctx.account.queue(this.name).delete(message.id, message.popReceipt);
+        },
+        options,
+      );
       return true;
     } catch (error) {
       if (noLongerOurs(error)) return false;
@@ -402,13 +557,21 @@ export class SimMessageQueue implements MessageQueue {
 
   /** The host's Update Message (not part of the app's port): a new visibility timeout. */
   update(message: Pick<ReceivedMessage, "id" | "popReceipt">, visibilityTimeoutS: number): Promise<string> {
-    return this.call(`update ${message.id}`, () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, visibilityTimeoutS), {});
+    return this.call(
+      `update ${message.id}`,
+      () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, visibilityTimeoutS),
+      {},
+    );
   }
 
   /** The host's move to `<queue>-poison`: the raw body, unchanged. */
   sendRaw(rawText: string): Promise<void> {
-    return this.call("send", () => {
-      this.ctx.account.queue(this.name).send(rawText);
-    }, {});
+    return this.call(
+      "send",
+      () => {
+        this.ctx.account.queue(this.name).send(rawText);
+      },
+      {},
+    );
   }
 }

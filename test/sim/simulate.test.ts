@@ -6,16 +6,24 @@ import regressionSeeds from "./regressionSeeds.json";
 import { describeFailure, replayCommand, runSeed, type SimOptions } from "./simulator";
 
 /** Invariants CI checks: all but the known-open ones. */
-const checked = (names: readonly InvariantName[]): Set<InvariantName> => new Set(names.filter((name) => KNOWN_OPEN[name] === undefined));
+const checked = (names: readonly InvariantName[]): Set<InvariantName> =>
+  new Set(names.filter((name) => KNOWN_OPEN[name] === undefined));
 
 const seed = Number(process.env.SIM_SEED ?? CI_BUDGET.seed);
 const runs = Number(process.env.SIM_RUNS ?? CI_BUDGET.runs);
 
 describe("deterministic simulation (issue 8)", () => {
   it(`${runs} seeded runs from seed ${seed} keep every invariant not known to be open`, async () => {
-    const options: SimOptions = { invariants: checked(INVARIANT_NAMES), faults: new Set(FAULT_KINDS.filter((kind) => KNOWN_OPEN_FAULTS[kind] === undefined)) };
-    const open = [...Object.entries(KNOWN_OPEN), ...Object.entries(KNOWN_OPEN_FAULTS)].map(([name, waitsOn]) => `${name} (${waitsOn})`);
-    console.log(`Simulating ${runs} runs from seed ${seed} (SIM_SEED=${seed}); known open, not checked: ${open.length > 0 ? open.join("; ") : "none"}`);
+    const options: SimOptions = {
+      invariants: checked(INVARIANT_NAMES),
+      faults: new Set(FAULT_KINDS.filter((kind) => KNOWN_OPEN_FAULTS[kind] === undefined)),
+    };
+    const open = [...Object.entries(KNOWN_OPEN), ...Object.entries(KNOWN_OPEN_FAULTS)].map(
+      ([name, waitsOn]) => `${name} (${waitsOn})`,
+    );
+    console.log(
+      `Simulating ${runs} runs from seed ${seed} (SIM_SEED=${seed}); known open, not checked: ${open.length > 0 ? open.join("; ") : "none"}`,
+    );
     const failures: string[] = [];
     for (let run = 0; run < runs; run++) {
       const outcome = await runSeed(seed + run, options, CI_BUDGET.shrinkSeconds * 1000);
@@ -24,9 +32,13 @@ describe("deterministic simulation (issue 8)", () => {
     expect(failures.join("\n\n")).toBe("");
   }, 600_000);
 
-  it.each(regressionSeeds as RegressionSeed[])("regression seed $seed stays fixed: $found", async (regression) => {
-    const options: SimOptions = { invariants: checked(regression.invariants), faults: new Set(regression.faults) };
-    const outcome = await runSeed(regression.seed, options, CI_BUDGET.shrinkSeconds * 1000);
-    expect(outcome.failed ? describeFailure(outcome, replayCommand(outcome.seed, options)) : "").toBe("");
-  }, 120_000);
+  it.each(regressionSeeds as RegressionSeed[])(
+    "regression seed $seed stays fixed: $found",
+    async (regression) => {
+      const options: SimOptions = { invariants: checked(regression.invariants), faults: new Set(regression.faults) };
+      const outcome = await runSeed(regression.seed, options, CI_BUDGET.shrinkSeconds * 1000);
+      expect(outcome.failed ? describeFailure(outcome, replayCommand(outcome.seed, options)) : "").toBe("");
+    },
+    120_000,
+  );
 });

@@ -63,7 +63,13 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
     }
     return {
       violations: checker.violations,
-      stats: { virtualS: Math.round((Date.now() - world.startMs) / 1000), requests: world.net.requests, steps: world.history.steps.length, terms: world.history.terms.length, jobs: world.jobs.length },
+      stats: {
+        virtualS: Math.round((Date.now() - world.startMs) / 1000),
+        requests: world.net.requests,
+        steps: world.history.steps.length,
+        terms: world.history.terms.length,
+        jobs: world.jobs.length,
+      },
     };
   } finally {
     world.stop();
@@ -107,7 +113,8 @@ export async function runSeed(seed: number, options: SimOptions, shrinkBudgetMs 
   let last: { plan: Plan; scheduler: Scheduler; violations: Violation[] } | undefined;
   let shrinkDeadline: number | undefined;
   const property = fc.asyncProperty(planArb(options.faults), fc.scheduler(), async (plan, scheduler) => {
-    // Once the shrink budget is spent, every further candidate "passes" at once: fast-check keeps the smallest failure so far.
+    // Once the shrink budget is spent, every further candidate "passes" at once: fast-check keeps the smallest failure
+    // so far.
     if (shrinkDeadline !== undefined && realNow() > shrinkDeadline) return;
     const result = await runPlan(plan, scheduler, options);
     stats ??= result.stats;
@@ -118,12 +125,24 @@ export async function runSeed(seed: number, options: SimOptions, shrinkBudgetMs 
     }
   });
   const details = await fc.check(property, { seed, numRuns: 1 });
-  if (!details.failed) return { seed, failed: false, stats, violations: [], plan: undefined, interleaving: [], shrinks: 0, crash: undefined };
+  if (!details.failed)
+    return {
+      seed,
+      failed: false,
+      stats,
+      violations: [],
+      plan: undefined,
+      interleaving: [],
+      shrinks: 0,
+      crash: undefined,
+    };
   const error = details.errorInstance;
   const counterexample = details.counterexample;
   const violations = error instanceof InvariantViolated ? error.violations : (last?.violations ?? []);
   const scheduler = counterexample?.[1] ?? last?.scheduler;
-  const interleaving = (scheduler?.report() ?? []).filter((task) => task.status !== "pending").map((task) => task.label);
+  const interleaving = (scheduler?.report() ?? [])
+    .filter((task) => task.status !== "pending")
+    .map((task) => task.label);
   return {
     seed,
     failed: true,
@@ -132,18 +151,29 @@ export async function runSeed(seed: number, options: SimOptions, shrinkBudgetMs 
     plan: counterexample?.[0] ?? last?.plan,
     interleaving,
     shrinks: details.numShrinks,
-    crash: error instanceof InvariantViolated ? undefined : error instanceof Error ? (error.stack ?? error.message) : String(error),
+    crash:
+      error instanceof InvariantViolated
+        ? undefined
+        : error instanceof Error
+          ? (error.stack ?? error.message)
+          : String(error),
   };
 }
 
-/** A failure as people read it: the seed, what broke, the shrunk plan, the end of the shrunk interleaving, the replay. */
+/**
+ * A failure as people read it: the seed, what broke, the shrunk plan, the end of the shrunk interleaving, the replay.
+ */
 export function describeFailure(outcome: SeedOutcome, replay: string): string {
-  const lines = [`✗ seed ${outcome.seed}: ${outcome.crash === undefined ? outcome.violations.map((v) => v.invariant).join(", ") : "the simulator itself failed"}`];
+  const lines = [
+    `✗ seed ${outcome.seed}: ${outcome.crash === undefined ? outcome.violations.map((v) => v.invariant).join(", ") : "the simulator itself failed"}`,
+  ];
   for (const v of outcome.violations) lines.push(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
   if (outcome.crash !== undefined) lines.push(`  ${outcome.crash}`);
   lines.push(`  shrunk in ${outcome.shrinks} steps to the plan: ${JSON.stringify(outcome.plan)}`);
   const tail = outcome.interleaving.slice(-40);
-  lines.push(`  interleaving (${outcome.interleaving.length} requests; the last ${tail.length} before the violation, in landing order):`);
+  lines.push(
+    `  interleaving (${outcome.interleaving.length} requests; the last ${tail.length} before the violation, in landing order):`,
+  );
   for (const label of tail) lines.push(`    ${label}`);
   lines.push(`  replay: ${replay}`);
   return lines.join("\n");
@@ -151,7 +181,11 @@ export function describeFailure(outcome: SeedOutcome, replay: string): string {
 
 /** The command that replays a seed with the given invariants and faults. */
 export function replayCommand(seed: number, options: SimOptions): string {
-  const invariants = INVARIANT_NAMES.every((name) => options.invariants.has(name)) ? "" : ` --invariants ${[...options.invariants].join(",")}`;
-  const faults = FAULT_KINDS.every((kind) => options.faults.has(kind)) ? "" : ` --faults ${[...options.faults].join(",")}`;
+  const invariants = INVARIANT_NAMES.every((name) => options.invariants.has(name))
+    ? ""
+    : ` --invariants ${[...options.invariants].join(",")}`;
+  const faults = FAULT_KINDS.every((kind) => options.faults.has(kind))
+    ? ""
+    : ` --faults ${[...options.faults].join(",")}`;
   return `npm run simulate -- --seed ${seed}${invariants}${faults}`;
 }

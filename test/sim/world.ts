@@ -10,7 +10,12 @@ import { storeSubmission, validateSubmission } from "../../src/coordination/subm
 import { epochOptions } from "../../src/coordination/termHistory";
 import { ActivityWakeUps } from "../../src/coordination/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
-import { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "../../src/library/leadership/LeaderElector";
+import {
+  LeaderElector,
+  type LeadOptions,
+  type LeadResult,
+  type LeaderTask,
+} from "../../src/library/leadership/LeaderElector";
 import type { LeaderElectorOptions } from "../../src/library/leadership/options";
 import { requestStepDown } from "../../src/library/leadership/leaderInfo";
 import type { LeadershipTerm } from "../../src/library/leadership/Term";
@@ -44,7 +49,12 @@ export const SIM_TIMING = {
   minCalmMs: 30_000,
 } as const;
 
-const CONTAINERS = { leases: "leases", state: "coordinator-state", inputs: "job-inputs", system: "coordinator-system" } as const;
+const CONTAINERS = {
+  leases: "leases",
+  state: "coordinator-state",
+  inputs: "job-inputs",
+  system: "coordinator-system",
+} as const;
 const QUEUES = { work: "work-items", results: "work-results" } as const;
 
 /** Mulberry32: the run's own small deterministic random source. */
@@ -124,7 +134,9 @@ class ObservedElector extends LeaderElector {
   }
 }
 
-/** One instance of the app: one process (replaced when it crashes and restarts) with a coordinator timer and a worker. */
+/**
+ * One instance of the app: one process (replaced when it crashes and restarts) with a coordinator timer and a worker.
+ */
 export class SimInstance {
   readonly process: SimProcess;
   readonly app: CoordinatorApp;
@@ -173,7 +185,8 @@ export class SimInstance {
       state,
       system: new SimFiles(ctx, CONTAINERS.system),
       inputs: new SimFiles(ctx, CONTAINERS.inputs),
-      // Wake-ups are not simulated: the timer is the heartbeat; activity wake-ups are off (interval 0), nothing sends one.
+      // Wake-ups are not simulated: the timer is the heartbeat; activity wake-ups are off (interval 0), nothing sends
+      // one.
       wakeQueue,
       workQueue: this.workQueue,
       resultsQueue: new SimMessageQueue(ctx, QUEUES.results),
@@ -247,7 +260,10 @@ export class SimInstance {
       }
       let ok = true;
       try {
-        await handleWorkMessage(this.app, this.sink, message.text, { id: message.id, dequeueCount: message.dequeueCount });
+        await handleWorkMessage(this.app, this.sink, message.text, {
+          id: message.id,
+          dequeueCount: message.dequeueCount,
+        });
       } catch {
         ok = false;
       }
@@ -263,7 +279,11 @@ export class SimInstance {
 }
 
 /** Input text and submission form of one planned item. */
-function itemFor(kind: string, item: ItemPlan, blobName: string): { input: { inline: string } | { blob: string }; text: string | undefined; blob?: string } {
+function itemFor(
+  kind: string,
+  item: ItemPlan,
+  blobName: string,
+): { input: { inline: string } | { blob: string }; text: string | undefined; blob?: string } {
   if (kind === "group-by") {
     const line = (key: string, value: unknown): string => JSON.stringify({ k: key, v: value });
     switch (item.t) {
@@ -277,7 +297,12 @@ function itemFor(kind: string, item: ItemPlan, blobName: string): { input: { inl
         return { input: { inline: line("a", "not-a-number") }, text: line("a", "not-a-number") };
     }
   }
-  const text = item.t === "crash" || item.t === "kill" ? item.t : item.t === "bad" || item.t === "missingBlob" ? "abc" : String(item.value);
+  const text =
+    item.t === "crash" || item.t === "kill"
+      ? item.t
+      : item.t === "bad" || item.t === "missingBlob"
+        ? "abc"
+        : String(item.value);
   return { input: { inline: text }, text };
 }
 
@@ -317,7 +342,12 @@ export class SimWorld {
     this.random = seededRandom(plan.randomSeed);
     this.account = new StorageAccount(() => Date.now(), this.random);
     this.net = new Network(scheduler, this.random);
-    this.settings = settingsSchema.parse({ STEP_BUDGET_MS: SIM_TIMING.stepBudgetMs, DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize, LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS, WORK_UNIT_MAX_ITEMS: plan.unitMaxItems });
+    this.settings = settingsSchema.parse({
+      STEP_BUDGET_MS: SIM_TIMING.stepBudgetMs,
+      DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize,
+      LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS,
+      WORK_UNIT_MAX_ITEMS: plan.unitMaxItems,
+    });
     this.client = new SimProcess("client", () => Date.now());
     const ctx: PortContext = { net: this.net, account: this.account, process: this.client };
     this.clientFiles = new SimFiles(ctx, CONTAINERS.inputs);
@@ -333,7 +363,9 @@ export class SimWorld {
     const epoch = eventEpoch(event) ?? 0;
     if (event.type === "lease-acquired") this.history.terms.push({ epoch, process, beganMs: now, endedMs: undefined });
     if (event.type === "lease-lost" || event.type === "lease-released") {
-      const term = this.history.terms.find((t) => t.process === process && t.epoch === epoch && t.endedMs === undefined);
+      const term = this.history.terms.find(
+        (t) => t.process === process && t.epoch === epoch && t.endedMs === undefined,
+      );
       if (term !== undefined) term.endedMs = now;
     }
   }
@@ -344,9 +376,10 @@ export class SimWorld {
       this.history.steps.push({ epoch: term.epoch, process, startMs: Date.now(), endMs: undefined });
       const index = this.instances.findIndex((instance) => instance.process === process);
       for (const fault of this.leaderFaults.splice(0)) this.inject({ ...fault, instance: index });
-    }
-    else {
-      const step = this.history.steps.find((s) => s.process === process && s.epoch === term.epoch && s.endMs === undefined);
+    } else {
+      const step = this.history.steps.find(
+        (s) => s.process === process && s.epoch === term.epoch && s.endMs === undefined,
+      );
       if (step !== undefined) step.endMs = Date.now();
     }
   }
@@ -355,7 +388,12 @@ export class SimWorld {
   private deployed = false;
 
   private startInstance(index: number): SimInstance {
-    const instance = new SimInstance(this, index, ++this.generation, !this.deployed && (this.plan.lacksSum[index] ?? false));
+    const instance = new SimInstance(
+      this,
+      index,
+      ++this.generation,
+      !this.deployed && (this.plan.lacksSum[index] ?? false),
+    );
     this.instances[index] = instance;
     void instance.runWorker();
     return instance;
@@ -406,16 +444,25 @@ export class SimWorld {
       }
     }
     const params = job.kind === "group-by" ? { format: "ndjson", keyField: "k", valueField: "v" } : { scale: 2 };
-    const validated = validateSubmission({ kind: job.kind, params, items: items.map((item) => item.input) }, simRegistry());
+    const validated = validateSubmission(
+      { kind: job.kind, params, items: items.map((item) => item.input) },
+      simRegistry(),
+    );
     if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
     const timeout = job.timeoutS === null ? {} : { timeoutS: job.timeoutS };
-    const { id } = await storeSubmission(this.clientSystem, { kind: validated.value.kind, params: validated.value.params, items: validated.value.items ?? [], ...timeout }, { now: () => Date.now() });
+    const { id } = await storeSubmission(
+      this.clientSystem,
+      { kind: validated.value.kind, params: validated.value.params, items: validated.value.items ?? [], ...timeout },
+      { now: () => Date.now() },
+    );
     this.jobs.push({ id, plan: job, inputs: items.map((item) => item.text), params });
     if (job.deleteChunk) await this.clientSystem.delete(keys.chunk(id, 0));
     if (job.cancelAfterS !== null) {
       setTimeout(() => {
         // The submitter's request (DELETE /api/jobs/{id}); it may find the job ended, or storage unreachable.
-        requestCancel({ state: this.clientState, system: this.clientSystem }, id, { now: () => Date.now() }).catch(() => undefined);
+        requestCancel({ state: this.clientState, system: this.clientSystem }, id, { now: () => Date.now() }).catch(
+          () => undefined,
+        );
       }, job.cancelAfterS * 1000);
     }
   }
@@ -522,8 +569,10 @@ export class SimWorld {
     const now = Date.now();
     process.crash();
     for (const step of this.history.steps) if (step.process === process && step.endMs === undefined) step.endMs = now;
-    for (const term of this.history.terms) if (term.process === process && term.endedMs === undefined) term.endedMs = now;
-    for (const freeze of this.history.freezes) if (freeze.process === process && freeze.toMs === undefined) freeze.toMs = now;
+    for (const term of this.history.terms)
+      if (term.process === process && term.endedMs === undefined) term.endedMs = now;
+    for (const freeze of this.history.freezes)
+      if (freeze.process === process && freeze.toMs === undefined) freeze.toMs = now;
   }
 
   /** Faults stop: every process thaws, storage answers, crashed instances are back, no more duplicates. */
@@ -538,7 +587,8 @@ export class SimWorld {
       const { process } = instance;
       if (process.frozen) {
         process.unfreeze();
-        for (const freeze of this.history.freezes) if (freeze.process === process && freeze.toMs === undefined) freeze.toMs = Date.now();
+        for (const freeze of this.history.freezes)
+          if (freeze.process === process && freeze.toMs === undefined) freeze.toMs = Date.now();
       }
       process.outage = "none";
       process.latencyMs = 0;
@@ -600,5 +650,8 @@ export function deterministicUuids(seed: number): () => void {
 
 /** Installs the virtual clock on the globals the app uses (timers, Date, performance). */
 export function installClock(): FakeTimers.Clock {
-  return FakeTimers.withGlobal(globalThis).install({ now: 1_700_000_000_000, toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
+  return FakeTimers.withGlobal(globalThis).install({
+    now: 1_700_000_000_000,
+    toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"],
+  });
 }

@@ -1,12 +1,20 @@
 import { LeadershipLostError, StorageError } from "../../src/library/errors";
 import { delay } from "../../src/library/util/delay";
-import { EMPTY_RECORD, type AcquireResult, type LeaderRecord, type LeaseSnapshot, type LeaseStore, type Revocation } from "../../src/library/lease/LeaseStore";
+import {
+  EMPTY_RECORD,
+  type AcquireResult,
+  type LeaderRecord,
+  type LeaseSnapshot,
+  type LeaseStore,
+  type Revocation,
+} from "../../src/library/lease/LeaseStore";
 import type { Abortable } from "../../src/library/util/delay";
 
 /**
  * In-memory lease with Azure's semantics (expiry on `now()`; a request under another lease id is refused as Azure's
- * 409/412 is, with a `LeadershipLostError`), for unit tests with fake timers. `mode` simulates storage trouble: "down" fails every request at once, "hang" never answers until aborted;
- * `latencyMs` makes every request take that long (it takes effect when it reaches storage, at the end of the wait).
+ * 409/412 is, with a `LeadershipLostError`), for unit tests with fake timers. `mode` simulates storage trouble: "down"
+ * fails every request at once, "hang" never answers until aborted; `latencyMs` makes every request take that long (it
+ * takes effect when it reaches storage, at the end of the wait).
  */
 export class FakeLeaseStore implements LeaseStore {
   readonly name = "leases/fake";
@@ -43,7 +51,8 @@ export class FakeLeaseStore implements LeaseStore {
 
   renew(leaseId: string, options?: Abortable): Promise<void> {
     return this.op("renew", options, () => {
-      if (this.holderLeaseId() !== leaseId) throw new LeadershipLostError("lost", 0, "409 LeaseIdMismatchWithLeaseOperation");
+      if (this.holderLeaseId() !== leaseId)
+        throw new LeadershipLostError("lost", 0, "409 LeaseIdMismatchWithLeaseOperation");
       this.expiresAtMs = this.now() + this.durationS * 1000;
     });
   }
@@ -61,18 +70,24 @@ export class FakeLeaseStore implements LeaseStore {
   }
 
   read(options?: Abortable): Promise<LeaseSnapshot> {
-    return this.op("read", options, () => ({ state: this.holderLeaseId() === undefined ? "available" : "leased", record: this.record }));
+    return this.op("read", options, () => ({
+      state: this.holderLeaseId() === undefined ? "available" : "leased",
+      record: this.record,
+    }));
   }
 
   writeRecord(leaseId: string, record: LeaderRecord, options?: Abortable): Promise<void> {
     return this.op("writeRecord", options, () => {
-      if (this.holderLeaseId() !== leaseId) throw new LeadershipLostError("lost", record.epoch, "412 LeaseIdMismatchWithBlobOperation");
+      if (this.holderLeaseId() !== leaseId)
+        throw new LeadershipLostError("lost", record.epoch, "412 LeaseIdMismatchWithBlobOperation");
       this.record = record;
     });
   }
 
   readRevocation(options?: Abortable): Promise<Revocation | undefined> {
-    return this.op("readRevocation", options, () => (this.revocation === undefined ? undefined : { ...this.revocation }));
+    return this.op("readRevocation", options, () =>
+      this.revocation === undefined ? undefined : { ...this.revocation },
+    );
   }
 
   revoke(epoch: number, options?: Abortable): Promise<void> {
@@ -91,7 +106,8 @@ export class FakeLeaseStore implements LeaseStore {
     this.calls.push(name);
     const signal = options?.abortSignal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    if (this.mode === "down") return Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (fake)"));
+    if (this.mode === "down")
+      return Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (fake)"));
     if (this.mode === "hang") {
       return new Promise((_resolve, reject) => {
         signal?.addEventListener("abort", () => {

@@ -4,7 +4,10 @@ import { afterAll, beforeAll } from "vitest";
 import { startAzurite, type Azurite, type AzuriteOptions } from "../../scripts/support/azurite";
 
 /** Starts one Azurite for the test file (free ports, in memory unless `persistent`) and stops it afterwards. */
-export function useAzurite(options: AzuriteOptions = {}): { readonly azurite: Azurite; blobService(): BlobServiceClient } {
+export function useAzurite(options: AzuriteOptions = {}): {
+  readonly azurite: Azurite;
+  blobService(): BlobServiceClient;
+} {
   let azurite: Azurite | undefined;
   beforeAll(async () => {
     azurite = await startAzurite(options);
@@ -13,7 +16,8 @@ export function useAzurite(options: AzuriteOptions = {}): { readonly azurite: Az
     await azurite?.stop();
   });
   const get = (): Azurite => {
-    if (azurite === undefined) throw new Error("Azurite is not running: useAzurite() must be called at the top of a describe block.");
+    if (azurite === undefined)
+      throw new Error("Azurite is not running: useAzurite() must be called at the top of a describe block.");
     return azurite;
   };
   return {

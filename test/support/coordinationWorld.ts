@@ -46,11 +46,23 @@ export const ONE_PASS = { budgetMs: 1 };
 export const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 export const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
 
-/** Runs queued work messages (up to `max`) through the worker (the queue trigger's job); `workerDeps` may differ (another deployment). */
-export async function work(deps: CoordinationDeps, queue: MemoryQueue, workerDeps: CoordinationDeps = deps, max = 1000): Promise<number> {
+/**
+ * Runs queued work messages (up to `max`) through the worker (the queue trigger's job); `workerDeps` may differ
+ * (another deployment).
+ */
+export async function work(
+  deps: CoordinationDeps,
+  queue: MemoryQueue,
+  workerDeps: CoordinationDeps = deps,
+  max = 1000,
+): Promise<number> {
   const messages = await queue.receive(max, 60);
   for (const message of messages) {
-    await processWorkMessage(workerDeps, JSON.parse(message.text ?? "null") as unknown, { id: message.id, dequeueCount: message.dequeueCount, maxDequeueCount: 5 });
+    await processWorkMessage(workerDeps, JSON.parse(message.text ?? "null") as unknown, {
+      id: message.id,
+      dequeueCount: message.dequeueCount,
+      maxDequeueCount: 5,
+    });
     await queue.delete(message);
   }
   return messages.length;

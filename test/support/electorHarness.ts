@@ -10,7 +10,11 @@ import { Recorder } from "./recorder";
 export const fakeClock: Clock = { monotonicMs: () => Date.now(), wallMs: () => Date.now() };
 
 /** An elector on the fake store with fake-timer clocks, no jitter, and the recorder's logger and events. */
-export function fakeElector(store: FakeLeaseStore, recorder: Recorder, overrides: Partial<LeaderElectorOptions> = {}): LeaderElector {
+export function fakeElector(
+  store: FakeLeaseStore,
+  recorder: Recorder,
+  overrides: Partial<LeaderElectorOptions> = {},
+): LeaderElector {
   return new LeaderElector({
     store,
     instanceId: overrides.instanceId ?? "unit-a",
@@ -23,7 +27,8 @@ export function fakeElector(store: FakeLeaseStore, recorder: Recorder, overrides
 }
 
 /** A task that runs until its signal fires, then rejects with the signal's reason. */
-export const untilAborted: LeaderTask<never> = (term) => delay(24 * 3600_000, { abortSignal: term.signal }) as Promise<never>;
+export const untilAborted: LeaderTask<never> = (term) =>
+  delay(24 * 3600_000, { abortSignal: term.signal }) as Promise<never>;
 
 /** What each test of a {@link useFakeLeaseWorld} block gets afresh. */
 export interface FakeLeaseWorld {

@@ -21,18 +21,27 @@ export function testAppSettings(connectionString: string): Record<string, string
 }
 
 /** An app on Azurite with fresh container and queue names, and a sink that records events. */
-export function newTestApp(connectionString: string, overrides: Record<string, string> = {}): { app: CoordinatorApp; events: AppEvent[]; sink: Sink; logs: string[] } {
+export function newTestApp(
+  connectionString: string,
+  overrides: Record<string, string> = {},
+): { app: CoordinatorApp; events: AppEvent[]; sink: Sink; logs: string[] } {
   const app = createCoordinatorApp({ ...testAppSettings(connectionString), ...overrides });
   const events: AppEvent[] = [];
   const logs: string[] = [];
   const log = (message: string): void => {
     logs.push(message);
   };
-  const sink: Sink = { logger: { verbose: log, info: log, warn: log, error: log }, emit: (event) => events.push(event) };
+  const sink: Sink = {
+    logger: { verbose: log, info: log, warn: log, error: log },
+    emit: (event) => events.push(event),
+  };
   return { app, events, sink, logs };
 }
 
-/** Plays the Functions host's queue trigger for a batch: receive, decode, handle, delete on success. Returns how many were handled. */
+/**
+ * Plays the Functions host's queue trigger for a batch: receive, decode, handle, delete on success. Returns how many
+ * were handled.
+ */
 export async function drainWorkQueue(app: CoordinatorApp, sink: Sink, max = 32): Promise<number> {
   const messages = await app.workQueue.receive(max, 30);
   for (const message of messages) {
@@ -44,7 +53,12 @@ export async function drainWorkQueue(app: CoordinatorApp, sink: Sink, max = 32):
 }
 
 /** Ticks and drains until the job completes or `maxRounds` pass. */
-export async function runUntilComplete(app: CoordinatorApp, sink: Sink, isComplete: () => Promise<boolean>, maxRounds = 50): Promise<number> {
+export async function runUntilComplete(
+  app: CoordinatorApp,
+  sink: Sink,
+  isComplete: () => Promise<boolean>,
+  maxRounds = 50,
+): Promise<number> {
   for (let round = 1; round <= maxRounds; round++) {
     await runCoordinatorTick(app, sink);
     if (await isComplete()) return round;

@@ -7,7 +7,14 @@ import { MemoryStateStore } from "./MemoryStateStore";
 import { MemoryFiles, MemoryQueue } from "./memoryPorts";
 
 /** The app's own wiring (elector, sink) over in-memory ports and a fake lease, for unit tests of the operations. */
-export function memoryApp(options: { store?: FakeLeaseStore; instanceId?: string; wakeQueue?: MemoryQueue; settings?: Record<string, string> } = {}) {
+export function memoryApp(
+  options: {
+    store?: FakeLeaseStore;
+    instanceId?: string;
+    wakeQueue?: MemoryQueue;
+    settings?: Record<string, string>;
+  } = {},
+) {
   const store = options.store ?? new FakeLeaseStore();
   const queues = {
     workQueue: new MemoryQueue("work"),

@@ -1,4 +1,11 @@
-import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage, SendOptions } from "../../src/coordination/ports";
+import type {
+  BlobFiles,
+  MessageQueue,
+  OpenedBlob,
+  PeekedMessage,
+  ReceivedMessage,
+  SendOptions,
+} from "../../src/coordination/ports";
 import { LeadershipLostError } from "../../src/library/errors";
 import type { LeadershipTerm } from "../../src/library/leadership/Term";
 
@@ -34,7 +41,15 @@ export class MemoryQueue implements MessageQueue {
   send(texts: readonly string[], options: SendOptions = {}): Promise<void> {
     this.calls.send++;
     const visibleAtMs = this.nowMs + (options.visibilityDelayS ?? 0) * 1000;
-    for (const text of texts) this.messages.push({ id: `m${++this.nextId}`, text, visibleAtMs, order: ++this.nextOrder, dequeueCount: 0, popReceipt: "" });
+    for (const text of texts)
+      this.messages.push({
+        id: `m${++this.nextId}`,
+        text,
+        visibleAtMs,
+        order: ++this.nextOrder,
+        dequeueCount: 0,
+        popReceipt: "",
+      });
     return Promise.resolve();
   }
 
@@ -46,14 +61,27 @@ export class MemoryQueue implements MessageQueue {
         message.order = ++this.nextOrder;
         message.dequeueCount++;
         message.popReceipt = `p${++this.nextId}`;
-        return { id: message.id, popReceipt: message.popReceipt, dequeueCount: message.dequeueCount, text: message.text, rawText: message.text };
+        return {
+          id: message.id,
+          popReceipt: message.popReceipt,
+          dequeueCount: message.dequeueCount,
+          text: message.text,
+          rawText: message.text,
+        };
       }),
     );
   }
 
   peek(max: number): Promise<PeekedMessage[]> {
     this.calls.peek++;
-    return Promise.resolve(this.visible(Math.min(32, max)).map((message) => ({ id: message.id, dequeueCount: message.dequeueCount, text: message.text, rawText: message.text })));
+    return Promise.resolve(
+      this.visible(Math.min(32, max)).map((message) => ({
+        id: message.id,
+        dequeueCount: message.dequeueCount,
+        text: message.text,
+        rawText: message.text,
+      })),
+    );
   }
 
   release(message: Pick<ReceivedMessage, "id" | "popReceipt">): Promise<boolean> {
@@ -101,7 +129,10 @@ export class MemoryQueue implements MessageQueue {
   }
 }
 
-/** In-memory blob files (also usable as the read-only input files). `open` hands out the content in pieces of `pieceBytes`. */
+/**
+ * In-memory blob files (also usable as the read-only input files). `open` hands out the content in pieces of
+ * `pieceBytes`.
+ */
 export class MemoryFiles implements BlobFiles {
   readonly blobs = new Map<string, string | Buffer>();
   pieceBytes = 64 * 1024;
@@ -129,7 +160,12 @@ export class MemoryFiles implements BlobFiles {
     return Promise.resolve();
   }
   list(prefix: string, max: number): Promise<string[]> {
-    return Promise.resolve([...this.blobs.keys()].filter((name) => name.startsWith(prefix)).sort().slice(0, max));
+    return Promise.resolve(
+      [...this.blobs.keys()]
+        .filter((name) => name.startsWith(prefix))
+        .sort()
+        .slice(0, max),
+    );
   }
   delete(name: string): Promise<void> {
     this.blobs.delete(name);

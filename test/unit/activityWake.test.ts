@@ -11,9 +11,11 @@ import { memoryApp } from "../support/memoryApp";
  */
 
 const params = { format: "csv", keyField: "region", valueField: "amount" };
-const work = (item: number): string => JSON.stringify({ v: 1, jobId: "job-1", item, kind: "group-by", params, input: { inline: "region,amount\neu,1" } });
+const work = (item: number): string =>
+  JSON.stringify({ v: 1, jobId: "job-1", item, kind: "group-by", params, input: { inline: "region,amount\neu,1" } });
 const delivery = (id: string) => ({ id, dequeueCount: 1 });
-const wakeBodies = (world: ReturnType<typeof memoryApp>) => world.wakeQueue.bodies().map((body) => JSON.parse(body) as Record<string, unknown>);
+const wakeBodies = (world: ReturnType<typeof memoryApp>) =>
+  world.wakeQueue.bodies().map((body) => JSON.parse(body) as Record<string, unknown>);
 
 describe("wake-ups from queue activity", () => {
   afterEach(() => {
@@ -23,9 +25,14 @@ describe("wake-ups from queue activity", () => {
   it("a worker that sent a result wakes the coordinator once; more results within the interval send no more wake-ups", async () => {
     vi.useFakeTimers({ now: 1_000_000, toFake: ["Date"] });
     const world = memoryApp({ settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000" } });
-    for (let item = 0; item < 5; item++) expect(await handleWorkMessage(world.app, world.sink, work(item), delivery(`w${item}`))).toMatchObject({ status: "processed" });
+    for (let item = 0; item < 5; item++)
+      expect(await handleWorkMessage(world.app, world.sink, work(item), delivery(`w${item}`))).toMatchObject({
+        status: "processed",
+      });
     expect(world.resultsQueue.length).toBe(5);
-    expect(wakeBodies(world)).toEqual([expect.objectContaining({ v: 1, reason: "results-arrived", jobId: "job-1", from: "unit-wake" })]);
+    expect(wakeBodies(world)).toEqual([
+      expect.objectContaining({ v: 1, reason: "results-arrived", jobId: "job-1", from: "unit-wake" }),
+    ]);
     vi.setSystemTime(1_005_000);
     await handleWorkMessage(world.app, world.sink, work(5), delivery("w5"));
     expect(wakeBodies(world).map((body) => body.reason)).toEqual(["results-arrived", "results-arrived"]);
@@ -33,7 +40,9 @@ describe("wake-ups from queue activity", () => {
 
   it("a malformed work message moved to poison wakes the coordinator too (poison-arrived)", async () => {
     const world = memoryApp({ settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000" } });
-    expect(await handleWorkMessage(world.app, world.sink, "{not json", delivery("bad"))).toMatchObject({ status: "rejected" });
+    expect(await handleWorkMessage(world.app, world.sink, "{not json", delivery("bad"))).toMatchObject({
+      status: "rejected",
+    });
     expect(wakeBodies(world)).toEqual([expect.objectContaining({ reason: "poison-arrived" })]);
   });
 
@@ -47,9 +56,17 @@ describe("wake-ups from queue activity", () => {
   it("a wake-up that finds the lease held sends one follow-up, invisible for one interval; the chain ends after three lease durations", async () => {
     vi.useFakeTimers({ now: 2_000_000, toFake: ["Date"] });
     const world = memoryApp({ store: heldByOther(), settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000" } });
-    const wake = JSON.stringify({ v: 1, reason: "results-arrived", jobId: "job-1", sentAtMs: Date.now(), from: "worker-x" });
+    const wake = JSON.stringify({
+      v: 1,
+      reason: "results-arrived",
+      jobId: "job-1",
+      sentAtMs: Date.now(),
+      from: "worker-x",
+    });
     expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("not-acquired");
-    expect(wakeBodies(world)).toEqual([expect.objectContaining({ reason: "results-arrived", jobId: "job-1", followUp: 1, from: "unit-wake" })]);
+    expect(wakeBodies(world)).toEqual([
+      expect.objectContaining({ reason: "results-arrived", jobId: "job-1", followUp: 1, from: "unit-wake" }),
+    ]);
     // Invisible for one interval (5 s).
     expect(await world.wakeQueue.receive(32, 30)).toEqual([]);
     world.wakeQueue.nowMs = 5_000;
@@ -58,7 +75,8 @@ describe("wake-ups from queue activity", () => {
     // 15 s lease, 5 s interval: 9 links; the 9th sends no further follow-up.
     vi.setSystemTime(2_100_000);
     world.store.expiresAtMs = Date.now() + 15_000;
-    const link = (n: number): string => JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "unit-wake", followUp: n });
+    const link = (n: number): string =>
+      JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "unit-wake", followUp: n });
     expect(await handleWakeMessage(world.app, world.sink, link(9), { dequeueCount: 1 })).toBe("not-acquired");
     expect(world.wakeQueue.length).toBe(1);
     expect(await handleWakeMessage(world.app, world.sink, link(8), { dequeueCount: 1 })).toBe("not-acquired");
@@ -67,10 +85,15 @@ describe("wake-ups from queue activity", () => {
 
   it("a wake-up coalesced into this process's own step sends a follow-up too: the process may die in that step", async () => {
     const world = memoryApp({ settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000", STEP_BUDGET_MS: "1000" } });
-    await submitJob(world.app, { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] }, { wake: false });
+    await submitJob(
+      world.app,
+      { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] },
+      { wake: false },
+    );
     // Nobody works on the job, so the step polls for its whole budget (1 s).
     const tick = runCoordinatorTick(world.app, world.sink);
-    while (!world.events.some((event) => event.type === "job-registered")) await new Promise((done) => setTimeout(done, 10));
+    while (!world.events.some((event) => event.type === "job-registered"))
+      await new Promise((done) => setTimeout(done, 10));
     const wake = JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "worker-y" });
     expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("coalesced");
     expect(wakeBodies(world)).toEqual([expect.objectContaining({ reason: "results-arrived", followUp: 1 })]);

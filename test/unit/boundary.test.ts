@@ -13,7 +13,9 @@ const root = resolve(__dirname, "../..");
 let eslint: ESLint;
 
 beforeAll(async () => {
-  const { boundary } = (await import(pathToFileURL(resolve(root, "eslint.boundary.mjs")).href)) as { boundary: Linter.Config[] };
+  const { boundary } = (await import(pathToFileURL(resolve(root, "eslint.boundary.mjs")).href)) as {
+    boundary: Linter.Config[];
+  };
   eslint = new ESLint({
     cwd: root,
     overrideConfigFile: true,
@@ -38,21 +40,34 @@ describe("the library boundary, enforced by lint", () => {
   });
 
   it("the library imports neither the app, the Azure adapters, the coordination logic nor an Azure SDK", async () => {
-    const across = ["../../app/settings", "../../azure/StorageQueue", "../../coordination/ports", "@azure/storage-blob", "@azure/identity"];
+    const across = [
+      "../../app/settings",
+      "../../azure/StorageQueue",
+      "../../coordination/ports",
+      "@azure/storage-blob",
+      "@azure/identity",
+    ];
     const within = ["../lease/LeaseStore", "../util/delay", "../errors", "./Term", "node:crypto"];
     expect(await refused("src/library/leadership/x.ts", [...across, ...within])).toEqual(across);
   });
 
   it("the library's API may export its Azure adapters, not the app or the coordination logic", async () => {
-    expect(await refused("src/library/index.ts", ["../azure/BlobLeaseStore", "./leadership/LeaderElector", "../app/settings", "../coordination/step"])).toEqual([
-      "../app/settings",
-      "../coordination/step",
-    ]);
+    expect(
+      await refused("src/library/index.ts", [
+        "../azure/BlobLeaseStore",
+        "./leadership/LeaderElector",
+        "../app/settings",
+        "../coordination/step",
+      ]),
+    ).toEqual(["../app/settings", "../coordination/step"]);
   });
 
   it("the Azure adapters import the library and the coordination ports, nothing else of coordination, not the app", async () => {
     const allowed = ["../library/errors", "../coordination/ports", "./storageErrors", "@azure/storage-queue"];
-    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/jobState", "../app/settings"])).toEqual(["../coordination/jobState", "../app/settings"]);
+    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/jobState", "../app/settings"])).toEqual([
+      "../coordination/jobState",
+      "../app/settings",
+    ]);
   });
 
   it("the coordination logic imports neither the app, the Azure adapters nor an Azure SDK", async () => {
@@ -62,6 +77,14 @@ describe("the library boundary, enforced by lint", () => {
   });
 
   it("the app may import every folder of src/ and the Azure SDKs", async () => {
-    expect(await refused("src/app/x.ts", ["../library/errors", "../azure/clients", "../coordination/step", "./settings", "@azure/storage-blob"])).toEqual([]);
+    expect(
+      await refused("src/app/x.ts", [
+        "../library/errors",
+        "../azure/clients",
+        "../coordination/step",
+        "./settings",
+        "@azure/storage-blob",
+      ]),
+    ).toEqual([]);
   });
 });

@@ -20,12 +20,23 @@ describe("cancelling a job (unit, in-memory ports)", () => {
     expect(await readJob(state, id)).toMatchObject({ status: "running" }); // a request, not the leader's state
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report.dispatched).toBe(0);
-    expect(await readJob(state, id)).toMatchObject({ status: "cancelled", doneCount: 4, failedCount: 0, skippedCount: 26, dispatched: 10 });
-    expect(events.filter((e) => e.type === "job-cancelled")).toEqual([expect.objectContaining({ jobId: id, done: 4, failed: 0, skipped: 26 })]);
+    expect(await readJob(state, id)).toMatchObject({
+      status: "cancelled",
+      doneCount: 4,
+      failedCount: 0,
+      skippedCount: 26,
+      dispatched: 10,
+    });
+    expect(events.filter((e) => e.type === "job-cancelled")).toEqual([
+      expect.objectContaining({ jobId: id, done: 4, failed: 0, skipped: 26 }),
+    ]);
     expect(events.some((e) => e.type === "job-completed")).toBe(false);
     expect(await deps.system.list("cancel/", 10)).toEqual([]); // the request was applied and removed
     const status = await readJobStatus(deps.state, deps.system, deps.registry, id);
-    expect(status).toMatchObject({ status: "cancelled", progress: { total: 30, dispatched: 10, done: 4, failed: 0, skipped: 26 } });
+    expect(status).toMatchObject({
+      status: "cancelled",
+      progress: { total: 30, dispatched: 10, done: 4, failed: 0, skipped: 26 },
+    });
     expect(status?.endedAt).toBeDefined();
   });
 
@@ -57,11 +68,19 @@ describe("cancelling a job (unit, in-memory ports)", () => {
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(5) });
     expect((await readJobStatus(deps.state, deps.system, deps.registry, id))?.status).toBe("pending");
     expect(await requestCancel(deps, id)).toEqual({ outcome: "requested", id });
-    expect(await readJobStatus(deps.state, deps.system, deps.registry, id)).toMatchObject({ status: "pending", cancelRequested: true });
+    expect(await readJobStatus(deps.state, deps.system, deps.registry, id)).toMatchObject({
+      status: "pending",
+      cancelRequested: true,
+    });
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ registered: 1, dispatched: 0 });
     expect(queue.length).toBe(0);
-    expect(await readJob(state, id)).toMatchObject({ status: "cancelled", dispatched: 0, doneCount: 0, skippedCount: 5 });
+    expect(await readJob(state, id)).toMatchObject({
+      status: "cancelled",
+      dispatched: 0,
+      doneCount: 0,
+      skippedCount: 5,
+    });
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(["job-registered", "job-cancelled"]));
     expect(await deps.system.list("", 100)).not.toContain(keys.inbox(id));
   });
@@ -96,9 +115,21 @@ describe("cancelling a job (unit, in-memory ports)", () => {
 describe("job deadlines (unit, in-memory ports)", () => {
   it("a job whose deadline passes ends as expired with its counts and a job-expired event; late results are not counted", async () => {
     let nowMs = 1_000;
-    const { deps, events, work: queue, results, state } = world({ dispatchBatchSize: 5, maxInFlight: 5, now: () => nowMs });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(12), timeoutS: 60 }, { now: () => nowMs });
-    expect((await readJobStatus(deps.state, deps.system, deps.registry, id))?.deadline).toBe(new Date(61_000).toISOString());
+    const {
+      deps,
+      events,
+      work: queue,
+      results,
+      state,
+    } = world({ dispatchBatchSize: 5, maxInFlight: 5, now: () => nowMs });
+    const { id } = await storeSubmission(
+      deps.system,
+      { kind: "group-by", params, items: items(12), timeoutS: 60 },
+      { now: () => nowMs },
+    );
+    expect((await readJobStatus(deps.state, deps.system, deps.registry, id))?.deadline).toBe(
+      new Date(61_000).toISOString(),
+    );
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue, deps, 2);
     nowMs = 30_000; // before the deadline: the job goes on
@@ -109,7 +140,9 @@ describe("job deadlines (unit, in-memory ports)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const expired = await readJob(state, id);
     expect(expired).toMatchObject({ status: "expired", doneCount: 5, failedCount: 0, skippedCount: 7, dispatched: 7 });
-    expect(events.filter((e) => e.type === "job-expired")).toEqual([expect.objectContaining({ jobId: id, done: 5, failed: 0, skipped: 7 })]);
+    expect(events.filter((e) => e.type === "job-expired")).toEqual([
+      expect.objectContaining({ jobId: id, done: 5, failed: 0, skipped: 7 }),
+    ]);
     expect(await work(deps, queue)).toBe(2); // the two still queued
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ discarded: 2, folded: 0, dispatched: 0 });
@@ -122,7 +155,11 @@ describe("job deadlines (unit, in-memory ports)", () => {
   it("a job whose deadline passed before any leader registered it expires at registration, with nothing dispatched", async () => {
     let nowMs = 1_000;
     const { deps, work: queue, state } = world({ now: () => nowMs });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(4), deadline: new Date(5_000).toISOString() }, { now: () => nowMs });
+    const { id } = await storeSubmission(
+      deps.system,
+      { kind: "group-by", params, items: items(4), deadline: new Date(5_000).toISOString() },
+      { now: () => nowMs },
+    );
     nowMs = 5_001;
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(queue.length).toBe(0);
@@ -131,7 +168,12 @@ describe("job deadlines (unit, in-memory ports)", () => {
 
   it.each([
     ["a deadline in the past", { deadline: new Date(500).toISOString() }, "deadline", /must be in the future/],
-    ["a deadline too far ahead", { deadline: new Date(1_000 + (MAX_DEADLINE_S + 1) * 1000).toISOString() }, "deadline", /at most 7 days/],
+    [
+      "a deadline too far ahead",
+      { deadline: new Date(1_000 + (MAX_DEADLINE_S + 1) * 1000).toISOString() },
+      "deadline",
+      /at most 7 days/,
+    ],
     ["a deadline that is not an ISO time", { deadline: "tomorrow" }, "deadline", /ISO/i],
     ["a zero timeout", { timeoutS: 0 }, "timeoutS", /./],
     ["a timeout over 7 days", { timeoutS: MAX_DEADLINE_S + 1 }, "timeoutS", /./],
@@ -144,7 +186,19 @@ describe("job deadlines (unit, in-memory ports)", () => {
   });
 
   it("accepts a deadline with a time-zone offset and a timeout up to 7 days", () => {
-    expect(validateSubmission({ kind: "group-by", params, items: items(1), deadline: "1970-01-01T02:00:05+02:00" }, createRegistry(), 1_000).ok).toBe(true);
-    expect(validateSubmission({ kind: "group-by", params, items: items(1), timeoutS: MAX_DEADLINE_S }, createRegistry(), 1_000).ok).toBe(true);
+    expect(
+      validateSubmission(
+        { kind: "group-by", params, items: items(1), deadline: "1970-01-01T02:00:05+02:00" },
+        createRegistry(),
+        1_000,
+      ).ok,
+    ).toBe(true);
+    expect(
+      validateSubmission(
+        { kind: "group-by", params, items: items(1), timeoutS: MAX_DEADLINE_S },
+        createRegistry(),
+        1_000,
+      ).ok,
+    ).toBe(true);
   });
 });

@@ -1,4 +1,7 @@
-/** The command-line helpers every script shares (scripts/support/cli.ts): each bad flag names itself and what is allowed. */
+/**
+ * The command-line helpers every script shares (scripts/support/cli.ts): each bad flag names itself and what is
+ * allowed.
+ */
 import { describe, expect, it } from "vitest";
 import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../scripts/support/cli";
 
@@ -32,7 +35,11 @@ describe("numberFlag", () => {
     ["2.5", { min: 1, max: 10 }, '--n must be a whole number from 1 to 10, got "2.5".'],
     ["", { min: 1, max: 10 }, '--n must be a whole number from 1 to 10, got "".'],
     ["abc", { min: 0, max: 1, integer: false }, '--n must be a number from 0 to 1, got "abc".'],
-    ["Infinity", { min: 0, max: Number.MAX_VALUE, integer: false }, `--n must be a number from 0 to ${Number.MAX_VALUE}, got "Infinity".`],
+    [
+      "Infinity",
+      { min: 0, max: Number.MAX_VALUE, integer: false },
+      `--n must be a number from 0 to ${Number.MAX_VALUE}, got "Infinity".`,
+    ],
   ])("refuses %j for %j", (raw, range, message) => {
     expect(() => numberFlag(raw, "--n", range)).toThrow(new UsageError(message));
   });
@@ -48,7 +55,9 @@ describe("pathFlag, scheduleFlag, listFlag", () => {
   it("takes a six-field NCRONTAB schedule, the fallback when not given, and names what is wrong otherwise", () => {
     expect(scheduleFlag(undefined, "--schedule", "*/5 * * * * *")).toBe("*/5 * * * * *");
     expect(scheduleFlag(" 0 * * * * * ", "--schedule", "*/5 * * * * *")).toBe("0 * * * * *");
-    expect(() => scheduleFlag("* * * * *", "--schedule", "*/5 * * * * *")).toThrow(/--schedule must be an NCRONTAB expression with six fields, seconds first \(e\.g\. "\*\/5 \* \* \* \* \*"\), got "\* \* \* \* \*"\.$/);
+    expect(() => scheduleFlag("* * * * *", "--schedule", "*/5 * * * * *")).toThrow(
+      /--schedule must be an NCRONTAB expression with six fields, seconds first \(e\.g\. "\*\/5 \* \* \* \* \*"\), got "\* \* \* \* \*"\.$/,
+    );
     expect(() => scheduleFlag("99 * * * * *", "--schedule", "*/5 * * * * *")).toThrow(/got "99 \* \* \* \* \*": /);
   });
 

@@ -14,7 +14,11 @@ import { fakeTerm } from "../support/memoryPorts";
 describe("coordination step (unit, in-memory ports)", () => {
   it("dispatches at most the batch size per pass and never more than maxInFlight without results", async () => {
     const { deps, work: queue, state } = world({ dispatchBatchSize: 10, maxInFlight: 15 });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 50 }, (_, i) => item("a", i)) });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 50 }, (_, i) => item("a", i)),
+    });
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ registered: 1, dispatched: 10 });
     // The next pass can send only 5 more (15 in flight), then none until results arrive.
@@ -26,21 +30,32 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("counts a result delivered twice only once, and completes exactly when every item is done or failed", async () => {
     const { deps, events, work: queue, results, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 5)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("a", 2), item("b", 5)],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     await results.send(results.bodies()); // every result delivered a second time
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 3, failedCount: 0 });
-    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({ a: { count: 2, sum: 3, min: 1, max: 2 }, b: { count: 1, sum: 5, min: 5, max: 5 } });
+    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({
+      a: { count: 2, sum: 3, min: 1, max: 2 },
+      b: { count: 1, sum: 5, min: 5, max: 5 },
+    });
     expect(events.filter((e) => e.type === "job-completed")).toHaveLength(1);
     expect(results.length).toBe(0);
   });
 
   it("a new leader continues the old leader's job where it stopped, with every item counted once", async () => {
     const { deps, work: queue, state } = world({ dispatchBatchSize: 4, maxInFlight: 4 });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 12 }, (_, i) => item(`k${i % 3}`, i)) });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 12 }, (_, i) => item(`k${i % 3}`, i)),
+    });
     const first = fakeTerm(1);
     await runCoordinationStep(deps, first, ONE_PASS);
     await work(deps, queue);
@@ -58,7 +73,11 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("a stale leader's step is refused with StaleEpochError once a newer epoch has written, and changes nothing", async () => {
     const { deps, state, work: queue, results } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("a", 2)],
+    });
     await runCoordinationStep(deps, fakeTerm(2), ONE_PASS); // the newer leader registers and dispatches
     await work(deps, queue);
     const before = await state.read(keys.jobState(id));
@@ -73,13 +92,21 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("records items whose messages the host poisoned as failed with a reason, and leaves unattributable poison alone", async () => {
     const { deps, work: queue, poison, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("a", 2)],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, second] = await queue.receive(2, 60);
     if (first === undefined || second === undefined) throw new Error("expected two work messages");
     await poison.send([first.rawText, "garbage that no job can claim"]); // the host moved one after 5 failed deliveries
     await queue.delete(first);
-    await processWorkMessage(deps, JSON.parse(second.rawText) as unknown, { id: second.id, dequeueCount: 1, maxDequeueCount: 5 });
+    await processWorkMessage(deps, JSON.parse(second.rawText) as unknown, {
+      id: second.id,
+      dequeueCount: 1,
+      maxDequeueCount: 5,
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
@@ -94,7 +121,9 @@ describe("coordination step (unit, in-memory ports)", () => {
     await results.send([JSON.stringify({ v: 1, jobId: id, item: 7, ok: true, partial: [["a", 1, "1000000", 1, 1]] })]);
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ rejected: 1, folded: 0, duplicates: 0 });
-    expect((JSON.parse(poison.bodies()[0] ?? "{}") as { rejected: { reason: string } }).rejected.reason).toMatch(/item 7 is out of range/);
+    expect((JSON.parse(poison.bodies()[0] ?? "{}") as { rejected: { reason: string } }).rejected.reason).toMatch(
+      /item 7 is out of range/,
+    );
     expect(await readJob(state, id)).toMatchObject({ doneCount: 0, status: "running" });
   });
 
@@ -121,17 +150,31 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("keeps the leader's per-job state small: two bits per item, not the results", async () => {
     const { deps, state } = world({ dispatchBatchSize: 1 });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 100_000 }, (_, i) => item("k", i)) });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 100_000 }, (_, i) => item("k", i)),
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const stored = await state.read(keys.jobState(id));
-    expect(JSON.stringify(stored?.value).length).toBeLessThan(2 * (100_000 / 8) * 1.4 + 2000); // two base64 bitmaps + fields
+    // two base64 bitmaps + fields
+    expect(JSON.stringify(stored?.value).length).toBeLessThan(2 * (100_000 / 8) * 1.4 + 2000);
   });
 
   it("reports each job's progress (total, dispatched, done, failed) as of the step's last pass, for step-completed", async () => {
     const { deps, work: queue } = world({ dispatchBatchSize: 10, maxInFlight: 2 });
-    const first = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 3)] });
-    const second = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("c", 1), { inline: '{"k":"c","v":"lots"}' }] });
-    const byId = (jobs: JobProgress[]): JobProgress[] => [...jobs].sort((a, b) => (a.id === first.id ? -1 : b.id === first.id ? 1 : 0));
+    const first = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("a", 2), item("b", 3)],
+    });
+    const second = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("c", 1), { inline: '{"k":"c","v":"lots"}' }],
+    });
+    const byId = (jobs: JobProgress[]): JobProgress[] =>
+      [...jobs].sort((a, b) => (a.id === first.id ? -1 : b.id === first.id ? 1 : 0));
     expect(byId((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).jobs)).toEqual([
       { id: first.id, total: 3, dispatched: 2, done: 0, failed: 0 },
       { id: second.id, total: 2, dispatched: 2, done: 0, failed: 0 },
@@ -159,23 +202,41 @@ const withTally = (): TaskRegistry => createRegistry().register(tallyKind);
 describe("coordination with a task kind some processes lack (unit; found by the simulator)", () => {
   it("a leader without the job's kind registers it so that a leader with the kind folds it (seed 1015)", async () => {
     const { deps, work: queue, state } = world({ registry: createRegistry() });
-    const { id } = await storeSubmission(deps.system, { kind: "tally", params: {}, items: [{ inline: "x" }, { inline: "y" }] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "tally",
+      params: {},
+      items: [{ inline: "x" }, { inline: "y" }],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // registers and dispatches without knowing the kind
     const full = { ...deps, registry: withTally() };
     await work(full, queue);
     await runCoordinationStep(full, fakeTerm(2), ONE_PASS);
-    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0, aggregate: { n: 2 } });
+    expect(await readJob(state, id)).toMatchObject({
+      status: "completed",
+      doneCount: 2,
+      failedCount: 0,
+      aggregate: { n: 2 },
+    });
   });
 
   it("a leader without the job's kind leaves valid results for a leader that has it instead of failing them", async () => {
     const { deps, work: queue, state } = world({ registry: withTally() });
-    const { id } = await storeSubmission(deps.system, { kind: "tally", params: {}, items: [{ inline: "x" }, { inline: "y" }] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "tally",
+      params: {},
+      items: [{ inline: "x" }, { inline: "y" }],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     await runCoordinationStep({ ...deps, registry: createRegistry() }, fakeTerm(2), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({ status: "running", doneCount: 0, failedCount: 0 });
     await runCoordinationStep(deps, fakeTerm(3), ONE_PASS); // released at once: the next leader with the kind sees them
-    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0, aggregate: { n: 2 } });
+    expect(await readJob(state, id)).toMatchObject({
+      status: "completed",
+      doneCount: 2,
+      failedCount: 0,
+      aggregate: { n: 2 },
+    });
   });
 });
 
@@ -183,9 +244,23 @@ describe("worker (unit)", () => {
   it.each([
     ["not JSON", "{oops", /not valid JSON/],
     ["the wrong shape", { hello: "world" }, /v: /],
-    ["an unknown task kind", { v: 1, jobId: "j1", item: 0, kind: "mystery", params: {}, input: { inline: "" } }, /unknown task kind "mystery"/],
-    ["an out-of-range item", { v: 1, jobId: "j1", item: -4, kind: "group-by", params, input: { inline: "" } }, /item: /],
-    ["a __proto__ key", JSON.parse('{"v":1,"jobId":"j1","item":0,"kind":"group-by","params":{},"input":{"inline":""},"__proto__":{"polluted":true}}') as unknown, /Unrecognized key|unrecognized/i],
+    [
+      "an unknown task kind",
+      { v: 1, jobId: "j1", item: 0, kind: "mystery", params: {}, input: { inline: "" } },
+      /unknown task kind "mystery"/,
+    ],
+    [
+      "an out-of-range item",
+      { v: 1, jobId: "j1", item: -4, kind: "group-by", params, input: { inline: "" } },
+      /item: /,
+    ],
+    [
+      "a __proto__ key",
+      JSON.parse(
+        '{"v":1,"jobId":"j1","item":0,"kind":"group-by","params":{},"input":{"inline":""},"__proto__":{"polluted":true}}',
+      ) as unknown,
+      /Unrecognized key|unrecognized/i,
+    ],
   ])("moves a message with %s to the poison queue with a reason, without throwing", async (_name, payload, reason) => {
     const { deps, poison, results } = world();
     const outcome = await processWorkMessage(deps, payload, { id: "m1", dequeueCount: 1, maxDequeueCount: 5 });
@@ -198,7 +273,11 @@ describe("worker (unit)", () => {
 
   it("reports an item with unusable input as failed, with the reason (no retry can help)", async () => {
     const { deps, results } = world();
-    const outcome = await processWorkMessage(deps, { v: 1, jobId: "j1", item: 0, kind: "group-by", params, input: { inline: '{"k":"a","v":"lots"}' } }, { id: "m1", dequeueCount: 1, maxDequeueCount: 5 });
+    const outcome = await processWorkMessage(
+      deps,
+      { v: 1, jobId: "j1", item: 0, kind: "group-by", params, input: { inline: '{"k":"a","v":"lots"}' } },
+      { id: "m1", dequeueCount: 1, maxDequeueCount: 5 },
+    );
     expect(outcome).toMatchObject({ status: "failed", reason: expect.stringMatching(/not a number/) as unknown });
     expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({ ok: false, item: 0 });
   });
@@ -207,10 +286,18 @@ describe("worker (unit)", () => {
     const { deps, results } = world();
     deps.inputs.readText = () => Promise.reject(new Error("storage is down"));
     const message = { v: 1, jobId: "j1", item: 3, kind: "group-by", params, input: { blob: "inputs/x.ndjson" } };
-    await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 2, maxDequeueCount: 5 })).rejects.toThrow("storage is down");
+    await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 2, maxDequeueCount: 5 })).rejects.toThrow(
+      "storage is down",
+    );
     expect(results.length).toBe(0);
     // Not thrown: the host would poison the message, and the poison fold could fail a unit's items that succeeded.
-    await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 5, maxDequeueCount: 5 })).resolves.toMatchObject({ status: "failed", item: 3 });
-    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({ ok: false, item: 3, reason: expect.stringMatching(/all 5 deliveries/) as unknown });
+    await expect(
+      processWorkMessage(deps, message, { id: "m1", dequeueCount: 5, maxDequeueCount: 5 }),
+    ).resolves.toMatchObject({ status: "failed", item: 3 });
+    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({
+      ok: false,
+      item: 3,
+      reason: expect.stringMatching(/all 5 deliveries/) as unknown,
+    });
   });
 });

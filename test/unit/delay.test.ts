@@ -43,9 +43,13 @@ describe("delay and withTimeout (unit, fake timers)", () => {
 
   it("withTimeout passes the caller's abort through unchanged, already aborted and mid-call", async () => {
     const reason = new Error("caller stopped");
-    await expect(withTimeout(500, () => Promise.resolve(1), { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(withTimeout(500, () => Promise.resolve(1), { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(
+      reason,
+    );
     const controller = new AbortController();
-    const result = withTimeout(5000, (signal) => delay(10_000, { abortSignal: signal }), { abortSignal: controller.signal });
+    const result = withTimeout(5000, (signal) => delay(10_000, { abortSignal: signal }), {
+      abortSignal: controller.signal,
+    });
     controller.abort(reason);
     await expect(result).rejects.toBe(reason);
     expect(vi.getTimerCount()).toBe(0);

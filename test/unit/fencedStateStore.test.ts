@@ -43,7 +43,10 @@ describe("FencedStateStore (unit)", () => {
         throw new LeadershipLostError("deadline", 4, "frozen past the deadline");
       },
     };
-    await expect(new FencedStateStore(store, over).write("k", 1, undefined)).rejects.toMatchObject({ name: "StaleEpochError", writerEpoch: 4 });
+    await expect(new FencedStateStore(store, over).write("k", 1, undefined)).rejects.toMatchObject({
+      name: "StaleEpochError",
+      writerEpoch: 4,
+    });
     expect(store.writes).toBe(0);
   });
 
@@ -73,6 +76,8 @@ describe("FencedStateStore (unit)", () => {
     expect(await fenced.update("k", asNumber, increment)).toMatchObject({ value: 201 });
     expect(calls).toBe(3);
     store.races = 5;
-    await expect(fenced.update("k", asNumber, increment, { maxAttempts: 2 })).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    await expect(fenced.update("k", asNumber, increment, { maxAttempts: 2 })).rejects.toBeInstanceOf(
+      ConcurrentUpdateError,
+    );
   });
 });

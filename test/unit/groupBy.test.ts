@@ -8,11 +8,19 @@ const ndjson = { format: "ndjson", keyField: "region", valueField: "amount" } as
 describe("group-by task kind (unit)", () => {
   it("aggregates count, sum, min and max per key over CSV with quoted fields", () => {
     const partial = groupByKind.process('region,amount\neu,3\n"us, east",4.25\neu,-1\n', csv);
-    expect(groupByView(partial)).toEqual({ eu: { count: 2, sum: 2, min: -1, max: 3 }, "us, east": { count: 1, sum: 4.25, min: 4.25, max: 4.25 } });
+    expect(groupByView(partial)).toEqual({
+      eu: { count: 2, sum: 2, min: -1, max: 3 },
+      "us, east": { count: 1, sum: 4.25, min: 4.25, max: 4.25 },
+    });
   });
 
   it("aggregates NDJSON, treating keys like __proto__ and constructor as plain data", () => {
-    const input = ['{"region":"__proto__","amount":1}', '{"region":"constructor","amount":2}', "", '{"region":"__proto__","amount":5}'].join("\n");
+    const input = [
+      '{"region":"__proto__","amount":1}',
+      '{"region":"constructor","amount":2}',
+      "",
+      '{"region":"__proto__","amount":5}',
+    ].join("\n");
     const view = groupByView(groupByKind.process(input, ndjson));
     expect(Object.keys(view).sort()).toEqual(["__proto__", "constructor"]);
     expect(Object.getOwnPropertyDescriptor(view, "__proto__")?.value).toEqual({ count: 2, sum: 6, min: 1, max: 5 });
@@ -37,24 +45,43 @@ describe("group-by task kind (unit)", () => {
     let seed = 7;
     const shuffled = [...partials].sort(() => ((seed = (seed * 16807) % 2147483647) % 3) - 1);
     const pairwise = (list: GroupByPartial[]): GroupByPartial =>
-      list.length === 1 ? (list[0] ?? []) : groupByKind.merge(pairwise(list.slice(0, list.length >> 1)), pairwise(list.slice(list.length >> 1)));
+      list.length === 1
+        ? (list[0] ?? [])
+        : groupByKind.merge(pairwise(list.slice(0, list.length >> 1)), pairwise(list.slice(list.length >> 1)));
     expect(pairwise(shuffled)).toEqual(leftFold);
-    expect(groupByView(leftFold).b?.sum).toBe(Number((0.1 * (1 + 4 + 7 + 10 + 13 + 16 + 19 + 22 + 25 + 28) + 0.7 * 30).toFixed(6)));
+    expect(groupByView(leftFold).b?.sum).toBe(
+      Number((0.1 * (1 + 4 + 7 + 10 + 13 + 16 + 19 + 22 + 25 + 28) + 0.7 * 30).toFixed(6)),
+    );
   });
 
   it("merges partials that are not sorted or repeat a key (valid, from any producer) like sorted ones", () => {
-    const sorted: GroupByPartial = [["a", 1, "1000000", 1, 1], ["b", 2, "5000000", 2, 3]];
-    const unsorted: GroupByPartial = [["b", 1, "4000000", 4, 4], ["a", 1, "-1000000", -1, -1], ["b", 1, "1000000", 1, 1]];
-    expect(groupByKind.merge(sorted, unsorted)).toEqual([["a", 2, "0", -1, 1], ["b", 4, "10000000", 1, 4]]);
+    const sorted: GroupByPartial = [
+      ["a", 1, "1000000", 1, 1],
+      ["b", 2, "5000000", 2, 3],
+    ];
+    const unsorted: GroupByPartial = [
+      ["b", 1, "4000000", 4, 4],
+      ["a", 1, "-1000000", -1, -1],
+      ["b", 1, "1000000", 1, 1],
+    ];
+    expect(groupByKind.merge(sorted, unsorted)).toEqual([
+      ["a", 2, "0", -1, 1],
+      ["b", 4, "10000000", 1, 4],
+    ]);
     expect(groupByKind.merge(unsorted, sorted)).toEqual(groupByKind.merge(sorted, unsorted));
   });
 
   it("validates a partial entry by entry, naming the path of the first bad one", () => {
     expect(groupByKind.partialSchema.safeParse([["a", 1, "1000000", 1, 1]]).success).toBe(true);
-    const bad = groupByKind.partialSchema.safeParse([["a", 1, "1000000", 1, 1], ["b", -2, "1", 1, 1]]);
+    const bad = groupByKind.partialSchema.safeParse([
+      ["a", 1, "1000000", 1, 1],
+      ["b", -2, "1", 1, 1],
+    ]);
     expect(bad.error?.issues[0]).toMatchObject({ path: [1, 1] });
     expect(groupByKind.partialSchema.safeParse({ a: 1 }).error?.issues[0]?.message).toMatch(/expected an array/);
-    expect(groupByKind.partialSchema.safeParse([["a", 1, "1.5", 1, 1]]).error?.issues[0]).toMatchObject({ path: [0, 2] });
+    expect(groupByKind.partialSchema.safeParse([["a", 1, "1.5", 1, 1]]).error?.issues[0]).toMatchObject({
+      path: [0, 2],
+    });
     expect(groupByKind.partialSchema.safeParse([["a", 1, "1", Number.NaN, 1]]).success).toBe(false);
   });
 });

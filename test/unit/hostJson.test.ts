@@ -66,14 +66,19 @@ describe("the queue body codec (the adapter's and the local host's)", () => {
  */
 describe("coordinator events survive Application Insights sampling", () => {
   interface HostLogging {
-    logging: { logLevel: Record<string, string>; applicationInsights: { samplingSettings: { isEnabled: boolean; excludedTypes?: string; includedTypes?: string } } };
+    logging: {
+      logLevel: Record<string, string>;
+      applicationInsights: { samplingSettings: { isEnabled: boolean; excludedTypes?: string; includedTypes?: string } };
+    };
   }
   const logging = (host as unknown as HostLogging).logging;
   const LEVELS = ["Trace", "Debug", "Information", "Warning", "Error", "Critical", "None"];
 
   /** The level the host applies to a log category: the longest `logLevel` key that prefixes it, else `default`. */
   function effectiveLevel(category: string): string {
-    const keys = Object.keys(logging.logLevel).filter((key) => key !== "default" && (category === key || category.startsWith(`${key}.`)));
+    const keys = Object.keys(logging.logLevel).filter(
+      (key) => key !== "default" && (category === key || category.startsWith(`${key}.`)),
+    );
     const longest = keys.sort((a, b) => b.length - a.length)[0];
     return logging.logLevel[longest ?? "default"] ?? "Information";
   }
@@ -81,11 +86,21 @@ describe("coordinator events survive Application Insights sampling", () => {
   /** Every function the app registers (`app.timer("name", …)`, `app.storageQueue(…)`, `app.http(…)`, …). */
   const functionNames = readdirSync(join(__dirname, "..", "..", "functions"))
     .filter((file) => file.endsWith(".ts"))
-    .flatMap((file) => [...readFileSync(join(__dirname, "..", "..", "functions", file), "utf8").matchAll(/\bapp\.[a-zA-Z]+\(\s*"([^"]+)"/g)].map((match) => match[1] ?? ""));
+    .flatMap((file) =>
+      [
+        ...readFileSync(join(__dirname, "..", "..", "functions", file), "utf8").matchAll(
+          /\bapp\.[a-zA-Z]+\(\s*"([^"]+)"/g,
+        ),
+      ].map((match) => match[1] ?? ""),
+    );
 
   it("sampling leaves Trace telemetry (where the events land) alone", () => {
     const settings = logging.applicationInsights.samplingSettings;
-    const types = (value: string | undefined): string[] => (value ?? "").split(";").map((type) => type.trim().toLowerCase()).filter((type) => type !== "");
+    const types = (value: string | undefined): string[] =>
+      (value ?? "")
+        .split(";")
+        .map((type) => type.trim().toLowerCase())
+        .filter((type) => type !== "");
     if (settings.isEnabled) {
       expect(types(settings.excludedTypes)).toContain("trace");
       expect(types(settings.includedTypes)).not.toContain("trace");
@@ -93,22 +108,43 @@ describe("coordinator events survive Application Insights sampling", () => {
   });
 
   it("the user logs of every function pass host.json's level filter at Information", () => {
-    expect(functionNames).toEqual(expect.arrayContaining(["coordinator", "worker", "submitJob", "getJob", "getLeader", "stepDown"]));
+    expect(functionNames).toEqual(
+      expect.arrayContaining(["coordinator", "worker", "submitJob", "getJob", "getLeader", "stepDown"]),
+    );
     for (const name of functionNames) {
-      expect(LEVELS.indexOf(effectiveLevel(`Function.${name}.User`)), `Function.${name}.User`).toBeLessThanOrEqual(LEVELS.indexOf("Information"));
+      expect(LEVELS.indexOf(effectiveLevel(`Function.${name}.User`)), `Function.${name}.User`).toBeLessThanOrEqual(
+        LEVELS.indexOf("Information"),
+      );
     }
   });
 
   it("the sink logs every event type except lease-renewed at information, as one line that parses back", () => {
     const lines: { level: string; message: string }[] = [];
-    const context = new InvocationContext({ functionName: "coordinator", invocationId: "inv-1", logHandler: (level, ...args) => lines.push({ level, message: args.map(String).join(" ") }) });
+    const context = new InvocationContext({
+      functionName: "coordinator",
+      invocationId: "inv-1",
+      logHandler: (level, ...args) => lines.push({ level, message: args.map(String).join(" ") }),
+    });
     const sink = sinkFor(context);
     const types = Object.keys(EVERY_EVENT_TYPE) as AppEventType[];
-    for (const [index, type] of types.entries()) sink.emit({ type, instanceId: "westeurope:abc-1", atMs: 1_700_000_000_000 + index, epoch: 7, jobId: "j-1" } as AppEvent);
+    for (const [index, type] of types.entries())
+      sink.emit({
+        type,
+        instanceId: "westeurope:abc-1",
+        atMs: 1_700_000_000_000 + index,
+        epoch: 7,
+        jobId: "j-1",
+      } as AppEvent);
     expect(lines).toHaveLength(types.length);
     for (const [index, type] of types.entries()) {
       expect(lines[index]?.level, type).toBe(type === "lease-renewed" ? "debug" : "information");
-      expect(parseEventLine(lines[index]?.message ?? "")).toEqual({ type, instanceId: "westeurope:abc-1", atMs: 1_700_000_000_000 + index, epoch: 7, jobId: "j-1" });
+      expect(parseEventLine(lines[index]?.message ?? "")).toEqual({
+        type,
+        instanceId: "westeurope:abc-1",
+        atMs: 1_700_000_000_000 + index,
+        epoch: 7,
+        jobId: "j-1",
+      });
     }
   });
 });

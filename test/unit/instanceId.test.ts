@@ -3,7 +3,10 @@ import { instanceIdFrom } from "../../src/app/context";
 
 // With FUNCTIONS_WORKER_PROCESS_COUNT > 1 the platform runs several Node worker processes on one instance, and every
 // one of them sees the same WEBSITE_INSTANCE_ID.
-const SHARED_ENV = { WEBSITE_INSTANCE_ID: "6c1b0b7f3e2a4d5f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f", FUNCTIONS_WORKER_PROCESS_COUNT: "2" };
+const SHARED_ENV = {
+  WEBSITE_INSTANCE_ID: "6c1b0b7f3e2a4d5f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f",
+  FUNCTIONS_WORKER_PROCESS_COUNT: "2",
+};
 
 describe("instanceIdFrom", () => {
   it("gives two worker processes with the same WEBSITE_INSTANCE_ID different ids", () => {
@@ -18,7 +21,9 @@ describe("instanceIdFrom", () => {
   });
 
   it("prefixes the region and drops characters an id may not hold", () => {
-    expect(instanceIdFrom({ WEBSITE_INSTANCE_ID: "in st/ance", REGION_NAME: "west europe" }, { pid: 9 })).toBe("westeurope:instance-9");
+    expect(instanceIdFrom({ WEBSITE_INSTANCE_ID: "in st/ance", REGION_NAME: "west europe" }, { pid: 9 })).toBe(
+      "westeurope:instance-9",
+    );
   });
 
   it("falls back to host name and process id without a platform id", () => {

@@ -4,7 +4,11 @@ import type { AppEvent } from "../../src/app/events";
 import { runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { memoryApp } from "../support/memoryApp";
 
-const JOB = { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,1" }] };
+const JOB = {
+  kind: "group-by",
+  params: { format: "csv", keyField: "region", valueField: "amount" },
+  items: [{ inline: "region,amount\neu,1" }],
+};
 
 /** A sink that records what one invocation was told: its events and its log lines. */
 function recordingSink(): Sink & { events: AppEvent[]; logs: string[] } {
@@ -13,7 +17,12 @@ function recordingSink(): Sink & { events: AppEvent[]; logs: string[] } {
   const log = (message: string): void => {
     logs.push(message);
   };
-  return { events, logs, logger: { verbose: log, info: log, warn: log, error: log }, emit: (event) => events.push(event) };
+  return {
+    events,
+    logs,
+    logger: { verbose: log, info: log, warn: log, error: log },
+    emit: (event) => events.push(event),
+  };
 }
 
 describe("per-invocation sinks: concurrent invocations in one process never log to each other's context", () => {
@@ -24,7 +33,8 @@ describe("per-invocation sinks: concurrent invocations in one process never log 
     const second = recordingSink();
     // Nobody works on the job, so the step polls for its whole budget (1 s): time for a second invocation to arrive.
     const tick = runCoordinatorTick(world.app, leading);
-    while (!leading.events.some((event) => event.type === "job-registered")) await new Promise((done) => setTimeout(done, 10));
+    while (!leading.events.some((event) => event.type === "job-registered"))
+      await new Promise((done) => setTimeout(done, 10));
     expect(await runCoordinatorTick(world.app, second)).toBe("not-acquired");
     expect(await tick).toBe("completed");
 

@@ -47,7 +47,11 @@ describe("LeaderElector (unit, fake timers)", () => {
   });
 
   it("stops at the local renew deadline, before the server-side lease expires, when storage hangs", async () => {
-    const a = elector(world.store, world.recorder, { renewIntervalMs: 3000, renewDeadlineMs: 10_000, leaseDurationS: 15 });
+    const a = elector(world.store, world.recorder, {
+      renewIntervalMs: 3000,
+      renewDeadlineMs: 10_000,
+      leaseDurationS: 15,
+    });
     const result = a.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(3_500); // one renewal done at 3 s
     const lastRenewAt = world.recorder.ofType("lease-renewed").at(-1)?.atMs ?? 0;
@@ -72,7 +76,9 @@ describe("LeaderElector (unit, fake timers)", () => {
     expect(await result).toMatchObject({ outcome: "aborted", reason: "deadline" });
     const renewAttemptsWhileDown = world.store.calls.filter((call) => call === "renew").length;
     expect(renewAttemptsWhileDown).toBeGreaterThan(5); // retried every second, not once per interval
-    expect(world.recorder.logs.some((log) => log.level === "warn" && log.message.includes("could not renew"))).toBe(true);
+    expect(world.recorder.logs.some((log) => log.level === "warn" && log.message.includes("could not renew"))).toBe(
+      true,
+    );
   });
 
   it("steps down when revoked, marks it honoured, releases, and another instance takes over with a higher epoch and keeps leading", async () => {
@@ -171,14 +177,20 @@ describe("LeaderElector (unit, fake timers)", () => {
       return result;
     };
     const a = elector(world.store, world.recorder);
-    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({
+      outcome: "completed",
+      epoch: 1,
+      value: 1,
+    });
     expect(world.store.calls.filter((call) => call === "acquire")).toHaveLength(2);
   });
 
   it("gives every term a strictly higher epoch and counts transitions", async () => {
     const epochs: number[] = [];
     for (const id of ["a", "b", "a", "c"]) {
-      const result = await elector(world.store, world.recorder, { instanceId: id }).tryLead((term) => Promise.resolve(term.epoch));
+      const result = await elector(world.store, world.recorder, { instanceId: id }).tryLead((term) =>
+        Promise.resolve(term.epoch),
+      );
       if (result.outcome === "completed") epochs.push(result.value);
     }
     expect(epochs).toEqual([1, 2, 3, 4]);
@@ -235,20 +247,36 @@ describe("LeaderElector options", () => {
 
   it.each([
     ["all in order", { renewIntervalMs: 3000, renewDeadlineMs: 10_000, leaseDurationS: 15 }, []],
-    ["an interval not below the deadline", { renewIntervalMs: 10_000, renewDeadlineMs: 10_000, leaseDurationS: 15 }, ["renewIntervalMs (10000) must be below renewDeadlineMs (10000)"]],
-    ["a deadline not below the lease duration", { renewIntervalMs: 3000, renewDeadlineMs: 15_000, leaseDurationS: 15 }, ["renewDeadlineMs (15000) must be below the lease duration (15000 ms)"]],
+    [
+      "an interval not below the deadline",
+      { renewIntervalMs: 10_000, renewDeadlineMs: 10_000, leaseDurationS: 15 },
+      ["renewIntervalMs (10000) must be below renewDeadlineMs (10000)"],
+    ],
+    [
+      "a deadline not below the lease duration",
+      { renewIntervalMs: 3000, renewDeadlineMs: 15_000, leaseDurationS: 15 },
+      ["renewDeadlineMs (15000) must be below the lease duration (15000 ms)"],
+    ],
     [
       "both",
       { renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 },
-      ["renewIntervalMs (20000) must be below renewDeadlineMs (16000)", "renewDeadlineMs (16000) must be below the lease duration (15000 ms)"],
+      [
+        "renewIntervalMs (20000) must be below renewDeadlineMs (16000)",
+        "renewDeadlineMs (16000) must be below the lease duration (15000 ms)",
+      ],
     ],
-  ])("leaseTimingProblems (interval < deadline < duration, the one place of the rule): %s", (_name, timings, problems) => {
-    expect(leaseTimingProblems(timings)).toEqual(problems);
-  });
+  ])(
+    "leaseTimingProblems (interval < deadline < duration, the one place of the rule): %s",
+    (_name, timings, problems) => {
+      expect(leaseTimingProblems(timings)).toEqual(problems);
+    },
+  );
 
   it("leaseTimingProblems names the values as the caller asks (the app: its settings)", () => {
     const names = { renewIntervalMs: "INTERVAL", renewDeadlineMs: "DEADLINE", leaseDurationS: "DURATION × 1000" };
-    expect(leaseTimingProblems({ renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 }, names)).toEqual([
+    expect(
+      leaseTimingProblems({ renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 }, names),
+    ).toEqual([
       "INTERVAL (20000) must be below DEADLINE (16000)",
       "DEADLINE (16000) must be below DURATION × 1000 (15000 ms)",
     ]);

@@ -21,7 +21,10 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     };
   }
 
-  /** Runs one term of another instance to its end, then arranges for `hook` to run once just before the next record write. */
+  /**
+   * Runs one term of another instance to its end, then arranges for `hook` to run once just before the next record
+   * write.
+   */
   async function afterOneTermBeforeNextRecordWrite(hook: () => Promise<void>): Promise<void> {
     await elector(world.store, new Recorder(), { instanceId: "unit-old" }).tryLead(() => Promise.resolve());
     const writeRecord = world.store.writeRecord.bind(world.store);
@@ -40,7 +43,10 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     const first = a.tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(1_000);
     const second = await a.tryLead((term) => Promise.resolve(term.epoch));
-    expect(second).toEqual({ outcome: "not-acquired", leader: expect.objectContaining({ holder: "unit-a", epoch: 1 }) as unknown });
+    expect(second).toEqual({
+      outcome: "not-acquired",
+      leader: expect.objectContaining({ holder: "unit-a", epoch: 1 }) as unknown,
+    });
     expect(world.recorder.ofType("lease-acquired")).toHaveLength(1);
     expect(world.store.record.epoch).toBe(1);
     void first;
@@ -49,16 +55,18 @@ describe("LeaderElector safety (unit, fake timers)", () => {
   it("never has two live terms: not from one elector, and not after the end of one term releases the lease", async () => {
     const live = new Set<LeadershipTerm>();
     let overlaps = 0;
-    const holdFor = (ms: number): LeaderTask<number> => async (term) => {
-      overlaps += [...live].filter((other) => other.isLeader()).length;
-      live.add(term);
-      try {
-        await delay(ms, { abortSignal: term.signal });
-        return term.epoch;
-      } finally {
-        live.delete(term);
-      }
-    };
+    const holdFor =
+      (ms: number): LeaderTask<number> =>
+      async (term) => {
+        overlaps += [...live].filter((other) => other.isLeader()).length;
+        live.add(term);
+        try {
+          await delay(ms, { abortSignal: term.signal });
+          return term.epoch;
+        } finally {
+          live.delete(term);
+        }
+      };
     const a = elector(world.store, world.recorder);
     const first = a.tryLead(holdFor(5_000));
     await vi.advanceTimersByTimeAsync(1_000);
@@ -94,7 +102,11 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     expect(world.store.holderLeaseId()).toBeUndefined();
     const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
     world.store.acquire = FakeLeaseStore.prototype.acquire.bind(world.store);
-    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 1, value: 1 });
+    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({
+      outcome: "completed",
+      epoch: 1,
+      value: 1,
+    });
   });
 
   it("releases an acquire that landed when the caller's signal fired mid-acquire", async () => {
@@ -120,7 +132,9 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     const lateReleases: (() => Promise<void>)[] = [];
     world.store.release = (leaseId) => {
       lateReleases.push(() => release(leaseId)); // the request is still on its way: it lands after the next term began
-      return Promise.reject(new StorageError("Timeout", undefined, "Storage did not answer (simulated: the release lands later)."));
+      return Promise.reject(
+        new StorageError("Timeout", undefined, "Storage did not answer (simulated: the release lands later)."),
+      );
     };
     const a = elector(world.store, world.recorder);
     await expect(a.tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
@@ -140,7 +154,8 @@ describe("LeaderElector safety (unit, fake timers)", () => {
   it("leaves a lease whose release failed to expire by itself, and leads after it with a fresh lease id", async () => {
     loseAcquireAnswers();
     const release = world.store.release.bind(world.store);
-    world.store.release = () => Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (simulated)"));
+    world.store.release = () =>
+      Promise.reject(new StorageError("StorageUnavailable", undefined, "connect ECONNREFUSED (simulated)"));
     const a = elector(world.store, world.recorder);
     await expect(a.tryLead(untilAborted)).rejects.toBeInstanceOf(StorageError);
     const orphan = world.store.holderLeaseId();
@@ -186,10 +201,18 @@ describe("LeaderElector safety (unit, fake timers)", () => {
 
   it("a new term's epoch exceeds the epoch floor when the record is behind it (lease blob lost)", async () => {
     const a = elector(world.store, world.recorder, { readEpochFloor: () => Promise.resolve(41) });
-    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 42, value: 42 });
+    expect(await a.tryLead((term) => Promise.resolve(term.epoch))).toEqual({
+      outcome: "completed",
+      epoch: 42,
+      value: 42,
+    });
     expect(world.store.record).toMatchObject({ epoch: 42, holder: "unit-a" });
     const b = elector(world.store, new Recorder(), { instanceId: "unit-b", readEpochFloor: () => Promise.resolve(3) });
-    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({ outcome: "completed", epoch: 43, value: 43 });
+    expect(await b.tryLead((term) => Promise.resolve(term.epoch))).toEqual({
+      outcome: "completed",
+      epoch: 43,
+      value: 43,
+    });
   });
 
   it("claims the epoch before the term begins, with the term's own epoch, holder and start (claimEpoch)", async () => {
@@ -197,7 +220,12 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     const a = elector(world.store, world.recorder, {
       readEpochFloor: () => Promise.resolve(4),
       claimEpoch: (claim) => {
-        claims.push({ epoch: claim.epoch, instanceId: claim.instanceId, startedAtMs: claim.startedAtMs, acquiredEvents: world.recorder.ofType("lease-acquired").length });
+        claims.push({
+          epoch: claim.epoch,
+          instanceId: claim.instanceId,
+          startedAtMs: claim.startedAtMs,
+          acquiredEvents: world.recorder.ofType("lease-acquired").length,
+        });
         return Promise.resolve();
       },
     });
@@ -212,7 +240,10 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     let ran = false;
     const a = elector(world.store, world.recorder, {
       readEpochFloor: () => Promise.resolve(4),
-      claimEpoch: (claim) => Promise.reject(new StaleEpochError(claim.epoch, claim.epoch, `epoch ${claim.epoch} is already recorded by another term`)),
+      claimEpoch: (claim) =>
+        Promise.reject(
+          new StaleEpochError(claim.epoch, claim.epoch, `epoch ${claim.epoch} is already recorded by another term`),
+        ),
     });
     const result = await a.tryLead(() => {
       ran = true;
@@ -225,7 +256,9 @@ describe("LeaderElector safety (unit, fake timers)", () => {
   });
 
   it("a claim that fails for another reason (storage) ends the attempt with that error, and releases the lease", async () => {
-    const a = elector(world.store, world.recorder, { claimEpoch: () => Promise.reject(new StorageError("ServerBusy", 503, "storage is busy")) });
+    const a = elector(world.store, world.recorder, {
+      claimEpoch: () => Promise.reject(new StorageError("ServerBusy", 503, "storage is busy")),
+    });
     await expect(a.tryLead(untilAborted)).rejects.toThrow(/storage is busy/);
     expect(world.recorder.ofType("lease-acquired")).toHaveLength(0);
     expect(world.store.holderLeaseId()).toBeUndefined();
@@ -234,7 +267,9 @@ describe("LeaderElector safety (unit, fake timers)", () => {
   it("rejects a floor that is not a whole number >= 0 with a ConfigurationError, and releases the lease", async () => {
     const a = elector(world.store, world.recorder, { readEpochFloor: () => Promise.resolve(Number.NaN) });
     await expect(a.tryLead(untilAborted)).rejects.toThrow(ConfigurationError);
-    await expect(a.tryLead(untilAborted)).rejects.toThrow(/readEpochFloor returned NaN; it must resolve to a whole number ≥ 0/);
+    await expect(a.tryLead(untilAborted)).rejects.toThrow(
+      /readEpochFloor returned NaN; it must resolve to a whole number ≥ 0/,
+    );
     expect(world.store.holderLeaseId()).toBeUndefined();
     expect(world.store.record.epoch).toBe(0);
   });

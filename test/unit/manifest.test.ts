@@ -34,7 +34,8 @@ describe("manifest lines", () => {
       { line: 3, text: '{"blob":"a/ü.csv"}' },
       { line: 4, text: "last" },
     ];
-    for (const size of [1, 2, 3, 5, 7, bytes.length]) expect(await collect(manifestLines(pieces(bytes, size))), `pieces of ${size}`).toEqual(expected);
+    for (const size of [1, 2, 3, 5, 7, bytes.length])
+      expect(await collect(manifestLines(pieces(bytes, size))), `pieces of ${size}`).toEqual(expected);
   });
 
   it("reports a line longer than the limit without holding it, and goes on with the next line", async () => {
@@ -58,7 +59,12 @@ describe("storing a manifest submission (in-memory ports)", () => {
     const over = ports(Buffer.from(line.repeat(MAX_ITEMS_PER_JOB + 1)));
     expect(await storeManifestSubmission(over, { kind: "group-by", params: PARAMS, manifest: "m.ndjson" })).toEqual({
       ok: false,
-      errors: [{ field: "manifest", message: `line ${MAX_ITEMS_PER_JOB + 1}: more than ${MAX_ITEMS_PER_JOB} items; a job may have at most ${MAX_ITEMS_PER_JOB}` }],
+      errors: [
+        {
+          field: "manifest",
+          message: `line ${MAX_ITEMS_PER_JOB + 1}: more than ${MAX_ITEMS_PER_JOB} items; a job may have at most ${MAX_ITEMS_PER_JOB}`,
+        },
+      ],
     });
     expect(over.system.blobs.size).toBe(0);
   }, 120_000);
@@ -69,12 +75,23 @@ describe("storing a manifest submission (in-memory ports)", () => {
     const stored = await storeManifestSubmission(files, { kind: "group-by", params: PARAMS, manifest: "m.ndjson" });
     if (!stored.ok) throw new Error(JSON.stringify(stored.errors));
     const chunk2 = JSON.parse((await files.system.readText(keys.chunk(stored.id, 2))) ?? "[]") as unknown[];
-    expect(chunk2).toEqual([{ blob: `in/${2 * CHUNK_SIZE}.csv` }, { blob: `in/${2 * CHUNK_SIZE + 1}.csv` }, { blob: `in/${2 * CHUNK_SIZE + 2}.csv` }]);
-    expect(JSON.parse((await files.system.readText(keys.spec(stored.id))) ?? "{}")).toMatchObject({ itemCount: 2 * CHUNK_SIZE + 3, chunkSize: CHUNK_SIZE });
+    expect(chunk2).toEqual([
+      { blob: `in/${2 * CHUNK_SIZE}.csv` },
+      { blob: `in/${2 * CHUNK_SIZE + 1}.csv` },
+      { blob: `in/${2 * CHUNK_SIZE + 2}.csv` },
+    ]);
+    expect(JSON.parse((await files.system.readText(keys.spec(stored.id))) ?? "{}")).toMatchObject({
+      itemCount: 2 * CHUNK_SIZE + 3,
+      chunkSize: CHUNK_SIZE,
+    });
   });
 
   it("reports at most 20 bad lines, then says it stopped", async () => {
-    const result = await storeManifestSubmission(ports("nope\n".repeat(30)), { kind: "group-by", params: PARAMS, manifest: "m.ndjson" });
+    const result = await storeManifestSubmission(ports("nope\n".repeat(30)), {
+      kind: "group-by",
+      params: PARAMS,
+      manifest: "m.ndjson",
+    });
     expect(result.ok).toBe(false);
     const messages = result.ok ? [] : result.errors.map((error) => error.message);
     expect(messages).toHaveLength(21);

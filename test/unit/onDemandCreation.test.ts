@@ -3,7 +3,8 @@ import { RestError } from "@azure/storage-blob";
 import { OnDemandCreation, retryAfterCreating } from "../../src/azure/OnDemandCreation";
 
 /** A storage answer with `statusCode` and `code`, as the SDK throws it. */
-const answer = (statusCode: number, code: string): RestError => new RestError(`${statusCode} ${code} (simulated)`, { statusCode, code });
+const answer = (statusCode: number, code: string): RestError =>
+  new RestError(`${statusCode} ${code} (simulated)`, { statusCode, code });
 
 /** An operation that fails with `errors` in turn, then resolves "done"; counts its calls. */
 function failingThen(...errors: Error[]): { operation: () => Promise<string>; calls: () => number } {
@@ -31,7 +32,9 @@ describe("retryAfterCreating", () => {
     const op = failingThen(answer(404, "ContainerNotFound"));
     const order: string[] = [];
     const operation = (): Promise<string> => (order.push("operation"), op.operation());
-    await expect(retryAfterCreating(operation, isMissing, () => Promise.resolve(order.push("create")))).resolves.toBe("done");
+    await expect(retryAfterCreating(operation, isMissing, () => Promise.resolve(order.push("create")))).resolves.toBe(
+      "done",
+    );
     expect(order).toEqual(["operation", "create", "operation"]);
   });
 
@@ -74,7 +77,10 @@ describe("OnDemandCreation", () => {
 
   it("does not cache a failed creation: the next caller tries again", async () => {
     let calls = 0;
-    const creation = new OnDemandCreation(() => (++calls === 1 ? Promise.reject(new Error("503 (simulated)")) : Promise.resolve("created")), "QueueNotFound");
+    const creation = new OnDemandCreation(
+      () => (++calls === 1 ? Promise.reject(new Error("503 (simulated)")) : Promise.resolve("created")),
+      "QueueNotFound",
+    );
     await expect(creation.ensure()).rejects.toThrow("503 (simulated)");
     await expect(creation.ensure()).resolves.toBe("created");
     expect(calls).toBe(2);

@@ -13,24 +13,44 @@ import { ONE_PASS, item, params, readJob, work, world } from "../support/coordin
 import { fakeTerm } from "../support/memoryPorts";
 
 /** A work message as the leader sends it, for the poison queue. */
-const workMessage = (jobId: string, index: number, kind = "group-by"): string => JSON.stringify({ v: 1, jobId, item: index, kind, params, input: item("a", 1) });
+const workMessage = (jobId: string, index: number, kind = "group-by"): string =>
+  JSON.stringify({ v: 1, jobId, item: index, kind, params, input: item("a", 1) });
 /** A worker of a deployment that no longer has the group-by kind. */
 const withoutKinds = new TaskRegistry();
 
 function recordingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
-  return { warnings, verbose: () => undefined, info: () => undefined, warn: (message) => warnings.push(message), error: (message) => warnings.push(message) };
+  return {
+    warnings,
+    verbose: () => undefined,
+    info: () => undefined,
+    warn: (message) => warnings.push(message),
+    error: (message) => warnings.push(message),
+  };
 }
 
 describe("poison: every item of a real job ends as done or failed (issue 14, item 8)", () => {
   it("a worker that rejects real items (their task kind removed by a deploy) fails them with the worker's reason, and the job completes", async () => {
     const { deps, work: queue, poison, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("b", 2), item("c", 3)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2), item("c", 3)],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, ...rest] = await queue.receive(3, 60);
     if (first === undefined) throw new Error("expected work messages");
-    await processWorkMessage(deps, JSON.parse(first.rawText) as unknown, { id: first.id, dequeueCount: 1, maxDequeueCount: 5 });
-    for (const message of rest) await processWorkMessage({ ...deps, registry: withoutKinds }, JSON.parse(message.rawText) as unknown, { id: message.id, dequeueCount: 1, maxDequeueCount: 5 });
+    await processWorkMessage(deps, JSON.parse(first.rawText) as unknown, {
+      id: first.id,
+      dequeueCount: 1,
+      maxDequeueCount: 5,
+    });
+    for (const message of rest)
+      await processWorkMessage({ ...deps, registry: withoutKinds }, JSON.parse(message.rawText) as unknown, {
+        id: message.id,
+        dequeueCount: 1,
+        maxDequeueCount: 5,
+      });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 2 });
@@ -43,10 +63,18 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
 
   it("the worker's rejection names the job and item when the message parses far enough, and neither when it does not", async () => {
     const { deps, poison } = world({ registry: withoutKinds });
-    await processWorkMessage(deps, JSON.parse(workMessage("job-1", 4)) as unknown, { id: "m1", dequeueCount: 1, maxDequeueCount: 5 });
+    await processWorkMessage(deps, JSON.parse(workMessage("job-1", 4)) as unknown, {
+      id: "m1",
+      dequeueCount: 1,
+      maxDequeueCount: 5,
+    });
     await processWorkMessage(deps, "{not json", { id: "m2", dequeueCount: 1, maxDequeueCount: 5 });
     const [named, unnamed] = poison.bodies().map((body) => JSON.parse(body) as { rejected: Record<string, unknown> });
-    expect(named?.rejected).toMatchObject({ jobId: "job-1", item: 4, reason: expect.stringMatching(/unknown task kind/) as unknown });
+    expect(named?.rejected).toMatchObject({
+      jobId: "job-1",
+      item: 4,
+      reason: expect.stringMatching(/unknown task kind/) as unknown,
+    });
     expect(unnamed?.rejected).not.toHaveProperty("jobId");
   });
 
@@ -54,14 +82,27 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
     const { deps, poison, state } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    await poison.send([JSON.stringify({ rejected: { reason: 'unknown task kind "group-by"', messageId: "m1", atMs: 1 }, original: workMessage(id, 0) })]);
+    await poison.send([
+      JSON.stringify({
+        rejected: { reason: 'unknown task kind "group-by"', messageId: "m1", atMs: 1 },
+        original: workMessage(id, 0),
+      }),
+    ]);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(await readJob(state, id)).toMatchObject({ status: "completed", failedCount: 1, failures: [{ item: 0, reason: 'rejected by the worker: unknown task kind "group-by"' }] });
+    expect(await readJob(state, id)).toMatchObject({
+      status: "completed",
+      failedCount: 1,
+      failures: [{ item: 0, reason: 'rejected by the worker: unknown task kind "group-by"' }],
+    });
   });
 
   it("items of a missing chunk are recorded as failed with a reason naming the chunk, and nothing is sent for them", async () => {
     const { deps, system, work: queue, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("b", 2)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2)],
+    });
     system.blobs.delete(keys.chunk(id, 0));
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(queue.length).toBe(0);
@@ -72,21 +113,41 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
 
   it("a corrupt chunk fails its items with the reason, instead of failing every step", async () => {
     const { deps, system, work: queue, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("b", 2)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2)],
+    });
     system.blobs.set(keys.chunk(id, 0), '[{"inline":');
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(queue.length).toBe(0);
-    expect((await readJob(state, id))?.failures[0]?.reason).toMatch(new RegExp(`^not dispatched: its chunk "${keys.chunk(id, 0)}" is not valid: Unexpected end of JSON input`));
+    expect((await readJob(state, id))?.failures[0]?.reason).toMatch(
+      new RegExp(`^not dispatched: its chunk "${keys.chunk(id, 0)}" is not valid: Unexpected end of JSON input`),
+    );
   });
 
   it("a chunk entry that is not an item input fails that item, naming the chunk and entry; the others are sent", async () => {
     const { deps, system, work: queue, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("b", 2), item("c", 3)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2), item("c", 3)],
+    });
     system.blobs.set(keys.chunk(id, 0), JSON.stringify([item("a", 1), 42, item("c", 3)]));
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(queue.bodies().map((body) => (JSON.parse(body) as { first: number }).first)).toEqual([0, 2]);
-    expect(queue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs)).toEqual([[item("a", 1)], [item("c", 3)]]);
-    expect((await readJob(state, id))?.failures).toEqual([{ item: 1, reason: expect.stringMatching(new RegExp(`^not dispatched: entry 1 of its chunk "${keys.chunk(id, 0)}" is not an item input: `)) as unknown }]);
+    expect(queue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs)).toEqual([
+      [item("a", 1)],
+      [item("c", 3)],
+    ]);
+    expect((await readJob(state, id))?.failures).toEqual([
+      {
+        item: 1,
+        reason: expect.stringMatching(
+          new RegExp(`^not dispatched: entry 1 of its chunk "${keys.chunk(id, 0)}" is not an item input: `),
+        ) as unknown,
+      },
+    ]);
   });
 });
 
@@ -104,7 +165,8 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await poison.send([workMessage(id, 0)]);
-    state.beforeWrite = (key) => (key === keys.jobState(id) ? Promise.reject(new Error("leader died (simulated)")) : Promise.resolve());
+    state.beforeWrite = (key) =>
+      key === keys.jobState(id) ? Promise.reject(new Error("leader died (simulated)")) : Promise.resolve();
     await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("leader died");
     poison.nowMs += 30_000;
     expect(await poison.peek(32)).toHaveLength(1);
@@ -115,7 +177,8 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
 
   it("the poison queue is peeked at most once per step, however many passes the step makes", async () => {
     const { deps, poison } = world();
-    await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] }); // active, waiting on workers
+    // active, waiting on workers
+    await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await poison.send(["garbage"]);
     const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 700 });
     expect(report.passes).toBeGreaterThan(1);
@@ -128,7 +191,8 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await poison.send(Array.from({ length: 40 }, (_, index) => `garbage ${index}`));
     await poison.send([workMessage(id, 0)]);
-    for (let step = 0; step < 3 && (await readJob(state, id))?.status !== "completed"; step++) await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    for (let step = 0; step < 3 && (await readJob(state, id))?.status !== "completed"; step++)
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({ status: "completed", failedCount: 1 });
     expect(poison.length).toBe(40);
     expect(await poison.peek(32)).toHaveLength(32); // every unclaimed message visible (a peek shows at most 32)
@@ -137,8 +201,18 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
 
 describe("folding stays cheap and bounded (issue 14, item 10)", () => {
   it("a job whose aggregate would exceed MAX_AGGREGATE_GROUPS ends as failed with the reason and a job-failed event, its counts kept", async () => {
-    const { deps, events, work: queue, state, system } = world({ maxAggregateGroups: 3, dispatchBatchSize: 2, maxInFlight: 2 });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: ["a", "b", "c", "d", "e"].map((key) => item(key, 1)) });
+    const {
+      deps,
+      events,
+      work: queue,
+      state,
+      system,
+    } = world({ maxAggregateGroups: 3, dispatchBatchSize: 2, maxInFlight: 2 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: ["a", "b", "c", "d", "e"].map((key) => item(key, 1)),
+    });
     for (let round = 0; round < 4; round++) {
       await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
       await work(deps, queue);
@@ -146,9 +220,17 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "failed", doneCount: 2, failedCount: 0 });
-    expect(job?.failureReason).toBe("the aggregate would have 4 groups, more than MAX_AGGREGATE_GROUPS (3); 2 items were done and 0 failed when the job stopped");
-    expect(events.filter((event) => event.type === "job-failed")).toEqual([expect.objectContaining({ jobId: id, reason: job?.failureReason, done: 2, failed: 0 })]);
-    expect(await readJobStatus(state, system, deps.registry, id)).toMatchObject({ status: "failed", failureReason: job?.failureReason, progress: { done: 2, failed: 0 } });
+    expect(job?.failureReason).toBe(
+      "the aggregate would have 4 groups, more than MAX_AGGREGATE_GROUPS (3); 2 items were done and 0 failed when the job stopped",
+    );
+    expect(events.filter((event) => event.type === "job-failed")).toEqual([
+      expect.objectContaining({ jobId: id, reason: job?.failureReason, done: 2, failed: 0 }),
+    ]);
+    expect(await readJobStatus(state, system, deps.registry, id)).toMatchObject({
+      status: "failed",
+      failureReason: job?.failureReason,
+      progress: { done: 2, failed: 0 },
+    });
     expect(queue.length).toBe(0); // nothing more dispatched
   });
 
@@ -159,9 +241,17 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
     await work(deps, queue);
     const stored = await state.read(keys.jobState(id));
     if (stored === undefined) throw new Error("expected the job");
-    await state.write(keys.jobState(id), { ...(stored.value as object), aggregate: { not: "a group-by aggregate" } }, 1, { ifMatch: stored.etag });
+    await state.write(
+      keys.jobState(id),
+      { ...(stored.value as object), aggregate: { not: "a group-by aggregate" } },
+      1,
+      { ifMatch: stored.etag },
+    );
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(await readJob(state, id)).toMatchObject({ status: "failed", failureReason: expect.stringMatching(/^the stored aggregate is not valid for task kind "group-by": /) as unknown });
+    expect(await readJob(state, id)).toMatchObject({
+      status: "failed",
+      failureReason: expect.stringMatching(/^the stored aggregate is not valid for task kind "group-by": /) as unknown,
+    });
   });
 
   it("folds a batch of results with one merge into the aggregate, not one merge of the whole aggregate per result", async () => {
@@ -173,13 +263,27 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
         return groupByKind.merge(a, b);
       },
     };
-    const { deps, work: queue, state } = world({ registry: new TaskRegistry().register(counting), dispatchBatchSize: 20, maxInFlight: 20 });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 20 }, (_, index) => item(`k${index}`, index)) });
+    const {
+      deps,
+      work: queue,
+      state,
+    } = world({ registry: new TaskRegistry().register(counting), dispatchBatchSize: 20, maxInFlight: 20 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 20 }, (_, index) => item(`k${index}`, index)),
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     const stored = await state.read(keys.jobState(id));
     if (stored === undefined) throw new Error("expected the job");
-    const big: GroupByPartial = Array.from({ length: 1000 }, (_, index) => [`g${String(index).padStart(4, "0")}`, 1, "1000000", 1, 1]);
+    const big: GroupByPartial = Array.from({ length: 1000 }, (_, index) => [
+      `g${String(index).padStart(4, "0")}`,
+      1,
+      "1000000",
+      1,
+      1,
+    ]);
     await state.write(keys.jobState(id), { ...(stored.value as object), aggregate: big }, 1, { ifMatch: stored.etag });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 20 });
@@ -188,7 +292,11 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
 
   it("the leader yields to the event loop between fold batches, so its renewal timers can run", async () => {
     const { deps, work: queue, results } = world({ dispatchBatchSize: 300, maxInFlight: 300 });
-    await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 300 }, (_, index) => item("k", index)) });
+    await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 300 }, (_, index) => item("k", index)),
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     expect(results.length).toBe(300); // three fold batches
@@ -228,7 +336,11 @@ describe("conflicts do not fail steps (issue 14, item 11)", () => {
 
   it("a stale leader's write landing between the new leader's read and write is retried after a re-read, and each item counts once", async () => {
     const { deps, work: queue, results, state } = world();
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("b", 2)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2)],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     staleWrites(state, keys.jobState(id), 1);
@@ -251,7 +363,11 @@ describe("conflicts do not fail steps (issue 14, item 11)", () => {
   it("a failed delete of an already-folded result is logged, not a step failure; the redelivered result is a duplicate", async () => {
     const logger = recordingLogger();
     const { deps, work: queue, results, state } = world({ logger });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("a", 2)],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue);
     results.failDeletes = true;
@@ -272,8 +388,12 @@ describe("conflicts do not fail steps (issue 14, item 11)", () => {
     expect(resultsPoison.length).toBe(0);
     const [body] = poison.bodies();
     expect(poison.length).toBe(1);
-    expect(JSON.parse(body ?? "{}")).toMatchObject({ rejected: { reason: expect.stringMatching(/item 7 is out of range/) as unknown }, original: workMessage(id, 7) });
-    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // not claimed again: the leader's own rejection stays as it is
+    expect(JSON.parse(body ?? "{}")).toMatchObject({
+      rejected: { reason: expect.stringMatching(/item 7 is out of range/) as unknown },
+      original: workMessage(id, 7),
+    });
+    // not claimed again: the leader's own rejection stays as it is
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(poison.bodies()).toEqual([body]);
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
   });

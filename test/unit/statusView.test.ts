@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
 import { renderStatusPage, statusPageHeaders } from "../../src/app/renderStatusPage";
-import { MAX_REASONS_SHOWN, STATUS_REFRESH_MS, buildStatusView, formatDuration, readStatusView, type StatusSnapshot, type StatusSources } from "../../src/app/statusView";
+import {
+  MAX_REASONS_SHOWN,
+  STATUS_REFRESH_MS,
+  buildStatusView,
+  formatDuration,
+  readStatusView,
+  type StatusSnapshot,
+  type StatusSources,
+} from "../../src/app/statusView";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { keys } from "../../src/coordination/jobState";
 import type { JobStatus } from "../../src/coordination/status";
@@ -31,7 +39,16 @@ function job(overrides: Partial<JobStatus> & { id: string }): JobStatus {
 }
 
 function leader(overrides: Partial<LeaderInfo> = {}): LeaderInfo {
-  return { holder: "b-2", epoch: 7, since: new Date(T0 + 60_000).toISOString(), transitions: 7, leaseState: "leased", revokedEpoch: undefined, revocationHonoured: false, ...overrides };
+  return {
+    holder: "b-2",
+    epoch: 7,
+    since: new Date(T0 + 60_000).toISOString(),
+    transitions: 7,
+    leaseState: "leased",
+    revokedEpoch: undefined,
+    revocationHonoured: false,
+    ...overrides,
+  };
 }
 
 function snapshot(overrides: Partial<StatusSnapshot> = {}): StatusSnapshot {
@@ -58,7 +75,15 @@ describe("status view model (src/app/statusView.ts)", () => {
     const view = buildStatusView(snapshot());
     expect(view.renderedAt).toBe("2026-05-01T12:01:40.000Z");
     expect(view.refreshMs).toBe(STATUS_REFRESH_MS);
-    expect(view.leader).toEqual({ holder: "b-2", epoch: 7, since: "2026-05-01T12:01:00.000Z", sinceAgo: "40 s", transitions: 7, leaseState: "leased", revocation: undefined });
+    expect(view.leader).toEqual({
+      holder: "b-2",
+      epoch: 7,
+      since: "2026-05-01T12:01:00.000Z",
+      sinceAgo: "40 s",
+      transitions: 7,
+      leaseState: "leased",
+      revocation: undefined,
+    });
     expect(view.timeline.holders).toEqual(["a-1", "b-2"]);
     expect(view.timeline.start).toBe("2026-05-01T12:00:00.000Z");
     expect(view.timeline.terms.map((t) => [t.epoch, t.holderIndex, t.position, t.current, t.sinceAgo])).toEqual([
@@ -69,19 +94,41 @@ describe("status view model (src/app/statusView.ts)", () => {
   });
 
   it("between ticks nobody holds the lease: no holder, no current term, the last epoch still shown", () => {
-    const view = buildStatusView(snapshot({ leader: leader({ holder: undefined, leaseState: "available", revokedEpoch: 6, revocationHonoured: true }) }));
+    const view = buildStatusView(
+      snapshot({
+        leader: leader({ holder: undefined, leaseState: "available", revokedEpoch: 6, revocationHonoured: true }),
+      }),
+    );
     expect(view.leader).toMatchObject({ holder: undefined, epoch: 7, revocation: { epoch: 6, honoured: true } });
     expect(view.timeline.terms.some((t) => t.current)).toBe(false);
   });
 
   it("computes progress shares, age, and failure reasons per job, most frequent first and bounded", () => {
-    const reasons = ["bad csv", "not a number", "not a number", "missing blob", "a", "b", "c", "not a number", "bad csv"];
+    const reasons = [
+      "bad csv",
+      "not a number",
+      "not a number",
+      "missing blob",
+      "a",
+      "b",
+      "c",
+      "not a number",
+      "bad csv",
+    ];
     const view = buildStatusView(
       snapshot({
         jobs: {
           active: [job({ id: "j1", progress: { total: 3, dispatched: 3, done: 1, failed: 1, skipped: 0 } })],
           moreActive: 4,
-          pending: [job({ id: "p1", status: "pending", progress: { total: 5, dispatched: 0, done: 0, failed: 0, skipped: 0 }, failures: [], lastEpoch: undefined })],
+          pending: [
+            job({
+              id: "p1",
+              status: "pending",
+              progress: { total: 5, dispatched: 0, done: 0, failed: 0, skipped: 0 },
+              failures: [],
+              lastEpoch: undefined,
+            }),
+          ],
           recent: [
             job({
               id: "r1",
@@ -94,11 +141,29 @@ describe("status view model (src/app/statusView.ts)", () => {
         },
       }),
     );
-    expect(view.jobs.active[0]).toMatchObject({ id: "j1", total: 3, done: 1, failed: 1, percent: { done: 33.3, failed: 33.3, dispatched: 100 }, age: "1 min 40 s", lastEpoch: 7 });
-    expect(view.jobs.pending[0]).toMatchObject({ status: "pending", percent: { done: 0, failed: 0, dispatched: 0 }, reasons: [], unrecordedFailures: 0 });
+    expect(view.jobs.active[0]).toMatchObject({
+      id: "j1",
+      total: 3,
+      done: 1,
+      failed: 1,
+      percent: { done: 33.3, failed: 33.3, dispatched: 100 },
+      age: "1 min 40 s",
+      lastEpoch: 7,
+    });
+    expect(view.jobs.pending[0]).toMatchObject({
+      status: "pending",
+      percent: { done: 0, failed: 0, dispatched: 0 },
+      reasons: [],
+      unrecordedFailures: 0,
+    });
     expect(view.jobs.moreActive).toBe(4);
     const recent = view.jobs.recent[0];
-    expect(recent).toMatchObject({ status: "completed", percent: { done: 95, failed: 5 }, age: "1 h 2 min", unrecordedFailures: 11 });
+    expect(recent).toMatchObject({
+      status: "completed",
+      percent: { done: 95, failed: 5 },
+      age: "1 h 2 min",
+      unrecordedFailures: 11,
+    });
     expect(recent?.reasons).toHaveLength(MAX_REASONS_SHOWN);
     expect(recent?.reasons.slice(0, 2)).toEqual([
       { reason: "not a number", count: 3 },
@@ -110,13 +175,30 @@ describe("status view model (src/app/statusView.ts)", () => {
   });
 
   it("a cancelled job's age stops when it ended, not now", () => {
-    const cancelled = job({ id: "c1", status: "cancelled", progress: { total: 10, dispatched: 4, done: 4, failed: 0, skipped: 6 }, failures: [], endedAt: new Date(T0 + 30_000).toISOString() });
+    const cancelled = job({
+      id: "c1",
+      status: "cancelled",
+      progress: { total: 10, dispatched: 4, done: 4, failed: 0, skipped: 6 },
+      failures: [],
+      endedAt: new Date(T0 + 30_000).toISOString(),
+    });
     const view = buildStatusView(snapshot({ jobs: { active: [], moreActive: 0, pending: [], recent: [cancelled] } }));
     expect(view.jobs.recent[0]).toMatchObject({ status: "cancelled", done: 4, age: "30 s" });
   });
 
   it("a job of zero items shows 0 %, not NaN", () => {
-    const view = buildStatusView(snapshot({ jobs: { active: [job({ id: "z", progress: { total: 0, dispatched: 0, done: 0, failed: 0, skipped: 0 }, failures: [] })], moreActive: 0, pending: [], recent: [] } }));
+    const view = buildStatusView(
+      snapshot({
+        jobs: {
+          active: [
+            job({ id: "z", progress: { total: 0, dispatched: 0, done: 0, failed: 0, skipped: 0 }, failures: [] }),
+          ],
+          moreActive: 0,
+          pending: [],
+          recent: [],
+        },
+      }),
+    );
     expect(view.jobs.active[0]?.percent).toEqual({ done: 0, failed: 0, dispatched: 0 });
   });
 
@@ -162,7 +244,14 @@ describe("reading the status view from the ports (in-memory)", () => {
       instanceId: "unit",
       now: () => T0,
     };
-    const sources: StatusSources = { leaseStore, state, system: files, registry: deps.registry, workPoisonQueue: workPoison, resultsPoisonQueue: resultsPoison };
+    const sources: StatusSources = {
+      leaseStore,
+      state,
+      system: files,
+      registry: deps.registry,
+      workPoisonQueue: workPoison,
+      resultsPoisonQueue: resultsPoison,
+    };
     return { deps, sources, work, workPoison, leaseStore, state };
   }
   const ONE_PASS = { budgetMs: 1 };
@@ -170,22 +259,38 @@ describe("reading the status view from the ports (in-memory)", () => {
 
   async function runWorkers(deps: CoordinationDeps, queue: MemoryQueue): Promise<void> {
     for (const message of await queue.receive(1000, 60)) {
-      await processWorkMessage(deps, JSON.parse(message.text ?? "null") as unknown, { id: message.id, dequeueCount: 1, maxDequeueCount: 5 });
+      await processWorkMessage(deps, JSON.parse(message.text ?? "null") as unknown, {
+        id: message.id,
+        dequeueCount: 1,
+        maxDequeueCount: 5,
+      });
       await queue.delete(message);
     }
   }
 
   it("lists running, submitted and recently ended jobs, the recorded terms, the leader and the poison depths", async () => {
     const { deps, sources, work, workPoison, leaseStore } = world();
-    const ended = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: '{"k":"a","v":1}' }, { inline: "not json" }] });
+    const ended = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [{ inline: '{"k":"a","v":1}' }, { inline: "not json" }],
+    });
     const term1 = { ...fakeTerm(1, "a-1"), startedAtMs: T0 - 50_000 };
     await runCoordinationStep(deps, term1, ONE_PASS);
     await runWorkers(deps, work);
     await runCoordinationStep(deps, term1, ONE_PASS); // ended: 1 done, 1 failed
-    const running = await storeSubmission(deps.system, { kind: "group-by", params, items: Array.from({ length: 6 }, (_, v) => ({ inline: JSON.stringify({ k: "b", v }) })) });
+    const running = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 6 }, (_, v) => ({ inline: JSON.stringify({ k: "b", v }) })),
+    });
     const term2 = { ...fakeTerm(2, "b-2"), startedAtMs: T0 - 10_000 };
     await runCoordinationStep(deps, term2, ONE_PASS); // registers, dispatches 2
-    const submitted = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: '{"k":"c","v":1}' }] });
+    const submitted = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [{ inline: '{"k":"c","v":1}' }],
+    });
     await workPoison.send(["x", "y", "z"]);
     leaseStore.record = { holder: "b-2", epoch: 2, sinceMs: T0 - 10_000, transitions: 2 };
     leaseStore.leaseId = "lease";
@@ -198,7 +303,9 @@ describe("reading the status view from the ports (in-memory)", () => {
       ["a-1", 1, false],
       ["b-2", 2, true],
     ]);
-    expect(view.jobs.active.map((j) => [j.id, j.status, j.total, j.dispatched, j.done])).toEqual([[running.id, "running", 6, 2, 0]]);
+    expect(view.jobs.active.map((j) => [j.id, j.status, j.total, j.dispatched, j.done])).toEqual([
+      [running.id, "running", 6, 2, 0],
+    ]);
     expect(view.jobs.pending.map((j) => [j.id, j.status, j.total])).toEqual([[submitted.id, "pending", 1]]);
     expect(view.jobs.recent.map((j) => [j.id, j.status, j.done, j.failed])).toEqual([[ended.id, "completed", 1, 1]]);
     expect(view.jobs.recent[0]?.reasons[0]?.reason).toMatch(/JSON/i);
@@ -215,7 +322,9 @@ describe("reading the status view from the ports (in-memory)", () => {
     leaseStore.mode = "down";
     const broken: StatusSources = {
       ...sources,
-      resultsPoisonQueue: Object.assign(new MemoryQueue("results-poison"), { approximateCount: () => Promise.reject(new Error("queue service unavailable")) }),
+      resultsPoisonQueue: Object.assign(new MemoryQueue("results-poison"), {
+        approximateCount: () => Promise.reject(new Error("queue service unavailable")),
+      }),
     };
     const view = await readStatusView(broken, { nowMs: T0 });
     expect(view.leader).toBeUndefined();
@@ -225,7 +334,11 @@ describe("reading the status view from the ports (in-memory)", () => {
     ]);
     expect(view.problems).toHaveLength(3);
     expect(view.problems).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^leader: .*ECONNREFUSED/), expect.stringMatching(/^jobs: /), "poison queue results-poison: queue service unavailable"]),
+      expect.arrayContaining([
+        expect.stringMatching(/^leader: .*ECONNREFUSED/),
+        expect.stringMatching(/^jobs: /),
+        "poison queue results-poison: queue service unavailable",
+      ]),
     );
     const page = renderStatusPage(view, { nonce: "n" });
     expect(page).toContain("Unknown: the lease could not be read.");
@@ -246,7 +359,12 @@ describe("status page rendering (src/app/renderStatusPage.ts)", () => {
       snapshot({
         leader: leader({ holder: evil }),
         terms: [{ holder: evil, epoch: 7, sinceMs: T0 + 60_000 }],
-        jobs: { active: [job({ id: "j1", kind: evil, failures: [{ item: 1, reason: evil }] })], moreActive: 0, pending: [], recent: [] },
+        jobs: {
+          active: [job({ id: "j1", kind: evil, failures: [{ item: 1, reason: evil }] })],
+          moreActive: 0,
+          pending: [],
+          recent: [],
+        },
       }),
     );
     const page = renderStatusPage(view, { nonce: "abc" });
@@ -256,11 +374,22 @@ describe("status page rendering (src/app/renderStatusPage.ts)", () => {
 
   it("shows a failed job with why it stopped (escaped), among the recently ended", () => {
     const reason = "the aggregate would have 5 groups, more than MAX_AGGREGATE_GROUPS (3) <b>";
-    const view = buildStatusView(snapshot({ jobs: { active: [], moreActive: 0, pending: [], recent: [job({ id: "j9", status: "failed", failureReason: reason, failures: [] })] } }));
+    const view = buildStatusView(
+      snapshot({
+        jobs: {
+          active: [],
+          moreActive: 0,
+          pending: [],
+          recent: [job({ id: "j9", status: "failed", failureReason: reason, failures: [] })],
+        },
+      }),
+    );
     expect(view.jobs.recent[0]).toMatchObject({ status: "failed", failureReason: reason });
     const page = renderStatusPage(view, { nonce: "n" });
     expect(page).toContain('<span class="status failed">failed</span>');
-    expect(page).toContain("the job failed: the aggregate would have 5 groups, more than MAX_AGGREGATE_GROUPS (3) &lt;b&gt;");
+    expect(page).toContain(
+      "the job failed: the aggregate would have 5 groups, more than MAX_AGGREGATE_GROUPS (3) &lt;b&gt;",
+    );
   });
 
   it("is self-contained: nothing loaded from elsewhere, style and script carry the nonce the CSP allows", () => {
@@ -274,7 +403,11 @@ describe("status page rendering (src/app/renderStatusPage.ts)", () => {
     expect(csp).toContain("default-src 'none'");
     expect(csp).toContain("script-src 'nonce-r4nd0m'");
     expect(csp).toContain("style-src 'nonce-r4nd0m'");
-    expect(statusPageHeaders("r4nd0m")).toMatchObject({ "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "referrer-policy": "no-referrer" });
+    expect(statusPageHeaders("r4nd0m")).toMatchObject({
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "referrer-policy": "no-referrer",
+    });
   });
 
   it("marks the leader, job numbers and poison depths for readers (data-field), with the refresh interval on the body", () => {
@@ -282,14 +415,27 @@ describe("status page rendering (src/app/renderStatusPage.ts)", () => {
     expect(page).toContain('data-field="leader-holder" data-holder="b-2">b-2</span>');
     expect(page).toContain('<dd data-field="leader-epoch">7</dd>');
     expect(page).toContain('<time data-field="leader-since" datetime="2026-05-01T12:01:00.000Z">');
-    expect(page).toMatch(/<tr data-job="j1">[\s\S]*data-field="done">4<[\s\S]*data-field="failed">1<[\s\S]*data-field="dispatched">8<[\s\S]*data-field="total">10</);
-    expect(page).toContain('<tr data-queue="work-items-poison"><td><code>work-items-poison</code></td><td class="num bad" data-field="depth">2</td></tr>');
+    expect(page).toMatch(
+      /<tr data-job="j1">[\s\S]*data-field="done">4<[\s\S]*data-field="failed">1<[\s\S]*data-field="dispatched">8<[\s\S]*data-field="total">10</,
+    );
+    expect(page).toContain(
+      '<tr data-queue="work-items-poison"><td><code>work-items-poison</code></td><td class="num bad" data-field="depth">2</td></tr>',
+    );
     expect(page).toContain(`<body data-refresh-ms="${STATUS_REFRESH_MS}" data-refreshes="0">`);
     expect(page).toContain('<noscript><meta http-equiv="refresh" content="5"></noscript>');
   });
 
   it("says plainly when nobody leads, no term was recorded and there are no jobs", () => {
-    const page = renderStatusPage(buildStatusView(snapshot({ leader: leader({ holder: undefined, epoch: 0, since: undefined, transitions: 0, leaseState: "available" }), terms: [], jobs: { active: [], moreActive: 0, pending: [], recent: [] } })), { nonce: "n" });
+    const page = renderStatusPage(
+      buildStatusView(
+        snapshot({
+          leader: leader({ holder: undefined, epoch: 0, since: undefined, transitions: 0, leaseState: "available" }),
+          terms: [],
+          jobs: { active: [], moreActive: 0, pending: [], recent: [] },
+        }),
+      ),
+      { nonce: "n" },
+    );
     expect(page).toContain("Nobody holds the lease</span> right now.");
     expect(page).toContain("No term recorded yet.");
     expect(page).toContain("No active jobs.");

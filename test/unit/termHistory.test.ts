@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { TERM_HISTORY_LIMIT, TERMS_KEY, readEpochFloor, readTermHistory, recordTerm } from "../../src/coordination/termHistory";
+import {
+  TERM_HISTORY_LIMIT,
+  TERMS_KEY,
+  readEpochFloor,
+  readTermHistory,
+  recordTerm,
+} from "../../src/coordination/termHistory";
 import { StaleEpochError } from "../../src/library/errors";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import { silentLogger } from "../../src/library/util/logger";
@@ -29,7 +35,9 @@ describe("term history (terms.json)", () => {
     const newer = fakeTerm(7);
     await recordTerm(new FencedStateStore(state, newer), newer, silentLogger);
     const older = fakeTerm(6);
-    await expect(recordTerm(new FencedStateStore(state, older), older, silentLogger)).rejects.toBeInstanceOf(StaleEpochError);
+    await expect(recordTerm(new FencedStateStore(state, older), older, silentLogger)).rejects.toBeInstanceOf(
+      StaleEpochError,
+    );
     expect(await readEpochFloor(state)).toBe(7);
   });
 
@@ -52,8 +60,14 @@ describe("term history (terms.json)", () => {
     await state.write(TERMS_KEY, { something: "else" }, 3, { ifNoneMatch: "*" });
     const warnings: string[] = [];
     const term = fakeTerm(4);
-    await recordTerm(new FencedStateStore(state, term), term, { ...silentLogger, warn: (message) => warnings.push(message) });
-    expect((await state.read(TERMS_KEY))?.value).toEqual({ v: 1, terms: [{ holder: "leader-4", epoch: 4, sinceMs: 0 }] });
+    await recordTerm(new FencedStateStore(state, term), term, {
+      ...silentLogger,
+      warn: (message) => warnings.push(message),
+    });
+    expect((await state.read(TERMS_KEY))?.value).toEqual({
+      v: 1,
+      terms: [{ holder: "leader-4", epoch: 4, sinceMs: 0 }],
+    });
     expect(warnings[0]).toMatch(/terms\.json is not a term history/);
   });
 

@@ -6,10 +6,15 @@ import { heldByOther, type FakeLeaseStore } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";
 import { MemoryQueue } from "../support/memoryPorts";
 
-const JOB = { kind: "group-by", params: { format: "csv", keyField: "region", valueField: "amount" }, items: [{ inline: "region,amount\neu,1" }, { inline: "region,amount\nus,2" }] };
+const JOB = {
+  kind: "group-by",
+  params: { format: "csv", keyField: "region", valueField: "amount" },
+  items: [{ inline: "region,amount\neu,1" }, { inline: "region,amount\nus,2" }],
+};
 
 /** Lease requests of leadership attempts: a read; when free, an acquire and the read of the record after it. */
-const attempts = (store: FakeLeaseStore): string[] => store.calls.filter((call) => call === "read" || call === "acquire");
+const attempts = (store: FakeLeaseStore): string[] =>
+  store.calls.filter((call) => call === "read" || call === "acquire");
 
 /** Submits the job and returns the body of the one wake-up message it sent. */
 async function submitAndTakeWake(world: ReturnType<typeof memoryApp>): Promise<{ id: string; wake: string }> {
@@ -26,7 +31,14 @@ describe("wake-up: a submission wakes the coordinator", () => {
     const submitted = await submitJob(world.app, JOB);
     expect(submitted).toMatchObject({ ok: true, wakeUp: "sent" });
     const bodies = world.wakeQueue.bodies().map((body) => JSON.parse(body) as Record<string, unknown>);
-    expect(bodies).toEqual([expect.objectContaining({ v: 1, reason: "job-submitted", jobId: submitted.ok ? submitted.id : "", from: "unit-wake" })]);
+    expect(bodies).toEqual([
+      expect.objectContaining({
+        v: 1,
+        reason: "job-submitted",
+        jobId: submitted.ok ? submitted.id : "",
+        from: "unit-wake",
+      }),
+    ]);
     expect(await submitJob(world.app, JOB, { wake: false })).toMatchObject({ ok: true, wakeUp: "off" });
     expect(world.wakeQueue.length).toBe(1);
   });
@@ -36,7 +48,12 @@ describe("wake-up: a submission wakes the coordinator", () => {
     failing.send = () => Promise.reject(new StorageError("StorageUnavailable", undefined, "queue down (simulated)"));
     const world = memoryApp({ wakeQueue: failing });
     const submitted = await submitJob(world.app, JOB);
-    expect(submitted).toMatchObject({ ok: true, itemCount: 2, wakeUp: "failed", wakeUpError: expect.stringContaining("queue down") as unknown });
+    expect(submitted).toMatchObject({
+      ok: true,
+      itemCount: 2,
+      wakeUp: "failed",
+      wakeUpError: expect.stringContaining("queue down") as unknown,
+    });
     // The next tick still finds it: the timer is the heartbeat.
     expect(await runCoordinatorTick(world.app, world.sink)).toBe("completed");
     expect(world.events.filter((event) => event.type === "job-registered")).toHaveLength(1);
@@ -47,10 +64,15 @@ describe("wake-up: a submission wakes the coordinator", () => {
     const { id, wake } = await submitAndTakeWake(world);
     expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("completed");
     expect(attempts(world.store)).toEqual(["read", "acquire", "read"]);
-    expect(world.events.find((event) => event.type === "step-started")).toMatchObject({ trigger: "wake", wakeReason: "job-submitted" });
+    expect(world.events.find((event) => event.type === "step-started")).toMatchObject({
+      trigger: "wake",
+      wakeReason: "job-submitted",
+    });
     expect(world.events.find((event) => event.type === "job-registered")).toMatchObject({ jobId: id });
     // Both items, in one work unit (WORK_UNIT_MAX_ITEMS defaults to 32).
-    expect(world.workQueue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs.length)).toEqual([2]);
+    expect(world.workQueue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs.length)).toEqual([
+      2,
+    ]);
   });
 
   it("not acquired is a normal outcome: one lease read, no acquire, and the handler returns (the message is consumed, not retried)", async () => {
@@ -58,7 +80,9 @@ describe("wake-up: a submission wakes the coordinator", () => {
     const { wake } = await submitAndTakeWake(world);
     await expect(handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).resolves.toBe("not-acquired");
     expect(attempts(world.store)).toEqual(["read"]);
-    expect(world.events.filter((event) => event.type === "step-skipped")).toEqual([expect.objectContaining({ trigger: "wake", leader: "other-1", leaderEpoch: 7 })]);
+    expect(world.events.filter((event) => event.type === "step-skipped")).toEqual([
+      expect.objectContaining({ trigger: "wake", leader: "other-1", leaderEpoch: 7 }),
+    ]);
   });
 
   it("a wake-up while this process already runs a step is a no-op: no lease request at all", async () => {
@@ -66,12 +90,21 @@ describe("wake-up: a submission wakes the coordinator", () => {
     await submitJob(world.app, JOB, { wake: false });
     // Nobody works on the job, so the step polls for its whole budget (1 s).
     const tick = runCoordinatorTick(world.app, world.sink);
-    while (!world.events.some((event) => event.type === "job-registered")) await new Promise((done) => setTimeout(done, 10));
+    while (!world.events.some((event) => event.type === "job-registered"))
+      await new Promise((done) => setTimeout(done, 10));
     const before = attempts(world.store).length;
-    const wake = JSON.stringify({ v: 1, reason: "job-submitted", jobId: "another-job", sentAtMs: Date.now(), from: "elsewhere" });
+    const wake = JSON.stringify({
+      v: 1,
+      reason: "job-submitted",
+      jobId: "another-job",
+      sentAtMs: Date.now(),
+      from: "elsewhere",
+    });
     expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("coalesced");
     expect(attempts(world.store)).toHaveLength(before);
-    expect(world.events.filter((event) => event.type === "step-skipped")).toEqual([expect.objectContaining({ trigger: "wake", reason: "coalesced" })]);
+    expect(world.events.filter((event) => event.type === "step-skipped")).toEqual([
+      expect.objectContaining({ trigger: "wake", reason: "coalesced" }),
+    ]);
     expect(await tick).toBe("completed");
   });
 
@@ -79,7 +112,9 @@ describe("wake-up: a submission wakes the coordinator", () => {
     const world = memoryApp();
     await submitJob(world.app, JOB, { wake: false });
     const wake = JSON.stringify({ v: 1, reason: "job-submitted", sentAtMs: Date.now(), from: "burst" });
-    const outcomes = await Promise.all(Array.from({ length: 10 }, () => handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, () => handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })),
+    );
     expect(outcomes.filter((outcome) => outcome === "completed")).toHaveLength(1);
     expect(outcomes.filter((outcome) => outcome === "coalesced")).toHaveLength(9);
     expect(attempts(world.store)).toEqual(["read", "acquire", "read"]);
@@ -101,6 +136,8 @@ describe("wake-up: a submission wakes the coordinator", () => {
     world.store.mode = "down";
     const wake = JSON.stringify({ v: 1, reason: "job-submitted", sentAtMs: Date.now(), from: "x" });
     await expect(handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).rejects.toThrow(/ECONNREFUSED/);
-    await expect(handleWakeMessage(world.app, world.sink, wake, { dequeueCount: MAX_DEQUEUE_COUNT })).resolves.toBe("error");
+    await expect(handleWakeMessage(world.app, world.sink, wake, { dequeueCount: MAX_DEQUEUE_COUNT })).resolves.toBe(
+      "error",
+    );
   });
 });

@@ -22,10 +22,17 @@ describe("work units (issue 9, part 1)", () => {
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(11) });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     // 5 items of budget start two units; the second is sent whole, so the cursor stays on a unit boundary.
-    expect(queue.bodies().map(shape)).toEqual([[0, 4], [4, 4]]);
+    expect(queue.bodies().map(shape)).toEqual([
+      [0, 4],
+      [4, 4],
+    ]);
     expect((await readJob(state, id))?.dispatched).toBe(8);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(queue.bodies().map(shape)).toEqual([[0, 4], [4, 4], [8, 3]]);
+    expect(queue.bodies().map(shape)).toEqual([
+      [0, 4],
+      [4, 4],
+      [8, 3],
+    ]);
   });
 
   it("a unit closes before its JSON would pass WORK_UNIT_MAX_BYTES; one item larger than that still goes alone", async () => {
@@ -33,38 +40,88 @@ describe("work units (issue 9, part 1)", () => {
     const { deps, work: queue } = world({ workUnitMaxItems: 32, workUnitMaxBytes: 1024 });
     await storeSubmission(deps.system, { kind: "group-by", params, items: [...items(3), big, ...items(2)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(queue.bodies().map(shape)).toEqual([[0, 3], [3, 1], [4, 2]]);
-    for (const body of queue.bodies()) if (shape(body)[1] > 1) expect(Buffer.byteLength(body)).toBeLessThanOrEqual(1024);
+    expect(queue.bodies().map(shape)).toEqual([
+      [0, 3],
+      [3, 1],
+      [4, 2],
+    ]);
+    for (const body of queue.bodies())
+      if (shape(body)[1] > 1) expect(Buffer.byteLength(body)).toBeLessThanOrEqual(1024);
   });
 
   it("the worker sends ONE result for a unit: done items with their merged partial, and each unusable item failed alone with its reason", async () => {
     const { deps, results } = world();
-    const inputs = [item("a", 1), { inline: '{"k":"a","v":"lots"}' }, item("b", 2), item("a", 3), { blob: "missing.ndjson" }];
-    const outcome = await processWorkMessage(deps, { v: 2, jobId: "j1", first: 10, kind: "group-by", params, inputs }, delivery());
+    const inputs = [
+      item("a", 1),
+      { inline: '{"k":"a","v":"lots"}' },
+      item("b", 2),
+      item("a", 3),
+      { blob: "missing.ndjson" },
+    ];
+    const outcome = await processWorkMessage(
+      deps,
+      { v: 2, jobId: "j1", first: 10, kind: "group-by", params, inputs },
+      delivery(),
+    );
     expect(outcome).toMatchObject({ status: "failed", jobId: "j1", item: 10, count: 5 });
     expect(results.length).toBe(1);
-    const result = JSON.parse(results.bodies()[0] ?? "{}") as { done: unknown; failed: unknown; partial: GroupByPartial };
-    expect(result).toMatchObject({ v: 2, jobId: "j1", first: 10, count: 5, done: [[10, 10], [12, 13]] });
+    const result = JSON.parse(results.bodies()[0] ?? "{}") as {
+      done: unknown;
+      failed: unknown;
+      partial: GroupByPartial;
+    };
+    expect(result).toMatchObject({
+      v: 2,
+      jobId: "j1",
+      first: 10,
+      count: 5,
+      done: [
+        [10, 10],
+        [12, 13],
+      ],
+    });
     expect(result.failed).toEqual([
       { items: [[11, 11]], reason: expect.stringMatching(/is not a number/) as unknown },
       { items: [[14, 14]], reason: 'input blob "missing.ndjson" does not exist' },
     ]);
-    expect(groupByView(result.partial)).toEqual({ a: { count: 2, sum: 4, min: 1, max: 3 }, b: { count: 1, sum: 2, min: 2, max: 2 } });
+    expect(groupByView(result.partial)).toEqual({
+      a: { count: 2, sum: 4, min: 1, max: 3 },
+      b: { count: 1, sum: 2, min: 2, max: 2 },
+    });
   });
 
   it("a transient failure of one item retries the whole unit (nothing sent); on the last delivery only the items it hit fail", async () => {
     const { deps, results } = world();
     deps.inputs.readText = () => Promise.reject(new Error("storage is down"));
-    const message = { v: 2, jobId: "j1", first: 0, kind: "group-by", params, inputs: [item("a", 1), { blob: "x.ndjson" }, item("b", 2)] };
+    const message = {
+      v: 2,
+      jobId: "j1",
+      first: 0,
+      kind: "group-by",
+      params,
+      inputs: [item("a", 1), { blob: "x.ndjson" }, item("b", 2)],
+    };
     await expect(processWorkMessage(deps, message, delivery(2))).rejects.toThrow("storage is down");
     expect(results.length).toBe(0);
     await expect(processWorkMessage(deps, message, delivery(5))).resolves.toMatchObject({ status: "failed" });
-    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({ done: [[0, 0], [2, 2]], failed: [{ items: [[1, 1]], reason: expect.stringMatching(/all 5 deliveries; last error: storage is down/) as unknown }] });
+    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({
+      done: [
+        [0, 0],
+        [2, 2],
+      ],
+      failed: [
+        { items: [[1, 1]], reason: expect.stringMatching(/all 5 deliveries; last error: storage is down/) as unknown },
+      ],
+    });
   });
 
   it("the leader sets every bit of a unit in the write that merges its partial; a duplicated or replayed unit is discarded by its bits", async () => {
     const { deps, work: queue, results, state } = world({ workUnitMaxItems: 4 });
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2), item("b", 5), { inline: "not json" }, item("b", 1)] });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("a", 2), item("b", 5), { inline: "not json" }, item("b", 1)],
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const sent = queue.bodies();
     await work(deps, queue);
@@ -75,8 +132,16 @@ describe("work units (issue 9, part 1)", () => {
     await work(deps, queue);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
-    expect(job).toMatchObject({ status: "completed", doneCount: 4, failedCount: 1, failures: [{ item: 3, reason: "line 1 is not valid JSON" }] });
-    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({ a: { count: 2, sum: 3, min: 1, max: 2 }, b: { count: 2, sum: 6, min: 1, max: 5 } });
+    expect(job).toMatchObject({
+      status: "completed",
+      doneCount: 4,
+      failedCount: 1,
+      failures: [{ item: 3, reason: "line 1 is not valid JSON" }],
+    });
+    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({
+      a: { count: 2, sum: 3, min: 1, max: 2 },
+      b: { count: 2, sum: 6, min: 1, max: 5 },
+    });
     expect(results.length).toBe(0);
   });
 
@@ -86,18 +151,30 @@ describe("work units (issue 9, part 1)", () => {
     const original = deps.state.write.bind(deps.state);
     let crash = true;
     deps.state.write = (key, value, condition, options) => {
-      if (crash && key === keys.jobState(id) && (value as { dispatched?: number }).dispatched !== 0) return Promise.reject(new Error("leader died"));
+      if (crash && key === keys.jobState(id) && (value as { dispatched?: number }).dispatched !== 0)
+        return Promise.reject(new Error("leader died"));
       return original(key, value, condition, options);
     };
     await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("leader died");
     crash = false;
     await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
-    expect(queue.bodies().map(shape)).toEqual([[0, 3], [3, 3], [6, 1], [0, 3], [3, 3], [6, 1]]);
+    expect(queue.bodies().map(shape)).toEqual([
+      [0, 3],
+      [3, 3],
+      [6, 1],
+      [0, 3],
+      [3, 3],
+      [6, 1],
+    ]);
     await work(deps, queue);
     await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 7, failedCount: 0 });
-    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({ k0: { count: 3, sum: 9, min: 0, max: 6 }, k1: { count: 2, sum: 5, min: 1, max: 4 }, k2: { count: 2, sum: 7, min: 2, max: 5 } });
+    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({
+      k0: { count: 3, sum: 9, min: 0, max: 6 },
+      k1: { count: 2, sum: 5, min: 1, max: 4 },
+      k2: { count: 2, sum: 7, min: 2, max: 5 },
+    });
   });
 
   it("a unit the host poisoned fails each of its items with the reason; the worker's rejection of a unit names all its items", async () => {
@@ -107,7 +184,9 @@ describe("work units (issue 9, part 1)", () => {
     const [first, second] = await queue.receive(2, 60);
     await poison.send([first?.rawText ?? ""]); // retries exhausted: the host moved the unit
     await processWorkMessage(deps, { ...(JSON.parse(second?.rawText ?? "{}") as object), kind: "gone" }, delivery());
-    expect(JSON.parse(poison.bodies()[1] ?? "{}")).toMatchObject({ rejected: { by: "worker", jobId: id, item: 4, count: 2 } });
+    expect(JSON.parse(poison.bodies()[1] ?? "{}")).toMatchObject({
+      rejected: { by: "worker", jobId: id, item: 4, count: 2 },
+    });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 6 });
@@ -117,14 +196,24 @@ describe("work units (issue 9, part 1)", () => {
   });
 
   it("cancel with units in flight: the rest of the job is skipped, and a late unit's result is discarded whole, never counted", async () => {
-    const { deps, work: queue, results, state } = world({ workUnitMaxItems: 5, dispatchBatchSize: 10, maxInFlight: 10 });
+    const {
+      deps,
+      work: queue,
+      results,
+      state,
+    } = world({ workUnitMaxItems: 5, dispatchBatchSize: 10, maxInFlight: 10 });
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(30) });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await work(deps, queue, deps, 1); // one unit of 5 done; the other is still queued
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // folds it, and dispatches one more unit (10 in flight)
     await requestCancel(deps, id);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(await readJob(state, id)).toMatchObject({ status: "cancelled", doneCount: 5, skippedCount: 25, dispatched: 15 });
+    expect(await readJob(state, id)).toMatchObject({
+      status: "cancelled",
+      doneCount: 5,
+      skippedCount: 25,
+      dispatched: 15,
+    });
     expect(await work(deps, queue)).toBe(2); // the worker does not know: it still runs the queued units
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ discarded: 2, folded: 0, dispatched: 0 });

@@ -1,6 +1,10 @@
 import { QueueClient } from "@azure/storage-queue";
 import { groupByKind, type GroupByParams } from "../../../src/coordination/groupBy";
-import { unitWorkMessageSchema, type UnitResultMessage, type UnitWorkMessage } from "../../../src/coordination/messages";
+import {
+  unitWorkMessageSchema,
+  type UnitResultMessage,
+  type UnitWorkMessage,
+} from "../../../src/coordination/messages";
 import { mergeAll } from "../../../src/coordination/taskKinds";
 import { delay } from "../../../src/library/util/delay";
 import { createDemoJob } from "../../local/demoData";
@@ -29,8 +33,18 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     const params: GroupByParams = demo.spec.params;
     /** The result a worker sends for a unit (every item of the demo job succeeds). */
     const resultText = (unit: UnitWorkMessage): string => {
-      const partials = unit.inputs.map((input) => groupByKind.process("inline" in input ? input.inline : (texts.get(input.blob) ?? ""), params));
-      return JSON.stringify({ v: 2, jobId: job.id, first: unit.first, count: unit.inputs.length, done: [[unit.first, unit.first + unit.inputs.length - 1]], partial: mergeAll(groupByKind, partials), failed: [] } satisfies UnitResultMessage);
+      const partials = unit.inputs.map((input) =>
+        groupByKind.process("inline" in input ? input.inline : (texts.get(input.blob) ?? ""), params),
+      );
+      return JSON.stringify({
+        v: 2,
+        jobId: job.id,
+        first: unit.first,
+        count: unit.inputs.length,
+        done: [[unit.first, unit.first + unit.inputs.length - 1]],
+        partial: mergeAll(groupByKind, partials),
+        failed: [],
+      } satisfies UnitResultMessage);
     };
     /** Units seen on the work queue, for replays after completion. */
     const units = new Map<number, UnitWorkMessage>();
@@ -39,8 +53,13 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     const until = Date.now() + durationMs;
     while (Date.now() < until) {
       const peeked = await workQueue.peekMessages({ numberOfMessages: 32 }).catch(() => undefined);
-      const original = peeked?.peekedMessageItems[run.random.int(0, Math.max(0, (peeked.peekedMessageItems.length || 1) - 1))];
-      const unit = original === undefined ? undefined : unitWorkMessageSchema.safeParse(JSON.parse(Buffer.from(original.messageText, "base64").toString("utf8"))).data;
+      const original =
+        peeked?.peekedMessageItems[run.random.int(0, Math.max(0, (peeked.peekedMessageItems.length || 1) - 1))];
+      const unit =
+        original === undefined
+          ? undefined
+          : unitWorkMessageSchema.safeParse(JSON.parse(Buffer.from(original.messageText, "base64").toString("utf8")))
+              .data;
       if (original !== undefined && unit !== undefined) {
         units.set(unit.first, unit);
         await workQueue.sendMessage(original.messageText);
@@ -58,8 +77,20 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
       await delay(run.random.int(100, 400));
     }
     const now = Date.now();
-    run.recordFault({ kind: "duplicate-delivery", target: "queues", startMs: until - durationMs, endMs: now, leaderCheck: false, count: sent.peekedWorkCopies + sent.rebuiltWork + sent.rebuiltResults }, { ...sent });
-    options.log(`  duplicated ${sent.peekedWorkCopies + sent.rebuiltWork} work and ${sent.rebuiltResults} result messages`);
+    run.recordFault(
+      {
+        kind: "duplicate-delivery",
+        target: "queues",
+        startMs: until - durationMs,
+        endMs: now,
+        leaderCheck: false,
+        count: sent.peekedWorkCopies + sent.rebuiltWork + sent.rebuiltResults,
+      },
+      { ...sent },
+    );
+    options.log(
+      `  duplicated ${sent.peekedWorkCopies + sent.rebuiltWork} work and ${sent.rebuiltResults} result messages`,
+    );
     run.afterJobs.push(async () => {
       // Replays after completion: the job is done, so these must change nothing.
       const seen = [...units.values()];
@@ -69,8 +100,13 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
       await delay(6000);
       const versions = run.observer.versionsOf(`jobs/${job.id}.json`);
       const completedAt = versions.findIndex((version) => version.job?.status === "completed");
-      if (completedAt >= 0 && completedAt < versions.length - 1) run.fail(`the completed job was written again ${versions.length - 1 - completedAt} time(s)`);
-      const duplicatesSeen = cluster.records.reduce((total, record) => total + (record.type === "step-completed" && typeof record.duplicates === "number" ? record.duplicates : 0), 0);
+      if (completedAt >= 0 && completedAt < versions.length - 1)
+        run.fail(`the completed job was written again ${versions.length - 1 - completedAt} time(s)`);
+      const duplicatesSeen = cluster.records.reduce(
+        (total, record) =>
+          total + (record.type === "step-completed" && typeof record.duplicates === "number" ? record.duplicates : 0),
+        0,
+      );
       if (duplicatesSeen === 0) run.fail("the leader never saw a duplicate: the injection had no effect");
       Object.assign(run.details, { sent, duplicatesFoldedAway: duplicatesSeen });
     });

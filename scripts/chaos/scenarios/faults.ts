@@ -16,7 +16,11 @@ export interface CaughtLeader {
  * Waits for a leader in a step, lets the step run a seeded 200–1500 ms, and — if that very step is still running —
  * calls `strike` on it (SIGKILL, SIGSTOP, step-down…). Tries the next step when the chosen one ended first.
  */
-export async function catchLeaderMidStep(run: ScenarioRun, strike: (instance: ChaosInstance) => void | Promise<void>, timeoutMs = 40_000): Promise<CaughtLeader | undefined> {
+export async function catchLeaderMidStep(
+  run: ScenarioRun,
+  strike: (instance: ChaosInstance) => void | Promise<void>,
+  timeoutMs = 40_000,
+): Promise<CaughtLeader | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const leader = await run.cluster.waitForStepRunning(deadline - Date.now());
@@ -49,10 +53,15 @@ export async function catchStepWithJob(
   const { cluster } = run;
   const deadline = Date.now() + timeoutMs;
   const tried = new Set<string>();
-  const jobCompleted = (): boolean => cluster.records.some((record) => record.type === "job-completed" && record.jobId === jobId);
+  const jobCompleted = (): boolean =>
+    cluster.records.some((record) => record.type === "job-completed" && record.jobId === jobId);
   let index = fromIndex;
   while (Date.now() < deadline) {
-    const candidate = await cluster.waitForEvent((record) => record.type === "step-started" || (record.type === "job-registered" && record.jobId === jobId), deadline - Date.now(), index);
+    const candidate = await cluster.waitForEvent(
+      (record) => record.type === "step-started" || (record.type === "job-registered" && record.jobId === jobId),
+      deadline - Date.now(),
+      index,
+    );
     if (candidate === undefined || jobCompleted()) return undefined;
     index = cluster.records.indexOf(candidate, index) + 1;
     const { instance: id, epoch } = candidate;
@@ -60,7 +69,15 @@ export async function catchStepWithJob(
     tried.add(`${id}@${epoch}`);
     await delay(run.random.int(200, 1500));
     const instance = cluster.instances.find((candidateInstance) => candidateInstance.id === id);
-    if (instance === undefined || !instance.process.alive || instance.frozen || !accept(instance) || jobCompleted() || !stepStillRunning(cluster.records, id, epoch)) continue;
+    if (
+      instance === undefined ||
+      !instance.process.alive ||
+      instance.frozen ||
+      !accept(instance) ||
+      jobCompleted() ||
+      !stepStillRunning(cluster.records, id, epoch)
+    )
+      continue;
     await strike(instance);
     return { instance, epoch, atMs: Date.now() };
   }
@@ -85,28 +102,51 @@ export function stepStillRunning(records: readonly EventRecord[], instance: stri
  * the event-log index it was submitted at), only a step that has that job to work on is struck: with work units and
  * wake-ups a job can finish within one short step, and the idle steps after it end in milliseconds.
  */
-export async function killLeaderMidStep(run: ScenarioRun, label: string, job?: { id: string; fromIndex: number }): Promise<CaughtLeader | undefined> {
+export async function killLeaderMidStep(
+  run: ScenarioRun,
+  label: string,
+  job?: { id: string; fromIndex: number },
+): Promise<CaughtLeader | undefined> {
   const kill = (instance: ChaosInstance): void => {
     instance.process.kill();
   };
-  const caught = job === undefined ? await catchLeaderMidStep(run, kill) : await catchStepWithJob(run, job.id, job.fromIndex, kill);
+  const caught =
+    job === undefined ? await catchLeaderMidStep(run, kill) : await catchStepWithJob(run, job.id, job.fromIndex, kill);
   if (caught === undefined) {
-    const completed = job !== undefined && run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
-    run.fail(`${label}: no leader was in a step to kill${job === undefined ? "" : completed ? " (the job completed first)" : " with the job to work on"}`);
+    const completed =
+      job !== undefined &&
+      run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
+    run.fail(
+      `${label}: no leader was in a step to kill${job === undefined ? "" : completed ? " (the job completed first)" : " with the job to work on"}`,
+    );
     return undefined;
   }
-  run.recordFault({ kind: "SIGKILL", target: caught.instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: true }, { epoch: caught.epoch });
+  run.recordFault(
+    { kind: "SIGKILL", target: caught.instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: true },
+    { epoch: caught.epoch },
+  );
   run.options.log(`  ${label}: SIGKILL ${caught.instance.id} in its step of epoch ${caught.epoch}`);
   return caught;
 }
 
 /** Whether the log shows `instance`'s step of `epoch` never completing (it died or was stopped inside it). */
 export function stepNeverCompleted(run: ScenarioRun, instance: string, epoch: number): boolean {
-  return !run.cluster.records.some((record) => record.type === "step-completed" && record.instance === instance && record.epoch === epoch);
+  return !run.cluster.records.some(
+    (record) => record.type === "step-completed" && record.instance === instance && record.epoch === epoch,
+  );
 }
 
 /** Waits for the next term begun after `afterMs` (by anyone but `except`); undefined after `timeoutMs`. */
-export async function nextTermAfter(run: ScenarioRun, afterMs: number, except: string, timeoutMs = 30_000): Promise<number | undefined> {
-  const record = await run.cluster.waitForEvent((candidate) => candidate.type === "lease-acquired" && candidate.instance !== except && Date.parse(candidate.ts) >= afterMs, timeoutMs);
+export async function nextTermAfter(
+  run: ScenarioRun,
+  afterMs: number,
+  except: string,
+  timeoutMs = 30_000,
+): Promise<number | undefined> {
+  const record = await run.cluster.waitForEvent(
+    (candidate) =>
+      candidate.type === "lease-acquired" && candidate.instance !== except && Date.parse(candidate.ts) >= afterMs,
+    timeoutMs,
+  );
   return record?.epoch;
 }

@@ -35,20 +35,37 @@ export function outageScenario(options: ScenarioOptions): Promise<ScenarioResult
     await cluster.azurite.startService();
     const upAt = Date.now();
     options.log(`  Azurite started again after ${((upAt - downAt) / 1000).toFixed(1)} s`);
-    run.recordFault({ kind: "storage-outage", target: "azurite", startMs: downAt, endMs: upAt, leaderCheck: true }, { leaderEpoch: caught.epoch });
+    run.recordFault(
+      { kind: "storage-outage", target: "azurite", startMs: downAt, endMs: upAt, leaderCheck: true },
+      { leaderEpoch: caught.epoch },
+    );
     run.afterJobs.push(() => {
-      const during = cluster.records.filter((record) => (record.type === "lease-acquired" || record.type === "lease-renewed") && Date.parse(record.ts) > downAt + GRACE_MS && Date.parse(record.ts) < restartAt);
-      for (const record of during) run.fail(`${record.type} by ${record.instance} (epoch ${record.epoch ?? "?"}) during the outage`);
+      const during = cluster.records.filter(
+        (record) =>
+          (record.type === "lease-acquired" || record.type === "lease-renewed") &&
+          Date.parse(record.ts) > downAt + GRACE_MS &&
+          Date.parse(record.ts) < restartAt,
+      );
+      for (const record of during)
+        run.fail(`${record.type} by ${record.instance} (epoch ${record.epoch ?? "?"}) during the outage`);
       const deadlineMs = cluster.settings.LEASE_RENEW_DEADLINE_MS;
       const steps = stepIntervals(cluster.records, { renewDeadlineMs: deadlineMs, endOfRunMs: Date.now() });
       const caughtOut = steps.filter((step) => step.startMs < upAt && step.endMs > downAt);
       for (const step of caughtOut) {
-        if (step.endMs > downAt + deadlineMs + GRACE_MS) run.fail(`${step.instance}'s step of epoch ${step.epoch} ran ${step.endMs - downAt} ms into the outage (renew deadline ${deadlineMs} ms)`);
+        if (step.endMs > downAt + deadlineMs + GRACE_MS)
+          run.fail(
+            `${step.instance}'s step of epoch ${step.epoch} ran ${step.endMs - downAt} ms into the outage (renew deadline ${deadlineMs} ms)`,
+          );
       }
       Object.assign(run.details, {
         outageMs: upAt - downAt,
         leaderAtOutage: caught.instance.id,
-        stepsCaughtByOutage: caughtOut.map((step) => ({ instance: step.instance, epoch: step.epoch, end: step.end, endedAfterMs: step.endMs - downAt })),
+        stepsCaughtByOutage: caughtOut.map((step) => ({
+          instance: step.instance,
+          epoch: step.epoch,
+          end: step.end,
+          endedAfterMs: step.endMs - downAt,
+        })),
       });
       return Promise.resolve();
     });

@@ -50,7 +50,9 @@ export interface Spread {
 const ITEMS_PER_JOB = 60;
 /** Extra time each worker invocation (one unit of up to 8 items) takes in quick mode. */
 const WORKER_DELAY_MS = 1000;
-/** Per round: the longest wait for a job to complete after the kill (timer-only with the host's periods: up to ~2 min). */
+/**
+ * Per round: the longest wait for a job to complete after the kill (timer-only with the host's periods: up to ~2 min).
+ */
 const ROUND_TIMEOUT_MS = 200_000;
 
 export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<ScenarioResult> {
@@ -71,14 +73,18 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
         // step with the job was caught running to kill", timer-only round 1). Full mode measures unpaced work.
         ...(options.quick ? { LOCAL_INVOKE_DELAY_MS: `worker=${WORKER_DELAY_MS}` } : {}),
       };
-      run.options.log(`  phase ${phase}: 3 instances of app ${env.WEBSITE_SITE_NAME}, listener lock ${phaseLock.periodS} s / polling ${phaseLock.recoveryS} s`);
+      run.options.log(
+        `  phase ${phase}: 3 instances of app ${env.WEBSITE_SITE_NAME}, listener lock ${phaseLock.periodS} s / polling ${phaseLock.recoveryS} s`,
+      );
       const instances = await run.startInstances(phase, 3, env);
       let replacement = 4;
       for (let round = 1; round <= rounds; round++) {
         const result = await killRound(run, phase, round, instances, phaseLock.periodS + phaseLock.recoveryS);
         if (result === undefined) continue;
         figures.push(result);
-        run.options.log(`  ${phase} round ${round}: killed ${result.killed}${result.killedHeldTimerLock ? " (held the timer lock)" : ""}; next term ${fmt(result.nextTermS)}, step completed ${fmt(result.nextStepCompletedS)}, job completed ${fmt(result.jobCompletedS)}`);
+        run.options.log(
+          `  ${phase} round ${round}: killed ${result.killed}${result.killedHeldTimerLock ? " (held the timer lock)" : ""}; next term ${fmt(result.nextTermS)}, step completed ${fmt(result.nextStepCompletedS)}, job completed ${fmt(result.jobCompletedS)}`,
+        );
         const started = run.cluster.startInstance(`${phase}-${replacement++}`, env);
         instances.push(started);
         await run.cluster.waitReady([started]);
@@ -87,16 +93,30 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
       await Promise.all(instances.map((instance) => instance.process.stop(35_000)));
     }
     const summary = summarize(figures);
-    Object.assign(run.details, { rounds, lockPeriodS: { wakeUps: { periodS: 60, recoveryS: 60 }, timerOnly: lock }, figures, summary });
+    Object.assign(run.details, {
+      rounds,
+      lockPeriodS: { wakeUps: { periodS: 60, recoveryS: 60 }, timerOnly: lock },
+      figures,
+      summary,
+    });
     const path = join(options.outDir, "single-app-leader-kill.json");
-    writeFileSync(path, `${JSON.stringify({ scenario: "single-app-leader-kill", quick: options.quick, seed: options.seed, rounds, itemsPerJob: ITEMS_PER_JOB, timerOnlyLock: lock, summary, figures }, null, 2)}\n`);
+    writeFileSync(
+      path,
+      `${JSON.stringify({ scenario: "single-app-leader-kill", quick: options.quick, seed: options.seed, rounds, itemsPerJob: ITEMS_PER_JOB, timerOnlyLock: lock, summary, figures }, null, 2)}\n`,
+    );
     for (const line of formatSummary(summary)) run.options.log(`  ${line}`);
     run.options.log(`  figures: ${path}`);
   });
 }
 
 /** One round: a job, the leader killed mid-step with it, the timings after the kill. */
-async function killRound(run: ScenarioRun, phase: Phase, round: number, instances: readonly ChaosInstance[], lockRecoveryBoundS: number): Promise<FailoverRound | undefined> {
+async function killRound(
+  run: ScenarioRun,
+  phase: Phase,
+  round: number,
+  instances: readonly ChaosInstance[],
+  lockRecoveryBoundS: number,
+): Promise<FailoverRound | undefined> {
   const { cluster } = run;
   const label = `${phase} round ${round}`;
   // After a kill the dead instance's timer lock is recovered only after its lease and a survivor's poll: wait for it,
@@ -108,7 +128,12 @@ async function killRound(run: ScenarioRun, phase: Phase, round: number, instance
   }
   const marker = cluster.records.length;
   // Without a submission wake-up: the timer, so the lock holder, starts the job — the leader the scenario is about.
-  const job = await run.jobs.submitDemo(`${phase}-${round}`, ITEMS_PER_JOB, run.options.seed * 100 + round + (phase === "wake-ups" ? 0 : 50), { wake: false });
+  const job = await run.jobs.submitDemo(
+    `${phase}-${round}`,
+    ITEMS_PER_JOB,
+    run.options.seed * 100 + round + (phase === "wake-ups" ? 0 : 50),
+    { wake: false },
+  );
   const ours = (instance: ChaosInstance): boolean => instances.includes(instance);
   let heldLock = false;
   const kill = (instance: ChaosInstance): void => {
@@ -116,19 +141,41 @@ async function killRound(run: ScenarioRun, phase: Phase, round: number, instance
     instance.process.kill();
   };
   // The lock holder if it leads a step with the job within 30 s; otherwise whoever does.
-  const caught = (await catchStepWithJob(run, job.id, marker, kill, 30_000, (instance) => ours(instance) && instance.holdsTimerLock)) ?? (await catchStepWithJob(run, job.id, marker, kill, 30_000, ours));
+  const caught =
+    (await catchStepWithJob(
+      run,
+      job.id,
+      marker,
+      kill,
+      30_000,
+      (instance) => ours(instance) && instance.holdsTimerLock,
+    )) ?? (await catchStepWithJob(run, job.id, marker, kill, 30_000, ours));
   if (caught === undefined) {
     run.fail(`${label}: no step with the job was caught running to kill`);
     return undefined;
   }
   // Not a leader check of the shared invariant: timer-only failover is bounded by the listener lock, not the lease.
-  run.recordFault({ kind: "SIGKILL", target: caught.instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: false }, { epoch: caught.epoch, phase, heldTimerLock: heldLock });
+  run.recordFault(
+    { kind: "SIGKILL", target: caught.instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: false },
+    { epoch: caught.epoch, phase, heldTimerLock: heldLock },
+  );
   const killIndex = cluster.records.length;
-  const after = (type: string, extra: (record: EventRecord) => boolean = () => true) => (record: EventRecord) => record.type === type && record.instance !== caught.instance.id && Date.parse(record.ts) >= caught.atMs && extra(record);
-  const completed = await cluster.waitForEvent(after("job-completed", (record) => record.jobId === job.id), ROUND_TIMEOUT_MS, killIndex);
+  const after =
+    (type: string, extra: (record: EventRecord) => boolean = () => true) =>
+    (record: EventRecord) =>
+      record.type === type &&
+      record.instance !== caught.instance.id &&
+      Date.parse(record.ts) >= caught.atMs &&
+      extra(record);
+  const completed = await cluster.waitForEvent(
+    after("job-completed", (record) => record.jobId === job.id),
+    ROUND_TIMEOUT_MS,
+    killIndex,
+  );
   // The step that completed the job ends just after it.
   await cluster.waitForEvent(after("step-completed"), 30_000, killIndex);
-  const seconds = (record: EventRecord | undefined): number | null => (record === undefined ? null : Math.round(Date.parse(record.ts) - caught.atMs) / 1000);
+  const seconds = (record: EventRecord | undefined): number | null =>
+    record === undefined ? null : Math.round(Date.parse(record.ts) - caught.atMs) / 1000;
   const first = (type: string): EventRecord | undefined => cluster.records.slice(killIndex).find(after(type));
   const result: FailoverRound = {
     phase,
@@ -144,13 +191,20 @@ async function killRound(run: ScenarioRun, phase: Phase, round: number, instance
   // activity; the timer needs the lock's expiry plus one recovery poll plus a tick.
   const leaseS = cluster.settings.LEASE_DURATION_SECONDS;
   const boundS = phase === "wake-ups" ? 3 * leaseS + 10 : lockRecoveryBoundS + leaseS + TICK_MS / 1000 + 10;
-  if (result.nextTermS === null || result.nextTermS > boundS) run.fail(`${label}: no new term within ${boundS} s of the kill (${result.nextTermS === null ? "none" : `${result.nextTermS} s`})`);
-  if (completed === undefined) run.fail(`${label}: job ${job.id} did not complete within ${ROUND_TIMEOUT_MS / 1000} s of the kill`);
+  if (result.nextTermS === null || result.nextTermS > boundS)
+    run.fail(
+      `${label}: no new term within ${boundS} s of the kill (${result.nextTermS === null ? "none" : `${result.nextTermS} s`})`,
+    );
+  if (completed === undefined)
+    run.fail(`${label}: job ${job.id} did not complete within ${ROUND_TIMEOUT_MS / 1000} s of the kill`);
   return result;
 }
 
 /** The live instance that holds its app's timer listener lock, once one does; undefined after `timeoutMs`. */
-async function waitForLockHolder(instances: readonly ChaosInstance[], timeoutMs: number): Promise<ChaosInstance | undefined> {
+async function waitForLockHolder(
+  instances: readonly ChaosInstance[],
+  timeoutMs: number,
+): Promise<ChaosInstance | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const holder = instances.find((instance) => instance.process.alive && instance.holdsTimerLock);
@@ -160,11 +214,18 @@ async function waitForLockHolder(instances: readonly ChaosInstance[], timeoutMs:
 }
 
 /** Median and max per phase and measure. */
-export function summarize(figures: readonly FailoverRound[]): Record<Phase, Record<"nextTermS" | "nextStepStartedS" | "nextStepCompletedS" | "jobCompletedS", Spread>> {
+export function summarize(
+  figures: readonly FailoverRound[],
+): Record<Phase, Record<"nextTermS" | "nextStepStartedS" | "nextStepCompletedS" | "jobCompletedS", Spread>> {
   const spread = (values: (number | null)[]): Spread => {
     const present = values.filter((value): value is number => value !== null).sort((a, b) => a - b);
     const mid = present.length / 2;
-    const median = present.length === 0 ? null : present.length % 2 === 1 ? (present[Math.floor(mid)] ?? null) : ((present[mid - 1] ?? 0) + (present[mid] ?? 0)) / 2;
+    const median =
+      present.length === 0
+        ? null
+        : present.length % 2 === 1
+          ? (present[Math.floor(mid)] ?? null)
+          : ((present[mid - 1] ?? 0) + (present[mid] ?? 0)) / 2;
     return { median, max: present.at(-1) ?? null, n: present.length };
   };
   const ofPhase = (phase: Phase) => {
@@ -184,7 +245,9 @@ function formatSummary(summary: ReturnType<typeof summarize>): string[] {
   const lines = ["kill → (median / max)   next term      step started   step completed  job completed"];
   for (const phase of ["wake-ups", "timer-only"] as const) {
     const row = summary[phase];
-    lines.push(`${phase.padEnd(22)}  ${[row.nextTermS, row.nextStepStartedS, row.nextStepCompletedS, row.jobCompletedS].map((spread) => cell(spread).padEnd(14)).join(" ")}`);
+    lines.push(
+      `${phase.padEnd(22)}  ${[row.nextTermS, row.nextStepStartedS, row.nextStepCompletedS, row.jobCompletedS].map((spread) => cell(spread).padEnd(14)).join(" ")}`,
+    );
   }
   return lines;
 }

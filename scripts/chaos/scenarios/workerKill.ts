@@ -2,8 +2,15 @@ import { delay } from "../../../src/library/util/delay";
 import type { ChaosInstance } from "../cluster";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 
-/** Settings of the worker-only instances: slow items (so a kill lands mid-item) and a short message lease (quick redelivery). */
-const WORKER_ENV = { "AzureWebJobs.coordinator.Disabled": "true", LOCAL_INVOKE_DELAY_MS: "worker=300", LOCAL_MESSAGE_LEASE_SECONDS: "5" };
+/**
+ * Settings of the worker-only instances: slow items (so a kill lands mid-item) and a short message lease (quick
+ * redelivery).
+ */
+const WORKER_ENV = {
+  "AzureWebJobs.coordinator.Disabled": "true",
+  LOCAL_INVOKE_DELAY_MS: "worker=300",
+  LOCAL_MESSAGE_LEASE_SECONDS: "5",
+};
 
 /**
  * A worker process killed mid-unit: two coordinator-only instances lead, two worker-only instances process work units
@@ -32,7 +39,10 @@ export function workerKillScenario(options: ScenarioOptions): Promise<ScenarioRe
       victim.process.kill();
       const atMs = Date.now();
       inFlightAtKill.push(inFlight);
-      run.recordFault({ kind: "SIGKILL", target: victim.id, startMs: atMs, endMs: atMs, leaderCheck: false }, { inFlight });
+      run.recordFault(
+        { kind: "SIGKILL", target: victim.id, startMs: atMs, endMs: atMs, leaderCheck: false },
+        { inFlight },
+      );
       options.log(`  round ${round}/${rounds}: SIGKILL ${victim.id} with ${inFlight} work item(s) in flight`);
       if (inFlight === 0) run.fail(`round ${round}: the kill of ${victim.id} did not land mid-item`);
       workers.splice(workers.indexOf(victim), 1, cluster.startInstance(`worker-${nextName++}`, WORKER_ENV));

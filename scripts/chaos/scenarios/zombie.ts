@@ -25,7 +25,14 @@ export function zombieScenario(options: ScenarioOptions): Promise<ScenarioResult
     }
     const { instance: zombie, epoch, atMs: frozenAt } = caught;
     options.log(`  SIGSTOP ${zombie.id} in its step of epoch ${epoch} for ${freezeMs / 1000} s`);
-    const successor = await cluster.waitForEvent((record) => record.type === "lease-acquired" && record.instance !== zombie.id && (record.epoch ?? 0) > epoch && Date.parse(record.ts) >= frozenAt, freezeMs);
+    const successor = await cluster.waitForEvent(
+      (record) =>
+        record.type === "lease-acquired" &&
+        record.instance !== zombie.id &&
+        (record.epoch ?? 0) > epoch &&
+        Date.parse(record.ts) >= frozenAt,
+      freezeMs,
+    );
     await delay(Math.max(0, frozenAt + freezeMs - Date.now()));
     const marker = cluster.records.length;
     zombie.process.signal("SIGCONT");
@@ -33,11 +40,23 @@ export function zombieScenario(options: ScenarioOptions): Promise<ScenarioResult
     const resumedAt = Date.now();
     options.log(`  SIGCONT ${zombie.id}`);
     run.freezes.push({ instance: zombie.id, fromMs: frozenAt, toMs: resumedAt });
-    run.recordFault({ kind: "SIGSTOP", target: zombie.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true }, { epoch, frozenMs: resumedAt - frozenAt });
-    if (successor === undefined) run.fail(`no successor acquired the lease while ${zombie.id} was frozen for ${freezeMs} ms`);
-    const ended = await cluster.waitForEvent((record) => record.instance === zombie.id && record.epoch === epoch && (record.type === "step-completed" || record.type === "step-aborted"), 15_000, marker);
+    run.recordFault(
+      { kind: "SIGSTOP", target: zombie.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true },
+      { epoch, frozenMs: resumedAt - frozenAt },
+    );
+    if (successor === undefined)
+      run.fail(`no successor acquired the lease while ${zombie.id} was frozen for ${freezeMs} ms`);
+    const ended = await cluster.waitForEvent(
+      (record) =>
+        record.instance === zombie.id &&
+        record.epoch === epoch &&
+        (record.type === "step-completed" || record.type === "step-aborted"),
+      15_000,
+      marker,
+    );
     if (ended === undefined) run.fail(`the zombie's step (epoch ${epoch}) did not end within 15 s of SIGCONT`);
-    else if (ended.type === "step-completed") run.fail(`the zombie's step (epoch ${epoch}) COMPLETED after waking instead of aborting`);
+    else if (ended.type === "step-completed")
+      run.fail(`the zombie's step (epoch ${epoch}) COMPLETED after waking instead of aborting`);
     run.afterJobs.push(() => {
       const late = writesOfEpochAfter(run.observer.versions, epoch, resumedAt);
       run.staleWrites += late.length;

@@ -56,11 +56,20 @@ export class FencedStateStore {
    * @throws StaleEpochError when this writer's term is over or a newer epoch wrote the document (nothing written).
    * @throws ConcurrentUpdateError when a writer of the same or an older epoch got in first (read again and retry).
    */
-  async write<T>(key: string, value: T, previous: Versioned<unknown> | undefined, options: Abortable = {}): Promise<Versioned<T>> {
+  async write<T>(
+    key: string,
+    value: T,
+    previous: Versioned<unknown> | undefined,
+    options: Abortable = {},
+  ): Promise<Versioned<T>> {
     const { epoch } = this.fence;
     this.assertLive(key);
     if (previous !== undefined && previous.epoch > epoch) {
-      throw new StaleEpochError(epoch, previous.epoch, `Write to ${key} refused: it was written by epoch ${previous.epoch}, newer than this writer's ${epoch}.`);
+      throw new StaleEpochError(
+        epoch,
+        previous.epoch,
+        `Write to ${key} refused: it was written by epoch ${previous.epoch}, newer than this writer's ${epoch}.`,
+      );
     }
     const condition = previous === undefined ? ({ ifNoneMatch: "*" } as const) : { ifMatch: previous.etag };
     try {
@@ -71,7 +80,12 @@ export class FencedStateStore {
       // Tell a newer leader's write (this writer is stale: stop) from an ordinary race (retry).
       const current = await this.store.read(key, options);
       if (current !== undefined && current.epoch > epoch) {
-        throw new StaleEpochError(epoch, current.epoch, `Write to ${key} refused: epoch ${current.epoch} wrote it since; this writer (epoch ${epoch}) is stale.`, { cause: error });
+        throw new StaleEpochError(
+          epoch,
+          current.epoch,
+          `Write to ${key} refused: epoch ${current.epoch} wrote it since; this writer (epoch ${epoch}) is stale.`,
+          { cause: error },
+        );
       }
       throw error;
     }
@@ -83,7 +97,12 @@ export class FencedStateStore {
    *
    * @throws StaleEpochError as {@link write}; ConcurrentUpdateError after `maxAttempts` lost races.
    */
-  async update<T>(key: string, parse: (value: unknown) => T, change: (current: T | undefined) => T | undefined, options: UpdateOptions = {}): Promise<Versioned<T> | undefined> {
+  async update<T>(
+    key: string,
+    parse: (value: unknown) => T,
+    change: (current: T | undefined) => T | undefined,
+    options: UpdateOptions = {},
+  ): Promise<Versioned<T> | undefined> {
     const maxAttempts = options.maxAttempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       const current = await this.read(key, parse, options);
@@ -102,7 +121,12 @@ export class FencedStateStore {
       this.fence.assertLeader();
     } catch (error) {
       if (!(error instanceof LeadershipLostError)) throw error;
-      throw new StaleEpochError(this.fence.epoch, undefined, `Write to ${key} refused: this writer's term (epoch ${this.fence.epoch}) is over (${error.reason}).`, { cause: error });
+      throw new StaleEpochError(
+        this.fence.epoch,
+        undefined,
+        `Write to ${key} refused: this writer's term (epoch ${this.fence.epoch}) is over (${error.reason}).`,
+        { cause: error },
+      );
     }
   }
 }

@@ -26,5 +26,11 @@ export interface StateStore {
    * Writes a document with its writer's epoch, only if `condition` holds.
    * @throws ConcurrentUpdateError when it does not (nothing written).
    */
-  write(key: string, value: unknown, epoch: number, condition: WriteCondition, options?: Abortable): Promise<{ etag: string }>;
+  write(
+    key: string,
+    value: unknown,
+    epoch: number,
+    condition: WriteCondition,
+    options?: Abortable,
+  ): Promise<{ etag: string }>;
 }

@@ -26,7 +26,10 @@ export interface LeadOptions extends Abortable {
   onEvent?: (event: LeadershipEvent) => void;
 }
 
-/** How many times one attempt sends its acquire (a count, not a time) when the outcome is unknown (a timeout), with the same lease id. */
+/**
+ * How many times one attempt sends its acquire (a count, not a time) when the outcome is unknown (a timeout), with the
+ * same lease id.
+ */
 const ACQUIRE_ATTEMPTS = 2;
 
 /**
@@ -81,7 +84,9 @@ export class LeaderElector {
     const callOptions = this.forCall(options);
     if (this.current !== undefined) {
       const { logger, instanceId } = callOptions;
-      logger.verbose(`Instance ${instanceId} already has an attempt or a term in progress; not starting another.`, { instanceId });
+      logger.verbose(`Instance ${instanceId} already has an attempt or a term in progress; not starting another.`, {
+        instanceId,
+      });
       return { outcome: "not-acquired", leader: this.current.record };
     }
     const current: { record: LeaderRecord | undefined } = { record: undefined };
@@ -97,9 +102,13 @@ export class LeaderElector {
    * Waits until this instance leads (polling with jittered retry), runs `task` for one term, and returns how it
    * ended. Storage errors while waiting are logged and retried.
    *
-   * @throws the signal's reason when `abortSignal` fires before a term begins; the task's own error as in {@link tryLead}.
+   * @throws the signal's reason when `abortSignal` fires before a term begins; the task's own error as in
+   *   {@link tryLead}.
    */
-  async lead<T>(task: LeaderTask<T>, options: LeadOptions = {}): Promise<Exclude<LeadResult<T>, { outcome: "not-acquired" }>> {
+  async lead<T>(
+    task: LeaderTask<T>,
+    options: LeadOptions = {},
+  ): Promise<Exclude<LeadResult<T>, { outcome: "not-acquired" }>> {
     const { abortSignal } = options;
     const { retryIntervalMs, jitterRatio, random, logger, instanceId } = this.forCall(options);
     for (;;) {
@@ -110,7 +119,9 @@ export class LeaderElector {
       } catch (error) {
         if (abortSignal?.aborted) throw abortReason(abortSignal);
         if (!(error instanceof StorageError)) throw error;
-        logger.warn(`Instance ${instanceId} could not reach the lease store; retrying: ${error.message}`, { instanceId });
+        logger.warn(`Instance ${instanceId} could not reach the lease store; retrying: ${error.message}`, {
+          instanceId,
+        });
       }
       await delay(withJitter(retryIntervalMs, jitterRatio, random), { abortSignal });
     }
@@ -121,7 +132,9 @@ export class LeaderElector {
     return describeLeader(this.options.store, options);
   }
 
-  /** Asks the current leader to step down at its next renewal; returns the revoked epoch (undefined if nobody leads). */
+  /**
+   * Asks the current leader to step down at its next renewal; returns the revoked epoch (undefined if nobody leads).
+   */
   requestStepDown(options: LeadOptions = {}): Promise<number | undefined> {
     return requestStepDown(this.options.store, options);
   }
@@ -134,7 +147,12 @@ export class LeaderElector {
   }
 
   /** One attempt: read, acquire with a fresh lease id, then run one term. */
-  private async attempt<T>(task: LeaderTask<T>, current: { record: LeaderRecord | undefined }, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+  private async attempt<T>(
+    task: LeaderTask<T>,
+    current: { record: LeaderRecord | undefined },
+    options: ResolvedElectorOptions,
+    abortSignal: AbortSignal | undefined,
+  ): Promise<LeadResult<T>> {
     const { store, clock, instanceId, logger } = options;
     const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
     if (snapshot.state === "leased" || snapshot.state === "breaking") {
@@ -169,16 +187,29 @@ export class LeaderElector {
     return runTerm(lease, task, options, abortSignal);
   }
 
-  /** Acquires with the attempt's lease id, sending it again once when the outcome is unknown (idempotent with the same id). */
-  private async acquire(leaseId: string, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<boolean> {
+  /**
+   * Acquires with the attempt's lease id, sending it again once when the outcome is unknown (idempotent with the same
+   * id).
+   */
+  private async acquire(
+    leaseId: string,
+    options: ResolvedElectorOptions,
+    abortSignal: AbortSignal | undefined,
+  ): Promise<boolean> {
     const { store, leaseDurationS, logger, instanceId } = options;
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.request((signal) => store.acquire(leaseId, leaseDurationS, { abortSignal: signal }), abortSignal);
+        const result = await this.request(
+          (signal) => store.acquire(leaseId, leaseDurationS, { abortSignal: signal }),
+          abortSignal,
+        );
         return result.acquired;
       } catch (error) {
         if (abortSignal?.aborted || !(error instanceof StorageError) || attempt >= ACQUIRE_ATTEMPTS) throw error;
-        logger.warn(`Acquire of ${store.name} by ${instanceId} had an unknown outcome; retrying with the same lease id: ${error.message}`, { instanceId });
+        logger.warn(
+          `Acquire of ${store.name} by ${instanceId} had an unknown outcome; retrying with the same lease id: ${error.message}`,
+          { instanceId },
+        );
       }
     }
   }
@@ -194,11 +225,23 @@ export class LeaderElector {
       // Not under the caller's signal: a shutdown is exactly when the lease must be given back.
       await this.request((signal) => store.release(leaseId, { abortSignal: signal }), undefined);
       if (term?.hasBegun) {
-        logger.info(`Leader ${instanceId} released ${store.name} (epoch ${term.epoch}).`, { instanceId, epoch: term.epoch });
-        term.emit({ type: "lease-released", instanceId, epoch: term.epoch, heldMs: term.heldMs(), atMs: clock.wallMs() });
+        logger.info(`Leader ${instanceId} released ${store.name} (epoch ${term.epoch}).`, {
+          instanceId,
+          epoch: term.epoch,
+        });
+        term.emit({
+          type: "lease-released",
+          instanceId,
+          epoch: term.epoch,
+          heldMs: term.heldMs(),
+          atMs: clock.wallMs(),
+        });
       }
     } catch (error) {
-      logger.warn(`Instance ${instanceId} could not release ${store.name}; the lease expires by itself: ${error instanceof Error ? error.message : String(error)}`, { instanceId });
+      logger.warn(
+        `Instance ${instanceId} could not release ${store.name}; the lease expires by itself: ${error instanceof Error ? error.message : String(error)}`,
+        { instanceId },
+      );
     }
   }
 
@@ -212,6 +255,12 @@ export class LeaderElector {
     const { instanceId, clock } = options;
     if (this.lastObserved?.holder === record.holder && this.lastObserved.epoch === record.epoch) return;
     this.lastObserved = { holder: record.holder, epoch: record.epoch };
-    emitEvent(options, { type: "leader-observed", instanceId, leader: record.holder, epoch: record.epoch, atMs: clock.wallMs() });
+    emitEvent(options, {
+      type: "leader-observed",
+      instanceId,
+      leader: record.holder,
+      epoch: record.epoch,
+      atMs: clock.wallMs(),
+    });
   }
 }

@@ -139,7 +139,10 @@ export class Term implements LeadershipTerm {
   end(reason: LeadershipLostReason, detail: string, cause?: unknown): void {
     if (this.controller.signal.aborted) return;
     const { instanceId, epoch } = this;
-    const who = this.begun === undefined ? `Instance ${instanceId} (lease acquired, term not yet begun)` : `Leader ${instanceId} (epoch ${epoch})`;
+    const who =
+      this.begun === undefined
+        ? `Instance ${instanceId} (lease acquired, term not yet begun)`
+        : `Leader ${instanceId} (epoch ${epoch})`;
     const error = new LeadershipLostError(reason, epoch, `${who} stopped leading: ${detail}.`, { cause });
     this.controller.abort(error);
     this.options.logger.warn(error.message, { instanceId, epoch, reason });
@@ -153,10 +156,16 @@ export class Term implements LeadershipTerm {
 }
 
 /** Calls the `onEvent` listener safely. */
-export function emitEvent(options: Pick<ResolvedElectorOptions, "onEvent" | "logger" | "instanceId">, event: LeadershipEvent): void {
+export function emitEvent(
+  options: Pick<ResolvedElectorOptions, "onEvent" | "logger" | "instanceId">,
+  event: LeadershipEvent,
+): void {
   try {
     options.onEvent?.(event);
   } catch (error) {
-    options.logger.error(`onEvent listener threw on ${event.type}: ${error instanceof Error ? error.message : String(error)}`, { instanceId: options.instanceId });
+    options.logger.error(
+      `onEvent listener threw on ${event.type}: ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId: options.instanceId },
+    );
   }
 }

@@ -53,4 +53,5 @@ export interface LeaderObservedEvent extends EventBase {
 }
 
 /** Every leadership event. */
-export type LeadershipEvent = LeaseAcquiredEvent | LeaseRenewedEvent | LeaseLostEvent | LeaseReleasedEvent | LeaderObservedEvent;
+export type LeadershipEvent =
+  LeaseAcquiredEvent | LeaseRenewedEvent | LeaseLostEvent | LeaseReleasedEvent | LeaderObservedEvent;

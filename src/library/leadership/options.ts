@@ -7,11 +7,15 @@ import { silentLogger, type Logger } from "../util/logger";
 import type { Abortable } from "../util/delay";
 import type { LeadershipEvent } from "./events";
 
-/** Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration. */
+/**
+ * Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration.
+ */
 export interface LeaderElectorOptions {
   /** Where the lease lives. */
   store: LeaseStore;
-  /** This instance's id, carried in every log and event and in the leader record. @default `<hostname>-<pid>-<random>` */
+  /**
+   * This instance's id, carried in every log and event and in the leader record. @default `<hostname>-<pid>-<random>`
+   */
   instanceId?: string;
   /** Server-side lease duration, in seconds. Azure allows 15–60. @default 15 */
   leaseDurationS?: number;
@@ -23,13 +27,22 @@ export interface LeaderElectorOptions {
    * expire and pass on. Must be above the renew interval and below the lease duration. @default 10000
    */
   renewDeadlineMs?: number;
-  /** How long a contender waits between attempts in {@link LeaderElector.lead}, and a leader between failed renewals, in ms. @default 1000 */
+  /**
+   * How long a contender waits between attempts in {@link LeaderElector.lead}, and a leader between failed renewals, in
+   * ms. @default 1000
+   */
   retryIntervalMs?: number;
   /** Spread of the retry interval, as a ratio from 0 to 1 (0.2 = ±20 %). @default 0.2 */
   jitterRatio?: number;
-  /** Timeout of one storage request, in ms; during a term it is also capped by the time left to the deadline. @default 3000 */
+  /**
+   * Timeout of one storage request, in ms; during a term it is also capped by the time left to the deadline. @default
+   * 3000
+   */
   requestTimeoutMs?: number;
-  /** Watchdog: give up leadership when the task reports no progress for this long, in ms. Off when undefined. @default undefined */
+  /**
+   * Watchdog: give up leadership when the task reports no progress for this long, in ms. Off when undefined. @default
+   * undefined
+   */
   stallTimeoutMs?: number;
   /** Where the library logs. @default a silent logger */
   logger?: Logger;
@@ -77,25 +90,38 @@ export interface LeaseTimings {
 export type LeaseTimingNames = Readonly<Record<keyof LeaseTimings, string>>;
 
 /** The option names, as {@link resolveElectorOptions} reports them. */
-const OPTION_NAMES: LeaseTimingNames = { renewIntervalMs: "renewIntervalMs", renewDeadlineMs: "renewDeadlineMs", leaseDurationS: "the lease duration" };
+const OPTION_NAMES: LeaseTimingNames = {
+  renewIntervalMs: "renewIntervalMs",
+  renewDeadlineMs: "renewDeadlineMs",
+  leaseDurationS: "the lease duration",
+};
 
 /**
  * The timing rule, as in client-go's leader election: renew interval < renew deadline < lease duration — a leader
  * renews several times before it gives up, and gives up before its lease can expire and pass on. The one place the
  * rule is checked: the elector's options here, and the app's settings (`src/app/settings.ts`, with its setting names).
  *
- * @returns one message per broken part, naming the values (by `names`) and what they must be; empty when all is in order
+ * @returns one message per broken part, naming the values (by `names`) and what they must be; empty when all is in
+ *   order
  */
 export function leaseTimingProblems(timings: LeaseTimings, names: LeaseTimingNames = OPTION_NAMES): string[] {
   const { leaseDurationS, renewIntervalMs, renewDeadlineMs } = timings;
   const problems: string[] = [];
-  if (!(renewIntervalMs < renewDeadlineMs)) problems.push(`${names.renewIntervalMs} (${renewIntervalMs}) must be below ${names.renewDeadlineMs} (${renewDeadlineMs})`);
-  if (!(renewDeadlineMs < leaseDurationS * 1000)) problems.push(`${names.renewDeadlineMs} (${renewDeadlineMs}) must be below ${names.leaseDurationS} (${leaseDurationS * 1000} ms)`);
+  if (!(renewIntervalMs < renewDeadlineMs))
+    problems.push(
+      `${names.renewIntervalMs} (${renewIntervalMs}) must be below ${names.renewDeadlineMs} (${renewDeadlineMs})`,
+    );
+  if (!(renewDeadlineMs < leaseDurationS * 1000))
+    problems.push(
+      `${names.renewDeadlineMs} (${renewDeadlineMs}) must be below ${names.leaseDurationS} (${leaseDurationS * 1000} ms)`,
+    );
   return problems;
 }
 
 /** Options with every default applied. */
-export type ResolvedElectorOptions = Required<Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">> &
+export type ResolvedElectorOptions = Required<
+  Omit<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">
+> &
   Pick<LeaderElectorOptions, "stallTimeoutMs" | "onEvent" | "readEpochFloor" | "claimEpoch">;
 
 /**
@@ -126,17 +152,36 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     if (!ok) problems.push(message);
   };
   const { leaseDurationS, renewIntervalMs } = resolved;
-  check(Number.isInteger(leaseDurationS) && leaseDurationS >= 15 && leaseDurationS <= 60, `leaseDurationS is ${leaseDurationS}; Azure allows a whole number of seconds from 15 to 60`);
-  check(Number.isFinite(renewIntervalMs) && renewIntervalMs > 0, `renewIntervalMs is ${renewIntervalMs}; it must be a positive number of ms`);
-  problems.push(...leaseTimingProblems(resolved));
-  check(Number.isFinite(resolved.retryIntervalMs) && resolved.retryIntervalMs > 0, `retryIntervalMs is ${resolved.retryIntervalMs}; it must be a positive number of ms`);
-  check(resolved.jitterRatio >= 0 && resolved.jitterRatio <= 1, `jitterRatio is ${resolved.jitterRatio}; allowed: 0 to 1`);
-  check(Number.isFinite(resolved.requestTimeoutMs) && resolved.requestTimeoutMs > 0, `requestTimeoutMs is ${resolved.requestTimeoutMs}; it must be a positive number of ms`);
   check(
-    resolved.stallTimeoutMs === undefined || (Number.isFinite(resolved.stallTimeoutMs) && resolved.stallTimeoutMs > renewIntervalMs),
+    Number.isInteger(leaseDurationS) && leaseDurationS >= 15 && leaseDurationS <= 60,
+    `leaseDurationS is ${leaseDurationS}; Azure allows a whole number of seconds from 15 to 60`,
+  );
+  check(
+    Number.isFinite(renewIntervalMs) && renewIntervalMs > 0,
+    `renewIntervalMs is ${renewIntervalMs}; it must be a positive number of ms`,
+  );
+  problems.push(...leaseTimingProblems(resolved));
+  check(
+    Number.isFinite(resolved.retryIntervalMs) && resolved.retryIntervalMs > 0,
+    `retryIntervalMs is ${resolved.retryIntervalMs}; it must be a positive number of ms`,
+  );
+  check(
+    resolved.jitterRatio >= 0 && resolved.jitterRatio <= 1,
+    `jitterRatio is ${resolved.jitterRatio}; allowed: 0 to 1`,
+  );
+  check(
+    Number.isFinite(resolved.requestTimeoutMs) && resolved.requestTimeoutMs > 0,
+    `requestTimeoutMs is ${resolved.requestTimeoutMs}; it must be a positive number of ms`,
+  );
+  check(
+    resolved.stallTimeoutMs === undefined ||
+      (Number.isFinite(resolved.stallTimeoutMs) && resolved.stallTimeoutMs > renewIntervalMs),
     `stallTimeoutMs is ${resolved.stallTimeoutMs}; it must be above renewIntervalMs (${renewIntervalMs}), or left undefined to turn the watchdog off`,
   );
-  check(/^[\w.:@-]{1,128}$/.test(resolved.instanceId), `instanceId ${JSON.stringify(resolved.instanceId)} must be 1–128 letters, digits or . _ : @ -`);
+  check(
+    /^[\w.:@-]{1,128}$/.test(resolved.instanceId),
+    `instanceId ${JSON.stringify(resolved.instanceId)} must be 1–128 letters, digits or . _ : @ -`,
+  );
   if (problems.length > 0) throw new ConfigurationError(`Invalid leader election options: ${problems.join("; ")}.`);
   return resolved;
 }

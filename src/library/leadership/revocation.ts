@@ -20,25 +20,40 @@ export function bindsTerm(revocation: Revocation | undefined, term: Term): boole
  * request honoured — before the caller releases the lease, so the next term is not stopped by it too. A failed read
  * is logged, not fatal: the next renewal checks again.
  */
-export async function checkRevocation(term: Term, options: ResolvedElectorOptions, abortSignal: AbortSignal): Promise<void> {
+export async function checkRevocation(
+  term: Term,
+  options: ResolvedElectorOptions,
+  abortSignal: AbortSignal,
+): Promise<void> {
   const { store, logger, requestTimeoutMs, instanceId } = options;
   const { epoch } = term;
   let revocation: Revocation | undefined;
   try {
     const budgetMs = Math.min(requestTimeoutMs, term.msToDeadline());
-    revocation = await withTimeout(budgetMs, (signal) => store.readRevocation({ abortSignal: signal }), { abortSignal });
+    revocation = await withTimeout(budgetMs, (signal) => store.readRevocation({ abortSignal: signal }), {
+      abortSignal,
+    });
   } catch (error) {
     if (abortSignal.aborted) return;
-    logger.warn(`Leader ${instanceId} could not check for a step-down request: ${error instanceof Error ? error.message : String(error)}`, { instanceId, epoch });
+    logger.warn(
+      `Leader ${instanceId} could not check for a step-down request: ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId, epoch },
+    );
     return;
   }
   if (revocation === undefined || !bindsTerm(revocation, term)) return;
-  const whose = revocation.epoch === epoch ? "this leader" : `the leader of epoch ${revocation.epoch}, which ended before it could, so its successor steps down instead`;
+  const whose =
+    revocation.epoch === epoch
+      ? "this leader"
+      : `the leader of epoch ${revocation.epoch}, which ended before it could, so its successor steps down instead`;
   term.end("revoked", `an operator asked ${whose} to step down`);
   try {
     // The term's signal has fired; this write has its own time limit, and the release waits for it.
     await withTimeout(requestTimeoutMs, (signal) => store.honourRevocation(revocation.epoch, { abortSignal: signal }));
   } catch (error) {
-    logger.warn(`Leader ${instanceId} stepped down but could not mark the request honoured; the next leader may step down too: ${error instanceof Error ? error.message : String(error)}`, { instanceId, epoch });
+    logger.warn(
+      `Leader ${instanceId} stepped down but could not mark the request honoured; the next leader may step down too: ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId, epoch },
+    );
   }
 }

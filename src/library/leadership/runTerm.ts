@@ -11,7 +11,9 @@ export type LeaderTask<T> = (term: LeadershipTerm) => Promise<T>;
 
 /** How an attempt to lead ended. Losing the race is a value, not an exception. */
 export type LeadResult<T> =
-  /** Someone else leads (`leader` says who, when known), or this elector already has an attempt or a term in progress. */
+  /**
+   * Someone else leads (`leader` says who, when known), or this elector already has an attempt or a term in progress.
+   */
   | { outcome: "not-acquired"; leader: LeaderRecord | undefined }
   /** This instance led for one term and the task finished while leadership held. */
   | { outcome: "completed"; epoch: number; value: T }
@@ -35,7 +37,12 @@ export interface AcquiredLease {
  * next epoch is written, then the task runs. The one `finally` stops renewing, waits for any renewal in flight, and
  * releases. A lease lost before the record was written is "not-acquired".
  */
-export async function runTerm<T>(lease: AcquiredLease, task: LeaderTask<T>, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+export async function runTerm<T>(
+  lease: AcquiredLease,
+  task: LeaderTask<T>,
+  options: ResolvedElectorOptions,
+  abortSignal: AbortSignal | undefined,
+): Promise<LeadResult<T>> {
   const term = new Term(lease.acquireStartMono, options);
   const stop = new AbortController();
   const supervision = superviseTerm(term, lease.leaseId, options, stop.signal);
@@ -43,7 +50,8 @@ export async function runTerm<T>(lease: AcquiredLease, task: LeaderTask<T>, opti
     try {
       lease.onBegun(await beginTerm(term, lease.leaseId, options, abortSignal));
     } catch (error) {
-      if (error instanceof LeadershipLostError && !abortSignal?.aborted) return { outcome: "not-acquired", leader: undefined };
+      if (error instanceof LeadershipLostError && !abortSignal?.aborted)
+        return { outcome: "not-acquired", leader: undefined };
       throw error;
     }
     return await runTask(term, task, abortSignal);
@@ -59,40 +67,77 @@ export async function runTerm<T>(lease: AcquiredLease, task: LeaderTask<T>, opti
  * Reads the record (and the epoch floor) under the lease, writes the next epoch, begins the term, and checks at once
  * for a step-down request that binds it. Returns the record written.
  */
-async function beginTerm(term: Term, leaseId: string, options: ResolvedElectorOptions, abortSignal: AbortSignal | undefined): Promise<LeaderRecord> {
+async function beginTerm(
+  term: Term,
+  leaseId: string,
+  options: ResolvedElectorOptions,
+  abortSignal: AbortSignal | undefined,
+): Promise<LeaderRecord> {
   const { store, clock, instanceId, requestTimeoutMs, readEpochFloor, claimEpoch, logger, leaseDurationS } = options;
   const signal = abortSignal === undefined ? term.signal : AbortSignal.any([abortSignal, term.signal]);
-  const request = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> => withTimeout(requestTimeoutMs, operation, { abortSignal: signal });
+  const request = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> =>
+    withTimeout(requestTimeoutMs, operation, { abortSignal: signal });
   // Read again now that we hold the lease: only the holder can write the record, so it cannot change under us.
   const [{ record: previous }, floor] = await Promise.all([
     request((s) => store.read({ abortSignal: s })),
     readEpochFloor === undefined ? 0 : request((s) => readEpochFloor({ abortSignal: s })).then(checkFloor),
   ]);
   const epoch = Math.max(previous.epoch, floor) + 1;
-  const record: LeaderRecord = { holder: instanceId, epoch, sinceMs: clock.wallMs(), transitions: previous.transitions + 1 };
+  const record: LeaderRecord = {
+    holder: instanceId,
+    epoch,
+    sinceMs: clock.wallMs(),
+    transitions: previous.transitions + 1,
+  };
   await request((s) => store.writeRecord(leaseId, record, { abortSignal: s }));
   if (claimEpoch !== undefined) {
-    const claim: EpochClaim = { instanceId, epoch, startedAtMs: record.sinceMs, assertLeader: () => term.assertLeader() };
+    const claim: EpochClaim = {
+      instanceId,
+      epoch,
+      startedAtMs: record.sinceMs,
+      assertLeader: () => term.assertLeader(),
+    };
     try {
       await request((s) => claimEpoch(claim, { abortSignal: s, logger }));
     } catch (error) {
       // Another term stored this epoch first: this one never begins (the caller releases the lease).
-      if (error instanceof StaleEpochError) throw new LeadershipLostError("lost", epoch, `Instance ${instanceId} did not begin a term with epoch ${epoch}: ${error.message}`, { cause: error });
+      if (error instanceof StaleEpochError)
+        throw new LeadershipLostError(
+          "lost",
+          epoch,
+          `Instance ${instanceId} did not begin a term with epoch ${epoch}: ${error.message}`,
+          { cause: error },
+        );
       throw error;
     }
   }
   term.begin(epoch, previous.epoch, record.sinceMs);
-  logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, { instanceId, epoch });
-  term.emit({ type: "lease-acquired", instanceId, epoch, previousHolder: previous.holder, transitions: record.transitions, atMs: record.sinceMs });
+  logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, {
+    instanceId,
+    epoch,
+  });
+  term.emit({
+    type: "lease-acquired",
+    instanceId,
+    epoch,
+    previousHolder: previous.holder,
+    transitions: record.transitions,
+    atMs: record.sinceMs,
+  });
   await checkRevocation(term, options, signal);
   return record;
 }
 
 /** Runs the task; the caller's signal ends the term with reason "shutdown". */
-async function runTask<T>(term: Term, task: LeaderTask<T>, abortSignal: AbortSignal | undefined): Promise<LeadResult<T>> {
+async function runTask<T>(
+  term: Term,
+  task: LeaderTask<T>,
+  abortSignal: AbortSignal | undefined,
+): Promise<LeadResult<T>> {
   const { epoch } = term;
   const early = term.endReason;
-  if (early !== undefined) return { outcome: "aborted", epoch, reason: early, error: undefined }; // e.g. revoked at once
+  // e.g. revoked at once
+  if (early !== undefined) return { outcome: "aborted", epoch, reason: early, error: undefined };
   const onShutdown = (): void => {
     term.end("shutdown", "the caller's abort signal fired");
   };
@@ -101,7 +146,9 @@ async function runTask<T>(term: Term, task: LeaderTask<T>, abortSignal: AbortSig
   try {
     const value = await task(term);
     const reason = term.endReason;
-    return reason === undefined ? { outcome: "completed", epoch, value } : { outcome: "aborted", epoch, reason, error: undefined };
+    return reason === undefined
+      ? { outcome: "completed", epoch, value }
+      : { outcome: "aborted", epoch, reason, error: undefined };
   } catch (error) {
     const reason = term.endReason;
     if (reason === undefined) throw error;
@@ -113,5 +160,7 @@ async function runTask<T>(term: Term, task: LeaderTask<T>, abortSignal: AbortSig
 
 function checkFloor(floor: number): number {
   if (Number.isSafeInteger(floor) && floor >= 0) return floor;
-  throw new ConfigurationError(`readEpochFloor returned ${String(floor)}; it must resolve to a whole number ≥ 0 (the highest epoch already stored).`);
+  throw new ConfigurationError(
+    `readEpochFloor returned ${String(floor)}; it must resolve to a whole number ≥ 0 (the highest epoch already stored).`,
+  );
 }

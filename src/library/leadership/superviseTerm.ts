@@ -15,9 +15,18 @@ import type { Term } from "./Term";
  * Resolves once every loop has stopped, i.e. no renewal or revocation check is in flight (so the caller can release
  * safely, after a step-down was marked honoured).
  */
-export async function superviseTerm(term: Term, leaseId: string, options: ResolvedElectorOptions, stopSignal: AbortSignal): Promise<void> {
+export async function superviseTerm(
+  term: Term,
+  leaseId: string,
+  options: ResolvedElectorOptions,
+  stopSignal: AbortSignal,
+): Promise<void> {
   const loopSignal = AbortSignal.any([stopSignal, term.signal]);
-  await Promise.all([renewLoop(term, leaseId, options, loopSignal), watchDeadline(term, loopSignal), watchRevocation(term, options, loopSignal)]);
+  await Promise.all([
+    renewLoop(term, leaseId, options, loopSignal),
+    watchDeadline(term, loopSignal),
+    watchRevocation(term, options, loopSignal),
+  ]);
 }
 
 /** Ends the term with reason "deadline" when the local renew deadline passes. */
@@ -32,7 +41,12 @@ async function watchDeadline(term: Term, loopSignal: AbortSignal): Promise<void>
   }
 }
 
-async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOptions, loopSignal: AbortSignal): Promise<void> {
+async function renewLoop(
+  term: Term,
+  leaseId: string,
+  options: ResolvedElectorOptions,
+  loopSignal: AbortSignal,
+): Promise<void> {
   const { clock, store, logger, renewIntervalMs, retryIntervalMs, requestTimeoutMs, instanceId } = options;
   let nextRenewMono = term.acquireStartMono + renewIntervalMs;
   while (!loopSignal.aborted) {
@@ -49,7 +63,10 @@ async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOp
       term.renewed(startMono);
       const latencyMs = clock.monotonicMs() - startMono;
       const { epoch } = term;
-      logger.verbose(`Leader ${instanceId} renewed lease ${store.name} (epoch ${epoch}) in ${Math.round(latencyMs)} ms.`, { instanceId, epoch });
+      logger.verbose(
+        `Leader ${instanceId} renewed lease ${store.name} (epoch ${epoch}) in ${Math.round(latencyMs)} ms.`,
+        { instanceId, epoch },
+      );
       term.emit({ type: "lease-renewed", instanceId, epoch, latencyMs, atMs: clock.wallMs() });
       nextRenewMono = startMono + renewIntervalMs;
     } catch (error) {
@@ -60,7 +77,10 @@ async function renewLoop(term: Term, leaseId: string, options: ResolvedElectorOp
       }
       const message = error instanceof Error ? error.message : String(error);
       const { epoch } = term;
-      logger.warn(`Leader ${instanceId} could not renew lease ${store.name} (epoch ${epoch}); retrying until the renew deadline: ${message}`, { instanceId, epoch });
+      logger.warn(
+        `Leader ${instanceId} could not renew lease ${store.name} (epoch ${epoch}); retrying until the renew deadline: ${message}`,
+        { instanceId, epoch },
+      );
       nextRenewMono = clock.monotonicMs() + Math.min(retryIntervalMs, renewIntervalMs);
       continue;
     }
@@ -82,7 +102,11 @@ async function watchRevocation(term: Term, options: ResolvedElectorOptions, loop
 }
 
 /** Sleeps until the monotonic time `atMono`; false when the loop was stopped meanwhile. */
-async function sleepUntil(atMono: number, options: Pick<ResolvedElectorOptions, "clock">, loopSignal: AbortSignal): Promise<boolean> {
+async function sleepUntil(
+  atMono: number,
+  options: Pick<ResolvedElectorOptions, "clock">,
+  loopSignal: AbortSignal,
+): Promise<boolean> {
   try {
     await delay(atMono - options.clock.monotonicMs(), { abortSignal: loopSignal });
     return true;

@@ -54,7 +54,10 @@ export interface LeaseStore {
    * retry after an unknown outcome). Someone else holding it, or the lease breaking → `{ acquired: false }`.
    */
   acquire(leaseId: string, durationS: number, options?: Abortable): Promise<AcquireResult>;
-  /** Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours (taken, broken, or its blob deleted). */
+  /**
+   * Renews the lease. @throws LeadershipLostError with reason `"lost"` when the lease is no longer ours (taken, broken,
+   * or its blob deleted).
+   */
   renew(leaseId: string, options?: Abortable): Promise<void>;
   /** Releases the lease so the next contender need not wait for expiry. Releasing a lease no longer ours is a no-op. */
   release(leaseId: string, options?: Abortable): Promise<void>;
@@ -62,11 +65,16 @@ export interface LeaseStore {
   breakLease(breakPeriodS: number, options?: Abortable): Promise<void>;
   /** Reads lease state and the leader record (one request). */
   read(options?: Abortable): Promise<LeaseSnapshot>;
-  /** Writes the leader record; only the holder of `leaseId` can (storage refuses others). @throws LeadershipLostError("lost") */
+  /**
+   * Writes the leader record; only the holder of `leaseId` can (storage refuses others). @throws
+   * LeadershipLostError("lost")
+   */
   writeRecord(leaseId: string, record: LeaderRecord, options?: Abortable): Promise<void>;
   /** Reads the latest step-down request, if any. One cheap request; the leader calls it at each renewal. */
   readRevocation(options?: Abortable): Promise<Revocation | undefined>;
-  /** Asks the leader of `epoch` (or, if it has already ended, its immediate successor) to step down. Not yet honoured. */
+  /**
+   * Asks the leader of `epoch` (or, if it has already ended, its immediate successor) to step down. Not yet honoured.
+   */
   revoke(epoch: number, options?: Abortable): Promise<void>;
   /**
    * Marks the request for `epoch` honoured, before the leader that honours it releases the lease. A no-op when the

@@ -24,10 +24,13 @@ export function delay(timeInMs: number, options: Abortable = {}): Promise<void> 
       clearTimeout(timer);
       reject(abortReason(abortSignal));
     };
-    const timer = setTimeout(() => {
-      abortSignal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, timeInMs));
+    const timer = setTimeout(
+      () => {
+        abortSignal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.max(0, timeInMs),
+    );
     abortSignal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -7,11 +7,19 @@ import { delay, type Abortable } from "./delay";
  * rejection is a `StorageError` with code `"Timeout"`; the caller's abort (`options.abortSignal`) aborts the operation
  * too and passes through unchanged.
  */
-export async function withTimeout<T>(timeoutInMs: number, operation: (signal: AbortSignal) => Promise<T>, options: Abortable = {}): Promise<T> {
+export async function withTimeout<T>(
+  timeoutInMs: number,
+  operation: (signal: AbortSignal) => Promise<T>,
+  options: Abortable = {},
+): Promise<T> {
   const { abortSignal } = options;
   abortSignal?.throwIfAborted();
   const controller = new AbortController();
-  const timedOut = new StorageError("Timeout", undefined, `Storage did not answer within ${Math.round(timeoutInMs)} ms.`);
+  const timedOut = new StorageError(
+    "Timeout",
+    undefined,
+    `Storage did not answer within ${Math.round(timeoutInMs)} ms.`,
+  );
   const onAbort = (): void => {
     controller.abort(abortSignal?.reason);
   };
