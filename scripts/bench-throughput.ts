@@ -281,8 +281,7 @@ async function main(): Promise<number> {
       instances: args.instances,
       baselineWorkers: args.instances,
       schedule: args.schedule,
-      appSettings:
-        "the app's defaults (DISPATCH_BATCH_SIZE 500, WORK_UNIT_MAX_ITEMS 32, WORK_UNIT_MAX_BYTES 46080, STEP_BUDGET_MS 20000)",
+      appSettings: `the app's defaults (DISPATCH_BATCH_SIZE ${settings.DISPATCH_BATCH_SIZE}, WORK_UNIT_MAX_ITEMS ${settings.WORK_UNIT_MAX_ITEMS}, WORK_UNIT_MAX_BYTES ${settings.WORK_UNIT_MAX_BYTES}, STEP_BUDGET_MS ${settings.STEP_BUDGET_MS})`,
       hostQueues: "host.json extensions.queues (batchSize 16, newBatchThreshold 8, maxPollingInterval 2 s)",
       timing:
         "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",

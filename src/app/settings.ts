@@ -89,8 +89,12 @@ export const settingsSchema = z.object({
   ACTIVITY_WAKE_INTERVAL_MS: intIn(0, 600_000).default(5000),
   /** Time budget of one coordination step in ms; shorter than the timer's tick. @default 20000 */
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
-  /** Most items the leader dispatches in one step (bounded fan-out). @default 500 */
-  DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(500),
+  /**
+   * Most items the leader dispatches per pass of its step (bounded fan-out); at most twice this many items of a job are
+   * on the queue without a result. Sized so the work queue stays ahead of the workers: 4096 items are 128 units of 32.
+   * @default 4096
+   */
+  DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(4096),
   /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
   WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
   /**

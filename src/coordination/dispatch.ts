@@ -6,7 +6,7 @@ import type { JobStore } from "./jobStore";
 import { describeIssues, itemInputSchema, type ItemInput, type UnitWorkMessage } from "./messages";
 import type { Abortable } from "../library/util/delay";
 
-/** Work messages sent at once. */
+/** Work messages sent at once: a group, after which the job's cursor is written. */
 const SEND_PARALLELISM = 64;
 
 /** What one dispatch did. */
@@ -36,11 +36,13 @@ export function unitLimits(
  * Sends the next items of a job to the work queue in units — whole units of up to the job's `unitMaxItems` items and
  * `unitMaxBytes` bytes of JSON, contiguous and packed greedily from the cursor — starting units while fewer than
  * `budget` items were sent and fewer than `maxInFlight` items of the job lack a result (the last unit may go past
- * either by less than one unit), then advances the job's cursor in a fenced write. The cursor therefore always sits
- * on a unit boundary, and a unit re-sent after a crash is the same unit (folding discards it by its bits). Sending
- * first means a crash in between re-sends those units (duplicates) rather than losing them. An item whose input
- * cannot be read (its chunk blob missing or corrupt, or its entry not an item input) is not sent, and ends its unit:
- * it is recorded as failed in the same write, with a reason naming the chunk.
+ * either by less than one unit). Units go out in groups of {@link SEND_PARALLELISM}; after each group the job's cursor
+ * advances past it in a fenced write, so workers start on the first group at once, the status shows progress while a
+ * large batch is still going out, and a crash re-sends at most one group. The cursor always sits on a unit boundary,
+ * and a unit re-sent after a crash is the same unit (folding discards it by its bits). Sending first means a crash in
+ * between re-sends those units (duplicates) rather than losing them. An item whose input cannot be read (its chunk
+ * blob missing or corrupt, or its entry not an item input) is not sent, and ends its unit: it is recorded as failed in
+ * its group's write, with a reason naming the chunk.
  */
 export async function dispatchJob(
   deps: CoordinationDeps,
@@ -52,7 +54,8 @@ export async function dispatchJob(
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
   const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
-  if (state.status !== "running" || count <= 0) return { sent: 0, messages: 0, failed: 0 };
+  const report: DispatchReport = { sent: 0, messages: 0, failed: 0 };
+  if (state.status !== "running" || count <= 0) return report;
   const limits = unitLimits(deps, state);
   // The envelope of a unit, with the widest item index the job has: what every unit costs besides its inputs.
   const envelopeBytes = Buffer.byteLength(
@@ -65,27 +68,65 @@ export async function dispatchJob(
       inputs: [],
     } satisfies UnitWorkMessage),
   );
-  const messages: string[] = [];
-  const failures: UnitOutcome["failed"] = [];
+  let latest = job;
+  // The group being built: its messages, the items it failed, and the first item after it (the cursor once written).
+  let messages: string[] = [];
+  let failures: UnitOutcome["failed"] = [];
+  let sentItems = 0;
+  let cursor = state.dispatched;
+  const record = async (): Promise<void> => {
+    if (messages.length === 0 && failures.length === 0) return;
+    if (messages.length > 0) await deps.workQueue.send(messages, options);
+    const end = cursor;
+    const failed = failures;
+    const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
+    latest =
+      (await jobs.updateJob(
+        state.id,
+        (current) => {
+          attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
+          const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
+          const next =
+            failed.length > 0
+              ? (foldOutcomes(deps, advanced, [{ done: [], failed }], attempt.counts) ?? advanced)
+              : advanced;
+          return next.dispatched === current.dispatched && next === advanced ? undefined : next;
+        },
+        options,
+        latest,
+      )) ?? latest;
+    report.sent += sentItems;
+    report.messages += messages.length;
+    report.failed += attempt.counts.failed;
+    messages = [];
+    failures = [];
+    sentItems = 0;
+  };
   let unit: { first: number; inputs: ItemInput[]; bytes: number } | undefined;
-  const close = (): void => {
-    if (unit !== undefined)
-      messages.push(
-        JSON.stringify({
-          v: 2,
-          jobId: state.id,
-          first: unit.first,
-          kind: state.kind,
-          params: state.params,
-          inputs: unit.inputs,
-        } satisfies UnitWorkMessage),
-      );
+  const close = async (): Promise<void> => {
+    if (unit === undefined) return;
+    messages.push(
+      JSON.stringify({
+        v: 2,
+        jobId: state.id,
+        first: unit.first,
+        kind: state.kind,
+        params: state.params,
+        inputs: unit.inputs,
+      } satisfies UnitWorkMessage),
+    );
+    sentItems += unit.inputs.length;
+    cursor = unit.first + unit.inputs.length;
     unit = undefined;
+    if (messages.length >= SEND_PARALLELISM) await record();
   };
   let chunkIndex = -1;
   let chunk: ChunkRead = { ok: true, entries: [] };
-  let item = state.dispatched;
-  for (; item < state.itemCount && (item - state.dispatched < count || unit !== undefined); item++) {
+  for (
+    let item = state.dispatched;
+    item < state.itemCount && (item - state.dispatched < count || unit !== undefined);
+    item++
+  ) {
     const wanted = Math.floor(item / state.chunkSize);
     if (wanted !== chunkIndex) {
       chunkIndex = wanted;
@@ -96,16 +137,16 @@ export async function dispatchJob(
     if (input?.success === true) {
       const bytes = Buffer.byteLength(JSON.stringify(input.data)) + 1;
       if (unit !== undefined && envelopeBytes + unit.bytes + bytes > limits.bytes) {
-        close();
+        await close();
         if (item - state.dispatched >= count) break; // this item starts the next unit, in a later dispatch
       }
       unit ??= { first: item, inputs: [], bytes: 0 };
       unit.inputs.push(input.data);
       unit.bytes += bytes;
-      if (unit.inputs.length >= limits.items) close();
+      if (unit.inputs.length >= limits.items) await close();
       continue;
     }
-    close();
+    await close();
     const where = `its chunk "${keys.chunk(state.id, chunkIndex)}"`;
     const reason = !chunk.ok
       ? chunk.reason
@@ -113,28 +154,11 @@ export async function dispatchJob(
         ? `${where} has ${chunk.entries.length} entries; entry ${entry} is missing`
         : `entry ${entry} of ${where} is not an item input: ${input === undefined ? "" : describeIssues(input.error)}`;
     failures.push({ item, reason: `not dispatched: ${reason}` });
+    cursor = item + 1;
   }
-  close();
-  for (let start = 0; start < messages.length; start += SEND_PARALLELISM) {
-    await deps.workQueue.send(messages.slice(start, start + SEND_PARALLELISM), options);
-  }
-  const end = item;
-  const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
-  await jobs.updateJob(
-    state.id,
-    (current) => {
-      attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
-      const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
-      const next =
-        failures.length > 0
-          ? (foldOutcomes(deps, advanced, [{ done: [], failed: failures }], attempt.counts) ?? advanced)
-          : advanced;
-      return next.dispatched === current.dispatched && next === advanced ? undefined : next;
-    },
-    options,
-    job,
-  );
-  return { sent: end - state.dispatched - failures.length, messages: messages.length, failed: attempt.counts.failed };
+  await close();
+  await record();
+  return report;
 }
 
 /** Reads one chunk of a job's item inputs; a missing or corrupt chunk is a reason, not an exception. */

@@ -11,7 +11,12 @@ import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { recordTerm } from "./termHistory";
 
-/** How long an idle pass waits for workers before looking again, while jobs are active. */
+/**
+ * How long an idle pass waits for workers before looking again, while jobs are active: from the first to the second,
+ * doubling with each idle pass and back to the first after a pass with work. Results usually follow work closely, so
+ * the first look comes soon; a job whose items take long costs a look every half second.
+ */
+const MIN_IDLE_POLL_MS = 50;
 const IDLE_POLL_MS = 500;
 /** Most fold batches of one kind per pass. */
 const MAX_FOLD_BATCHES = 20;
@@ -97,6 +102,7 @@ export async function runCoordinationStep(
       failed: job.failedCount + failed,
     });
   };
+  let idleMs = MIN_IDLE_POLL_MS;
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
@@ -154,7 +160,10 @@ export async function runCoordinationStep(
     const remainingMs = endMono - monotonicMs();
     if (remainingMs <= 0 || (!work && report.activeJobs === 0)) return report;
     // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.
-    if (!work) await delay(Math.min(IDLE_POLL_MS, remainingMs), { abortSignal: term.signal });
+    if (!work) {
+      await delay(Math.min(idleMs, remainingMs), { abortSignal: term.signal });
+      idleMs = Math.min(idleMs * 2, IDLE_POLL_MS);
+    } else idleMs = MIN_IDLE_POLL_MS;
   }
 }
 

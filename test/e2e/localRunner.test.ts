@@ -52,8 +52,15 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
       settleS: 1,
       maxWaitS: 120,
       outputDir,
-      // Small dispatch batches so the job spans several passes and the kill lands mid-step.
-      env: { ...process.env, COORDINATION_STORAGE: undefined, DISPATCH_BATCH_SIZE: "5", STEP_BUDGET_MS: "20000" },
+      // Small dispatch batches of one-item units so the job spans many passes and the kill lands mid-step (with units of
+      // 32 and the step's quick idle polls, 300 items can be done before the kill).
+      env: {
+        ...process.env,
+        COORDINATION_STORAGE: undefined,
+        DISPATCH_BATCH_SIZE: "5",
+        WORK_UNIT_MAX_ITEMS: "1",
+        STEP_BUDGET_MS: "20000",
+      },
     });
     expect(result.problem).toBeUndefined();
     expect(result.exitCode).toBe(0);

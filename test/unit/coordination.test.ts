@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createRegistry } from "../../src/app/context";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
@@ -299,5 +299,62 @@ describe("worker (unit)", () => {
       item: 3,
       reason: expect.stringMatching(/all 5 deliveries/) as unknown,
     });
+  });
+});
+
+describe("coordination step: dispatch and polling pace (issue 9)", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("records the cursor after each group of sends, so a send that fails later re-sends only its own group", async () => {
+    const { deps, work: queue, state } = world({ dispatchBatchSize: 200, maxInFlight: 400 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 200 }, (_, i) => item("a", i)),
+    });
+    const send = queue.send.bind(queue);
+    let sends = 0;
+    queue.send = (texts, options) => (++sends === 2 ? Promise.reject(new Error("storage down")) : send(texts, options));
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("storage down");
+    // The first group of 64 one-item units went out and is recorded; the failed group is not.
+    expect(queue.length).toBe(64);
+    expect((await readJob(state, id))?.dispatched).toBe(64);
+    // The next step sends the rest once: no item of the first group again.
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.length).toBe(200);
+    expect((await readJob(state, id))?.dispatched).toBe(200);
+    const firstItems = (await queue.receive(1000, 60)).map(
+      (m) => (JSON.parse(m.text ?? "null") as { first: number }).first,
+    );
+    expect(new Set(firstItems).size).toBe(200);
+  });
+
+  it("while items are out with workers, an idle step looks again after 50 ms, backing off to every 500 ms", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const { deps, results } = world({ dispatchBatchSize: 10, maxInFlight: 10 });
+    await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    const looks: number[] = [];
+    const receive = results.receive.bind(results);
+    results.receive = (max, visibilityS) => {
+      looks.push(Date.now());
+      return receive(max, visibilityS);
+    };
+    const start = Date.now();
+    const progress = { done: false };
+    const step = runCoordinationStep(deps, fakeTerm(1), { budgetMs: 2000, monotonicMs: () => Date.now() }).finally(
+      () => (progress.done = true),
+    );
+    while (!progress.done) {
+      await vi.advanceTimersByTimeAsync(5);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await step;
+    // One look per pass (its receives start together): the times between passes.
+    const passes = [...new Set(looks)].map((at) => at - start);
+    const gaps = passes.slice(1).map((at, index) => at - (passes[index] ?? 0));
+    // Pass 1 registers and dispatches (work), pass 2 follows at once; from then on nothing arrives.
+    expect(gaps.slice(1, 7)).toEqual([50, 100, 200, 400, 500, 500]);
   });
 });
