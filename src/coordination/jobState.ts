@@ -1,8 +1,15 @@
 import { z } from "zod";
 import type { ItemInput } from "./messages";
 
+/**
+ * Stored documents (specs, job states, the index, the term history) are read with `looseObject`: fields this version
+ * does not know — written by a newer version during a rolling deploy — are kept, and written back unchanged by every
+ * read-modify-write. A document of a newer format version (`v`) is not read at all. Queue messages, which come from
+ * outside, stay strict.
+ */
+
 /** The job spec the submitter writes (immutable); items are stored separately in chunks. */
-export const jobSpecSchema = z.strictObject({
+export const jobSpecSchema = z.looseObject({
   v: z.literal(1),
   id: z.string(),
   kind: z.string(),
@@ -18,7 +25,7 @@ export const jobSpecSchema = z.strictObject({
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
 /** A failed item and why. */
-export const failureSchema = z.strictObject({ item: z.number().int(), reason: z.string() });
+export const failureSchema = z.looseObject({ item: z.number().int(), reason: z.string() });
 export type ItemFailure = z.infer<typeof failureSchema>;
 
 /** Most failures kept with their reasons per job; beyond it only the count grows (bounded memory). */
@@ -84,7 +91,7 @@ export const RECENT_JOBS_LIMIT = 10;
  * The leader's list of jobs not yet completed, and of the last {@link RECENT_JOBS_LIMIT} that ended (newest last). An
  * index written before `recent` existed reads as having none.
  */
-export const jobIndexSchema = z.strictObject({
+export const jobIndexSchema = z.looseObject({
   v: z.literal(1),
   active: z.array(z.string()),
   recent: z.array(z.string()).default([]),

@@ -23,7 +23,17 @@ export async function registerJobs(
   for (const marker of markers) {
     const id = marker.slice(keys.inboxPrefix.length);
     const specText = await deps.system.readText(keys.spec(id), options);
-    const spec = specText === undefined ? undefined : jobSpecSchema.safeParse(safeJson(specText));
+    const json = specText === undefined ? undefined : safeJson(specText);
+    const version = formatVersion(json);
+    if (version !== undefined && version > SPEC_VERSION) {
+      // Written by a newer version during a rolling deploy: left in the inbox for a leader that can read it.
+      deps.logger.verbose(`Job ${id} has a spec of format version ${version}; leaving it for a newer leader.`, {
+        instanceId: deps.instanceId,
+        epoch,
+      });
+      continue;
+    }
+    const spec = specText === undefined ? undefined : jobSpecSchema.safeParse(json);
     if (spec === undefined || !spec.success) {
       deps.logger.warn(`Inbox marker ${marker} has no valid job spec; dropping it.`, {
         instanceId: deps.instanceId,
@@ -71,6 +81,14 @@ export async function registerJobs(
     deps.emit({ type: "job-registered", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id });
   }
   return registered.length;
+}
+
+/** The spec format version this version reads. */
+const SPEC_VERSION = jobSpecSchema.shape.v.value;
+
+/** The `v` of a stored document, when it has a numeric one. */
+function formatVersion(json: unknown): number | undefined {
+  return typeof json === "object" && json !== null && "v" in json && typeof json.v === "number" ? json.v : undefined;
 }
 
 function safeJson(text: string): unknown {

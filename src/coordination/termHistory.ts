@@ -14,7 +14,7 @@ export const TERMS_KEY = "terms.json";
 export const TERM_HISTORY_LIMIT = 20;
 
 /** One leadership term, as the history records it. */
-export const termEntrySchema = z.strictObject({
+export const termEntrySchema = z.looseObject({
   holder: z.string(),
   epoch: z.number().int().min(1),
   /** Wall-clock ms when the term began. */
@@ -23,7 +23,7 @@ export const termEntrySchema = z.strictObject({
 export type TermEntry = z.infer<typeof termEntrySchema>;
 
 /** The bounded history of the latest terms. */
-export const termHistorySchema = z.strictObject({
+export const termHistorySchema = z.looseObject({
   v: z.literal(1),
   terms: z.array(termEntrySchema).max(TERM_HISTORY_LIMIT),
 });
@@ -71,7 +71,7 @@ export async function recordTerm(
           `${TERMS_KEY}: epoch ${term.epoch} is already recorded by another term (${last.holder}, since ${new Date(last.sinceMs).toISOString()}); this term (${entry.holder}) must stop.`,
         );
       }
-      return { v: 1 as const, terms: [...terms, entry].slice(-TERM_HISTORY_LIMIT) };
+      return { ...current, v: 1 as const, terms: [...terms, entry].slice(-TERM_HISTORY_LIMIT) };
     },
     options,
   );

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import { createRegistry } from "../../src/app/context";
+import { keys } from "../../src/coordination/jobState";
+import { readJobStatus } from "../../src/coordination/status";
+import { runCoordinationStep } from "../../src/coordination/step";
+import { storeSubmission } from "../../src/coordination/submit";
+import { TERMS_KEY } from "../../src/coordination/termHistory";
+import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { fakeTerm } from "../support/memoryPorts";
+
+/**
+ * During a rolling deploy, instances of two versions share one storage account: a newer version's documents (a job
+ * spec with one more field, a job state with one more field) meet an older leader. The older one must keep working on
+ * them and keep what it does not know, never drop or corrupt them. (Found by review: a spec with one field more was
+ * dropped for good — exactly what `deadlineAtMs` would have done to a leader from before it.)
+ */
+describe("documents written by a newer version (rolling deploy)", () => {
+  it("a spec with a field this version does not know is registered, and its status can be read", async () => {
+    const { deps, state, system } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    const spec = JSON.parse((await system.readText(keys.spec(id))) ?? "{}") as Record<string, unknown>;
+    await system.writeText(keys.spec(id), JSON.stringify({ ...spec, priority: 5 }));
+    expect((await readJobStatus(deps.state, deps.system, createRegistry(), id))?.status).toBe("pending");
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect((await readJob(state, id))?.status).toBe("running");
+    expect((await readJobStatus(deps.state, deps.system, createRegistry(), id))?.status).toBe("running");
+  });
+
+  it("a spec of a newer format version waits in the inbox for a leader that reads it, and blocks no other job", async () => {
+    const { deps, state, system } = world();
+    const newer = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    const other = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("b", 2)] });
+    const spec = JSON.parse((await system.readText(keys.spec(newer.id))) ?? "{}") as Record<string, unknown>;
+    await system.writeText(keys.spec(newer.id), JSON.stringify({ ...spec, v: 2 }));
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(report.registered).toBe(1);
+    expect((await readJob(state, other.id))?.status).toBe("running");
+    expect(await readJob(state, newer.id)).toBeUndefined();
+    expect(await system.readText(keys.inbox(newer.id))).toBeDefined();
+  });
+
+  it("a job state with a field this version does not know is worked on, and the field is kept in every write", async () => {
+    const { deps, state, work: queue } = world();
+    const newer = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1), item("a", 2)] });
+    const other = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("b", 2)] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const stored = await state.read(keys.jobState(newer.id));
+    if (stored === undefined) throw new Error("not registered");
+    // A newer leader's write, with a field this version does not know.
+    await state.write(keys.jobState(newer.id), { ...(stored.value as object), priority: 5 }, 2, {
+      ifMatch: stored.etag,
+    });
+    await work(deps, queue);
+    await runCoordinationStep(deps, fakeTerm(3), ONE_PASS);
+    expect(await readJob(state, other.id)).toMatchObject({ status: "completed" });
+    expect((await state.read(keys.jobState(newer.id)))?.value).toMatchObject({ status: "completed", priority: 5 });
+  });
+
+  it("a term history whose entries carry a field this version does not know is extended, the field kept", async () => {
+    const { deps, state } = world();
+    await state.write(
+      TERMS_KEY,
+      { v: 1, terms: [{ holder: "newer", epoch: 1, sinceMs: 1, region: "westeurope" }] },
+      1,
+      {
+        ifNoneMatch: "*",
+      },
+    );
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
+    expect((await state.read(TERMS_KEY))?.value).toMatchObject({
+      terms: [{ holder: "newer", epoch: 1, region: "westeurope" }, { epoch: 2 }],
+    });
+  });
+});
