@@ -9,6 +9,12 @@ import type { Abortable } from "../library/util/delay";
 /** Work messages sent at once: a group, after which the job's cursor is written. */
 const SEND_PARALLELISM = 64;
 
+/**
+ * Most bytes of JSON a work message may have: a queue message holds 64 KiB of text, and base64 turns every 3 bytes
+ * into 4. A unit of one item that would be larger cannot be sent at all (storage answers 413).
+ */
+export const MAX_WORK_MESSAGE_BYTES = 48 * 1024;
+
 /** What one dispatch did. */
 export interface DispatchReport {
   /** Items sent to the work queue. */
@@ -134,8 +140,8 @@ export async function dispatchJob(
     }
     const entry = item % state.chunkSize;
     const input = chunk.ok ? itemInputSchema.safeParse(chunk.entries[entry]) : undefined;
-    if (input?.success === true) {
-      const bytes = Buffer.byteLength(JSON.stringify(input.data)) + 1;
+    const bytes = input?.success === true ? Buffer.byteLength(JSON.stringify(input.data)) + 1 : 0;
+    if (input?.success === true && envelopeBytes + bytes <= MAX_WORK_MESSAGE_BYTES) {
       if (unit !== undefined && envelopeBytes + unit.bytes + bytes > limits.bytes) {
         await close();
         if (item - state.dispatched >= count) break; // this item starts the next unit, in a later dispatch
@@ -152,7 +158,9 @@ export async function dispatchJob(
       ? chunk.reason
       : entry >= chunk.entries.length
         ? `${where} has ${chunk.entries.length} entries; entry ${entry} is missing`
-        : `entry ${entry} of ${where} is not an item input: ${input === undefined ? "" : describeIssues(input.error)}`;
+        : input?.success === true
+          ? `its work message would be ${envelopeBytes + bytes} bytes of JSON, more than a queue message holds (${MAX_WORK_MESSAGE_BYTES} bytes); put large inputs in a blob`
+          : `entry ${entry} of ${where} is not an item input: ${input === undefined ? "" : describeIssues(input.error)}`;
     failures.push({ item, reason: `not dispatched: ${reason}` });
     cursor = item + 1;
   }

@@ -59,6 +59,18 @@ export interface MessageRejectedEvent extends EventBase {
   reason: string;
 }
 
+/**
+ * A job's part of a pass failed (storage refused a send, its document could not be read, …): the step went on with the
+ * other jobs, and tries this one again in its next pass.
+ */
+export interface JobPassFailedEvent extends EventBase {
+  type: "job-pass-failed";
+  epoch: number;
+  jobId: string;
+  /** What went wrong. */
+  error: string;
+}
+
 /** Every event of the coordination logic. */
 export type CoordinationEvent =
-  JobRegisteredEvent | JobCompletedEvent | JobFailedEvent | JobStoppedEvent | MessageRejectedEvent;
+  JobRegisteredEvent | JobCompletedEvent | JobFailedEvent | JobStoppedEvent | JobPassFailedEvent | MessageRejectedEvent;

@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { LeadershipLostError, StaleEpochError } from "../library/errors";
 import { FencedStateStore } from "../library/fencing/FencedStateStore";
 import type { LeadershipTerm } from "../library/leadership/Term";
 import { delay, throwIfAborted } from "../library/util/delay";
@@ -40,6 +41,8 @@ export interface StepReport {
   rejected: number;
   /** Results and poisoned items of cancelled or expired jobs: acknowledged, not counted. */
   discarded: number;
+  /** Jobs whose part of a pass failed (each a `job-pass-failed` event); the step went on with the others. */
+  jobErrors: number;
   completedJobs: string[];
   activeJobs: number;
   /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
@@ -86,6 +89,7 @@ export async function runCoordinationStep(
     failed: 0,
     rejected: 0,
     discarded: 0,
+    jobErrors: 0,
     completedJobs: [],
     activeJobs: 0,
     jobs: [],
@@ -136,22 +140,43 @@ export async function runCoordinationStep(
     // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
     if ((index?.value.active.length ?? 0) > 0) await applyCancelRequests(deps, jobs, io);
     for (const id of index?.value.active ?? []) {
-      const read = await jobs.readJob(id, io);
-      const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
-      if (job === undefined || job.value.status !== "running") {
-        finished.push(id);
-        if (job !== undefined) {
-          noteProgress(job.value, 0, 0);
-          emitJobEnded(deps, epoch, job.value);
+      try {
+        const read = await jobs.readJob(id, io);
+        const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
+        if (job === undefined || job.value.status !== "running") {
+          finished.push(id);
+          if (job !== undefined) {
+            noteProgress(job.value, 0, 0);
+            emitJobEnded(deps, epoch, job.value);
+          }
+          continue;
         }
-        continue;
+        const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io);
+        noteProgress(job.value, sent + failed, failed);
+        budget -= sent + failed;
+        report.dispatched += sent;
+        report.failed += failed;
+        if (sent + failed > 0) work = true;
+      } catch (error) {
+        // One job's trouble (a send storage refuses, a document it cannot read) must not hold up the others; the
+        // next pass tries it again. Losing leadership, or a newer leader's write, ends the step as before.
+        if (term.signal.aborted || error instanceof StaleEpochError || error instanceof LeadershipLostError)
+          throw error;
+        report.jobErrors++;
+        const message = error instanceof Error ? error.message : String(error);
+        deps.logger.warn(`Job ${id} could not be worked on in this pass; the other jobs go on: ${message}`, {
+          instanceId: deps.instanceId,
+          epoch,
+        });
+        deps.emit({
+          type: "job-pass-failed",
+          instanceId: deps.instanceId,
+          atMs: deps.now(),
+          epoch,
+          jobId: id,
+          error: message,
+        });
       }
-      const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io);
-      noteProgress(job.value, sent + failed, failed);
-      budget -= sent + failed;
-      report.dispatched += sent;
-      report.failed += failed;
-      if (sent + failed > 0) work = true;
       term.reportProgress();
     }
     if (finished.length > 0) await jobs.updateIndex({ remove: finished }, io);

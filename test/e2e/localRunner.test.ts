@@ -52,8 +52,8 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
       settleS: 1,
       maxWaitS: 120,
       outputDir,
-      // Small dispatch batches of one-item units so the job spans many passes and the kill lands mid-step (with units of
-      // 32 and the step's quick idle polls, 300 items can be done before the kill).
+      // Small dispatch batches of one-item units so the job spans many passes and the kill lands mid-step (with
+      // units of 32 and the step's quick idle polls, 300 items can be done before the kill).
       env: {
         ...process.env,
         COORDINATION_STORAGE: undefined,

@@ -16,5 +16,6 @@ export const EVERY_EVENT_TYPE: Readonly<Record<AppEventType, true>> = {
   "job-failed": true,
   "job-cancelled": true,
   "job-expired": true,
+  "job-pass-failed": true,
   "message-rejected": true,
 };

@@ -308,7 +308,7 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
   });
 
   it("records the cursor after each group of sends, so a send that fails later re-sends only its own group", async () => {
-    const { deps, work: queue, state } = world({ dispatchBatchSize: 200, maxInFlight: 400 });
+    const { deps, events, work: queue, state } = world({ dispatchBatchSize: 200, maxInFlight: 400 });
     const { id } = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
@@ -317,18 +317,38 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
     const send = queue.send.bind(queue);
     let sends = 0;
     queue.send = (texts, options) => (++sends === 2 ? Promise.reject(new Error("storage down")) : send(texts, options));
-    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("storage down");
-    // The first group of 64 one-item units went out and is recorded; the failed group is not.
-    expect(queue.length).toBe(64);
-    expect((await readJob(state, id))?.dispatched).toBe(64);
-    // The next step sends the rest once: no item of the first group again.
-    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(queue.length).toBe(200);
+    // Steps until every item went out (a step that fails is the next step's to finish).
+    for (let step = 0; step < 5 && (await readJob(state, id))?.dispatched !== 200; step++)
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS).catch(() => undefined);
     expect((await readJob(state, id))?.dispatched).toBe(200);
+    // Each one-item unit went out once: the first group was recorded before the second group's send failed.
     const firstItems = (await queue.receive(1000, 60)).map(
       (m) => (JSON.parse(m.text ?? "null") as { first: number }).first,
     );
+    expect(firstItems).toHaveLength(200);
     expect(new Set(firstItems).size).toBe(200);
+    expect(events.filter((event) => event.type === "job-pass-failed")).toHaveLength(1);
+  });
+
+  it("a job whose dispatch fails does not stop the others: they go out in the same pass, and an event names the job", async () => {
+    const { deps, events, work: queue, state } = world({ dispatchBatchSize: 10, maxInFlight: 10 });
+    const stuck = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    const other = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("b", 2)] });
+    const send = queue.send.bind(queue);
+    queue.send = (texts, options) =>
+      texts.some((text) => text.includes(stuck.id))
+        ? Promise.reject(new Error("storage answered 413 RequestBodyTooLarge"))
+        : send(texts, options);
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(report).toMatchObject({ registered: 2, dispatched: 1 });
+    expect((await readJob(state, other.id))?.dispatched).toBe(1);
+    expect((await readJob(state, stuck.id))?.dispatched).toBe(0);
+    // One event per pass that tried the stuck job, each naming it; none for the other job.
+    const failures = events.filter((event) => event.type === "job-pass-failed");
+    expect(failures.length).toBeGreaterThanOrEqual(1);
+    expect(failures.length).toBe(report.jobErrors);
+    for (const failure of failures)
+      expect(failure).toMatchObject({ jobId: stuck.id, epoch: 1, error: expect.stringContaining("413") as unknown });
   });
 
   it("while items are out with workers, an idle step looks again after 50 ms, backing off to every 500 ms", async () => {

@@ -49,6 +49,29 @@ describe("work units (issue 9, part 1)", () => {
       if (shape(body)[1] > 1) expect(Buffer.byteLength(body)).toBeLessThanOrEqual(1024);
   });
 
+  it("an item whose work message could not fit a queue message (48 KiB of JSON) fails alone with the reason; the rest completes", async () => {
+    const { deps, work: queue, results, state, system } = world({ workUnitMaxItems: 4 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(6) });
+    // Written by an older submitter that counted raw bytes: 30,000 quotes are 60,000 bytes of JSON.
+    const chunk = JSON.parse((await system.readText(keys.chunk(id, 0))) ?? "[]") as unknown[];
+    chunk[2] = { inline: '"'.repeat(30_000) };
+    await system.writeText(keys.chunk(id, 0), JSON.stringify(chunk));
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    for (const body of queue.bodies()) expect(Buffer.byteLength(body)).toBeLessThanOrEqual(48 * 1024);
+    expect(queue.bodies().map(shape)).toEqual([
+      [0, 2],
+      [3, 3],
+    ]);
+    await work(deps, queue);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(results.length).toBe(0);
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 5, failedCount: 1 });
+    expect(job?.failures).toEqual([
+      { item: 2, reason: expect.stringMatching(/not dispatched: .*49152 bytes/) as unknown },
+    ]);
+  });
+
   it("the worker sends ONE result for a unit: done items with their merged partial, and each unusable item failed alone with its reason", async () => {
     const { deps, results } = world();
     const inputs = [
@@ -150,12 +173,15 @@ describe("work units (issue 9, part 1)", () => {
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(7) });
     const original = deps.state.write.bind(deps.state);
     let crash = true;
+    const dying = fakeTerm(1);
     deps.state.write = (key, value, condition, options) => {
-      if (crash && key === keys.jobState(id) && (value as { dispatched?: number }).dispatched !== 0)
+      if (crash && key === keys.jobState(id) && (value as { dispatched?: number }).dispatched !== 0) {
+        dying.end(); // the leader dies with its write in flight
         return Promise.reject(new Error("leader died"));
+      }
       return original(key, value, condition, options);
     };
-    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("leader died");
+    await expect(runCoordinationStep(deps, dying, ONE_PASS)).rejects.toThrow();
     crash = false;
     await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
     expect(queue.bodies().map(shape)).toEqual([
