@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 import { settingsSchema } from "../../src/app/settings";
-import { parseSchedule } from "../local/timerTrigger";
+import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../support/cli";
 
 /** The command line of `npm run bench:throughput`, parsed and validated up front. */
 
@@ -28,10 +27,7 @@ export interface ThroughputArgs {
   skipMemory: boolean;
 }
 
-/** A bad command line: the message names the flag and what is allowed. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
+export { UsageError };
 
 export const USAGE = `Usage: npm run bench:throughput -- [flags]
 
@@ -58,54 +54,26 @@ million items at list prices; then one large job end to end for the leader's mem
  * @throws UsageError naming the flag and the allowed values.
  */
 export function parseThroughputArgs(argv: readonly string[]): ThroughputArgs {
-  let values;
-  try {
-    values = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        out: { type: "string" },
-        "small-items": { type: "string" },
-        "blob-items": { type: "string" },
-        rounds: { type: "string" },
-        instances: { type: "string" },
-        schedule: { type: "string" },
-        "memory-items": { type: "string" },
-        "skip-memory": { type: "boolean" },
-        help: { type: "boolean" },
-      },
-    }).values;
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}. Run with --help for the flags.`);
-  }
-  const out = values.out ?? "bench-results/throughput.json";
-  if (out.trim() === "") throw new UsageError('--out must be a file path, got "".');
-  const schedule = (values.schedule ?? DEFAULT_SCHEDULE).trim();
-  const scheduleProblem = `--schedule must be an NCRONTAB expression with six fields, seconds first (e.g. "*/2 * * * * *"), got "${schedule}"`;
-  if (schedule.split(/\s+/).length !== 6) throw new UsageError(`${scheduleProblem}.`);
-  try {
-    parseSchedule(schedule, "coordinator");
-  } catch (error) {
-    throw new UsageError(`${scheduleProblem}: ${(error as Error).message}`);
-  }
+  const values = parseFlags(argv, {
+    out: { type: "string" },
+    "small-items": { type: "string" },
+    "blob-items": { type: "string" },
+    rounds: { type: "string" },
+    instances: { type: "string" },
+    schedule: { type: "string" },
+    "memory-items": { type: "string" },
+    "skip-memory": { type: "boolean" },
+    help: { type: "boolean" },
+  });
   return {
     help: values.help === true,
-    out,
-    smallItems: wholeNumber(values["small-items"], "--small-items", 100, 200_000) ?? 20_000,
-    blobItems: wholeNumber(values["blob-items"], "--blob-items", 10, 20_000) ?? 2000,
-    rounds: wholeNumber(values.rounds, "--rounds", 1, 10) ?? 3,
-    instances: wholeNumber(values.instances, "--instances", 1, 8) ?? 3,
-    schedule,
-    memoryItems: wholeNumber(values["memory-items"], "--memory-items", 1000, 1_000_000) ?? 100_000,
+    out: pathFlag(values.out, "--out") ?? "bench-results/throughput.json",
+    smallItems: numberFlag(values["small-items"], "--small-items", { min: 100, max: 200_000 }) ?? 20_000,
+    blobItems: numberFlag(values["blob-items"], "--blob-items", { min: 10, max: 20_000 }) ?? 2000,
+    rounds: numberFlag(values.rounds, "--rounds", { min: 1, max: 10 }) ?? 3,
+    instances: numberFlag(values.instances, "--instances", { min: 1, max: 8 }) ?? 3,
+    schedule: scheduleFlag(values.schedule, "--schedule", DEFAULT_SCHEDULE),
+    memoryItems: numberFlag(values["memory-items"], "--memory-items", { min: 1000, max: 1_000_000 }) ?? 100_000,
     skipMemory: values["skip-memory"] === true,
   };
-}
-
-function wholeNumber(raw: string | undefined, flag: string, min: number, max: number): number | undefined {
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max)
-    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got "${raw}".`);
-  return value;
 }
