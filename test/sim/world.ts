@@ -415,7 +415,11 @@ export class SimWorld {
     for (let index = 0; index < this.plan.instances; index++) {
       this.startInstance(index);
       const loop = (): void => {
-        this.instances[index]?.tick(false);
+        const instance = this.instances[index];
+        // A tick that comes while a killed worker restarts goes to the replacement once it is up: the Functions host
+        // owns the timer and outlives the language worker it restarts.
+        if (instance?.process.crashed === true && this.restarting.has(index)) this.missedTicks.add(index);
+        else instance?.tick(false);
         setTimeout(loop, SIM_TIMING.tickMs - 1000 + Math.round(this.random() * 2000));
       };
       setTimeout(loop, 200 + Math.round(this.random() * SIM_TIMING.tickMs));
@@ -548,10 +552,19 @@ export class SimWorld {
   killWorker(instance: SimInstance): void {
     if (this.instances[instance.index] !== instance || instance.process.crashed) return;
     this.crash(instance.process);
+    this.restarting.add(instance.index);
     setTimeout(() => {
-      if (this.instances[instance.index] === instance) this.startInstance(instance.index);
+      this.restarting.delete(instance.index);
+      const missed = this.missedTicks.delete(instance.index);
+      if (this.instances[instance.index] !== instance) return;
+      const replacement = this.startInstance(instance.index);
+      if (missed) replacement.tick(false);
     }, 1000);
   }
+
+  /** Instances whose killed worker is being restarted, and those of them a timer tick came for meanwhile. */
+  private readonly restarting = new Set<number>();
+  private readonly missedTicks = new Set<number>();
 
   /** Arms a fault to strike at one of the process's next few requests (at any await), or after 2 s at the latest. */
   private arm(process: SimProcess, fire: () => void): void {
