@@ -51,8 +51,8 @@ group-by job, a live view, and a leadership timeline (SVG) at the end.
                                 listenerLockRecoveryPollingInterval)
   --help                  show this text
 
-To see a leader die mid-job, make the job span several steps:
-  DISPATCH_BATCH_SIZE=10 npm run local -- --kill-leader-after 8`;
+To see a leader die mid-job, make the job span many passes (one item per work message, a few per pass):
+  WORK_UNIT_MAX_ITEMS=1 DISPATCH_BATCH_SIZE=5 npm run local -- --kill-leader-after 8 --items 300`;
 
 /**
  * Parses `argv` (without node and script).
