@@ -17,6 +17,15 @@ import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from 
 const INSTANCE_SCRIPT = resolve(__dirname, "instance.ts");
 const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
 
+/**
+ * The Node flags the app is deployed with (app setting `languageWorkers__node__arguments`, infra/modules/functionApp.bicep;
+ * the infra tests check they are the same): V8's young generation at most 2 × 4 MiB, and the old generation grown by 30%
+ * after each full GC. Without them V8 sizes its heap from the machine's memory: on a large machine it lets a busy
+ * instance's young generation grow to 2 × 16 MiB and its old generation to 4× its live size before collecting, so RSS
+ * rises by 50–150 MiB of garbage while the live heap stays flat (issue 9, the leader-memory job).
+ */
+export const NODE_WORKER_ARGUMENTS = "--max-semi-space-size=4 --heap-growing-percent=30";
+
 /** What is known about an instance. */
 export interface InstanceState {
   readonly name: string;
@@ -59,7 +68,9 @@ export class InstanceProcess {
     // Own process group (detached): Ctrl-C in the terminal reaches only the runner, which then stops the instances
     // in order. An orphan still stops: its stdin closes when the runner dies. (On Windows detached means a new
     // console window, so not there.)
-    this.child = spawn(process.execPath, ["--import", TSX_LOADER, INSTANCE_SCRIPT], {
+    // As the Functions host starts its Node worker: with the flags of `languageWorkers__node__arguments`.
+    const nodeArguments = (env.languageWorkers__node__arguments ?? "").split(/\s+/).filter((arg) => arg !== "");
+    this.child = spawn(process.execPath, [...nodeArguments, "--import", TSX_LOADER, INSTANCE_SCRIPT], {
       env: { ...env, WEBSITE_INSTANCE_ID: name },
       stdio: ["pipe", "pipe", "pipe"],
       detached: process.platform !== "win32",

@@ -72,11 +72,10 @@ export class QueueListener {
     const { batchSize, newBatchThreshold, maxPollingIntervalMs } = this.options.settings;
     // At least 1 s: a visibility timeout of 0 would hand the message to every other poller at once.
     const leaseSeconds = Math.max(1, Math.round((this.options.messageLeaseMs ?? 600_000) / 1000));
-    const stopped = abortion(signal);
     let idleDelayMs = MIN_POLL_MS;
     while (!signal.aborted) {
       if (this.running.size > newBatchThreshold) {
-        await Promise.race([...this.running, stopped]);
+        await this.slotFreed(signal);
         continue;
       }
       const messages = await this.receive(batchSize, leaseSeconds, signal);
@@ -91,10 +90,36 @@ export class QueueListener {
       }
       idleDelayMs = MIN_POLL_MS;
       for (const message of messages) {
-        const processing = this.process(message).finally(() => this.running.delete(processing));
+        const processing = this.process(message).finally(() => {
+          this.running.delete(processing);
+          this.onSlotFreed?.();
+        });
         this.running.add(processing);
       }
     }
+  }
+
+  /** Resolves the wait of {@link slotFreed}, if one is pending. */
+  private onSlotFreed: (() => void) | undefined;
+
+  /**
+   * Waits until a running invocation finishes or `signal` aborts. Each wait is a fresh promise that nothing keeps
+   * afterwards (racing a promise that lives until stop instead kept a reaction per wait: a slow leak over long runs).
+   */
+  private slotFreed(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        signal.removeEventListener("abort", done);
+        this.onSlotFreed = undefined;
+        resolve();
+      };
+      if (signal.aborted) {
+        done();
+        return;
+      }
+      this.onSlotFreed = done;
+      signal.addEventListener("abort", done, { once: true });
+    });
   }
 
   private async receive(batchSize: number, leaseSeconds: number, signal: AbortSignal): Promise<DequeuedMessageItem[]> {
@@ -197,12 +222,4 @@ export class QueueListener {
     await this.poisonQueue.sendMessage(message.messageText, { messageTimeToLive: -1 });
     await this.queue.deleteMessage(message.messageId, popReceipt);
   }
-}
-
-/** A promise that settles when `signal` aborts (never rejects), for racing against work. */
-function abortion(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener("abort", () => resolve(), { once: true });
-  });
 }

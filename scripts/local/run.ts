@@ -8,7 +8,7 @@ import { delay, type Abortable } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
 import { EventLog, recordFromEventLine } from "./eventLog";
-import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances";
+import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers, type InstanceState } from "./instances";
 import { LiveView, type LiveMode } from "./liveView";
 import type { LocalOptions } from "./options";
 import { aggregateTable, describeEvent } from "./report";
@@ -286,6 +286,8 @@ export function instanceEnv(
       lock.listenerLockRecoveryS?.toString() ?? baseEnv.LOCAL_LISTENER_LOCK_RECOVERY_SECONDS,
     // A killed instance's messages come back after 30 s instead of the host's 10 min (renewed while running).
     LOCAL_MESSAGE_LEASE_SECONDS: baseEnv.LOCAL_MESSAGE_LEASE_SECONDS ?? "30",
+    // The Node flags the app is deployed with (an empty value runs Node's defaults).
+    languageWorkers__node__arguments: baseEnv.languageWorkers__node__arguments ?? NODE_WORKER_ARGUMENTS,
   };
   const settings = readSettings(env);
   for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);

@@ -16,6 +16,7 @@ import {
 } from "./bicep";
 import { type BicepValue, evaluate } from "./evaluate";
 import { type AppSettingEntry, appSettingsObjects } from "./checks";
+import { NODE_WORKER_ARGUMENTS } from "../../scripts/local/instances";
 
 /**
  * One source of truth for app settings: src/app/settings.ts. These tests prove that the Bicep templates set exactly
@@ -31,6 +32,7 @@ const HOST_SETTING_PREFIXES = [
   "APPLICATIONINSIGHTS_",
   "FUNCTIONS_",
   "WEBSITE_",
+  "languageWorkers__",
 ] as const;
 
 const isHostSetting = (name: string): boolean => HOST_SETTING_PREFIXES.some((prefix) => name.startsWith(prefix));
@@ -128,7 +130,7 @@ describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
     expect([...inBicep].sort()).toEqual([...APP_SETTING_NAMES].sort());
   });
 
-  it("the host settings are only identity-based storage and Entra-authenticated Application Insights", () => {
+  it("the host settings are only identity-based storage, Entra-authenticated Application Insights and the Node flags", () => {
     const hostNames = settings
       .map((entry) => entry.key)
       .filter(isHostSetting)
@@ -140,7 +142,12 @@ describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
       "AzureWebJobsStorage__clientId",
       "AzureWebJobsStorage__credential",
       "AzureWebJobsStorage__tableServiceUri",
+      "languageWorkers__node__arguments",
     ]);
+  });
+
+  it("the Node flags are the local host's (NODE_WORKER_ARGUMENTS), so local runs and benchmarks measure what is deployed", () => {
+    expect(setting("languageWorkers__node__arguments")?.value.text).toBe(`'${NODE_WORKER_ARGUMENTS}'`);
   });
 });
 
