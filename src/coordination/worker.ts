@@ -7,9 +7,9 @@ import {
   toRanges,
   workMessageSchema,
   type itemResultMessageSchema,
-  type Rejection,
   type UnitResultMessage,
 } from "./messages";
+import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { ItemError, mergeAll } from "./taskKinds";
 import type { Abortable } from "../library/util/delay";
 
@@ -171,15 +171,19 @@ async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, optio
   await deps.resultsQueue.send([text], options);
 }
 
+/**
+ * Moves a malformed work message to the poison queue with the reason, at once (retrying cannot fix it). Never throws
+ * for what the message holds, and its rejection always fits a queue message ({@link rejectionText}): a rejection that
+ * failed would fail every delivery, and the host would poison the message without the reason.
+ */
 async function reject(
   deps: WorkerDeps,
   payload: unknown,
   delivery: Delivery,
-  reason: string,
+  why: string,
   options: Abortable,
 ): Promise<WorkOutcome> {
-  const original =
-    typeof payload === "string" ? payload : ((JSON.stringify(payload) as string | undefined) ?? String(payload));
+  const reason = rejectionReason(why);
   deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, {
     instanceId: deps.instanceId,
   });
@@ -192,10 +196,7 @@ async function reject(
     reason,
   });
   // Naming the job and items, when the message got that far, lets the leader record them as failed with the reason.
-  const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
-    rejected: { by: "worker", reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) },
-    original: original.slice(0, 16_000),
-  };
-  await deps.workPoisonQueue.send([JSON.stringify(rejection)], options);
+  const header = { by: "worker" as const, reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) };
+  await deps.workPoisonQueue.send([rejectionText(header, originalText(payload))], options);
   return { status: "rejected", reason };
 }
