@@ -11,10 +11,10 @@ import {
   resultMessageSchema,
   unitOutcomeSchema,
   type ItemRanges,
-  type Rejection,
   type unitResultMessageSchema,
 } from "./messages";
 import type { MessageQueue, ReceivedMessage } from "./ports";
+import { rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
 import type { Abortable } from "../library/util/delay";
 
@@ -523,16 +523,18 @@ async function readPartial(deps: CoordinationDeps, jobId: string, item: number, 
 
 /**
  * Moves a message the leader cannot use to the source's poison queue with the reason, logs it, and deletes the
- * original. The leader's rejection names the queue it came from, so the poison fold never claims it again.
+ * original. The leader's rejection names the queue it came from, so the poison fold never claims it again; it always
+ * fits a queue message ({@link rejectionText}), or the step would fail on it every time it came back.
  */
 async function reject(
   deps: CoordinationDeps,
   source: Source,
   message: ReceivedMessage,
-  reason: string,
+  why: string,
   epoch: number,
   options: Abortable,
 ): Promise<void> {
+  const reason = rejectionReason(why);
   deps.logger.warn(`Rejected message ${message.id} from ${source.queue.name}: ${reason}`, {
     instanceId: deps.instanceId,
     epoch,
@@ -546,11 +548,8 @@ async function reject(
     messageId: message.id,
     reason,
   });
-  const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
-    rejected: { by: "leader", reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() },
-    original: message.rawText,
-  };
-  await source.poison.send([JSON.stringify(rejection)], options);
+  const header = { by: "leader" as const, reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() };
+  await source.poison.send([rejectionText(header, message.rawText)], options);
   await source.queue.delete(message, options);
 }
 

@@ -398,3 +398,31 @@ describe("conflicts do not fail steps (issue 14, item 11)", () => {
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
   });
 });
+
+describe("the leader's rejections never fail a step", () => {
+  it("the leader's rejection of a 45 KiB work-poison message still fits a queue message: sent back with the reason, no step fails", async () => {
+    const { deps, poison, state } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // A unit the host poisoned, as large as dispatch makes one (45 KiB of JSON), naming items the job does not have.
+    const inline = `${JSON.stringify({ k: "a", v: 1 })}\n`.repeat(61); // escaped once in the unit, twice in a rejection
+    const unit = JSON.stringify({
+      v: 2,
+      jobId: id,
+      first: 7,
+      kind: "group-by",
+      params,
+      inputs: Array(32).fill({ inline }),
+    });
+    expect(Buffer.byteLength(unit)).toBeGreaterThan(44 * 1024);
+    await poison.send([unit]);
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).resolves.toBeDefined();
+    const [body] = poison.bodies();
+    expect(poison.length).toBe(1);
+    expect(JSON.parse(body ?? "{}")).toMatchObject({
+      rejected: { by: "leader", reason: expect.stringMatching(/item 38 is out of range/) as unknown },
+      original: expect.stringMatching(/^\{"v":2,/) as unknown,
+    });
+    expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
+  });
+});

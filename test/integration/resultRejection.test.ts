@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { runCoordinatorTick, submitJob } from "../../src/app/operations";
+import { useAzurite } from "../support/azuriteFixture";
+import { newTestApp } from "../support/inProcessApp";
+
+const params = { format: "csv", keyField: "region", valueField: "amount" } as const;
+
+/**
+ * The leader's rejection of a result message on Azurite, with its real limits (64 KiB a message, 413 beyond): a
+ * message the leader cannot use ends in the results poison queue with the reason, and never fails the step — the
+ * results queue has no delivery limit, so a step that failed on a message would fail on it every 30 s, for ever.
+ */
+describe("the leader's rejection of a result message, on Azurite", () => {
+  const env = useAzurite();
+
+  it("a rejected result of ~40 KB (here: its job does not exist) still ends in the results poison queue; no step fails", async () => {
+    const { app, sink } = newTestApp(env.azurite.connectionString);
+    const job = await submitJob(
+      app,
+      { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] },
+      { wake: false },
+    );
+    if (!job.ok) throw new Error(JSON.stringify(job.errors));
+    // What a worker sends for a unit with many groups (its inline limit is 40 KiB of JSON), for a job that is gone.
+    const partial = Array.from({ length: 1200 }, (_, i) => [`group-${String(i).padStart(6, "0")}`, 1, "1000000", 1, 1]);
+    const jobId = "00000000-0000-4000-8000-000000000000";
+    const result = JSON.stringify({ v: 2, jobId, first: 0, count: 1, done: [[0, 0]], partial });
+    expect(Buffer.byteLength(result)).toBeLessThan(40 * 1024);
+    await app.resultsQueue.send([result]);
+    const errors: string[] = [];
+    try {
+      await runCoordinatorTick(app, sink);
+    } catch (error) {
+      errors.push(error instanceof Error ? error.message : String(error));
+    }
+    const poisoned = await app.resultsPoisonQueue.peek(32);
+    expect({ errors, poison: poisoned.length }).toEqual({ errors: [], poison: 1 });
+    expect(JSON.parse(poisoned[0]?.text ?? "{}")).toMatchObject({
+      rejected: { by: "leader", reason: `no job "${jobId}"` },
+    });
+  });
+});
