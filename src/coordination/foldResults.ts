@@ -277,20 +277,39 @@ async function unitOutcomeOf(
           ],
         };
   }
+  // Before expanding them: a range may name millions of items.
+  const problem = rangesProblem(reported, first, count);
+  if (problem !== undefined) return { ok: false, reason: problem };
   const done = fromRanges(reported.done);
   const failed = reported.failed.flatMap(({ items, reason }) => fromRanges(items).map((item) => ({ item, reason })));
   const named = new Set<number>();
   for (const item of [...done, ...failed.map((failure) => failure.item)]) {
-    if (item < first || item >= first + count || named.has(item))
-      return {
-        ok: false,
-        reason: `item ${item} is ${named.has(item) ? "named twice" : "outside its unit"} (items ${first}–${first + count - 1})`,
-      };
+    if (named.has(item))
+      return { ok: false, reason: `item ${item} is named twice (items ${first}–${first + count - 1})` };
     named.add(item);
   }
   for (let item = first; item < first + count; item++)
     if (!named.has(item)) failed.push({ item, reason: "the worker's result for its unit did not report it" });
   return { ok: true, value: { done, partial: reported.partial, failed } };
+}
+
+/**
+ * Why a unit's reported ranges cannot be its outcome, found without expanding them: a range not inside the unit, or
+ * more items named than the unit has (so some twice). Undefined when they may be.
+ */
+function rangesProblem(
+  reported: { done: ItemRanges; failed: { items: ItemRanges }[] },
+  first: number,
+  count: number,
+): string | undefined {
+  const last = first + count - 1;
+  let named = 0;
+  for (const [from, to] of [...reported.done, ...reported.failed.flatMap((failure) => failure.items)]) {
+    if (from < first || to > last) return `items ${from}–${to} are not all in its unit (items ${first}–${last})`;
+    named += to - from + 1;
+    if (named > count) return `it names more items than its unit has (${count}, items ${first}–${last}): some twice`;
+  }
+  return undefined;
 }
 
 function addOutcome(byJob: ByJob, jobId: string, outcome: UnitOutcome, message: ReceivedMessage): void {

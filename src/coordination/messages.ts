@@ -81,10 +81,13 @@ export const itemResultMessageSchema = z.union([
   }),
 ]);
 
-/** Inclusive ranges of item indexes, `[first, last]`, e.g. `[[0, 30], [32, 32]]`. */
-export const itemRangesSchema = z.array(
-  z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"),
-);
+/**
+ * Inclusive ranges of item indexes, `[first, last]`, e.g. `[[0, 30], [32, 32]]`: at most one per item of a unit. The
+ * leader checks them against their unit before it expands them (a range may name millions of items).
+ */
+export const itemRangesSchema = z
+  .array(z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"))
+  .max(MAX_UNIT_ITEMS);
 export type ItemRanges = z.infer<typeof itemRangesSchema>;
 
 /**
@@ -93,7 +96,7 @@ export type ItemRanges = z.infer<typeof itemRangesSchema>;
 export const unitOutcomeSchema = z.strictObject({
   done: itemRangesSchema,
   partial: z.unknown().optional(),
-  failed: z.array(z.strictObject({ items: itemRangesSchema, reason: z.string().max(2000) })),
+  failed: z.array(z.strictObject({ items: itemRangesSchema, reason: z.string().max(2000) })).max(MAX_UNIT_ITEMS),
 });
 export type UnitOutcomeReport = z.infer<typeof unitOutcomeSchema>;
 
