@@ -16,6 +16,7 @@ import {
 import type { MessageQueue, ReceivedMessage } from "./ports";
 import { rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
+import { StorageError } from "../library/errors";
 import type { Abortable } from "../library/util/delay";
 
 /** Counts of what folding did. */
@@ -262,7 +263,21 @@ async function unitOutcomeOf(
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
   if (result.outcomeBlob !== undefined) {
-    const text = await deps.system.readText(result.outcomeBlob, options);
+    // Only the blob its worker writes: any other name may be no blob name at all (storage answers 400), or another
+    // job's outcome.
+    const expected = keys.partial(result.jobId, first);
+    if (result.outcomeBlob !== expected)
+      return {
+        ok: false,
+        reason: `its outcomeBlob ${JSON.stringify(result.outcomeBlob.slice(0, 200))} is not the blob its worker writes ("${expected}")`,
+      };
+    let text: string | undefined;
+    try {
+      text = await deps.system.readText(result.outcomeBlob, options);
+    } catch (error) {
+      if (!refusedForTheRequest(error)) throw error;
+      return { ok: false, reason: `reading its outcomeBlob "${expected}" was refused: ${error.message}` };
+    }
     const parsed =
       text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
     reported = parsed.ok
@@ -291,6 +306,15 @@ async function unitOutcomeOf(
   for (let item = first; item < first + count; item++)
     if (!named.has(item)) failed.push({ item, reason: "the worker's result for its unit did not report it" });
   return { ok: true, value: { done, partial: reported.partial, failed } };
+}
+
+/**
+ * Whether storage refused a request for what it asked (a 4xx answer), not for who asked or when: not 401 or 403 (the
+ * app's identity or its permissions), 408 or 429 (a timeout, throttling). Retrying a refused request cannot help.
+ */
+function refusedForTheRequest(error: unknown): error is StorageError {
+  const status = error instanceof StorageError ? error.statusCode : undefined;
+  return status !== undefined && status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
 }
 
 /**

@@ -7,7 +7,7 @@ import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
 import { processWorkMessage } from "../../src/coordination/worker";
-import { ConcurrentUpdateError } from "../../src/library/errors";
+import { ConcurrentUpdateError, StorageError } from "../../src/library/errors";
 import type { Logger } from "../../src/library/util/logger";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
@@ -424,5 +424,42 @@ describe("the leader's rejections never fail a step", () => {
       original: expect.stringMatching(/^\{"v":2,/) as unknown,
     });
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
+  });
+});
+
+describe("a result's outcome blob", () => {
+  /** A job of two items in one unit, dispatched, and a worker's result for it that names its outcome blob. */
+  async function resultInABlob() {
+    const made = world({ workUnitMaxItems: 2 });
+    const { deps, results } = made;
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2)],
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await results.send([JSON.stringify({ v: 2, jobId: id, first: 0, count: 2, outcomeBlob: keys.partial(id, 0) })]);
+    return { ...made, id };
+  }
+
+  it("storage refusing to read it (a 4xx) rejects the result with the reason, instead of failing the step", async () => {
+    const { deps, system, resultsPoison } = await resultInABlob();
+    system.readText = () =>
+      Promise.reject(new StorageError("InvalidUri", 400, "Reading blob failed: storage answered 400"));
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).resolves.toMatchObject({ rejected: 1 });
+    expect(JSON.parse(resultsPoison.bodies()[0] ?? "{}")).toMatchObject({
+      rejected: {
+        reason: expect.stringMatching(
+          /^reading its outcomeBlob "jobs\/.*\/partials\/0.json" was refused: Reading blob failed/,
+        ) as unknown,
+      },
+    });
+  });
+
+  it("a 403 (the app's permissions, not the message) still fails the step, and the result comes back", async () => {
+    const { deps, system, results, resultsPoison } = await resultInABlob();
+    system.readText = () => Promise.reject(new StorageError("AuthorizationPermissionMismatch", 403, "no permission"));
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("no permission");
+    expect({ results: results.length, poison: resultsPoison.length }).toEqual({ results: 1, poison: 0 });
   });
 });
