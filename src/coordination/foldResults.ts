@@ -7,6 +7,7 @@ import {
   claimPoison,
   describeIssues,
   fromRanges,
+  outcomeBlobName,
   parseMessage,
   resultMessageSchema,
   unitOutcomeSchema,
@@ -263,10 +264,10 @@ async function unitOutcomeOf(
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
   if (result.outcomeBlob !== undefined) {
-    // Only the blob its worker writes: any other name may be no blob name at all (storage answers 400), or another
-    // job's outcome.
-    const expected = keys.partial(result.jobId, first);
-    if (result.outcomeBlob !== expected)
+    // Only the blob its worker writes (or a worker of the version before, under its v1 partial's name): any other
+    // name may be no blob name at all (storage answers 400), or another job's outcome.
+    const expected = outcomeBlobName(result.jobId, first);
+    if (result.outcomeBlob !== expected && result.outcomeBlob !== keys.partial(result.jobId, first))
       return {
         ok: false,
         reason: `its outcomeBlob ${JSON.stringify(result.outcomeBlob.slice(0, 200))} is not the blob its worker writes ("${expected}")`,
@@ -276,7 +277,7 @@ async function unitOutcomeOf(
       text = await deps.system.readText(result.outcomeBlob, options);
     } catch (error) {
       if (!refusedForTheRequest(error)) throw error;
-      return { ok: false, reason: `reading its outcomeBlob "${expected}" was refused: ${error.message}` };
+      return { ok: false, reason: `reading its outcomeBlob "${result.outcomeBlob}" was refused: ${error.message}` };
     }
     const parsed =
       text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);

@@ -3,6 +3,7 @@ import { keys } from "./jobState";
 import type { z } from "zod";
 import {
   itemRefOf,
+  outcomeBlobName,
   parseMessage,
   toRanges,
   workMessageSchema,
@@ -152,12 +153,12 @@ async function sendItemResult(
 }
 
 /**
- * Sends a unit's result; one too large for a queue message goes to a blob (keyed by job and first item) that it names.
+ * Sends a unit's result; one too large for a queue message goes to a blob ({@link outcomeBlobName}) that it names.
  */
 async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: Abortable): Promise<void> {
   let text = JSON.stringify(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
-    const blob = keys.partial(result.jobId, result.first);
+    const blob = outcomeBlobName(result.jobId, result.first);
     const { done, partial, failed } = result;
     await deps.system.writeText(blob, JSON.stringify({ done, partial, failed }), options);
     text = JSON.stringify({
