@@ -11,11 +11,13 @@ import {
   parseMessage,
   resultMessageSchema,
   unitOutcomeSchema,
+  resultUnitOf,
   type ItemRanges,
+  type ItemRef,
   type unitResultMessageSchema,
 } from "./messages";
 import type { MessageQueue, ReceivedMessage } from "./ports";
-import { rejectionReason, rejectionText } from "./rejection";
+import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
 import { StorageError } from "../library/errors";
 import type { Abortable } from "../library/util/delay";
@@ -109,8 +111,19 @@ function lastItem(outcome: UnitOutcome): number {
   return Math.max(-1, ...outcome.done.slice(-1), ...outcome.failed.map((failure) => failure.item));
 }
 
+/**
+ * One message's outcome. A message with a `rejection` is one the leader cannot use that still names a unit of its job:
+ * its outcome fails the unit's items with the reason, and after the write the message goes to the poison queue with
+ * the reason instead of being deleted.
+ */
+interface Entry {
+  outcome: UnitOutcome;
+  message: ReceivedMessage;
+  rejection?: string;
+}
+
 /** Outcomes and their messages, by job. */
-type ByJob = Map<string, { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }>;
+type ByJob = Map<string, Entry[]>;
 
 /** Where messages come from, and what happens to those no job can use. */
 interface Source {
@@ -158,35 +171,17 @@ export async function foldResultBatch(
   const report = emptyReport();
   const byJob: ByJob = new Map();
   for (const message of messages) {
-    const parsed =
-      message.text === undefined
-        ? { ok: false as const, reason: "not valid base64" }
-        : parseMessage(resultMessageSchema, message.text);
-    if (!parsed.ok) {
-      await reject(deps, source, message, parsed.reason, epoch, options);
+    const read = await resultOf(deps, message, options);
+    if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
+    else if (read.unit !== undefined) {
+      const { jobId, item: first, count } = read.unit;
+      const reason = `the leader rejected its unit's result: ${read.reason}`.slice(0, MAX_REJECTION_REASON_LENGTH);
+      const failed = Array.from({ length: count }, (_, offset) => ({ item: first + offset, reason }));
+      addOutcome(byJob, jobId, { outcome: { done: [], failed }, message, rejection: read.reason });
+    } else {
+      await reject(deps, source, message, read.reason, epoch, options);
       report.rejected++;
-      continue;
     }
-    const result = parsed.value;
-    if (result.v === 2) {
-      const outcome = await unitOutcomeOf(deps, result, options);
-      if (!outcome.ok) {
-        await reject(deps, source, message, outcome.reason, epoch, options);
-        report.rejected++;
-      } else addOutcome(byJob, result.jobId, outcome.value, message);
-      continue;
-    }
-    const outcome: ItemOutcome = result.ok
-      ? {
-          item: result.item,
-          ok: true,
-          partial:
-            result.partialBlob !== undefined
-              ? await readPartial(deps, result.jobId, result.item, options)
-              : result.partial,
-        }
-      : { item: result.item, ok: false, reason: result.reason };
-    addOutcome(byJob, result.jobId, asUnit(outcome), message);
   }
   await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
   // Results left for another leader are not work for this one: it must not spin on them (and keep the lease) all step.
@@ -195,6 +190,42 @@ export async function foldResultBatch(
     received: messages.length - report.left,
     more: messages.length === FOLD_BATCH_SIZE && report.left === 0,
   };
+}
+
+/**
+ * The outcome a result message reports, or why the leader cannot use it — with the unit it names when it names one
+ * validly (its job, first item and count), whose items then fail with the reason rather than wait for ever.
+ */
+async function resultOf(
+  deps: CoordinationDeps,
+  message: ReceivedMessage,
+  options: Abortable,
+): Promise<{ ok: true; jobId: string; outcome: UnitOutcome } | { ok: false; reason: string; unit?: ItemRef }> {
+  if (message.text === undefined) return { ok: false, reason: "not valid base64" };
+  const parsed = parseMessage(resultMessageSchema, message.text);
+  if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
+  const result = parsed.value;
+  if (result.v === 2) {
+    const outcome = await unitOutcomeOf(deps, result, options);
+    if (!outcome.ok)
+      return {
+        ok: false,
+        reason: outcome.reason,
+        unit: { jobId: result.jobId, item: result.first, count: result.count },
+      };
+    return { ok: true, jobId: result.jobId, outcome: outcome.value };
+  }
+  const outcome: ItemOutcome = result.ok
+    ? {
+        item: result.item,
+        ok: true,
+        partial:
+          result.partialBlob !== undefined
+            ? await readPartial(deps, result.jobId, result.item, options)
+            : result.partial,
+      }
+    : { item: result.item, ok: false, reason: result.reason };
+  return { ok: true, jobId: result.jobId, outcome: asUnit(outcome) };
 }
 
 /**
@@ -228,10 +259,8 @@ export async function foldPoisonBatch(
     const claim = claimPoison(message.text, queue.name);
     if (claim === undefined) unclaimed.push(message);
     else
-      addOutcome(
-        byJob,
-        claim.jobId,
-        {
+      addOutcome(byJob, claim.jobId, {
+        outcome: {
           done: [],
           failed: Array.from({ length: claim.count }, (_, offset) => ({
             item: claim.item + offset,
@@ -239,7 +268,7 @@ export async function foldPoisonBatch(
           })),
         },
         message,
-      );
+      });
   }
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
   const released = await Promise.allSettled(unclaimed.map((message) => queue.release(message, options)));
@@ -337,11 +366,10 @@ function rangesProblem(
   return undefined;
 }
 
-function addOutcome(byJob: ByJob, jobId: string, outcome: UnitOutcome, message: ReceivedMessage): void {
-  const group = byJob.get(jobId) ?? { outcomes: [], messages: [] };
-  group.outcomes.push(outcome);
-  group.messages.push(message);
-  byJob.set(jobId, group);
+function addOutcome(byJob: ByJob, jobId: string, entry: Entry): void {
+  const entries = byJob.get(jobId) ?? [];
+  entries.push(entry);
+  byJob.set(jobId, entries);
 }
 
 /** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
@@ -355,61 +383,62 @@ async function applyOutcomes(
   options: Abortable,
 ): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
-  for (const [jobId, { outcomes, messages }] of byJob) {
+  for (const [jobId, entries] of byJob) {
     const current = await jobs.readJob(jobId, options);
     if (current === undefined) {
       if (source.noJob === "release") {
-        unclaimed.push(...messages);
+        unclaimed.push(...entries.map((entry) => entry.message));
         continue;
       }
-      for (const message of messages) await reject(deps, source, message, `no job "${jobId}"`, epoch, options);
-      report.rejected += messages.length;
+      for (const { message, rejection } of entries)
+        await reject(deps, source, message, rejection ?? `no job "${jobId}"`, epoch, options);
+      report.rejected += entries.length;
       continue;
     }
     if (isStopped(current.value.status)) {
-      // Late work of a cancelled or expired job: final, so acknowledged and never counted.
-      report.discarded += messages.length;
+      // Late work of a cancelled or expired job: final, so acknowledged and never counted (a message the leader
+      // cannot use still goes to the poison queue with its reason).
+      const late = entries.filter((entry) => entry.rejection === undefined);
+      for (const { message, rejection } of entries)
+        if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+      report.rejected += entries.length - late.length;
+      report.discarded += late.length;
       report.acknowledgements.push(
-        Promise.allSettled(messages.map((message) => source.queue.delete(message, options))),
+        Promise.allSettled(late.map(({ message }) => source.queue.delete(message, options))),
       );
       continue;
     }
     // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
     const { itemCount } = current.value;
-    const kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
-    for (const [index, message] of messages.entries()) {
-      const outcome = outcomes[index];
-      if (outcome === undefined) continue;
-      const last = lastItem(outcome);
+    let kept: Entry[] = [];
+    for (const entry of entries) {
+      const last = lastItem(entry.outcome);
       if (last < itemCount) {
-        kept.outcomes.push(outcome);
-        kept.messages.push(message);
+        kept.push(entry);
         continue;
       }
-      await reject(
-        deps,
-        source,
-        message,
-        `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`,
-        epoch,
-        options,
-      );
+      const reason = entry.rejection ?? `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`;
+      await reject(deps, source, entry.message, reason, epoch, options);
       report.rejected++;
     }
     if (deps.registry.get(current.value.kind) === undefined) {
       const left = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
+      kept = kept.filter((entry) => !left.includes(entry));
       // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs
       // again.
       report.left += left.length;
-      report.acknowledgements.push(Promise.allSettled(left.map((message) => source.queue.release(message, options))));
+      report.acknowledgements.push(
+        Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))),
+      );
     }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
+    const outcomes = kept.map((entry) => entry.outcome);
     await jobs.updateJob(
       jobId,
       (state) => {
         attempt.counts = emptyCounts();
-        const next = foldOutcomes(deps, state, kept.outcomes, attempt.counts);
+        const next = foldOutcomes(deps, state, outcomes, attempt.counts);
         attempt.completes = next?.status === "completed";
         return next;
       },
@@ -421,9 +450,11 @@ async function applyOutcomes(
     report.failed += attempt.counts.failed;
     if (attempt.completes) report.completed.push(jobId);
     // Only after the write: a crash before it leaves the messages to be delivered again.
-    report.acknowledgements.push(
-      Promise.allSettled(kept.messages.map((message) => source.queue.delete(message, options))),
-    );
+    const used = kept.filter((entry) => entry.rejection === undefined);
+    report.acknowledgements.push(Promise.allSettled(used.map(({ message }) => source.queue.delete(message, options))));
+    for (const { message, rejection } of kept)
+      if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+    report.rejected += kept.length - used.length;
   }
   return unclaimed;
 }
@@ -437,18 +468,15 @@ function leaveForAnotherLeader(
   deps: CoordinationDeps,
   kind: string,
   jobId: string,
-  kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] },
+  kept: readonly Entry[],
   epoch: number,
-): ReceivedMessage[] {
-  const keep = kept.outcomes.map((outcome) => outcome.done.length === 0);
-  const left = kept.messages.filter((_, index) => keep[index] === false);
+): Entry[] {
+  const left = kept.filter((entry) => entry.outcome.done.length > 0);
   if (left.length === 0) return left;
   deps.logger.warn(
     `Leaving ${left.length} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`,
     { instanceId: deps.instanceId, epoch },
   );
-  kept.outcomes = kept.outcomes.filter((_, index) => keep[index]);
-  kept.messages = kept.messages.filter((_, index) => keep[index]);
   return left;
 }
 

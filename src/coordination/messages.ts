@@ -130,6 +130,25 @@ export function outcomeBlobName(jobId: string, first: number): string {
 export const resultMessageSchema = z.union([unitResultMessageSchema, itemResultMessageSchema]);
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
 
+/** Just the job and items a result names, whatever else it holds (or lacks). */
+const resultUnitSchema = z.union([
+  z
+    .object({ v: z.literal(2), jobId, first: itemIndex, count: unitResultMessageSchema.shape.count })
+    .transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.count })),
+  z
+    .object({ v: z.literal(1), jobId, item: itemIndex })
+    .transform((one) => ({ jobId: one.jobId, item: one.item, count: 1 })),
+]);
+
+/**
+ * The job and items a result message's JSON text names, when it parses that far — even if the rest of it is not a
+ * valid result; undefined otherwise.
+ */
+export function resultUnitOf(text: string): ItemRef | undefined {
+  const parsed = resultUnitSchema.safeParse(parseJson(text));
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** Sorted item indexes as inclusive ranges. */
 export function toRanges(items: readonly number[]): ItemRanges {
   const ranges: ItemRanges = [];

@@ -463,3 +463,74 @@ describe("a result's outcome blob", () => {
     expect({ results: results.length, poison: resultsPoison.length }).toEqual({ results: 1, poison: 0 });
   });
 });
+
+describe("a result the leader rejects still lets its job end", () => {
+  /**
+   * A running job of `items` items in units of 2 — its units `worked` and folded first, if asked — and then a step
+   * over `result` (made for its id) on the results queue.
+   */
+  async function rejectedResult(
+    result: (jobId: string) => Record<string, unknown>,
+    { items = 3, worked = false }: { items?: number; worked?: boolean } = {},
+  ) {
+    const made = world({ workUnitMaxItems: 2 });
+    const { deps, results } = made;
+    const inputs = Array.from({ length: items }, (_, i) => item("a", i));
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: inputs });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    if (worked) {
+      await work(deps, made.work);
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    }
+    await results.send([JSON.stringify(result(id))]);
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const rejections = made.resultsPoison
+      .bodies()
+      .map((body) => (JSON.parse(body) as { rejected: { reason: string } }).rejected.reason);
+    return { ...made, id, report, rejections, job: await readJob(made.state, id) };
+  }
+
+  it.each([
+    ["ranges outside its unit", { done: [[0, 10_000_000]] }, /^items 0–10000000 are not all in its unit/],
+    [
+      "an outcome blob not its worker's",
+      { outcomeBlob: "x/../../other" },
+      /^its outcomeBlob "x\/..\/..\/other" is not/,
+    ],
+    ["a key no result has", { done: [[0, 1]], partial: [], extra: 1 }, /Unrecognized key/i],
+  ])(
+    "one with %s is rejected with the reason, and its unit's items fail with it: the job does not wait for them for ever",
+    async (_name, fields, reason) => {
+      const { job, report, rejections } = await rejectedResult((jobId) => ({
+        v: 2,
+        jobId,
+        first: 0,
+        count: 2,
+        ...fields,
+      }));
+      expect(report).toMatchObject({ rejected: 1, failed: 2, folded: 0 });
+      expect(rejections).toEqual([expect.stringMatching(reason)]);
+      expect(job).toMatchObject({ status: "running", doneCount: 0, failedCount: 2 });
+      expect(job?.failures.map((failure) => failure.item)).toEqual([0, 1]);
+      for (const failure of job?.failures ?? [])
+        expect(failure.reason).toBe(`the leader rejected its unit's result: ${rejections[0] ?? ""}`);
+    },
+  );
+
+  it("items already counted stay as they were: a rejected duplicate of a folded unit counts nothing", async () => {
+    const { job, rejections } = await rejectedResult((jobId) => ({ v: 2, jobId, first: 0, count: 2, done: [[0, 9]] }), {
+      items: 2,
+      worked: true,
+    });
+    expect(rejections).toHaveLength(1);
+    expect(job).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0 });
+  });
+
+  it("a unit past the job's last item, or of no job, is only rejected: it names no items this job has", async () => {
+    const past = await rejectedResult((jobId) => ({ v: 2, jobId, first: 2, count: 2, done: [[9, 9]] }));
+    expect(past.rejections).toEqual([expect.stringMatching(/^items 9–9 are not all in its unit/)]);
+    expect(past.job).toMatchObject({ doneCount: 0, failedCount: 0 });
+    const none = await rejectedResult(() => ({ v: 2, jobId: "no-such-job", first: 0, count: 2, done: [[9, 9]] }));
+    expect(none.rejections).toEqual([expect.stringMatching(/^items 9–9 are not all in its unit/)]);
+  });
+});
