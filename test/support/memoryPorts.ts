@@ -21,6 +21,8 @@ interface StoredMessage {
   order: number;
   dequeueCount: number;
   popReceipt: string;
+  /** When it was sent, on the queue's clock. */
+  insertedAtMs: number;
 }
 
 /**
@@ -62,6 +64,7 @@ export class MemoryQueue implements MessageQueue {
         order: ++this.nextOrder,
         dequeueCount: 0,
         popReceipt: "",
+        insertedAtMs: this.nowMs,
       });
     return Promise.resolve();
   }
@@ -80,6 +83,7 @@ export class MemoryQueue implements MessageQueue {
           dequeueCount: message.dequeueCount,
           text: message.text,
           rawText: message.text,
+          queuedMs: this.nowMs - message.insertedAtMs,
         };
       }),
     );
