@@ -19,7 +19,13 @@ import {
 import type { MessageQueue, ReceivedMessage } from "./ports";
 import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
-import { StorageError } from "../library/errors";
+import {
+  AbortError,
+  ConcurrentUpdateError,
+  LeadershipLostError,
+  StaleEpochError,
+  StorageError,
+} from "../library/errors";
 import type { Abortable } from "../library/util/delay";
 
 /** Counts of what folding did. */
@@ -132,6 +138,8 @@ interface Source {
   poison: MessageQueue;
   /** Results: a message for no job is rejected to `poison`. Work poison: it is not claimed, and released as it was. */
   noJob: "reject" | "release";
+  /** Ids of the messages of this batch sent to `poison` already. */
+  rejected: Set<string>;
 }
 
 /** Receives made at once per fold batch (32 messages each): fewer round trips per result, one state write per job. */
@@ -151,11 +159,21 @@ const RESULT_VISIBILITY_S = 30;
 const POISON_VISIBILITY_S = 30;
 /** Poison messages looked at, and received, at once (the queue's maximum). */
 const POISON_BATCH = 32;
+/**
+ * Deliveries of a result after which the leader, failing on it once more, rejects it with the error as its reason: 10.
+ * The results queue has no delivery limit, so without one a result the leader cannot fold (a kind whose `merge`
+ * throws on it, a job write storage refuses) would fail a step every 30 s for ever, and hold up every result received
+ * with it. Each failed step hides it for {@link RESULT_VISIBILITY_S}, so that is 4.5 minutes of failing steps at
+ * least; and an error that says storage did not answer, or answered 5xx, is never blamed on a message.
+ */
+export const MAX_RESULT_DELIVERIES = 10;
 
 /**
  * Folds one batch of worker results into their jobs, exactly once: an item's bit is set in the same conditional write
  * that merges its partial, and messages are deleted only after that write. A crash before the write leaves the
- * messages to reappear; a crash after it makes them duplicates, which the bit rejects.
+ * messages to reappear; a crash after it makes them duplicates, which the bit rejects. When the batch fails on an
+ * error that may be a message's doing and one of its messages has come back {@link MAX_RESULT_DELIVERIES} times, the
+ * batch is folded again a message at a time ({@link foldEachAlone}).
  */
 export async function foldResultBatch(
   deps: CoordinationDeps,
@@ -167,29 +185,140 @@ export async function foldResultBatch(
     Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)),
   );
   const messages = received.flat();
-  const source: Source = { queue: deps.resultsQueue, poison: deps.resultsPoisonQueue, noJob: "reject" };
-  const report = emptyReport();
-  const byJob: ByJob = new Map();
-  for (const message of messages) {
-    const read = await resultOf(deps, message, options);
-    if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
-    else if (read.unit !== undefined) {
-      const { jobId, item: first, count } = read.unit;
-      const reason = `the leader rejected its unit's result: ${read.reason}`.slice(0, MAX_REJECTION_REASON_LENGTH);
-      const failed = Array.from({ length: count }, (_, offset) => ({ item: first + offset, reason }));
-      addOutcome(byJob, jobId, { outcome: { done: [], failed }, message, rejection: read.reason });
-    } else {
-      await reject(deps, source, message, read.reason, epoch, options);
-      report.rejected++;
-    }
+  const source: Source = {
+    queue: deps.resultsQueue,
+    poison: deps.resultsPoisonQueue,
+    noJob: "reject",
+    rejected: new Set(),
+  };
+  const batch: Batch = { deps, jobs, epoch, source, options };
+  let report: FoldReport;
+  try {
+    report = await foldResults(batch, messages);
+  } catch (error) {
+    const last = messages.some((message) => message.dequeueCount >= MAX_RESULT_DELIVERIES);
+    if (!last || !blamesTheMessage(error, options)) throw error;
+    report = await foldEachAlone(batch, messages);
   }
-  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
   // Results left for another leader are not work for this one: it must not spin on them (and keep the lease) all step.
   return {
     ...report,
     received: messages.length - report.left,
     more: messages.length === FOLD_BATCH_SIZE && report.left === 0,
   };
+}
+
+/** What folding a batch of results works with. */
+interface Batch {
+  deps: CoordinationDeps;
+  jobs: JobStore;
+  epoch: number;
+  source: Source;
+  options: Abortable;
+}
+
+/** Folds result messages: one state write per job. */
+async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): Promise<FoldReport> {
+  const { deps, jobs, epoch, source, options } = batch;
+  const report = emptyReport();
+  const byJob: ByJob = new Map();
+  for (const message of messages) {
+    const read = await resultOf(deps, message, options);
+    if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
+    else if (read.unit !== undefined) addOutcome(byJob, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
+    else {
+      await reject(deps, source, message, read.reason, epoch, options);
+      report.rejected++;
+    }
+  }
+  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+  return report;
+}
+
+/**
+ * Folds a batch that failed again, a message at a time, so that the message it failed on is found: one that fails
+ * alone on its {@link MAX_RESULT_DELIVERIES}th delivery or later is rejected with the error as reason, its unit's items
+ * failed with it when the job can still take them. One that fails alone sooner is left for its next delivery (hidden
+ * for {@link RESULT_VISIBILITY_S}), and the step then fails with its error, as before. Messages this batch rejected
+ * already are not looked at again; those it folded already come out as duplicates.
+ */
+async function foldEachAlone(batch: Batch, messages: readonly ReceivedMessage[]): Promise<FoldReport> {
+  const report = emptyReport();
+  let deferred: { error: unknown } | undefined;
+  for (const message of messages) {
+    if (batch.source.rejected.has(message.id)) continue;
+    try {
+      addReport(report, await foldResults(batch, [message]));
+    } catch (error) {
+      if (!blamesTheMessage(error, batch.options)) throw error;
+      if (message.dequeueCount < MAX_RESULT_DELIVERIES) deferred ??= { error };
+      else {
+        const reason = `the leader failed on it ${message.dequeueCount} times, the last with: ${String(error)}`;
+        addReport(report, await rejectFailing(batch, message, reason));
+      }
+    }
+  }
+  if (deferred !== undefined) throw deferred.error;
+  return report;
+}
+
+/**
+ * Rejects a result the leader keeps failing on, with the reason: its unit's items fail with it first when it names
+ * one and that write succeeds; otherwise (it names none, or the write fails too on something of its own) it is only
+ * rejected, so that it can fail no more steps.
+ */
+async function rejectFailing(batch: Batch, message: ReceivedMessage, reason: string): Promise<FoldReport> {
+  const { deps, jobs, epoch, source, options } = batch;
+  const report = emptyReport();
+  const unit = message.text === undefined ? undefined : resultUnitOf(message.text);
+  if (unit !== undefined)
+    try {
+      const byJob: ByJob = new Map([[unit.jobId, [rejectedUnit(unit, message, reason)]]]);
+      await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+      return report;
+    } catch (error) {
+      if (!blamesTheMessage(error, options)) throw error;
+    }
+  if (!source.rejected.has(message.id)) {
+    await reject(deps, source, message, reason, epoch, options);
+    report.rejected++;
+  }
+  return report;
+}
+
+/**
+ * Whether an error on a message may be the message's doing: not the leader's own end (the step aborted, the term lost
+ * or fenced), not a race with another writer, and not storage that did not answer, answered 5xx, or refused the app
+ * (401, 403) or its pace (408, 429).
+ */
+function blamesTheMessage(error: unknown, options: Abortable): boolean {
+  if (options.abortSignal?.aborted === true) return false;
+  if (error instanceof StorageError) return refusedForTheRequest(error);
+  return !(
+    error instanceof AbortError ||
+    error instanceof LeadershipLostError ||
+    error instanceof StaleEpochError ||
+    error instanceof ConcurrentUpdateError
+  );
+}
+
+/** The entry of a result the leader cannot use that names a unit: its items fail with the reason; it is rejected. */
+function rejectedUnit(unit: ItemRef, message: ReceivedMessage, rejection: string): Entry {
+  const reason = `the leader rejected its unit's result: ${rejection}`.slice(0, MAX_REJECTION_REASON_LENGTH);
+  const failed = Array.from({ length: unit.count }, (_, offset) => ({ item: unit.item + offset, reason }));
+  return { outcome: { done: [], failed }, message, rejection };
+}
+
+/** Adds what one fold did to another's report. */
+function addReport(report: FoldReport, more: FoldReport): void {
+  report.folded += more.folded;
+  report.duplicates += more.duplicates;
+  report.failed += more.failed;
+  report.rejected += more.rejected;
+  report.discarded += more.discarded;
+  report.left += more.left;
+  report.completed.push(...more.completed);
+  report.acknowledgements.push(...more.acknowledgements);
 }
 
 /**
@@ -252,7 +381,7 @@ export async function foldPoisonBatch(
   if (!claimable && peeked.length < POISON_BATCH) return report;
 
   const messages = await queue.receive(POISON_BATCH, POISON_VISIBILITY_S, options);
-  const source: Source = { queue, poison: queue, noJob: "release" };
+  const source: Source = { queue, poison: queue, noJob: "release", rejected: new Set() };
   const byJob: ByJob = new Map();
   const unclaimed: ReceivedMessage[] = [];
   for (const message of messages) {
@@ -646,6 +775,7 @@ async function reject(
   });
   const header = { by: "leader" as const, reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() };
   await source.poison.send([rejectionText(header, message.rawText)], options);
+  source.rejected.add(message.id);
   await source.queue.delete(message, options);
 }
 

@@ -534,3 +534,70 @@ describe("a result the leader rejects still lets its job end", () => {
     expect(none.rejections).toEqual([expect.stringMatching(/^items 9–9 are not all in its unit/)]);
   });
 });
+
+describe("a result the leader keeps failing on", () => {
+  /** group-by, except that merging a partial with the group "cursed" throws (a bug in a kind, say). */
+  const cursed: TaskKind<unknown, GroupByPartial> = {
+    ...(groupByKind as TaskKind<unknown, GroupByPartial>),
+    merge: (a, b) => {
+      if ([...a, ...b].some(([group]) => group === "cursed")) throw new TypeError("merge cannot take the cursed group");
+      return groupByKind.merge(a, b);
+    },
+  };
+
+  /** A job of two one-item units — the second one cursed — worked; then `steps` steps, 30 s apart, and their errors. */
+  async function failingSteps(steps: number, overrides: Parameters<typeof world>[0] = {}) {
+    const made = world({ registry: new TaskRegistry().register(cursed), ...overrides });
+    const { deps, work: queue, results } = made;
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("cursed", 2)],
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await work(deps, queue);
+    const errors: string[] = [];
+    for (let step = 0; step < steps; step++) {
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS).catch((error: unknown) => errors.push(String(error)));
+      results.nowMs += 30_000; // what a failed step leaves received comes back after its visibility timeout
+    }
+    return { ...made, id, errors };
+  }
+
+  it("fails steps until its 10th delivery, then goes to the results poison queue with the error as reason; the others fold", async () => {
+    const { errors, resultsPoison, state, id } = await failingSteps(15);
+    expect(errors).toEqual(Array(9).fill("TypeError: merge cannot take the cursed group"));
+    const [rejection] = resultsPoison.bodies();
+    expect(JSON.parse(rejection ?? "{}")).toMatchObject({
+      rejected: {
+        reason: "the leader failed on it 10 times, the last with: TypeError: merge cannot take the cursed group",
+      },
+    });
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
+    expect(job?.failures).toEqual([
+      {
+        item: 1,
+        reason:
+          "the leader rejected its unit's result: the leader failed on it 10 times, the last with: TypeError: merge cannot take the cursed group",
+      },
+    ]);
+  });
+
+  it("is never blamed for storage that does not answer: those steps fail as long as storage does, and nothing is rejected", async () => {
+    const made = await failingSteps(0, { registry: new TaskRegistry().register(groupByKind) });
+    const { deps, state, results, resultsPoison, errors, id } = made;
+    const write = state.write.bind(state);
+    const down = new StorageError("StorageUnavailable", undefined, "storage did not answer");
+    state.write = (key, ...rest) => (key === keys.jobState(id) ? Promise.reject(down) : write(key, ...rest));
+    for (let step = 0; step < 15; step++) {
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS).catch((error: unknown) => errors.push(String(error)));
+      results.nowMs += 30_000;
+    }
+    expect(errors).toEqual(Array(15).fill("StorageError: storage did not answer"));
+    state.write = write;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect({ results: results.length, poison: resultsPoison.length }).toEqual({ results: 0, poison: 0 });
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2 });
+  });
+});
