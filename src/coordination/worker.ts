@@ -1,6 +1,6 @@
 import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
-import type { z } from "zod";
+import { z } from "zod";
 import {
   itemRefOf,
   outcomeBlobName,
@@ -39,6 +39,9 @@ export type WorkOutcome =
 /** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
 const MAX_INLINE_RESULT_BYTES = 40 * 1024;
 
+/** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
+const NEWEST_WORK_MESSAGE_VERSION = 2;
+
 /**
  * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
  * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it); an
@@ -53,6 +56,7 @@ export async function processWorkMessage(
   delivery: Delivery,
   options: Abortable = {},
 ): Promise<WorkOutcome> {
+  throwIfNewer(deps, payload, delivery);
   const parsed = parseMessage(workMessageSchema, payload);
   if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
   const message = parsed.value;
@@ -137,6 +141,24 @@ export async function processWorkMessage(
     reason: failed.map((failure) => failure.reason).join("; "),
   };
 }
+
+/**
+ * Throws for a work message of a version newer than this worker knows — sent, in a rolling deploy, by a leader already
+ * upgraded — instead of rejecting it: a rejection would fail all its items at once, though an upgraded worker would do
+ * them. The host retries it (another instance, upgraded, may take it) and after its last delivery moves it, intact, to
+ * the poison queue, where the leader that sent it — which knows its version — records its items as failed. Each
+ * delivery logs why, since the host's poison message carries no reason.
+ */
+function throwIfNewer(deps: WorkerDeps, payload: unknown, delivery: Delivery): void {
+  const newer = parseMessage(newerVersionSchema, payload);
+  if (!newer.ok) return;
+  const why = `work message ${delivery.id} is of version ${newer.value.v}; this worker knows versions 1–${NEWEST_WORK_MESSAGE_VERSION}: left for a newer worker (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; then the host moves it to ${deps.workPoisonQueue.name} and the leader that sent it fails its items)`;
+  deps.logger.warn(why, { instanceId: deps.instanceId });
+  throw new Error(why);
+}
+
+/** Any message whose `v` is a version newer than {@link NEWEST_WORK_MESSAGE_VERSION}, whatever else it holds. */
+const newerVersionSchema = z.object({ v: z.number().int().gt(NEWEST_WORK_MESSAGE_VERSION) });
 
 async function sendItemResult(
   deps: WorkerDeps,

@@ -59,3 +59,35 @@ describe("the worker's rejection of a malformed work message", () => {
     });
   });
 });
+
+/**
+ * A rolling deploy: a newer leader may send work messages of a version this worker does not know yet. Rejecting one
+ * would fail all its items at once, though an upgraded worker would do them; so the worker throws instead, the host
+ * retries (another, upgraded instance may take it), and after its last delivery the host moves it — intact — to the
+ * poison queue, where the newer leader that sent it records its items as failed.
+ */
+describe("a work message of a newer version than the worker knows", () => {
+  const newer = { v: 99, jobId: "j1", first: 0, kind: "group-by", params: {}, inputs: [{ inline: "x" }], extra: 1 };
+
+  it.each([
+    ["parsed, as the host delivers JSON", newer],
+    ["as JSON text", JSON.stringify(newer)],
+  ])("is thrown back for the host to retry, on every delivery, never rejected (%s)", async (_how, payload) => {
+    const { deps, poison, results } = world();
+    const warnings: string[] = [];
+    deps.logger = { ...deps.logger, warn: (message) => warnings.push(message) };
+    for (let dequeueCount = 1; dequeueCount <= 5; dequeueCount++)
+      await expect(processWorkMessage(deps, payload, { id: "m1", dequeueCount, maxDequeueCount: 5 })).rejects.toThrow(
+        /work message m1 is of version 99; this worker knows versions 1–2/,
+      );
+    expect({ poison: poison.length, results: results.length }).toEqual({ poison: 0, results: 0 });
+    expect(warnings).toHaveLength(5);
+  });
+
+  it("an older or unknown version that is not newer is still rejected as malformed", async () => {
+    const { deps, poison } = world();
+    for (const v of [0, "3", 2.5, null])
+      await expect(processWorkMessage(deps, { ...newer, v }, delivery)).resolves.toMatchObject({ status: "rejected" });
+    expect(poison.length).toBe(4);
+  });
+});
