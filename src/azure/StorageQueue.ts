@@ -80,6 +80,8 @@ export class StorageQueue implements MessageQueue {
         dequeueCount: item.dequeueCount,
         text: decodeBody(item.messageText, this.encoding),
         rawText: item.messageText,
+        // Storage's time of this receive is when the message becomes visible again, less the visibility it was given.
+        queuedMs: item.nextVisibleOn.getTime() - visibilityTimeoutS * 1000 - item.insertedOn.getTime(),
       }));
     } catch (error) {
       if (storageFailure(error).code === "QueueNotFound") return [];

@@ -7,15 +7,25 @@ import {
   claimPoison,
   describeIssues,
   fromRanges,
+  outcomeBlobName,
   parseMessage,
   resultMessageSchema,
   unitOutcomeSchema,
+  resultUnitOf,
   type ItemRanges,
-  type Rejection,
+  type ItemRef,
   type unitResultMessageSchema,
 } from "./messages";
 import type { MessageQueue, ReceivedMessage } from "./ports";
+import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
+import {
+  AbortError,
+  ConcurrentUpdateError,
+  LeadershipLostError,
+  StaleEpochError,
+  StorageError,
+} from "../library/errors";
 import type { Abortable } from "../library/util/delay";
 
 /** Counts of what folding did. */
@@ -107,8 +117,19 @@ function lastItem(outcome: UnitOutcome): number {
   return Math.max(-1, ...outcome.done.slice(-1), ...outcome.failed.map((failure) => failure.item));
 }
 
+/**
+ * One message's outcome. A message with a `rejection` is one the leader cannot use that still names a unit of its job:
+ * its outcome fails the unit's items with the reason, and after the write the message goes to the poison queue with
+ * the reason instead of being deleted.
+ */
+interface Entry {
+  outcome: UnitOutcome;
+  message: ReceivedMessage;
+  rejection?: string;
+}
+
 /** Outcomes and their messages, by job. */
-type ByJob = Map<string, { outcomes: UnitOutcome[]; messages: ReceivedMessage[] }>;
+type ByJob = Map<string, Entry[]>;
 
 /** Where messages come from, and what happens to those no job can use. */
 interface Source {
@@ -117,6 +138,8 @@ interface Source {
   poison: MessageQueue;
   /** Results: a message for no job is rejected to `poison`. Work poison: it is not claimed, and released as it was. */
   noJob: "reject" | "release";
+  /** Ids of the messages of this batch sent to `poison` already. */
+  rejected: Set<string>;
 }
 
 /** Receives made at once per fold batch (32 messages each): fewer round trips per result, one state write per job. */
@@ -136,11 +159,21 @@ const RESULT_VISIBILITY_S = 30;
 const POISON_VISIBILITY_S = 30;
 /** Poison messages looked at, and received, at once (the queue's maximum). */
 const POISON_BATCH = 32;
+/**
+ * Deliveries of a result after which the leader, failing on it once more, rejects it with the error as its reason: 10.
+ * The results queue has no delivery limit, so without one a result the leader cannot fold (a kind whose `merge`
+ * throws on it, a job write storage refuses) would fail a step every 30 s for ever, and hold up every result received
+ * with it. Each failed step hides it for {@link RESULT_VISIBILITY_S}, so that is 4.5 minutes of failing steps at
+ * least; and an error that says storage did not answer, or answered 5xx, is never blamed on a message.
+ */
+export const MAX_RESULT_DELIVERIES = 10;
 
 /**
  * Folds one batch of worker results into their jobs, exactly once: an item's bit is set in the same conditional write
  * that merges its partial, and messages are deleted only after that write. A crash before the write leaves the
- * messages to reappear; a crash after it makes them duplicates, which the bit rejects.
+ * messages to reappear; a crash after it makes them duplicates, which the bit rejects. When the batch fails on an
+ * error that may be a message's doing and one of its messages has come back {@link MAX_RESULT_DELIVERIES} times, the
+ * batch is folded again a message at a time ({@link foldEachAlone}).
  */
 export async function foldResultBatch(
   deps: CoordinationDeps,
@@ -152,47 +185,176 @@ export async function foldResultBatch(
     Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)),
   );
   const messages = received.flat();
-  const source: Source = { queue: deps.resultsQueue, poison: deps.resultsPoisonQueue, noJob: "reject" };
-  const report = emptyReport();
-  const byJob: ByJob = new Map();
-  for (const message of messages) {
-    const parsed =
-      message.text === undefined
-        ? { ok: false as const, reason: "not valid base64" }
-        : parseMessage(resultMessageSchema, message.text);
-    if (!parsed.ok) {
-      await reject(deps, source, message, parsed.reason, epoch, options);
-      report.rejected++;
-      continue;
-    }
-    const result = parsed.value;
-    if (result.v === 2) {
-      const outcome = await unitOutcomeOf(deps, result, options);
-      if (!outcome.ok) {
-        await reject(deps, source, message, outcome.reason, epoch, options);
-        report.rejected++;
-      } else addOutcome(byJob, result.jobId, outcome.value, message);
-      continue;
-    }
-    const outcome: ItemOutcome = result.ok
-      ? {
-          item: result.item,
-          ok: true,
-          partial:
-            result.partialBlob !== undefined
-              ? await readPartial(deps, result.jobId, result.item, options)
-              : result.partial,
-        }
-      : { item: result.item, ok: false, reason: result.reason };
-    addOutcome(byJob, result.jobId, asUnit(outcome), message);
+  const source: Source = {
+    queue: deps.resultsQueue,
+    poison: deps.resultsPoisonQueue,
+    noJob: "reject",
+    rejected: new Set(),
+  };
+  const batch: Batch = { deps, jobs, epoch, source, options };
+  let report: FoldReport;
+  try {
+    report = await foldResults(batch, messages);
+  } catch (error) {
+    const last = messages.some((message) => message.dequeueCount >= MAX_RESULT_DELIVERIES);
+    if (!last || !blamesTheMessage(error, options)) throw error;
+    report = await foldEachAlone(batch, messages);
   }
-  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
   // Results left for another leader are not work for this one: it must not spin on them (and keep the lease) all step.
   return {
     ...report,
     received: messages.length - report.left,
     more: messages.length === FOLD_BATCH_SIZE && report.left === 0,
   };
+}
+
+/** What folding a batch of results works with. */
+interface Batch {
+  deps: CoordinationDeps;
+  jobs: JobStore;
+  epoch: number;
+  source: Source;
+  options: Abortable;
+}
+
+/** Folds result messages: one state write per job. */
+async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): Promise<FoldReport> {
+  const { deps, jobs, epoch, source, options } = batch;
+  const report = emptyReport();
+  const byJob: ByJob = new Map();
+  for (const message of messages) {
+    const read = await resultOf(deps, message, options);
+    if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
+    else if (read.unit !== undefined) addOutcome(byJob, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
+    else {
+      await reject(deps, source, message, read.reason, epoch, options);
+      report.rejected++;
+    }
+  }
+  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+  return report;
+}
+
+/**
+ * Folds a batch that failed again, a message at a time, so that the message it failed on is found: one that fails
+ * alone on its {@link MAX_RESULT_DELIVERIES}th delivery or later is rejected with the error as reason, its unit's items
+ * failed with it when the job can still take them. One that fails alone sooner is left for its next delivery (hidden
+ * for {@link RESULT_VISIBILITY_S}), and the step then fails with its error, as before. Messages this batch rejected
+ * already are not looked at again; those it folded already come out as duplicates.
+ */
+async function foldEachAlone(batch: Batch, messages: readonly ReceivedMessage[]): Promise<FoldReport> {
+  const report = emptyReport();
+  let deferred: { error: unknown } | undefined;
+  for (const message of messages) {
+    if (batch.source.rejected.has(message.id)) continue;
+    try {
+      addReport(report, await foldResults(batch, [message]));
+    } catch (error) {
+      if (!blamesTheMessage(error, batch.options)) throw error;
+      if (message.dequeueCount < MAX_RESULT_DELIVERIES) deferred ??= { error };
+      else {
+        const reason = `the leader failed on it ${message.dequeueCount} times, the last with: ${String(error)}`;
+        addReport(report, await rejectFailing(batch, message, reason));
+      }
+    }
+  }
+  if (deferred !== undefined) throw deferred.error;
+  return report;
+}
+
+/**
+ * Rejects a result the leader keeps failing on, with the reason: its unit's items fail with it first when it names
+ * one and that write succeeds; otherwise (it names none, or the write fails too on something of its own) it is only
+ * rejected, so that it can fail no more steps.
+ */
+async function rejectFailing(batch: Batch, message: ReceivedMessage, reason: string): Promise<FoldReport> {
+  const { deps, jobs, epoch, source, options } = batch;
+  const report = emptyReport();
+  const unit = message.text === undefined ? undefined : resultUnitOf(message.text);
+  if (unit !== undefined)
+    try {
+      const byJob: ByJob = new Map([[unit.jobId, [rejectedUnit(unit, message, reason)]]]);
+      await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+      return report;
+    } catch (error) {
+      if (!blamesTheMessage(error, options)) throw error;
+    }
+  if (!source.rejected.has(message.id)) {
+    await reject(deps, source, message, reason, epoch, options);
+    report.rejected++;
+  }
+  return report;
+}
+
+/**
+ * Whether an error on a message may be the message's doing: not the leader's own end (the step aborted, the term lost
+ * or fenced), not a race with another writer, and not storage that did not answer, answered 5xx, or refused the app
+ * (401, 403) or its pace (408, 429).
+ */
+function blamesTheMessage(error: unknown, options: Abortable): boolean {
+  if (options.abortSignal?.aborted === true) return false;
+  if (error instanceof StorageError) return refusedForTheRequest(error);
+  return !(
+    error instanceof AbortError ||
+    error instanceof LeadershipLostError ||
+    error instanceof StaleEpochError ||
+    error instanceof ConcurrentUpdateError
+  );
+}
+
+/** The entry of a result the leader cannot use that names a unit: its items fail with the reason; it is rejected. */
+function rejectedUnit(unit: ItemRef, message: ReceivedMessage, rejection: string): Entry {
+  const reason = `the leader rejected its unit's result: ${rejection}`.slice(0, MAX_REJECTION_REASON_LENGTH);
+  const failed = Array.from({ length: unit.count }, (_, offset) => ({ item: unit.item + offset, reason }));
+  return { outcome: { done: [], failed }, message, rejection };
+}
+
+/** Adds what one fold did to another's report. */
+function addReport(report: FoldReport, more: FoldReport): void {
+  report.folded += more.folded;
+  report.duplicates += more.duplicates;
+  report.failed += more.failed;
+  report.rejected += more.rejected;
+  report.discarded += more.discarded;
+  report.left += more.left;
+  report.completed.push(...more.completed);
+  report.acknowledgements.push(...more.acknowledgements);
+}
+
+/**
+ * The outcome a result message reports, or why the leader cannot use it — with the unit it names when it names one
+ * validly (its job, first item and count), whose items then fail with the reason rather than wait for ever.
+ */
+async function resultOf(
+  deps: CoordinationDeps,
+  message: ReceivedMessage,
+  options: Abortable,
+): Promise<{ ok: true; jobId: string; outcome: UnitOutcome } | { ok: false; reason: string; unit?: ItemRef }> {
+  if (message.text === undefined) return { ok: false, reason: "not valid base64" };
+  const parsed = parseMessage(resultMessageSchema, message.text);
+  if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
+  const result = parsed.value;
+  if (result.v === 2) {
+    const outcome = await unitOutcomeOf(deps, result, options);
+    if (!outcome.ok)
+      return {
+        ok: false,
+        reason: outcome.reason,
+        unit: { jobId: result.jobId, item: result.first, count: result.count },
+      };
+    return { ok: true, jobId: result.jobId, outcome: outcome.value };
+  }
+  const outcome: ItemOutcome = result.ok
+    ? {
+        item: result.item,
+        ok: true,
+        partial:
+          result.partialBlob !== undefined
+            ? await readPartial(deps, result.jobId, result.item, options)
+            : result.partial,
+      }
+    : { item: result.item, ok: false, reason: result.reason };
+  return { ok: true, jobId: result.jobId, outcome: asUnit(outcome) };
 }
 
 /**
@@ -219,17 +381,15 @@ export async function foldPoisonBatch(
   if (!claimable && peeked.length < POISON_BATCH) return report;
 
   const messages = await queue.receive(POISON_BATCH, POISON_VISIBILITY_S, options);
-  const source: Source = { queue, poison: queue, noJob: "release" };
+  const source: Source = { queue, poison: queue, noJob: "release", rejected: new Set() };
   const byJob: ByJob = new Map();
   const unclaimed: ReceivedMessage[] = [];
   for (const message of messages) {
     const claim = claimPoison(message.text, queue.name);
     if (claim === undefined) unclaimed.push(message);
     else
-      addOutcome(
-        byJob,
-        claim.jobId,
-        {
+      addOutcome(byJob, claim.jobId, {
+        outcome: {
           done: [],
           failed: Array.from({ length: claim.count }, (_, offset) => ({
             item: claim.item + offset,
@@ -237,7 +397,7 @@ export async function foldPoisonBatch(
           })),
         },
         message,
-      );
+      });
   }
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
   const released = await Promise.allSettled(unclaimed.map((message) => queue.release(message, options)));
@@ -262,7 +422,21 @@ async function unitOutcomeOf(
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
   if (result.outcomeBlob !== undefined) {
-    const text = await deps.system.readText(result.outcomeBlob, options);
+    // Only the blob its worker writes (or a worker of the version before, under its v1 partial's name): any other
+    // name may be no blob name at all (storage answers 400), or another job's outcome.
+    const expected = outcomeBlobName(result.jobId, first);
+    if (result.outcomeBlob !== expected && result.outcomeBlob !== keys.partial(result.jobId, first))
+      return {
+        ok: false,
+        reason: `its outcomeBlob ${JSON.stringify(result.outcomeBlob.slice(0, 200))} is not the blob its worker writes ("${expected}")`,
+      };
+    let text: string | undefined;
+    try {
+      text = await deps.system.readText(result.outcomeBlob, options);
+    } catch (error) {
+      if (!refusedForTheRequest(error)) throw error;
+      return { ok: false, reason: `reading its outcomeBlob "${result.outcomeBlob}" was refused: ${error.message}` };
+    }
     const parsed =
       text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
     reported = parsed.ok
@@ -277,15 +451,15 @@ async function unitOutcomeOf(
           ],
         };
   }
+  // Before expanding them: a range may name millions of items.
+  const problem = rangesProblem(reported, first, count);
+  if (problem !== undefined) return { ok: false, reason: problem };
   const done = fromRanges(reported.done);
   const failed = reported.failed.flatMap(({ items, reason }) => fromRanges(items).map((item) => ({ item, reason })));
   const named = new Set<number>();
   for (const item of [...done, ...failed.map((failure) => failure.item)]) {
-    if (item < first || item >= first + count || named.has(item))
-      return {
-        ok: false,
-        reason: `item ${item} is ${named.has(item) ? "named twice" : "outside its unit"} (items ${first}–${first + count - 1})`,
-      };
+    if (named.has(item))
+      return { ok: false, reason: `item ${item} is named twice (items ${first}–${first + count - 1})` };
     named.add(item);
   }
   for (let item = first; item < first + count; item++)
@@ -293,11 +467,38 @@ async function unitOutcomeOf(
   return { ok: true, value: { done, partial: reported.partial, failed } };
 }
 
-function addOutcome(byJob: ByJob, jobId: string, outcome: UnitOutcome, message: ReceivedMessage): void {
-  const group = byJob.get(jobId) ?? { outcomes: [], messages: [] };
-  group.outcomes.push(outcome);
-  group.messages.push(message);
-  byJob.set(jobId, group);
+/**
+ * Whether storage refused a request for what it asked (a 4xx answer), not for who asked or when: not 401 or 403 (the
+ * app's identity or its permissions), 408 or 429 (a timeout, throttling). Retrying a refused request cannot help.
+ */
+function refusedForTheRequest(error: unknown): error is StorageError {
+  const status = error instanceof StorageError ? error.statusCode : undefined;
+  return status !== undefined && status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
+}
+
+/**
+ * Why a unit's reported ranges cannot be its outcome, found without expanding them: a range not inside the unit, or
+ * more items named than the unit has (so some twice). Undefined when they may be.
+ */
+function rangesProblem(
+  reported: { done: ItemRanges; failed: { items: ItemRanges }[] },
+  first: number,
+  count: number,
+): string | undefined {
+  const last = first + count - 1;
+  let named = 0;
+  for (const [from, to] of [...reported.done, ...reported.failed.flatMap((failure) => failure.items)]) {
+    if (from < first || to > last) return `items ${from}–${to} are not all in its unit (items ${first}–${last})`;
+    named += to - from + 1;
+    if (named > count) return `it names more items than its unit has (${count}, items ${first}–${last}): some twice`;
+  }
+  return undefined;
+}
+
+function addOutcome(byJob: ByJob, jobId: string, entry: Entry): void {
+  const entries = byJob.get(jobId) ?? [];
+  entries.push(entry);
+  byJob.set(jobId, entries);
 }
 
 /** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
@@ -311,61 +512,62 @@ async function applyOutcomes(
   options: Abortable,
 ): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
-  for (const [jobId, { outcomes, messages }] of byJob) {
+  for (const [jobId, entries] of byJob) {
     const current = await jobs.readJob(jobId, options);
     if (current === undefined) {
       if (source.noJob === "release") {
-        unclaimed.push(...messages);
+        unclaimed.push(...entries.map((entry) => entry.message));
         continue;
       }
-      for (const message of messages) await reject(deps, source, message, `no job "${jobId}"`, epoch, options);
-      report.rejected += messages.length;
+      for (const { message, rejection } of entries)
+        await reject(deps, source, message, rejection ?? `no job "${jobId}"`, epoch, options);
+      report.rejected += entries.length;
       continue;
     }
     if (isStopped(current.value.status)) {
-      // Late work of a cancelled or expired job: final, so acknowledged and never counted.
-      report.discarded += messages.length;
+      // Late work of a cancelled or expired job: final, so acknowledged and never counted (a message the leader
+      // cannot use still goes to the poison queue with its reason).
+      const late = entries.filter((entry) => entry.rejection === undefined);
+      for (const { message, rejection } of entries)
+        if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+      report.rejected += entries.length - late.length;
+      report.discarded += late.length;
       report.acknowledgements.push(
-        Promise.allSettled(messages.map((message) => source.queue.delete(message, options))),
+        Promise.allSettled(late.map(({ message }) => source.queue.delete(message, options))),
       );
       continue;
     }
     // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
     const { itemCount } = current.value;
-    const kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] } = { outcomes: [], messages: [] };
-    for (const [index, message] of messages.entries()) {
-      const outcome = outcomes[index];
-      if (outcome === undefined) continue;
-      const last = lastItem(outcome);
+    let kept: Entry[] = [];
+    for (const entry of entries) {
+      const last = lastItem(entry.outcome);
       if (last < itemCount) {
-        kept.outcomes.push(outcome);
-        kept.messages.push(message);
+        kept.push(entry);
         continue;
       }
-      await reject(
-        deps,
-        source,
-        message,
-        `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`,
-        epoch,
-        options,
-      );
+      const reason = entry.rejection ?? `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`;
+      await reject(deps, source, entry.message, reason, epoch, options);
       report.rejected++;
     }
     if (deps.registry.get(current.value.kind) === undefined) {
-      const left = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch);
+      let left: Entry[];
+      ({ kept, left } = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch));
       // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs
       // again.
       report.left += left.length;
-      report.acknowledgements.push(Promise.allSettled(left.map((message) => source.queue.release(message, options))));
+      report.acknowledgements.push(
+        Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))),
+      );
     }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
+    const outcomes = kept.map((entry) => entry.outcome);
     await jobs.updateJob(
       jobId,
       (state) => {
         attempt.counts = emptyCounts();
-        const next = foldOutcomes(deps, state, kept.outcomes, attempt.counts);
+        const next = foldOutcomes(deps, state, outcomes, attempt.counts);
         attempt.completes = next?.status === "completed";
         return next;
       },
@@ -377,35 +579,58 @@ async function applyOutcomes(
     report.failed += attempt.counts.failed;
     if (attempt.completes) report.completed.push(jobId);
     // Only after the write: a crash before it leaves the messages to be delivered again.
-    report.acknowledgements.push(
-      Promise.allSettled(kept.messages.map((message) => source.queue.delete(message, options))),
-    );
+    const used = kept.filter((entry) => entry.rejection === undefined);
+    report.acknowledgements.push(Promise.allSettled(used.map(({ message }) => source.queue.delete(message, options))));
+    for (const { message, rejection } of kept)
+      if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+    report.rejected += kept.length - used.length;
   }
   return unclaimed;
 }
 
 /**
- * A leader whose process lacks the job's task kind (a deploy in progress, or a kind on some instances only) cannot
- * validate or merge partial results: it records units with failures only and releases the rest (visible again at
- * once) for a leader that has the kind — never failing a valid result. (Found by the simulator, seeds 1015 and 1098.)
+ * How long a result may wait on the queue for a leader with its job's task kind: 1 hour. A leader lacking the kind
+ * (a deploy in progress, a kind on some instances only) leaves results for one that has it; a result still unfolded
+ * this long after it was sent is taken as of a kind no deploy has any more, and its items fail with the reason, so the
+ * job ends. A rolling deploy takes minutes, and with leadership open to every instance at each tick, a leader with the
+ * kind, where any instance has it, comes within the hour all but surely. Measured on the queue's own clock
+ * ({@link ReceivedMessage.queuedMs}), not by deliveries: a leader lacking the kind receives and releases the same
+ * result in every pass of its step, tens of times a minute, so a count of deliveries says little about time.
+ */
+export const KIND_WAIT_MS = 60 * 60 * 1000;
+
+/**
+ * A leader whose process lacks the job's task kind cannot validate or merge partial results: it records units with
+ * failures only and releases the rest (visible again at once) for a leader that has the kind — never failing a valid
+ * result (found by the simulator, seeds 1015 and 1098) until it has waited {@link KIND_WAIT_MS} on the queue: then its
+ * done items fail too, with the reason. Returns the entries to fold, and those left.
  */
 function leaveForAnotherLeader(
   deps: CoordinationDeps,
   kind: string,
   jobId: string,
-  kept: { outcomes: UnitOutcome[]; messages: ReceivedMessage[] },
+  entries: readonly Entry[],
   epoch: number,
-): ReceivedMessage[] {
-  const keep = kept.outcomes.map((outcome) => outcome.done.length === 0);
-  const left = kept.messages.filter((_, index) => keep[index] === false);
-  if (left.length === 0) return left;
-  deps.logger.warn(
-    `Leaving ${left.length} result(s) of job "${jobId}" for a leader with task kind "${kind}", which this process lacks (known kinds: ${deps.registry.names().join(", ")}).`,
-    { instanceId: deps.instanceId, epoch },
-  );
-  kept.outcomes = kept.outcomes.filter((_, index) => keep[index]);
-  kept.messages = kept.messages.filter((_, index) => keep[index]);
-  return left;
+): { kept: Entry[]; left: Entry[] } {
+  const kept: Entry[] = [];
+  const left: Entry[] = [];
+  let expired = 0;
+  const lacks = `this leader lacks task kind "${kind}" (it has ${deps.registry.names().join(", ") || "none"})`;
+  for (const entry of entries) {
+    const { done, failed } = entry.outcome;
+    if (done.length === 0) kept.push(entry);
+    else if ((entry.message.queuedMs ?? 0) < KIND_WAIT_MS) left.push(entry);
+    else {
+      expired++;
+      const reason = `${lacks}, and no leader with it folded the unit's result in the hour since it was sent`;
+      kept.push({ ...entry, outcome: { done: [], failed: [...failed, ...done.map((item) => ({ item, reason }))] } });
+    }
+  }
+  const where = { instanceId: deps.instanceId, epoch };
+  if (left.length > 0) deps.logger.warn(`Leaving ${left.length} result(s) of job "${jobId}": ${lacks}.`, where);
+  if (expired > 0)
+    deps.logger.warn(`Failing the items of ${expired} result(s) of job "${jobId}" an hour old: ${lacks}.`, where);
+  return { kept, left };
 }
 
 /**
@@ -523,16 +748,18 @@ async function readPartial(deps: CoordinationDeps, jobId: string, item: number, 
 
 /**
  * Moves a message the leader cannot use to the source's poison queue with the reason, logs it, and deletes the
- * original. The leader's rejection names the queue it came from, so the poison fold never claims it again.
+ * original. The leader's rejection names the queue it came from, so the poison fold never claims it again; it always
+ * fits a queue message ({@link rejectionText}), or the step would fail on it every time it came back.
  */
 async function reject(
   deps: CoordinationDeps,
   source: Source,
   message: ReceivedMessage,
-  reason: string,
+  why: string,
   epoch: number,
   options: Abortable,
 ): Promise<void> {
+  const reason = rejectionReason(why);
   deps.logger.warn(`Rejected message ${message.id} from ${source.queue.name}: ${reason}`, {
     instanceId: deps.instanceId,
     epoch,
@@ -546,11 +773,9 @@ async function reject(
     messageId: message.id,
     reason,
   });
-  const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
-    rejected: { by: "leader", reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() },
-    original: message.rawText,
-  };
-  await source.poison.send([JSON.stringify(rejection)], options);
+  const header = { by: "leader" as const, reason, queue: source.queue.name, messageId: message.id, atMs: deps.now() };
+  await source.poison.send([rejectionText(header, message.rawText)], options);
+  source.rejected.add(message.id);
   await source.queue.delete(message, options);
 }
 

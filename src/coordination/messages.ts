@@ -81,10 +81,13 @@ export const itemResultMessageSchema = z.union([
   }),
 ]);
 
-/** Inclusive ranges of item indexes, `[first, last]`, e.g. `[[0, 30], [32, 32]]`. */
-export const itemRangesSchema = z.array(
-  z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"),
-);
+/**
+ * Inclusive ranges of item indexes, `[first, last]`, e.g. `[[0, 30], [32, 32]]`: at most one per item of a unit. The
+ * leader checks them against their unit before it expands them (a range may name millions of items).
+ */
+export const itemRangesSchema = z
+  .array(z.tuple([itemIndex, itemIndex]).refine(([a, b]) => a <= b, "a range's first item must not follow its last"))
+  .max(MAX_UNIT_ITEMS);
 export type ItemRanges = z.infer<typeof itemRangesSchema>;
 
 /**
@@ -93,13 +96,14 @@ export type ItemRanges = z.infer<typeof itemRangesSchema>;
 export const unitOutcomeSchema = z.strictObject({
   done: itemRangesSchema,
   partial: z.unknown().optional(),
-  failed: z.array(z.strictObject({ items: itemRangesSchema, reason: z.string().max(2000) })),
+  failed: z.array(z.strictObject({ items: itemRangesSchema, reason: z.string().max(2000) })).max(MAX_UNIT_ITEMS),
 });
 export type UnitOutcomeReport = z.infer<typeof unitOutcomeSchema>;
 
 /**
  * One result for a whole unit `[first, first + count)`: the outcome inline, or — when it would not fit a queue
- * message — `outcomeBlob`, the name of a blob in the system container holding it (then `done` and `failed` are empty).
+ * message — `outcomeBlob`, the name of the blob in the system container holding it ({@link outcomeBlobName}; then
+ * `done` and `failed` are empty).
  */
 export const unitResultMessageSchema = z.strictObject({
   v: z.literal(2),
@@ -113,8 +117,37 @@ export const unitResultMessageSchema = z.strictObject({
 });
 export type UnitResultMessage = z.input<typeof unitResultMessageSchema>;
 
+/**
+ * The blob (system container) holding the outcome of the unit of job `jobId` from item `first`, when its result names
+ * an `outcomeBlob`. Not `jobs/<id>/partials/<n>.json`, where a worker writes a one-item (v1) partial: in a deploy that
+ * mixes versions, a unit and a v1 item of the same number would overwrite each other's blob. Workers before this name
+ * wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
+ */
+export function outcomeBlobName(jobId: string, first: number): string {
+  return `jobs/${jobId}/outcomes/${first}.json`;
+}
+
 export const resultMessageSchema = z.union([unitResultMessageSchema, itemResultMessageSchema]);
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
+
+/** Just the job and items a result names, whatever else it holds (or lacks). */
+const resultUnitSchema = z.union([
+  z
+    .object({ v: z.literal(2), jobId, first: itemIndex, count: unitResultMessageSchema.shape.count })
+    .transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.count })),
+  z
+    .object({ v: z.literal(1), jobId, item: itemIndex })
+    .transform((one) => ({ jobId: one.jobId, item: one.item, count: 1 })),
+]);
+
+/**
+ * The job and items a result message's JSON text names, when it parses that far — even if the rest of it is not a
+ * valid result; undefined otherwise.
+ */
+export function resultUnitOf(text: string): ItemRef | undefined {
+  const parsed = resultUnitSchema.safeParse(parseJson(text));
+  return parsed.success ? parsed.data : undefined;
+}
 
 /** Sorted item indexes as inclusive ranges. */
 export function toRanges(items: readonly number[]): ItemRanges {

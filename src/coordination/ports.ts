@@ -20,6 +20,11 @@ export interface ReceivedMessage {
   text: string | undefined;
   /** The body exactly as stored. */
   rawText: string;
+  /**
+   * How long the message had been on the queue when this receive took it, in ms, on storage's own clock (Azure's
+   * times are whole seconds). Undefined from a peek, and from a port that cannot tell.
+   */
+  queuedMs?: number;
 }
 
 /** A message seen by a peek: visible, not received (no pop receipt: a peek changes nothing). */

@@ -1,15 +1,16 @@
 import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
-import type { z } from "zod";
+import { z } from "zod";
 import {
   itemRefOf,
+  outcomeBlobName,
   parseMessage,
   toRanges,
   workMessageSchema,
   type itemResultMessageSchema,
-  type Rejection,
   type UnitResultMessage,
 } from "./messages";
+import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { ItemError, mergeAll } from "./taskKinds";
 import type { Abortable } from "../library/util/delay";
 
@@ -38,6 +39,9 @@ export type WorkOutcome =
 /** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
 const MAX_INLINE_RESULT_BYTES = 40 * 1024;
 
+/** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
+const NEWEST_WORK_MESSAGE_VERSION = 2;
+
 /**
  * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
  * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it); an
@@ -52,6 +56,7 @@ export async function processWorkMessage(
   delivery: Delivery,
   options: Abortable = {},
 ): Promise<WorkOutcome> {
+  throwIfNewer(deps, payload, delivery);
   const parsed = parseMessage(workMessageSchema, payload);
   if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
   const message = parsed.value;
@@ -137,6 +142,24 @@ export async function processWorkMessage(
   };
 }
 
+/**
+ * Throws for a work message of a version newer than this worker knows — sent, in a rolling deploy, by a leader already
+ * upgraded — instead of rejecting it: a rejection would fail all its items at once, though an upgraded worker would do
+ * them. The host retries it (another instance, upgraded, may take it) and after its last delivery moves it, intact, to
+ * the poison queue, where the leader that sent it — which knows its version — records its items as failed. Each
+ * delivery logs why, since the host's poison message carries no reason.
+ */
+function throwIfNewer(deps: WorkerDeps, payload: unknown, delivery: Delivery): void {
+  const newer = parseMessage(newerVersionSchema, payload);
+  if (!newer.ok) return;
+  const why = `work message ${delivery.id} is of version ${newer.value.v}; this worker knows versions 1–${NEWEST_WORK_MESSAGE_VERSION}: left for a newer worker (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; then the host moves it to ${deps.workPoisonQueue.name} and the leader that sent it fails its items)`;
+  deps.logger.warn(why, { instanceId: deps.instanceId });
+  throw new Error(why);
+}
+
+/** Any message whose `v` is a version newer than {@link NEWEST_WORK_MESSAGE_VERSION}, whatever else it holds. */
+const newerVersionSchema = z.object({ v: z.number().int().gt(NEWEST_WORK_MESSAGE_VERSION) });
+
 async function sendItemResult(
   deps: WorkerDeps,
   result: z.input<typeof itemResultMessageSchema>,
@@ -152,12 +175,12 @@ async function sendItemResult(
 }
 
 /**
- * Sends a unit's result; one too large for a queue message goes to a blob (keyed by job and first item) that it names.
+ * Sends a unit's result; one too large for a queue message goes to a blob ({@link outcomeBlobName}) that it names.
  */
 async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: Abortable): Promise<void> {
   let text = JSON.stringify(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
-    const blob = keys.partial(result.jobId, result.first);
+    const blob = outcomeBlobName(result.jobId, result.first);
     const { done, partial, failed } = result;
     await deps.system.writeText(blob, JSON.stringify({ done, partial, failed }), options);
     text = JSON.stringify({
@@ -171,15 +194,19 @@ async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, optio
   await deps.resultsQueue.send([text], options);
 }
 
+/**
+ * Moves a malformed work message to the poison queue with the reason, at once (retrying cannot fix it). Never throws
+ * for what the message holds, and its rejection always fits a queue message ({@link rejectionText}): a rejection that
+ * failed would fail every delivery, and the host would poison the message without the reason.
+ */
 async function reject(
   deps: WorkerDeps,
   payload: unknown,
   delivery: Delivery,
-  reason: string,
+  why: string,
   options: Abortable,
 ): Promise<WorkOutcome> {
-  const original =
-    typeof payload === "string" ? payload : ((JSON.stringify(payload) as string | undefined) ?? String(payload));
+  const reason = rejectionReason(why);
   deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, {
     instanceId: deps.instanceId,
   });
@@ -192,10 +219,7 @@ async function reject(
     reason,
   });
   // Naming the job and items, when the message got that far, lets the leader record them as failed with the reason.
-  const rejection: Rejection & { rejected: { messageId: string; atMs: number } } = {
-    rejected: { by: "worker", reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) },
-    original: original.slice(0, 16_000),
-  };
-  await deps.workPoisonQueue.send([JSON.stringify(rejection)], options);
+  const header = { by: "worker" as const, reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) };
+  await deps.workPoisonQueue.send([rejectionText(header, originalText(payload))], options);
   return { status: "rejected", reason };
 }

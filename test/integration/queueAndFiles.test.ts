@@ -67,6 +67,19 @@ describe("StorageQueue on Azurite (adapter)", () => {
     expect(await queue.release(second)).toBe(false);
   });
 
+  it("tells on receive how long a message has been queued, on storage's clock (whole seconds)", async () => {
+    const { queue } = newQueue();
+    await queue.send(["a"]);
+    const [first] = await queue.receive(32, 30);
+    expect(first?.queuedMs).toBeGreaterThanOrEqual(0);
+    expect(first?.queuedMs).toBeLessThanOrEqual(1000);
+    if (first) await queue.release(first);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const [again] = await queue.receive(32, 30);
+    expect(again?.queuedMs).toBeGreaterThanOrEqual(2000);
+    expect(again?.queuedMs).toBeLessThan(30_000);
+  });
+
   it("reports a body that is not base64 as undecodable, keeping the raw text", async () => {
     const { queue, raw } = newQueue();
     await raw.createIfNotExists();

@@ -6,8 +6,11 @@ import type {
   ReceivedMessage,
   SendOptions,
 } from "../../src/coordination/ports";
-import { LeadershipLostError } from "../../src/library/errors";
+import { LeadershipLostError, StorageError } from "../../src/library/errors";
 import type { LeadershipTerm } from "../../src/library/leadership/Term";
+
+/** Most bytes of a queue message as sent (base64), as Azure allows. */
+const MAX_MESSAGE_BYTES = 64 * 1024;
 
 /** A message as the in-memory queue holds it. */
 interface StoredMessage {
@@ -18,13 +21,16 @@ interface StoredMessage {
   order: number;
   dequeueCount: number;
   popReceipt: string;
+  /** When it was sent, on the queue's clock. */
+  insertedAtMs: number;
 }
 
 /**
  * In-memory queue with the semantics of Azure Queue Storage on a settable clock, for unit tests: receive and peek
  * return visible messages ordered by the time they became visible (a released message goes behind the others),
  * receive hides them and gives a new pop receipt, release makes one visible at once, and delete or release with a
- * stale pop receipt (or of a message already gone) changes nothing and answers false. Bodies are stored as given.
+ * stale pop receipt (or of a message already gone) changes nothing and answers false. Bodies are stored as given; a
+ * body whose base64 form (as the adapter sends it) is over 64 KiB is refused with 413, as Azure refuses it.
  */
 export class MemoryQueue implements MessageQueue {
   private messages: StoredMessage[] = [];
@@ -40,6 +46,15 @@ export class MemoryQueue implements MessageQueue {
 
   send(texts: readonly string[], options: SendOptions = {}): Promise<void> {
     this.calls.send++;
+    const tooLarge = texts.find((text) => Math.ceil(Buffer.byteLength(text) / 3) * 4 > MAX_MESSAGE_BYTES);
+    if (tooLarge !== undefined)
+      return Promise.reject(
+        new StorageError(
+          "RequestBodyTooLarge",
+          413,
+          `Sending to queue ${this.name} failed: a message of ${Buffer.byteLength(tooLarge)} bytes is over 64 KiB in base64 (simulated)`,
+        ),
+      );
     const visibleAtMs = this.nowMs + (options.visibilityDelayS ?? 0) * 1000;
     for (const text of texts)
       this.messages.push({
@@ -49,6 +64,7 @@ export class MemoryQueue implements MessageQueue {
         order: ++this.nextOrder,
         dequeueCount: 0,
         popReceipt: "",
+        insertedAtMs: this.nowMs,
       });
     return Promise.resolve();
   }
@@ -67,6 +83,7 @@ export class MemoryQueue implements MessageQueue {
           dequeueCount: message.dequeueCount,
           text: message.text,
           rawText: message.text,
+          queuedMs: this.nowMs - message.insertedAtMs,
         };
       }),
     );

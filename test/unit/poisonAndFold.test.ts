@@ -7,7 +7,7 @@ import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
 import { processWorkMessage } from "../../src/coordination/worker";
-import { ConcurrentUpdateError } from "../../src/library/errors";
+import { ConcurrentUpdateError, StorageError } from "../../src/library/errors";
 import type { Logger } from "../../src/library/util/logger";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
@@ -396,5 +396,208 @@ describe("conflicts do not fail steps (issue 14, item 11)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(poison.bodies()).toEqual([body]);
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
+  });
+});
+
+describe("the leader's rejections never fail a step", () => {
+  it("the leader's rejection of a 45 KiB work-poison message still fits a queue message: sent back with the reason, no step fails", async () => {
+    const { deps, poison, state } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // A unit the host poisoned, as large as dispatch makes one (45 KiB of JSON), naming items the job does not have.
+    const inline = `${JSON.stringify({ k: "a", v: 1 })}\n`.repeat(61); // escaped once in the unit, twice in a rejection
+    const unit = JSON.stringify({
+      v: 2,
+      jobId: id,
+      first: 7,
+      kind: "group-by",
+      params,
+      inputs: Array(32).fill({ inline }),
+    });
+    expect(Buffer.byteLength(unit)).toBeGreaterThan(44 * 1024);
+    await poison.send([unit]);
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).resolves.toBeDefined();
+    const [body] = poison.bodies();
+    expect(poison.length).toBe(1);
+    expect(JSON.parse(body ?? "{}")).toMatchObject({
+      rejected: { by: "leader", reason: expect.stringMatching(/item 38 is out of range/) as unknown },
+      original: expect.stringMatching(/^\{"v":2,/) as unknown,
+    });
+    expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
+  });
+});
+
+describe("a result's outcome blob", () => {
+  /** A job of two items in one unit, dispatched, and a worker's result for it that names its outcome blob. */
+  async function resultInABlob() {
+    const made = world({ workUnitMaxItems: 2 });
+    const { deps, results } = made;
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2)],
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await results.send([JSON.stringify({ v: 2, jobId: id, first: 0, count: 2, outcomeBlob: keys.partial(id, 0) })]);
+    return { ...made, id };
+  }
+
+  it("storage refusing to read it (a 4xx) rejects the result with the reason, instead of failing the step", async () => {
+    const { deps, system, resultsPoison } = await resultInABlob();
+    system.readText = () =>
+      Promise.reject(new StorageError("InvalidUri", 400, "Reading blob failed: storage answered 400"));
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).resolves.toMatchObject({ rejected: 1 });
+    expect(JSON.parse(resultsPoison.bodies()[0] ?? "{}")).toMatchObject({
+      rejected: {
+        reason: expect.stringMatching(
+          /^reading its outcomeBlob "jobs\/.*\/partials\/0.json" was refused: Reading blob failed/,
+        ) as unknown,
+      },
+    });
+  });
+
+  it("a 403 (the app's permissions, not the message) still fails the step, and the result comes back", async () => {
+    const { deps, system, results, resultsPoison } = await resultInABlob();
+    system.readText = () => Promise.reject(new StorageError("AuthorizationPermissionMismatch", 403, "no permission"));
+    await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("no permission");
+    expect({ results: results.length, poison: resultsPoison.length }).toEqual({ results: 1, poison: 0 });
+  });
+});
+
+describe("a result the leader rejects still lets its job end", () => {
+  /**
+   * A running job of `items` items in units of 2 — its units `worked` and folded first, if asked — and then a step
+   * over `result` (made for its id) on the results queue.
+   */
+  async function rejectedResult(
+    result: (jobId: string) => Record<string, unknown>,
+    { items = 3, worked = false }: { items?: number; worked?: boolean } = {},
+  ) {
+    const made = world({ workUnitMaxItems: 2 });
+    const { deps, results } = made;
+    const inputs = Array.from({ length: items }, (_, i) => item("a", i));
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: inputs });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    if (worked) {
+      await work(deps, made.work);
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    }
+    await results.send([JSON.stringify(result(id))]);
+    const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const rejections = made.resultsPoison
+      .bodies()
+      .map((body) => (JSON.parse(body) as { rejected: { reason: string } }).rejected.reason);
+    return { ...made, id, report, rejections, job: await readJob(made.state, id) };
+  }
+
+  it.each([
+    ["ranges outside its unit", { done: [[0, 10_000_000]] }, /^items 0–10000000 are not all in its unit/],
+    [
+      "an outcome blob not its worker's",
+      { outcomeBlob: "x/../../other" },
+      /^its outcomeBlob "x\/..\/..\/other" is not/,
+    ],
+    ["a key no result has", { done: [[0, 1]], partial: [], extra: 1 }, /Unrecognized key/i],
+  ])(
+    "one with %s is rejected with the reason, and its unit's items fail with it: the job does not wait for them for ever",
+    async (_name, fields, reason) => {
+      const { job, report, rejections } = await rejectedResult((jobId) => ({
+        v: 2,
+        jobId,
+        first: 0,
+        count: 2,
+        ...fields,
+      }));
+      expect(report).toMatchObject({ rejected: 1, failed: 2, folded: 0 });
+      expect(rejections).toEqual([expect.stringMatching(reason)]);
+      expect(job).toMatchObject({ status: "running", doneCount: 0, failedCount: 2 });
+      expect(job?.failures.map((failure) => failure.item)).toEqual([0, 1]);
+      for (const failure of job?.failures ?? [])
+        expect(failure.reason).toBe(`the leader rejected its unit's result: ${rejections[0] ?? ""}`);
+    },
+  );
+
+  it("items already counted stay as they were: a rejected duplicate of a folded unit counts nothing", async () => {
+    const { job, rejections } = await rejectedResult((jobId) => ({ v: 2, jobId, first: 0, count: 2, done: [[0, 9]] }), {
+      items: 2,
+      worked: true,
+    });
+    expect(rejections).toHaveLength(1);
+    expect(job).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0 });
+  });
+
+  it("a unit past the job's last item, or of no job, is only rejected: it names no items this job has", async () => {
+    const past = await rejectedResult((jobId) => ({ v: 2, jobId, first: 2, count: 2, done: [[9, 9]] }));
+    expect(past.rejections).toEqual([expect.stringMatching(/^items 9–9 are not all in its unit/)]);
+    expect(past.job).toMatchObject({ doneCount: 0, failedCount: 0 });
+    const none = await rejectedResult(() => ({ v: 2, jobId: "no-such-job", first: 0, count: 2, done: [[9, 9]] }));
+    expect(none.rejections).toEqual([expect.stringMatching(/^items 9–9 are not all in its unit/)]);
+  });
+});
+
+describe("a result the leader keeps failing on", () => {
+  /** group-by, except that merging a partial with the group "cursed" throws (a bug in a kind, say). */
+  const cursed: TaskKind<unknown, GroupByPartial> = {
+    ...(groupByKind as TaskKind<unknown, GroupByPartial>),
+    merge: (a, b) => {
+      if ([...a, ...b].some(([group]) => group === "cursed")) throw new TypeError("merge cannot take the cursed group");
+      return groupByKind.merge(a, b);
+    },
+  };
+
+  /** A job of two one-item units — the second one cursed — worked; then `steps` steps, 30 s apart, and their errors. */
+  async function failingSteps(steps: number, overrides: Parameters<typeof world>[0] = {}) {
+    const made = world({ registry: new TaskRegistry().register(cursed), ...overrides });
+    const { deps, work: queue, results } = made;
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("cursed", 2)],
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await work(deps, queue);
+    const errors: string[] = [];
+    for (let step = 0; step < steps; step++) {
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS).catch((error: unknown) => errors.push(String(error)));
+      results.nowMs += 30_000; // what a failed step leaves received comes back after its visibility timeout
+    }
+    return { ...made, id, errors };
+  }
+
+  it("fails steps until its 10th delivery, then goes to the results poison queue with the error as reason; the others fold", async () => {
+    const { errors, resultsPoison, state, id } = await failingSteps(15);
+    expect(errors).toEqual(Array(9).fill("TypeError: merge cannot take the cursed group"));
+    const [rejection] = resultsPoison.bodies();
+    expect(JSON.parse(rejection ?? "{}")).toMatchObject({
+      rejected: {
+        reason: "the leader failed on it 10 times, the last with: TypeError: merge cannot take the cursed group",
+      },
+    });
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
+    expect(job?.failures).toEqual([
+      {
+        item: 1,
+        reason:
+          "the leader rejected its unit's result: the leader failed on it 10 times, the last with: TypeError: merge cannot take the cursed group",
+      },
+    ]);
+  });
+
+  it("is never blamed for storage that does not answer: those steps fail as long as storage does, and nothing is rejected", async () => {
+    const made = await failingSteps(0, { registry: new TaskRegistry().register(groupByKind) });
+    const { deps, state, results, resultsPoison, errors, id } = made;
+    const write = state.write.bind(state);
+    const down = new StorageError("StorageUnavailable", undefined, "storage did not answer");
+    state.write = (key, ...rest) => (key === keys.jobState(id) ? Promise.reject(down) : write(key, ...rest));
+    for (let step = 0; step < 15; step++) {
+      await runCoordinationStep(deps, fakeTerm(1), ONE_PASS).catch((error: unknown) => errors.push(String(error)));
+      results.nowMs += 30_000;
+    }
+    expect(errors).toEqual(Array(15).fill("StorageError: storage did not answer"));
+    state.write = write;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect({ results: results.length, poison: resultsPoison.length }).toEqual({ results: 0, poison: 0 });
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2 });
   });
 });

@@ -246,4 +246,50 @@ describe("work units (issue 9, part 1)", () => {
     expect(results.length).toBe(0);
     expect(await readJob(state, id)).toMatchObject({ status: "cancelled", doneCount: 5, skippedCount: 25 });
   });
+
+  it("a unit's outcome blob and a v1 item's partial blob (a mixed deploy) never share a name, and each is folded from its own", async () => {
+    const { deps, results, system, inputs, state } = world({ workUnitMaxItems: 2 });
+    // Inputs whose partials are too large for a result message (> 40 KiB), so each goes to a blob.
+    for (const name of ["a", "b"]) {
+      const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ k: `${name}${i}`, v: 1 }));
+      await inputs.writeText(`${name}.ndjson`, lines.join("\n"));
+    }
+    const [a, b] = [{ blob: "a.ndjson" }, { blob: "b.ndjson" }];
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [a, b] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // A leader of the version before units sent item 0 alone and died before recording it; this one sent the unit.
+    await processWorkMessage(deps, { v: 1, jobId: id, item: 0, kind: "group-by", params, input: a }, delivery());
+    await processWorkMessage(deps, { v: 2, jobId: id, first: 0, kind: "group-by", params, inputs: [a, b] }, delivery());
+    const [v1, v2] = results.bodies().map((body) => JSON.parse(body) as { partialBlob?: string; outcomeBlob?: string });
+    expect(v1?.partialBlob).toBe(keys.partial(id, 0));
+    expect(v2?.outcomeBlob).toBeDefined();
+    expect(v2?.outcomeBlob).not.toBe(v1?.partialBlob);
+    expect(JSON.parse(system.blobs.get(keys.partial(id, 0)) as string)).toBeInstanceOf(Array); // the v1 partial, intact
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
+    // Item 0 counted once, from the first result folded; the unit overlaps it, so its other item fails with the reason.
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });
+    expect(job?.failures).toEqual([
+      { item: 1, reason: expect.stringMatching(/overlaps items already counted/) as unknown },
+    ]);
+    expect(Object.keys(groupByView(job?.aggregate as GroupByPartial))).toHaveLength(3000);
+  });
+
+  it("a unit's outcome blob written by a worker of the previous version (named as a v1 partial) is still folded", async () => {
+    const { deps, results, system, state } = world({ workUnitMaxItems: 2 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: [item("a", 1), item("b", 2)],
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const partial = [
+      ["a", 1, "1000000", 1, 1],
+      ["b", 1, "2000000", 2, 2],
+    ];
+    await system.writeText(keys.partial(id, 0), JSON.stringify({ done: [[0, 1]], partial, failed: [] }));
+    await results.send([JSON.stringify({ v: 2, jobId: id, first: 0, count: 2, outcomeBlob: keys.partial(id, 0) })]);
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0 });
+  });
 });
