@@ -7,7 +7,6 @@ import {
   claimPoison,
   describeIssues,
   fromRanges,
-  outcomeBlobName,
   parseMessage,
   resultMessageSchema,
   unitOutcomeSchema,
@@ -424,7 +423,7 @@ async function unitOutcomeOf(
   if (result.outcomeBlob !== undefined) {
     // Only the blob its worker writes (or a worker of the version before, under its v1 partial's name): any other
     // name may be no blob name at all (storage answers 400), or another job's outcome.
-    const expected = outcomeBlobName(result.jobId, first);
+    const expected = keys.outcome(result.jobId, first);
     if (result.outcomeBlob !== expected && result.outcomeBlob !== keys.partial(result.jobId, first))
       return {
         ok: false,

@@ -110,6 +110,13 @@ export const keys = {
   cancelPrefix: "cancel/",
   cancel: (id: string) => `cancel/${id}`,
   partial: (id: string, item: number) => `jobs/${id}/partials/${item}.json`,
+  /**
+   * The blob (system container) holding the outcome of the unit of job `jobId` from item `first`, when its result names
+   * an `outcomeBlob`. Not `jobs/<id>/partials/<n>.json`, where a worker writes a one-item (v1) partial: in a deploy
+   * that mixes versions, a unit and a v1 item of the same number would overwrite each other's blob. Workers before this
+   * name wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
+   */
+  outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
 } as const;
 
 /** Item inputs of one chunk. */

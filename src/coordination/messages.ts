@@ -102,7 +102,7 @@ export type UnitOutcomeReport = z.infer<typeof unitOutcomeSchema>;
 
 /**
  * One result for a whole unit `[first, first + count)`: the outcome inline, or — when it would not fit a queue
- * message — `outcomeBlob`, the name of the blob in the system container holding it ({@link outcomeBlobName}; then
+ * message — `outcomeBlob`, the name of the blob in the system container holding it (`keys.outcome` in jobState.ts; then
  * `done` and `failed` are empty).
  */
 export const unitResultMessageSchema = z.strictObject({
@@ -116,16 +116,6 @@ export const unitResultMessageSchema = z.strictObject({
   outcomeBlob: z.string().optional(),
 });
 export type UnitResultMessage = z.input<typeof unitResultMessageSchema>;
-
-/**
- * The blob (system container) holding the outcome of the unit of job `jobId` from item `first`, when its result names
- * an `outcomeBlob`. Not `jobs/<id>/partials/<n>.json`, where a worker writes a one-item (v1) partial: in a deploy that
- * mixes versions, a unit and a v1 item of the same number would overwrite each other's blob. Workers before this name
- * wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
- */
-export function outcomeBlobName(jobId: string, first: number): string {
-  return `jobs/${jobId}/outcomes/${first}.json`;
-}
 
 export const resultMessageSchema = z.union([unitResultMessageSchema, itemResultMessageSchema]);
 export type ResultMessage = z.infer<typeof resultMessageSchema>;

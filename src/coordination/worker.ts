@@ -3,7 +3,6 @@ import { keys } from "./jobState";
 import { z } from "zod";
 import {
   itemRefOf,
-  outcomeBlobName,
   parseMessage,
   toRanges,
   workMessageSchema,
@@ -175,12 +174,12 @@ async function sendItemResult(
 }
 
 /**
- * Sends a unit's result; one too large for a queue message goes to a blob ({@link outcomeBlobName}) that it names.
+ * Sends a unit's result; one too large for a queue message goes to a blob (`keys.outcome`) that it names.
  */
 async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: Abortable): Promise<void> {
   let text = JSON.stringify(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
-    const blob = outcomeBlobName(result.jobId, result.first);
+    const blob = keys.outcome(result.jobId, result.first);
     const { done, partial, failed } = result;
     await deps.system.writeText(blob, JSON.stringify({ done, partial, failed }), options);
     text = JSON.stringify({

@@ -262,6 +262,8 @@ export class StorageAccount {
 interface StoredMessage {
   id: string;
   body: string;
+  /** When it was sent (storage's insertion time). */
+  insertedAtMs: number;
   visibleAtMs: number;
   dequeueCount: number;
   popReceipt: string;
@@ -284,6 +286,7 @@ export class SimQueue {
     this.messages.push({
       id: `${this.name}#${++this.next}`,
       body,
+      insertedAtMs: this.now(),
       visibleAtMs: this.now() + visibilityDelayS * 1000,
       dequeueCount: 0,
       popReceipt: "",
@@ -293,7 +296,7 @@ export class SimQueue {
   receive(
     max: number,
     visibilityTimeoutS: number,
-  ): { id: string; popReceipt: string; dequeueCount: number; body: string }[] {
+  ): { id: string; popReceipt: string; dequeueCount: number; body: string; queuedMs: number }[] {
     const now = this.now();
     const visible = this.messages.filter((m) => m.visibleAtMs <= now);
     // No FIFO promise: a random order of the visible messages.
@@ -315,6 +318,7 @@ export class SimQueue {
         popReceipt: message.popReceipt,
         dequeueCount: message.dequeueCount,
         body: message.body,
+        queuedMs: now - message.insertedAtMs,
       });
       message.visibleAtMs = now + visibilityTimeoutS * 1000;
       if (this.random() < this.duplicateRate) this.send(message.body); // delivered twice: at-least-once

@@ -491,6 +491,7 @@ export class SimMessageQueue implements MessageQueue {
         id: item.id,
         popReceipt: item.popReceipt,
         dequeueCount: item.dequeueCount,
+        queuedMs: item.queuedMs,
         text: decodeBody(item.body, "base64"),
         rawText: item.body,
       }));
