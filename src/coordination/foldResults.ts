@@ -11,6 +11,8 @@ import {
   resultMessageSchema,
   unitOutcomeSchema,
   resultUnitOf,
+  newerResultOf,
+  RESULT_VERSION,
   type ItemRanges,
   type ItemRef,
   type unitResultMessageSchema,
@@ -221,14 +223,25 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
   const { deps, jobs, epoch, source, options } = batch;
   const report = emptyReport();
   const byJob: ByJob = new Map();
+  const newer: { message: ReceivedMessage; version: number }[] = [];
   for (const message of messages) {
     const read = await resultOf(deps, message, options);
-    if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
+    if (read.ok === "newer") newer.push({ message, version: read.version });
+    else if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
     else if (read.unit !== undefined) addOutcome(byJob, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
     else {
       await reject(deps, source, message, read.reason, epoch, options);
       report.rejected++;
     }
+  }
+  if (newer.length > 0) {
+    const versions = [...new Set(newer.map(({ version }) => version))].join(", ");
+    deps.logger.warn(
+      `Leaving ${newer.length} result(s) of format version ${versions} for a newer leader (this one reads up to ${RESULT_VERSION}).`,
+      { instanceId: deps.instanceId, epoch },
+    );
+    await Promise.allSettled(newer.map(({ message }) => source.queue.release(message, options)));
+    report.left += newer.length;
   }
   await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
   return report;
@@ -328,8 +341,19 @@ async function resultOf(
   deps: CoordinationDeps,
   message: ReceivedMessage,
   options: Abortable,
-): Promise<{ ok: true; jobId: string; outcome: UnitOutcome } | { ok: false; reason: string; unit?: ItemRef }> {
+): Promise<
+  | { ok: true; jobId: string; outcome: UnitOutcome }
+  | { ok: false; reason: string; unit?: ItemRef }
+  | { ok: "newer"; version: number }
+> {
   if (message.text === undefined) return { ok: false, reason: "not valid base64" };
+  const newer = newerResultOf(message.text);
+  if (newer !== undefined) {
+    // A newer worker's (a rolling deploy): left for a newer leader, for as long as results of a missing kind wait.
+    if ((message.queuedMs ?? 0) < KIND_WAIT_MS) return { ok: "newer", version: newer.version };
+    const reason = `a result of format version ${newer.version}, newer than this leader reads (${RESULT_VERSION}), that no newer leader folded in the hour since it was sent`;
+    return { ok: false, reason, ...(newer.unit === undefined ? {} : { unit: newer.unit }) };
+  }
   const parsed = parseMessage(resultMessageSchema, message.text);
   if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
   const result = parsed.value;

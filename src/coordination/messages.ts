@@ -139,6 +139,24 @@ export function resultUnitOf(text: string): ItemRef | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+/** The newest result-message format version this version reads. */
+export const RESULT_VERSION = 2;
+
+/**
+ * A result of a format version newer than this version reads (a newer worker during a rolling deploy): its version,
+ * and the unit it names when it names one as a v2 result does; undefined for any other text.
+ */
+export function newerResultOf(text: string): { version: number; unit: ItemRef | undefined } | undefined {
+  const json = parseJson(text);
+  if (typeof json !== "object" || json === null || !("v" in json) || typeof json.v !== "number") return undefined;
+  if (json.v <= RESULT_VERSION) return undefined;
+  const unit = z.object({ jobId, first: itemIndex, count: unitResultMessageSchema.shape.count }).safeParse(json);
+  return {
+    version: json.v,
+    unit: unit.success ? { jobId: unit.data.jobId, item: unit.data.first, count: unit.data.count } : undefined,
+  };
+}
+
 /** Sorted item indexes as inclusive ranges. */
 export function toRanges(items: readonly number[]): ItemRanges {
   const ranges: ItemRanges = [];

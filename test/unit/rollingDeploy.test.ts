@@ -71,4 +71,21 @@ describe("documents written by a newer version (rolling deploy)", () => {
       terms: [{ holder: "newer", epoch: 1, region: "westeurope" }, { epoch: 2 }],
     });
   });
+  it("a result of a newer format version is left on the queue for a newer leader; after an hour its unit's items fail", async () => {
+    const { deps, work: queue, results, state } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await queue.receive(10, 60); // the unit went to a newer worker, which answers in a format this leader does not read
+    await results.send([JSON.stringify({ v: 3, jobId: id, first: 0, count: 1, done: [[0, 0]], digest: "new" })]);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(results.length).toBe(1);
+    expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
+    results.nowMs += 60 * 60 * 1000;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 1 });
+    expect(job?.failures[0]?.reason).toMatch(
+      /format version 3, newer than this leader reads \(2\).*hour since it was sent/,
+    );
+  });
 });
