@@ -146,14 +146,19 @@ const WRITE_PARALLELISM = 16;
 
 /**
  * Writes one new job's blobs: items in chunks as they come, then the spec and the inbox marker; or removes what it
- * wrote.
+ * wrote. Up to {@link WRITE_PARALLELISM} chunk writes are in flight while more items arrive (a manifest is still being
+ * read); the first that fails fails the next `add` or `commit` with its error, and no failed write is ever left
+ * without a handler (an unhandled rejection would end the process).
  */
 export class JobWriter {
   readonly id = randomUUID();
   private pending: ItemInput[] = [];
   private chunks = 0;
   private count = 0;
+  /** Chunk writes in flight; none rejects: a failure is kept in `failure`. */
   private writes: Promise<void>[] = [];
+  /** The first chunk write that failed, if any. */
+  private failure: { error: unknown } | undefined;
 
   constructor(
     private readonly system: BlobFiles,
@@ -166,6 +171,7 @@ export class JobWriter {
   }
 
   async add(item: ItemInput): Promise<void> {
+    this.throwIfFailed();
     this.pending.push(item);
     this.count++;
     if (this.pending.length === CHUNK_SIZE) await this.flush();
@@ -175,7 +181,7 @@ export class JobWriter {
   async commit(submission: JobHeader): Promise<{ id: string; itemCount: number }> {
     const itemCount = this.itemCount;
     await this.flush();
-    await Promise.all(this.writes.splice(0));
+    await this.settle();
     const createdAtMs = (this.options.now ?? Date.now)();
     const deadlineAtMs = deadlineOf(submission, createdAtMs);
     const spec: JobSpec = {
@@ -195,7 +201,7 @@ export class JobWriter {
 
   /** Deletes the chunks written so far (best effort: without a spec and a marker they are never read). */
   async abandon(): Promise<void> {
-    await Promise.allSettled(this.writes.splice(0));
+    await Promise.all(this.writes.splice(0));
     const written = Array.from({ length: this.chunks }, (_, chunk) => keys.chunk(this.id, chunk));
     for (let start = 0; start < written.length; start += WRITE_PARALLELISM) {
       await Promise.allSettled(
@@ -207,9 +213,23 @@ export class JobWriter {
   private async flush(): Promise<void> {
     if (this.pending.length === 0) return;
     this.writes.push(
-      this.system.writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options),
+      this.system
+        .writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options)
+        .catch((error: unknown) => {
+          this.failure ??= { error };
+        }),
     );
     this.pending = [];
-    if (this.writes.length >= WRITE_PARALLELISM) await Promise.all(this.writes.splice(0));
+    if (this.writes.length >= WRITE_PARALLELISM) await this.settle();
+  }
+
+  /** Waits for the writes in flight; throws the first failure. */
+  private async settle(): Promise<void> {
+    await Promise.all(this.writes.splice(0));
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure.error;
   }
 }
