@@ -1,7 +1,12 @@
 import { z } from "zod";
 import { ConfigurationError } from "../library/errors";
 import { leaseTimingProblems } from "../library/leadership/options";
-import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../azure/azureNames";
+import {
+  AZURE_CONTAINER_OR_QUEUE_NAME,
+  AZURE_CONTAINER_OR_QUEUE_NAME_RULE,
+  BLOB_DOT_SEGMENT_RULE,
+  hasDotSegment,
+} from "../azure/azureNames";
 import { keys } from "../coordination/jobState";
 import { TERMS_KEY } from "../coordination/termHistory";
 
@@ -16,12 +21,13 @@ import { TERMS_KEY } from "../coordination/termHistory";
 const containerName = z.string().regex(AZURE_CONTAINER_OR_QUEUE_NAME, `must be ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}`);
 /** Azure queue names follow the same rule as container names. */
 const queueName = containerName;
-/** Blob names: 1–1024 characters, no trailing dot or slash. */
+/** Blob names: 1–1024 characters, no trailing dot or slash, no "." or ".." segment (it would name another blob). */
 const blobName = z
   .string()
   .min(1)
   .max(1024)
-  .regex(/[^./]$/, "must not end with '.' or '/'");
+  .regex(/[^./]$/, "must not end with '.' or '/'")
+  .refine((name) => !hasDotSegment(name), `must name a blob in its container: ${BLOB_DOT_SEGMENT_RULE}`);
 
 const intIn = (min: number, max: number) =>
   z.coerce

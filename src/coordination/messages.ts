@@ -10,12 +10,19 @@ import { z } from "zod";
  */
 export const MAX_INLINE_ITEM_BYTES = 32 * 1024;
 
-/** The name of a blob in the input container (1–1024 characters, not ending in '.' or '/'). */
+/**
+ * The name of a blob in the input container: 1–1024 characters, no backslash, not ending in '.' or '/', and no "." or
+ * ".." segment — storage URLs resolve those, so "../other/x" would name blob x of container "other".
+ */
 export const inputBlobName = z
   .string()
   .min(1)
   .max(1024)
-  .regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'");
+  .regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'")
+  .refine(
+    (name) => !name.split("/").some((segment) => segment === "." || segment === ".."),
+    'blob names may not contain "." or ".." segments: the storage URL would resolve them to another blob, even one outside the input container; name the blob as it is, e.g. "sales/2026/a.csv"',
+  );
 
 /** Item input: inline text, or the name of a blob in the input container. */
 export const itemInputSchema = z.union([

@@ -39,6 +39,13 @@ describe("settings", () => {
     );
   });
 
+  it("refuses a LEASE_BLOB with a dot segment: it would name a blob in another container", () => {
+    expect(() => readSettings({ LEASE_BLOB: "../coordinator-state/index.json" })).toThrow(
+      'Invalid app settings: LEASE_BLOB="../coordinator-state/index.json" must name a blob in its container: blob names may not contain "." or ".." segments',
+    );
+    expect(() => readSettings({ LEASE_BLOB: "leases\\..\\x" })).toThrow(ConfigurationError);
+  });
+
   it("refuses a WORK_QUEUE or RESULTS_QUEUE longer than 56 characters: its <name>-poison queue would not be a valid queue name", () => {
     const long = `w${"x".repeat(55)}1`; // 57 characters: a valid queue name, but not with "-poison"
     expect(() => readSettings({ WORK_QUEUE: long })).toThrow(ConfigurationError);
