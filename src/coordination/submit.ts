@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { inputBlobName, itemInputSchema, type ItemInput } from "./messages";
+import {
+  MAX_INLINE_ITEM_BYTES,
+  MAX_PARAMS_BYTES,
+  inputBlobName,
+  submittedItemSchema,
+  type ItemInput,
+} from "./messages";
 import { keys, type JobSpec } from "./jobState";
 import type { BlobFiles } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
@@ -23,7 +29,7 @@ export const submissionSchema = z
     kind: z.string().min(1).max(64),
     params: z.unknown(),
     items: z
-      .array(itemInputSchema)
+      .array(submittedItemSchema)
       .min(1, "a job needs at least one item")
       .max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`)
       .optional(),
@@ -99,6 +105,17 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         field: ["params", ...issue.path].join("."),
         message: issue.message,
       })),
+    };
+  const paramsBytes = Buffer.byteLength(JSON.stringify(params.data ?? null));
+  if (paramsBytes > MAX_PARAMS_BYTES)
+    return {
+      ok: false,
+      errors: [
+        {
+          field: "params",
+          message: `params are ${paramsBytes} bytes as JSON; at most ${MAX_PARAMS_BYTES} are allowed (every work message carries them, beside items of up to ${MAX_INLINE_ITEM_BYTES} bytes)`,
+        },
+      ],
     };
   return { ok: true, value: { ...parsed.data, params: params.data } };
 }

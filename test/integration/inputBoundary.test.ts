@@ -1,13 +1,13 @@
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { describe, expect, it } from "vitest";
-import { getJobStatus, submitJob } from "../../src/app/operations";
+import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../../src/azure/BlobFilesStore";
 import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
 import { BlobStateStore } from "../../src/azure/BlobStateStore";
 import { storeSubmission } from "../../src/coordination/submit";
 import { ConfigurationError } from "../../src/library/errors";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
-import { newTestApp, runUntilComplete } from "../support/inProcessApp";
+import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";
 
 /**
  * An item names a blob in the input container only (README, "Submitting work"). The storage SDK puts a blob name into
@@ -163,5 +163,74 @@ describe("blob names cannot leave their container (Azurite)", () => {
     expect(status?.progress).toMatchObject({ done: 1, failed: 1 });
     expect(status?.failures).toEqual([{ item: 0, reason: expect.stringMatching(DOT_SEGMENTS) as unknown }]);
     expect(JSON.stringify(status)).not.toContain("alice");
+  });
+});
+
+/**
+ * An inline item travels JSON-escaped in a work message, base64-encoded in a queue message of at most 64 KiB (Azurite
+ * answers 413 RequestBodyTooLarge beyond). A submission counts the item as it will be sent.
+ */
+describe("inline items and the queue's message limit (Azurite)", () => {
+  const env = useAzurite();
+  const params = { format: "csv", keyField: "region", valueField: "amount" } as const;
+
+  /** Quoted CSV, as spreadsheets export it: 32 KiB of it is about 48 KB as JSON (each quote escaped). */
+  function quotedCsv(maxBytes: number): string {
+    const lines = ['"region","amount"'];
+    for (let i = 0; lines.join("\n").length + 12 <= maxBytes; i++) lines.push(`"r${i % 7}","${i % 100}"`);
+    return lines.join("\n");
+  }
+
+  it("a valid item of 32 KiB whose JSON form is over the limit is refused at submission, saying the limit; nothing is stored, and the next job runs", async () => {
+    const { app, sink } = newTestApp(env.azurite.connectionString);
+    const big = quotedCsv(32 * 1024);
+    expect(Buffer.byteLength(big)).toBeLessThanOrEqual(32 * 1024);
+    const bad = await submitJob(app, { kind: "group-by", params, items: [{ inline: big }] }, { wake: false });
+    const ok = await submitJob(app, { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] });
+    if (!ok.ok) throw new Error(JSON.stringify(ok.errors));
+    const errors: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      try {
+        await runCoordinatorTick(app, sink);
+      } catch (error) {
+        errors.push(error instanceof Error ? error.message : String(error));
+      }
+      while ((await drainWorkQueue(app, sink)) > 0) {
+        // drain
+      }
+    }
+    expect({ bad, errors, ok: (await getJobStatus(app, ok.id))?.status }).toEqual({
+      bad: {
+        ok: false,
+        errors: [
+          {
+            field: "items.0.inline",
+            message: expect.stringMatching(
+              /^the item is \d+ bytes as JSON, .*; at most 40960 are allowed so that its work message fits a 64 KiB queue message/,
+            ) as unknown,
+          },
+        ],
+      },
+      errors: [],
+      ok: "completed",
+    });
+    const system = env.blobService().getContainerClient(app.settings.SYSTEM_CONTAINER);
+    const stored: string[] = [];
+    for await (const blob of system.listBlobsFlat()) if (!blob.name.includes(ok.id)) stored.push(blob.name);
+    expect(stored).toEqual([]);
+  });
+
+  it("an item of exactly the limit as JSON, escapes and all, with the widest params group-by takes, goes out in one work message and is done", async () => {
+    const { app, sink } = newTestApp(env.azurite.connectionString);
+    const keyField = "k".repeat(256);
+    const wide = { format: "csv", keyField, valueField: "v".repeat(256) } as const;
+    const head = `"${keyField}","${"v".repeat(256)}"\n"a\tb","1"\n"pad`;
+    const tail = '","2"';
+    const inline = `${head}${"x".repeat(40 * 1024 - Buffer.byteLength(JSON.stringify({ inline: head + tail })))}${tail}`;
+    expect(Buffer.byteLength(JSON.stringify({ inline }))).toBe(40 * 1024);
+    const job = await submitJob(app, { kind: "group-by", params: wide, items: [{ inline }, { inline }] });
+    if (!job.ok) throw new Error(JSON.stringify(job.errors));
+    await runUntilComplete(app, sink, async () => (await getJobStatus(app, job.id))?.status === "completed");
+    expect((await getJobStatus(app, job.id))?.progress).toMatchObject({ done: 2, failed: 0 });
   });
 });
