@@ -104,7 +104,7 @@ param leaseRenewDeadlineMs int = 10000
 @maxLength(63)
 param stateContainer string = 'coordinator-state'
 
-@description('INPUT_CONTAINER: container of job input blobs (created here). The app can only read it.')
+@description('INPUT_CONTAINER: container of job input blobs (created here). The app can only read it, so it must differ from LEASE_CONTAINER, STATE_CONTAINER and SYSTEM_CONTAINER (the app refuses to start otherwise).')
 @minLength(3)
 @maxLength(63)
 param inputContainer string = 'job-inputs'
@@ -114,17 +114,17 @@ param inputContainer string = 'job-inputs'
 @maxLength(63)
 param systemContainer string = 'coordinator-system'
 
-@description('WORK_QUEUE: queue of work items; it and <name>-poison are created here.')
+@description('WORK_QUEUE: queue of work items; it and <name>-poison are created here. At most 56 characters, so <name>-poison is a valid queue name; it and its poison queue must differ from RESULTS_QUEUE, WAKE_QUEUE and theirs.')
 @minLength(3)
 @maxLength(56)
 param workQueue string = 'work-items'
 
-@description('RESULTS_QUEUE: queue of worker results; it and <name>-poison are created here.')
+@description('RESULTS_QUEUE: queue of worker results; it and <name>-poison are created here. At most 56 characters, so <name>-poison is a valid queue name; it and its poison queue must differ from WORK_QUEUE, WAKE_QUEUE and theirs.')
 @minLength(3)
 @maxLength(56)
 param resultsQueue string = 'work-results'
 
-@description('WAKE_QUEUE: control queue of wake-ups (one per submission; the wake function makes one leadership attempt for each). Created here; a wake-up is never poisoned, so it has no <name>-poison queue.')
+@description('WAKE_QUEUE: control queue of wake-ups (one per submission; the wake function makes one leadership attempt for each). Created here; a wake-up is never poisoned, so it has no <name>-poison queue. Must differ from WORK_QUEUE, RESULTS_QUEUE and their poison queues.')
 @minLength(3)
 @maxLength(63)
 param wakeQueue string = 'coordinator-wake'

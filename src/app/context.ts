@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { readSettings, CONNECTION_SETTINGS, type Settings } from "./settings";
+import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings";
 import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
@@ -115,8 +115,8 @@ export function createCoordinatorApp(
     inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
     workQueue: queue(settings.WORK_QUEUE),
     resultsQueue: queue(settings.RESULTS_QUEUE),
-    workPoisonQueue: queue(`${settings.WORK_QUEUE}-poison`),
-    resultsPoisonQueue: queue(`${settings.RESULTS_QUEUE}-poison`),
+    workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
+    resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
     wakeQueue: queue(settings.WAKE_QUEUE),
     registry: createRegistry(),
   });

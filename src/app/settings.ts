@@ -1,7 +1,14 @@
 import { z } from "zod";
 import { ConfigurationError } from "../library/errors";
 import { leaseTimingProblems } from "../library/leadership/options";
-import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "../azure/azureNames";
+import {
+  AZURE_CONTAINER_OR_QUEUE_NAME,
+  AZURE_CONTAINER_OR_QUEUE_NAME_RULE,
+  BLOB_DOT_SEGMENT_RULE,
+  hasDotSegment,
+} from "../azure/azureNames";
+import { keys } from "../coordination/jobState";
+import { TERMS_KEY } from "../coordination/termHistory";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -14,12 +21,13 @@ import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } fro
 const containerName = z.string().regex(AZURE_CONTAINER_OR_QUEUE_NAME, `must be ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}`);
 /** Azure queue names follow the same rule as container names. */
 const queueName = containerName;
-/** Blob names: 1–1024 characters, no trailing dot or slash. */
+/** Blob names: 1–1024 characters, no trailing dot or slash, no "." or ".." segment (it would name another blob). */
 const blobName = z
   .string()
   .min(1)
   .max(1024)
-  .regex(/[^./]$/, "must not end with '.' or '/'");
+  .regex(/[^./]$/, "must not end with '.' or '/'")
+  .refine((name) => !hasDotSegment(name), `must name a blob in its container: ${BLOB_DOT_SEGMENT_RULE}`);
 
 const intIn = (min: number, max: number) =>
   z.coerce
@@ -163,6 +171,97 @@ export function readSettings(env: Record<string, string | undefined> = process.e
       renewDeadlineMs: "LEASE_RENEW_DEADLINE_MS",
     },
   );
-  if (timing.length > 0) throw new ConfigurationError(`Invalid app settings: ${timing.join("; ")}.`);
+  const problems = [
+    ...timing,
+    ...poisonNameProblems(settings),
+    ...containerProblems(settings),
+    ...queueProblems(settings),
+  ];
+  if (problems.length > 0) throw new ConfigurationError(`Invalid app settings: ${problems.join("; ")}.`);
   return settings;
+}
+
+/** What the Functions host appends to a queue's name for its poison queue (`<name>-poison`). */
+const POISON_SUFFIX = "-poison";
+
+/** The poison queue of a queue: where the Functions host moves a message after its last failed delivery. */
+export function poisonQueueOf(queue: string): string {
+  return `${queue}${POISON_SUFFIX}`;
+}
+
+/** Longest queue name whose poison queue is still a valid queue name (63 characters at most). */
+export const MAX_POISONED_QUEUE_NAME_LENGTH = 63 - POISON_SUFFIX.length;
+
+/** WORK_QUEUE and RESULTS_QUEUE have poison queues (RESULTS_QUEUE's is the leader's): their names must be valid too. */
+function poisonNameProblems(settings: Settings): string[] {
+  return (["WORK_QUEUE", "RESULTS_QUEUE"] as const)
+    .filter((name) => settings[name].length > MAX_POISONED_QUEUE_NAME_LENGTH)
+    .map((name) => {
+      const value = settings[name];
+      return `${name}="${value}" is ${value.length} characters: failed messages go to "${poisonQueueOf(value)}", ${poisonQueueOf(value).length} characters, and a queue name may have at most 63; use at most ${MAX_POISONED_QUEUE_NAME_LENGTH} characters`;
+    });
+}
+
+/**
+ * Blob names the app itself uses in the state and the system container (see `keys` in `coordination/jobState.ts` and
+ * `TERMS_KEY`): the lease blob may share either container only outside them.
+ */
+export const APP_BLOB_NAMES = {
+  STATE_CONTAINER: { names: [keys.index, TERMS_KEY], prefixes: ["jobs/"] },
+  SYSTEM_CONTAINER: { names: [], prefixes: ["jobs/", keys.inboxPrefix, keys.cancelPrefix] },
+} as const;
+
+/** Whether the app itself uses `blob` in the state or the system container ({@link APP_BLOB_NAMES}). */
+export function isAppBlobName(container: keyof typeof APP_BLOB_NAMES, blob: string): boolean {
+  const { names, prefixes } = APP_BLOB_NAMES[container];
+  return (names as readonly string[]).includes(blob) || prefixes.some((prefix) => blob.startsWith(prefix));
+}
+
+/**
+ * The input container is the user's: the app only reads it, so none of the containers it writes may be it. The lease
+ * blob (and its `.revocation` sibling) may share the state or the system container, but not a name the app uses there.
+ */
+function containerProblems(settings: Settings): string[] {
+  const problems: string[] = [];
+  for (const name of ["LEASE_CONTAINER", "STATE_CONTAINER", "SYSTEM_CONTAINER"] as const)
+    if (settings[name] === settings.INPUT_CONTAINER)
+      problems.push(
+        `${name}="${settings[name]}" is also INPUT_CONTAINER: the input container is the user's, which the app only reads, and the app writes and deletes blobs in ${name}; LEASE_CONTAINER, STATE_CONTAINER and SYSTEM_CONTAINER must each name another container`,
+      );
+  const leaseBlobs = [settings.LEASE_BLOB, `${settings.LEASE_BLOB}.revocation`];
+  for (const shared of ["STATE_CONTAINER", "SYSTEM_CONTAINER"] as const) {
+    if (settings[shared] !== settings.LEASE_CONTAINER) continue;
+    const { names, prefixes } = APP_BLOB_NAMES[shared];
+    if (leaseBlobs.some((blob) => isAppBlobName(shared, blob)))
+      problems.push(
+        `LEASE_BLOB="${settings.LEASE_BLOB}" in LEASE_CONTAINER="${settings.LEASE_CONTAINER}", which is also ${shared}, where the app writes and deletes ${[...names, ...prefixes.map((prefix) => `${prefix}…`)].join(", ")}: name the lease blob outside those (as the default "MyLeaderCoordinatorTask" is), or give LEASE_CONTAINER a container of its own`,
+      );
+  }
+  return problems;
+}
+
+/**
+ * Each queue function needs its queue to itself: the worker (WORK_QUEUE), the leader's results (RESULTS_QUEUE), the
+ * wake-ups (WAKE_QUEUE), and the poison queues of the first two, which the leader reads. Two of them on one queue
+ * means one takes the other's messages (results dropped as bad wake-ups, poison taken for work): jobs never end.
+ */
+function queueProblems(settings: Settings): string[] {
+  const queues = [
+    { name: settings.WORK_QUEUE, what: "WORK_QUEUE", setting: true },
+    { name: poisonQueueOf(settings.WORK_QUEUE), what: "the poison queue of WORK_QUEUE", setting: false },
+    { name: settings.RESULTS_QUEUE, what: "RESULTS_QUEUE", setting: true },
+    { name: poisonQueueOf(settings.RESULTS_QUEUE), what: "the poison queue of RESULTS_QUEUE", setting: false },
+    { name: settings.WAKE_QUEUE, what: "WAKE_QUEUE", setting: true },
+  ];
+  const problems: string[] = [];
+  for (const [later, b] of queues.entries())
+    for (const a of queues.slice(0, later)) {
+      // Two poison queues are the same only when their queues are: that pair is reported already.
+      if (a.name !== b.name || (!a.setting && !b.setting)) continue;
+      const [subject, other] = b.setting ? [b, a] : [a, b];
+      problems.push(
+        `${subject.what}="${subject.name}" is also ${other.what}: WORK_QUEUE, RESULTS_QUEUE and WAKE_QUEUE each need a queue of their own, and none may be another's <name>-poison queue (one would take the other's messages)`,
+      );
+    }
+  return problems;
 }

@@ -1,3 +1,4 @@
+import { ZodError } from "zod";
 import { jobIndexSchema, keys } from "../coordination/jobState";
 import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import { readJobStatus, type JobStatus } from "../coordination/status";
@@ -127,19 +128,19 @@ export async function readStatusView(sources: StatusSources, options: StatusView
   const nowMs = options.nowMs ?? Date.now();
   const io: Abortable = { abortSignal: options.abortSignal };
   const problems: string[] = [];
-  const attempt = async <T>(what: string, read: () => Promise<T>, fallback: T): Promise<T> => {
+  const attempt: Attempt = async (what, read, fallback) => {
     try {
       return await read();
     } catch (error) {
       options.abortSignal?.throwIfAborted();
-      problems.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+      problems.push(`${what}: ${reasonOf(error)}`);
       return fallback;
     }
   };
   const [leader, terms, jobs, poison] = await Promise.all([
     attempt("leader", () => describeLeader(sources.leaseStore, io), undefined),
     attempt("term history", () => readTermHistory(sources.state, io), []),
-    attempt("jobs", () => readJobs(sources, io), { active: [], moreActive: 0, pending: [], recent: [] }),
+    attempt("jobs", () => readJobs(sources, attempt, io), { active: [], moreActive: 0, pending: [], recent: [] }),
     Promise.all(
       [sources.workPoisonQueue, sources.resultsPoisonQueue].map(async (queue) => ({
         queue: queue.name,
@@ -270,7 +271,23 @@ function countReasons(reasons: readonly string[]): ReasonCount[] {
     .slice(0, MAX_REASONS_SHOWN);
 }
 
-async function readJobs(sources: StatusSources, io: Abortable): Promise<StatusSnapshot["jobs"]> {
+/**
+ * Runs one read of the view; on failure (but an abort) records `what` and why among the problems and answers
+ * `fallback`.
+ */
+type Attempt = <T>(what: string, read: () => Promise<T>, fallback: T) => Promise<T>;
+
+/** Why a read failed, in one line: a document of another shape names each field that is wrong. */
+function reasonOf(error: unknown): string {
+  if (error instanceof ZodError)
+    return `not in a shape this version reads: ${error.issues
+      .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+      .join("; ")}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The jobs to list; one that cannot be read is a problem of its own, and the others still show. */
+async function readJobs(sources: StatusSources, attempt: Attempt, io: Abortable): Promise<StatusSnapshot["jobs"]> {
   const [stored, markers] = await Promise.all([
     sources.state.read(keys.index, io),
     sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io),
@@ -279,7 +296,9 @@ async function readJobs(sources: StatusSources, io: Abortable): Promise<StatusSn
     stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
   const read = async (ids: readonly string[]): Promise<JobStatus[]> => {
     const statuses = await Promise.all(
-      ids.map((id) => readJobStatus(sources.state, sources.system, sources.registry, id, io)),
+      ids.map((id) =>
+        attempt(`job ${id}`, () => readJobStatus(sources.state, sources.system, sources.registry, id, io), undefined),
+      ),
     );
     return statuses.filter((status): status is JobStatus => status !== undefined);
   };

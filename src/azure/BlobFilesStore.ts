@@ -4,18 +4,22 @@ import type { ContainerClient } from "@azure/storage-blob";
 import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { OnDemandCreation } from "./OnDemandCreation";
+import { blobIn } from "./azureNames";
 import type { Abortable } from "../library/util/delay";
 
-/** Read-only access to one blob container (the input container): it never writes, creates or deletes anything. */
+/**
+ * Read-only access to one blob container (the input container): it never writes, creates or deletes anything, and
+ * never addresses a blob outside the container (a name with "." or ".." segments is refused: {@link blobIn}).
+ */
 export class ReadOnlyBlobFiles implements InputFiles {
   constructor(protected readonly container: ContainerClient) {}
 
   async readText(name: string, options: Abortable = {}): Promise<string | undefined> {
     const { abortSignal } = options;
+    const blob = blobIn(this.container, name);
     try {
       // download() is one request; downloadToBuffer() would ask for the properties first.
-      const body = (await this.container.getBlobClient(name).download(0, undefined, { abortSignal }))
-        .readableStreamBody;
+      const body = (await blob.download(0, undefined, { abortSignal })).readableStreamBody;
       return body === undefined ? "" : (await buffer(body)).toString("utf8");
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
@@ -26,11 +30,12 @@ export class ReadOnlyBlobFiles implements InputFiles {
   async open(name: string, options: Abortable = {}): Promise<OpenedBlob | undefined> {
     const { abortSignal } = options;
     const operation = `Reading blob ${name}`;
+    const blob = blobIn(this.container, name);
     let body: Readable | undefined;
     let sizeBytes: number;
     try {
       // One request: the size comes with the headers, the body only as it is read.
-      const response = await this.container.getBlobClient(name).download(0, undefined, { abortSignal });
+      const response = await blob.download(0, undefined, { abortSignal });
       body = response.readableStreamBody as Readable | undefined;
       sizeBytes = response.contentLength ?? 0;
     } catch (error) {
@@ -73,8 +78,8 @@ export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
 
   async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
-    const upload = (): Promise<unknown> =>
-      this.container.getBlockBlobClient(name).upload(text, Buffer.byteLength(text), { abortSignal });
+    const blob = blobIn(this.container, name).getBlockBlobClient();
+    const upload = (): Promise<unknown> => blob.upload(text, Buffer.byteLength(text), { abortSignal });
     try {
       await this.creation.run(upload, { abortSignal });
     } catch (error) {
@@ -84,8 +89,9 @@ export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
 
   async delete(name: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
+    const blob = blobIn(this.container, name);
     try {
-      await this.container.getBlobClient(name).deleteIfExists({ abortSignal });
+      await blob.deleteIfExists({ abortSignal });
     } catch (error) {
       throw toLibraryError(error, `Deleting blob ${name}`, abortSignal);
     }

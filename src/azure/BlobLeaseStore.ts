@@ -1,5 +1,11 @@
 import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import { AZURE_CONTAINER_OR_QUEUE_NAME, AZURE_CONTAINER_OR_QUEUE_NAME_RULE } from "./azureNames";
+import {
+  AZURE_CONTAINER_OR_QUEUE_NAME,
+  AZURE_CONTAINER_OR_QUEUE_NAME_RULE,
+  BLOB_DOT_SEGMENT_RULE,
+  blobIn,
+  hasDotSegment,
+} from "./azureNames";
 import { ConfigurationError, LeadershipLostError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { retryAfterCreating } from "./OnDemandCreation";
@@ -49,15 +55,15 @@ export class BlobLeaseStore implements LeaseStore {
         `containerName ${JSON.stringify(containerName)} is not a valid Azure container name: use ${AZURE_CONTAINER_OR_QUEUE_NAME_RULE}.`,
       );
     }
-    if (blobName.length < 1 || blobName.length > 1000 || /[./]$/.test(blobName)) {
+    if (blobName.length < 1 || blobName.length > 1000 || /[./]$/.test(blobName) || hasDotSegment(blobName)) {
       throw new ConfigurationError(
-        `blobName ${JSON.stringify(blobName)} is not a valid lease blob name: use 1–1000 characters, not ending in '.' or '/'.`,
+        `blobName ${JSON.stringify(blobName)} is not a valid lease blob name: use 1–1000 characters, not ending in '.' or '/'; ${BLOB_DOT_SEGMENT_RULE}.`,
       );
     }
     this.name = `${containerName}/${blobName}`;
     this.container = service.getContainerClient(containerName);
-    this.blob = this.container.getBlobClient(blobName);
-    this.revocationBlob = this.container.getBlobClient(`${blobName}.revocation`);
+    this.blob = blobIn(this.container, blobName);
+    this.revocationBlob = blobIn(this.container, `${blobName}.revocation`);
   }
 
   async ensureExists(options: Abortable = {}): Promise<void> {

@@ -4,9 +4,13 @@ import { ConcurrentUpdateError, StorageError } from "../library/errors";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import type { StateStore, StoredState, WriteCondition } from "../library/fencing/StateStore";
 import { OnDemandCreation } from "./OnDemandCreation";
+import { blobIn } from "./azureNames";
 import type { Abortable } from "../library/util/delay";
 
-/** The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. */
+/**
+ * The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata. A key is a blob name in
+ * the container; one with "." or ".." segments is refused (it would address another blob: {@link blobIn}).
+ */
 export class BlobStateStore implements StateStore {
   private readonly creation = new OnDemandCreation(
     (options) => this.container.createIfNotExists(options),
@@ -23,8 +27,8 @@ export class BlobStateStore implements StateStore {
     let body: Buffer;
     let etag: string | undefined;
     let epochText: string | undefined;
+    const blob = blobIn(this.container, key);
     try {
-      const blob = this.container.getBlockBlobClient(key);
       const response = await blob.download(0, undefined, { abortSignal });
       etag = response.etag;
       epochText = response.metadata?.epoch;
@@ -58,7 +62,7 @@ export class BlobStateStore implements StateStore {
   ): Promise<{ etag: string }> {
     const { abortSignal } = options;
     const body = JSON.stringify(value);
-    const blob = this.container.getBlockBlobClient(key);
+    const blob = blobIn(this.container, key).getBlockBlobClient();
     const upload = (): ReturnType<typeof blob.upload> =>
       blob.upload(body, Buffer.byteLength(body), {
         metadata: { epoch: String(epoch) },

@@ -1,6 +1,6 @@
 import type { FieldError, JobHeader } from "./submit";
 import { JobWriter, MAX_ITEMS_PER_JOB } from "./submit";
-import { describeIssues, itemInputSchema, type ItemInput } from "./messages";
+import { describeIssues, submittedItemSchema, type ItemInput } from "./messages";
 import type { BlobFiles, InputFiles } from "./ports";
 import type { Abortable } from "../library/util/delay";
 
@@ -84,7 +84,7 @@ export function parseManifestLine(text: string): { ok: true; item: ItemInput } |
   const keys = value !== null && typeof value === "object" && !Array.isArray(value) ? Object.keys(value) : [];
   if (keys.length !== 1 || (keys[0] !== "inline" && keys[0] !== "blob"))
     return { ok: false, reason: 'must be {"inline": "…"} or {"blob": "name in the input container"}' };
-  const parsed = itemInputSchema.safeParse(value);
+  const parsed = submittedItemSchema.safeParse(value);
   return parsed.success ? { ok: true, item: parsed.data } : { ok: false, reason: describeIssues(parsed.error) };
 }
 

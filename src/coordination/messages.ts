@@ -5,19 +5,39 @@ import { z } from "zod";
  * encoding (host.json `messageEncoding`), which the queue adapter applies.
  */
 
-/**
- * Largest inline item input accepted, in bytes: a base64 queue message (64 KiB) must still hold it with its envelope.
- */
-export const MAX_INLINE_ITEM_BYTES = 32 * 1024;
+/** Most bytes of JSON a work message may have: its base64 form (4 bytes per 3) fills a 64 KiB queue message. */
+export const MAX_WORK_MESSAGE_BYTES = 48 * 1024;
 
-/** The name of a blob in the input container (1–1024 characters, not ending in '.' or '/'). */
+/**
+ * Largest inline item a submission may hold, in bytes of its JSON form (`{"inline":"…"}`, as a work message carries
+ * it: quotes, backslashes and line breaks take 2 bytes, other control characters 6). With params of at most
+ * {@link MAX_PARAMS_BYTES} and the rest of the envelope, a work message of one such item stays within
+ * {@link MAX_WORK_MESSAGE_BYTES}. A stored or queued item is held to this many bytes of text.
+ */
+export const MAX_INLINE_ITEM_BYTES = 40 * 1024;
+
+/** Largest params a submission may have, in bytes of JSON: every work message of the job carries them. */
+export const MAX_PARAMS_BYTES = 4 * 1024;
+
+/**
+ * The name of a blob in the input container: 1–1024 characters, no backslash, not ending in '.' or '/', and no "." or
+ * ".." segment — storage URLs resolve those, so "../other/x" would name blob x of container "other".
+ */
 export const inputBlobName = z
   .string()
   .min(1)
   .max(1024)
-  .regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'");
+  .regex(/^[^\\]*[^./\\]$/, "must be a blob name, not ending in '.' or '/'")
+  .refine(
+    (name) => !name.split("/").some((segment) => segment === "." || segment === ".."),
+    'blob names may not contain "." or ".." segments: the storage URL would resolve them to another blob, even one outside the input container; name the blob as it is, e.g. "sales/2026/a.csv"',
+  );
 
-/** Item input: inline text, or the name of a blob in the input container. */
+/**
+ * Item input as stored in a job's chunks and carried by work messages: inline text (at most
+ * {@link MAX_INLINE_ITEM_BYTES} bytes of it: what any submission, of this version or an earlier one, could hold), or
+ * the name of a blob in the input container. A submission's items are held to {@link submittedItemSchema}.
+ */
 export const itemInputSchema = z.union([
   z.strictObject({
     inline: z
@@ -30,6 +50,24 @@ export const itemInputSchema = z.union([
   z.strictObject({ blob: inputBlobName }),
 ]);
 export type ItemInput = z.infer<typeof itemInputSchema>;
+
+/**
+ * An item of a submission (in the request or a manifest line): inline text whose JSON form is at most
+ * {@link MAX_INLINE_ITEM_BYTES} bytes — counted as a work message will carry it, escapes included — or a blob name.
+ */
+export const submittedItemSchema = z.union([
+  z.strictObject({
+    inline: z.string().superRefine((inline, context) => {
+      const bytes = Buffer.byteLength(JSON.stringify({ inline }));
+      if (bytes > MAX_INLINE_ITEM_BYTES)
+        context.addIssue({
+          code: "custom",
+          message: `the item is ${bytes} bytes as JSON, as a work message carries it (quotes, backslashes and line breaks take 2 bytes, other control characters 6); at most ${MAX_INLINE_ITEM_BYTES} are allowed so that its work message fits a 64 KiB queue message; put larger inputs in a blob and name it with { "blob": … }`,
+        });
+    }),
+  }),
+  z.strictObject({ blob: inputBlobName }),
+]);
 
 const jobId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must be 1–63 lowercase letters, digits or '-'");
 const itemIndex = z.number().int().min(0).max(10_000_000);

@@ -79,7 +79,9 @@ export interface OpenedBlob {
 
 /**
  * The user's input container (INPUT_CONTAINER), read only: items and manifests name blobs there. The app never
- * writes, creates or deletes anything in it; in Azure its identity may only read it.
+ * writes, creates or deletes anything in it; in Azure its identity may only read it. Every operation that takes a
+ * blob name (here and in {@link BlobFiles}) refuses, with a `ConfigurationError`, a name that could address a blob
+ * outside the container: one with a "." or ".." segment, or an empty one.
  */
 export interface InputFiles {
   /** Reads a blob as text; undefined when it (or the container) does not exist. */

@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { inputBlobName, itemInputSchema, type ItemInput } from "./messages";
+import {
+  MAX_INLINE_ITEM_BYTES,
+  MAX_PARAMS_BYTES,
+  inputBlobName,
+  submittedItemSchema,
+  type ItemInput,
+} from "./messages";
 import { keys, type JobSpec } from "./jobState";
 import type { BlobFiles } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
@@ -23,7 +29,7 @@ export const submissionSchema = z
     kind: z.string().min(1).max(64),
     params: z.unknown(),
     items: z
-      .array(itemInputSchema)
+      .array(submittedItemSchema)
       .min(1, "a job needs at least one item")
       .max(MAX_ITEMS_PER_JOB, `at most ${MAX_ITEMS_PER_JOB} items per job`)
       .optional(),
@@ -100,6 +106,17 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         message: issue.message,
       })),
     };
+  const paramsBytes = Buffer.byteLength(JSON.stringify(params.data ?? null));
+  if (paramsBytes > MAX_PARAMS_BYTES)
+    return {
+      ok: false,
+      errors: [
+        {
+          field: "params",
+          message: `params are ${paramsBytes} bytes as JSON; at most ${MAX_PARAMS_BYTES} are allowed (every work message carries them, beside items of up to ${MAX_INLINE_ITEM_BYTES} bytes)`,
+        },
+      ],
+    };
   return { ok: true, value: { ...parsed.data, params: params.data } };
 }
 
@@ -146,14 +163,19 @@ const WRITE_PARALLELISM = 16;
 
 /**
  * Writes one new job's blobs: items in chunks as they come, then the spec and the inbox marker; or removes what it
- * wrote.
+ * wrote. Up to {@link WRITE_PARALLELISM} chunk writes are in flight while more items arrive (a manifest is still being
+ * read); the first that fails fails the next `add` or `commit` with its error, and no failed write is ever left
+ * without a handler (an unhandled rejection would end the process).
  */
 export class JobWriter {
   readonly id = randomUUID();
   private pending: ItemInput[] = [];
   private chunks = 0;
   private count = 0;
+  /** Chunk writes in flight; none rejects: a failure is kept in `failure`. */
   private writes: Promise<void>[] = [];
+  /** The first chunk write that failed, if any. */
+  private failure: { error: unknown } | undefined;
 
   constructor(
     private readonly system: BlobFiles,
@@ -166,6 +188,7 @@ export class JobWriter {
   }
 
   async add(item: ItemInput): Promise<void> {
+    this.throwIfFailed();
     this.pending.push(item);
     this.count++;
     if (this.pending.length === CHUNK_SIZE) await this.flush();
@@ -175,7 +198,7 @@ export class JobWriter {
   async commit(submission: JobHeader): Promise<{ id: string; itemCount: number }> {
     const itemCount = this.itemCount;
     await this.flush();
-    await Promise.all(this.writes.splice(0));
+    await this.settle();
     const createdAtMs = (this.options.now ?? Date.now)();
     const deadlineAtMs = deadlineOf(submission, createdAtMs);
     const spec: JobSpec = {
@@ -195,7 +218,7 @@ export class JobWriter {
 
   /** Deletes the chunks written so far (best effort: without a spec and a marker they are never read). */
   async abandon(): Promise<void> {
-    await Promise.allSettled(this.writes.splice(0));
+    await Promise.all(this.writes.splice(0));
     const written = Array.from({ length: this.chunks }, (_, chunk) => keys.chunk(this.id, chunk));
     for (let start = 0; start < written.length; start += WRITE_PARALLELISM) {
       await Promise.allSettled(
@@ -207,9 +230,23 @@ export class JobWriter {
   private async flush(): Promise<void> {
     if (this.pending.length === 0) return;
     this.writes.push(
-      this.system.writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options),
+      this.system
+        .writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options)
+        .catch((error: unknown) => {
+          this.failure ??= { error };
+        }),
     );
     this.pending = [];
-    if (this.writes.length >= WRITE_PARALLELISM) await Promise.all(this.writes.splice(0));
+    if (this.writes.length >= WRITE_PARALLELISM) await this.settle();
+  }
+
+  /** Waits for the writes in flight; throws the first failure. */
+  private async settle(): Promise<void> {
+    await Promise.all(this.writes.splice(0));
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure.error;
   }
 }

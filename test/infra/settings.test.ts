@@ -1,6 +1,12 @@
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { APP_SETTING_NAMES, CONNECTION_SETTINGS, settingsSchema } from "../../src/app/settings";
+import {
+  APP_SETTING_NAMES,
+  CONNECTION_SETTINGS,
+  MAX_POISONED_QUEUE_NAME_LENGTH,
+  readSettings,
+  settingsSchema,
+} from "../../src/app/settings";
 import {
   type BicepFile,
   INFRA_DIR,
@@ -215,6 +221,28 @@ describe("defaults and storage layout follow the code", () => {
       `${codeDefaults.RESULTS_QUEUE}-poison`,
       codeDefaults.WAKE_QUEUE,
     ]);
+  });
+
+  it("a deployment's WORK_QUEUE and RESULTS_QUEUE are at most as long as the code allows (their -poison queues stay valid names)", () => {
+    const parameters = parameterDeclarations(main);
+    for (const name of ["workQueue", "resultsQueue"])
+      expect(parameters.get(name)?.decorators.get("maxLength")?.[0]?.text, name).toBe(
+        String(MAX_POISONED_QUEUE_NAME_LENGTH),
+      );
+  });
+
+  it("the settings deployed with the defaults, or with every container and queue renamed, pass the code's checks across settings", () => {
+    const renamed = { inputContainer: "i-renamed", systemContainer: "y-renamed", resultsQueue: "r-renamed" };
+    for (const scope of [mainScope(), mainScope(renamed)]) {
+      const env = Object.fromEntries(
+        Object.keys(settingsSchema.shape).map((name) => {
+          const value = deployedValue(name, scope);
+          if (typeof value === "object") throw new Error(`${name} deploys as ${JSON.stringify(value)}`);
+          return [name, String(value)];
+        }),
+      );
+      expect(() => readSettings(env)).not.toThrow();
+    }
   });
 
   it("renaming a container or queue parameter renames both the created resource and the app setting", () => {

@@ -49,9 +49,9 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     ],
     [
       "an oversized inline item",
-      JSON.stringify({ ...good, items: [{ inline: "x".repeat(40_000) }] }),
+      JSON.stringify({ ...good, items: [{ inline: "x".repeat(41_000) }] }),
       "items.0.inline",
-      /at most 32768 bytes/,
+      /^the item is 41013 bytes as JSON, .*; at most 40960 are allowed/,
     ],
     [
       "neither items nor a manifest",

@@ -60,7 +60,7 @@ describe("submissions naming their items in an NDJSON manifest in the input cont
     const bad = [
       '{"inline": "region,amount\\neu,1\\n"',
       '{"text":"x"}',
-      JSON.stringify({ inline: "x".repeat(40_000) }),
+      JSON.stringify({ inline: "x".repeat(41_000) }),
       '{"blob":"dir/"}',
       "[1,2]",
     ];
@@ -78,7 +78,9 @@ describe("submissions naming their items in an NDJSON manifest in the input cont
       { field: "manifest", message: 'line 2502: must be {"inline": "…"} or {"blob": "name in the input container"}' },
       {
         field: "manifest",
-        message: expect.stringMatching(/^line 2503: inline: inline input must be at most 32768 bytes/) as unknown,
+        message: expect.stringMatching(
+          /^line 2503: inline: the item is 41013 bytes as JSON, .*; at most 40960/,
+        ) as unknown,
       },
       { field: "manifest", message: expect.stringMatching(/^line 2504: blob: must be a blob name/) as unknown },
       { field: "manifest", message: 'line 2505: must be {"inline": "…"} or {"blob": "name in the input container"}' },

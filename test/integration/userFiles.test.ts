@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { ContainerClient } from "@azure/storage-blob";
 import { describe, expect, it } from "vitest";
-import { getJobStatus, submitJob } from "../../src/app/operations";
-import { useAzurite } from "../support/azuriteFixture";
+import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
+import { ConfigurationError } from "../../src/library/errors";
+import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { newTestApp, runUntilComplete } from "../support/inProcessApp";
 
 const PARAMS = { format: "csv", keyField: "region", valueField: "amount" };
@@ -98,6 +99,35 @@ describe("the app never writes, creates or deletes anything in the input contain
       `input blob "jobs/${victim.id}/spec.json" does not exist`,
       `input blob "jobs/${victim.id}/items/0.json" does not exist`,
     ]);
+  });
+
+  it("refuses to start with SYSTEM_CONTAINER set to the input container: the user's inbox/… and cancel/… blobs stay", async () => {
+    const input = uniqueName("in");
+    const container = env.blobService().getContainerClient(input);
+    await container.create();
+    for (const name of ["inbox/notes.csv", "cancel/readme.txt"])
+      await container.getBlockBlobClient(name).upload("region,amount\neu,1\n", 19);
+    const before = await snapshot(container);
+    let refusal: unknown;
+    try {
+      // What a tick did with these settings before they were refused: it took the user's blobs for inbox markers and
+      // cancellation requests, found no job for them, and deleted them.
+      const { app, sink } = newTestApp(env.azurite.connectionString, {
+        INPUT_CONTAINER: input,
+        SYSTEM_CONTAINER: input,
+      });
+      await submitJob(
+        app,
+        { kind: "group-by", params: PARAMS, items: [{ inline: "region,amount\neu,1" }] },
+        { wake: false },
+      );
+      await runCoordinatorTick(app, sink);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(await snapshot(container)).toEqual(before);
+    expect(refusal).toBeInstanceOf(ConfigurationError);
+    expect(String(refusal)).toContain(`SYSTEM_CONTAINER="${input}" is also INPUT_CONTAINER`);
   });
 
   it("submitting and running a job creates no input container when there is none", async () => {

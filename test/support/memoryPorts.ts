@@ -1,3 +1,5 @@
+import { ContainerClient } from "@azure/storage-blob";
+import { blobIn } from "../../src/azure/azureNames";
 import type {
   BlobFiles,
   MessageQueue,
@@ -148,17 +150,22 @@ export class MemoryQueue implements MessageQueue {
 
 /**
  * In-memory blob files (also usable as the read-only input files). `open` hands out the content in pieces of
- * `pieceBytes`.
+ * `pieceBytes`. Like the Azure adapter, every operation refuses a name that could address a blob outside the
+ * container (a "." or ".." segment, or an empty name) with the adapter's `ConfigurationError`.
  */
 export class MemoryFiles implements BlobFiles {
   readonly blobs = new Map<string, string | Buffer>();
   pieceBytes = 64 * 1024;
 
   readText(name: string): Promise<string | undefined> {
+    const refused = refusedName(name);
+    if (refused !== undefined) return Promise.reject(refused);
     const blob = this.blobs.get(name);
     return Promise.resolve(typeof blob === "string" || blob === undefined ? blob : blob.toString("utf8"));
   }
   open(name: string): Promise<OpenedBlob | undefined> {
+    const refused = refusedName(name);
+    if (refused !== undefined) return Promise.reject(refused);
     const blob = this.blobs.get(name);
     if (blob === undefined) return Promise.resolve(undefined);
     const bytes = typeof blob === "string" ? Buffer.from(blob, "utf8") : blob;
@@ -173,6 +180,8 @@ export class MemoryFiles implements BlobFiles {
     return Promise.resolve({ sizeBytes: bytes.length, content: content(), close: () => (closed = true) });
   }
   writeText(name: string, text: string): Promise<void> {
+    const refused = refusedName(name);
+    if (refused !== undefined) return Promise.reject(refused);
     this.blobs.set(name, text);
     return Promise.resolve();
   }
@@ -185,8 +194,23 @@ export class MemoryFiles implements BlobFiles {
     );
   }
   delete(name: string): Promise<void> {
+    const refused = refusedName(name);
+    if (refused !== undefined) return Promise.reject(refused);
     this.blobs.delete(name);
     return Promise.resolve();
+  }
+}
+
+/** A container client that is never called: only its URL is used, to check names as the Azure adapter does. */
+const MEMORY_CONTAINER = new ContainerClient("http://127.0.0.1:10000/devstoreaccount1/memory");
+
+/** The error the Azure adapter throws for a name it refuses ({@link blobIn}), or undefined for a name it takes. */
+function refusedName(name: string): Error | undefined {
+  try {
+    blobIn(MEMORY_CONTAINER, name);
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
   }
 }
 

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { manifestLines, storeManifestSubmission, type ManifestLine } from "../../src/coordination/manifest";
 import { keys } from "../../src/coordination/jobState";
 import { CHUNK_SIZE, MAX_ITEMS_PER_JOB } from "../../src/coordination/submit";
+import type { OpenedBlob } from "../../src/coordination/ports";
 import { MemoryFiles } from "../support/memoryPorts";
 
 const PARAMS = { format: "csv", keyField: "region", valueField: "amount" };
@@ -84,6 +86,56 @@ describe("storing a manifest submission (in-memory ports)", () => {
       itemCount: 2 * CHUNK_SIZE + 3,
       chunkSize: CHUNK_SIZE,
     });
+  });
+
+  it("a chunk write that fails while the manifest is still arriving rejects the submission with that error, leaves no rejection unhandled and no chunk behind", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const { system, inputs } = ports("");
+      const write = system.writeText.bind(system);
+      // Chunks 0 and 1 are stored; every later write fails as storage does, a little later (a 503 after a round trip).
+      system.writeText = async (name: string, text: string) => {
+        await sleep(5);
+        if (name.endsWith("/items/0.json") || name.endsWith("/items/1.json")) return write(name, text);
+        throw new Error(`storage answered 503 writing ${name}`);
+      };
+      const lines = Buffer.from(
+        Array.from({ length: 6 * CHUNK_SIZE }, (_, i) => JSON.stringify({ inline: `region,amount\neu,${i}` })).join(
+          "\n",
+        ),
+      );
+      // The manifest arrives over the network: the writes of earlier chunks settle while later lines are read.
+      inputs.open = (): Promise<OpenedBlob> =>
+        Promise.resolve({
+          sizeBytes: lines.length,
+          close: () => undefined,
+          content: (async function* () {
+            for (let start = 0; start < lines.length; start += 4096) {
+              await sleep(2);
+              yield lines.subarray(start, start + 4096);
+            }
+          })(),
+        });
+      const outcome = await storeManifestSubmission(
+        { system, inputs },
+        { kind: "group-by", params: PARAMS, manifest: "m.ndjson" },
+      ).then(
+        () => "resolved",
+        (error: unknown) => `rejected: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      await sleep(50); // any write still in flight settles
+      expect({ outcome, unhandled: unhandled.map(String), stored: [...system.blobs.keys()] }).toEqual({
+        outcome: expect.stringMatching(/^rejected: storage answered 503 writing jobs\/.*\/items\/2\.json$/) as unknown,
+        unhandled: [],
+        stored: [],
+      });
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
   });
 
   it("reports at most 20 bad lines, then says it stopped", async () => {

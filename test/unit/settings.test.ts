@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../src/library/errors";
-import { APP_SETTING_NAMES, readSettings } from "../../src/app/settings";
+import { APP_SETTING_NAMES, isAppBlobName, readSettings } from "../../src/app/settings";
+import { keys } from "../../src/coordination/jobState";
+import { TERMS_KEY } from "../../src/coordination/termHistory";
 import { connectionFromSettings } from "../../src/azure/clients";
 
 describe("settings", () => {
@@ -34,6 +36,95 @@ describe("settings", () => {
     );
     expect(() => readSettings({ LEASE_RENEW_INTERVAL_MS: "20000", LEASE_RENEW_DEADLINE_MS: "20000" })).toThrow(
       "Invalid app settings: LEASE_RENEW_INTERVAL_MS (20000) must be below LEASE_RENEW_DEADLINE_MS (20000); LEASE_RENEW_DEADLINE_MS (20000) must be below LEASE_DURATION_SECONDS × 1000 (15000 ms).",
+    );
+  });
+
+  it("refuses a LEASE_BLOB with a dot segment: it would name a blob in another container", () => {
+    expect(() => readSettings({ LEASE_BLOB: "../coordinator-state/index.json" })).toThrow(
+      'Invalid app settings: LEASE_BLOB="../coordinator-state/index.json" must name a blob in its container: blob names may not contain "." or ".." segments',
+    );
+    expect(() => readSettings({ LEASE_BLOB: "leases\\..\\x" })).toThrow(ConfigurationError);
+  });
+
+  it("refuses a WORK_QUEUE or RESULTS_QUEUE longer than 56 characters: its <name>-poison queue would not be a valid queue name", () => {
+    const long = `w${"x".repeat(55)}1`; // 57 characters: a valid queue name, but not with "-poison"
+    expect(() => readSettings({ WORK_QUEUE: long })).toThrow(ConfigurationError);
+    expect(() => readSettings({ WORK_QUEUE: long })).toThrow(
+      `WORK_QUEUE="${long}" is 57 characters: failed messages go to "${long}-poison", 64 characters, and a queue name may have at most 63; use at most 56 characters`,
+    );
+    expect(() => readSettings({ RESULTS_QUEUE: `r${"x".repeat(61)}1` })).toThrow(/RESULTS_QUEUE=".*" is 63 characters/);
+    const longest = `w${"x".repeat(54)}1`;
+    expect(readSettings({ WORK_QUEUE: longest, RESULTS_QUEUE: `r${longest.slice(1)}` }).WORK_QUEUE).toBe(longest);
+  });
+
+  it.each([
+    ["SYSTEM_CONTAINER", { SYSTEM_CONTAINER: "job-inputs" }],
+    ["STATE_CONTAINER", { STATE_CONTAINER: "job-inputs" }],
+    ["LEASE_CONTAINER", { LEASE_CONTAINER: "job-inputs" }],
+    ["SYSTEM_CONTAINER", { INPUT_CONTAINER: "coordinator-system" }],
+  ])("refuses %s naming the input container, which is the user's and only read", (setting, env) => {
+    const value = Object.values(env)[0] ?? "";
+    expect(() => readSettings(env)).toThrow(
+      `${setting}="${value}" is also INPUT_CONTAINER: the input container is the user's, which the app only reads, and the app writes and deletes blobs in ${setting}; LEASE_CONTAINER, STATE_CONTAINER and SYSTEM_CONTAINER must each name another container`,
+    );
+  });
+
+  it.each([
+    [{ WAKE_QUEUE: "work-results" }, 'WAKE_QUEUE="work-results" is also RESULTS_QUEUE'],
+    [{ WAKE_QUEUE: "work-items" }, 'WAKE_QUEUE="work-items" is also WORK_QUEUE'],
+    [{ RESULTS_QUEUE: "work-items" }, 'RESULTS_QUEUE="work-items" is also WORK_QUEUE'],
+    [
+      { RESULTS_QUEUE: "work-items-poison" },
+      'RESULTS_QUEUE="work-items-poison" is also the poison queue of WORK_QUEUE',
+    ],
+    [
+      { WORK_QUEUE: "work-results-poison" },
+      'WORK_QUEUE="work-results-poison" is also the poison queue of RESULTS_QUEUE',
+    ],
+    [{ WAKE_QUEUE: "work-items-poison" }, 'WAKE_QUEUE="work-items-poison" is also the poison queue of WORK_QUEUE'],
+    [
+      { WAKE_QUEUE: "work-results-poison" },
+      'WAKE_QUEUE="work-results-poison" is also the poison queue of RESULTS_QUEUE',
+    ],
+  ])("refuses queues that one function would share with another: %o", (env, problem) => {
+    expect(() => readSettings(env)).toThrow(
+      `${problem}: WORK_QUEUE, RESULTS_QUEUE and WAKE_QUEUE each need a queue of their own, and none may be another's <name>-poison queue (one would take the other's messages)`,
+    );
+  });
+
+  const STATE_NAMES = "index.json, terms.json, jobs/…";
+  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…";
+  it.each([
+    ["coordinator-state", "index.json", "STATE_CONTAINER", STATE_NAMES],
+    ["coordinator-state", "jobs/leader", "STATE_CONTAINER", STATE_NAMES],
+    ["coordinator-system", "inbox/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
+    ["coordinator-system", "cancel/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
+  ])("refuses a lease blob among the app's own blobs: %s/%s", (container, blob, shared, names) => {
+    expect(() => readSettings({ LEASE_CONTAINER: container, LEASE_BLOB: blob })).toThrow(
+      `LEASE_BLOB="${blob}" in LEASE_CONTAINER="${container}", which is also ${shared}, where the app writes and deletes ${names}: name the lease blob outside those (as the default "MyLeaderCoordinatorTask" is), or give LEASE_CONTAINER a container of its own`,
+    );
+  });
+
+  it("accepts containers shared where nothing collides: the lease beside the state or the system blobs, the state beside the system blobs", () => {
+    expect(() => readSettings({ LEASE_CONTAINER: "coordinator-state" })).not.toThrow();
+    expect(() => readSettings({ LEASE_CONTAINER: "coordinator-system" })).not.toThrow();
+    expect(() => readSettings({ STATE_CONTAINER: "coordinator-system" })).not.toThrow();
+  });
+
+  it("knows every blob name the app uses in the state and the system container (the lease blob must stay clear of them)", () => {
+    for (const blob of [keys.index, TERMS_KEY, keys.jobState("j")])
+      expect(isAppBlobName("STATE_CONTAINER", blob), blob).toBe(true);
+    const system = [keys.spec("j"), keys.chunk("j", 0), keys.partial("j", 0), keys.outcome("j", 0)];
+    for (const blob of [...system, keys.inbox("j"), keys.cancel("j")])
+      expect(isAppBlobName("SYSTEM_CONTAINER", blob), blob).toBe(true);
+    expect(isAppBlobName("SYSTEM_CONTAINER", "MyLeaderCoordinatorTask")).toBe(false);
+  });
+
+  it("names every cross-setting problem at once", () => {
+    expect(() =>
+      readSettings({ SYSTEM_CONTAINER: "job-inputs", RESULTS_QUEUE: "work-items", WAKE_QUEUE: "work-items" }),
+    ).toThrow(
+      /^Invalid app settings: SYSTEM_CONTAINER="job-inputs" is also INPUT_CONTAINER: .*; RESULTS_QUEUE="work-items" is also WORK_QUEUE: .*; WAKE_QUEUE="work-items" is also WORK_QUEUE: .*; WAKE_QUEUE="work-items" is also RESULTS_QUEUE: .*\.$/,
     );
   });
 

@@ -345,6 +345,31 @@ describe("reading the status view from the ports (in-memory)", () => {
     expect(page).toMatch(/<td class="num" data-field="depth">unknown<\/td>/);
   });
 
+  it("a job it cannot read is named among the problems with why; the other jobs still show", async () => {
+    const { deps, sources, state } = world();
+    const running = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: "{}" }] });
+    const damaged = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: "{}" }] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // both registered: active
+    const stored = await state.read(keys.jobState(damaged.id));
+    await state.write(keys.jobState(damaged.id), { v: 1, id: damaged.id }, 1, { ifMatch: stored?.etag ?? "" });
+    const pending = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: "{}" }] });
+    const waiting = await storeSubmission(deps.system, { kind: "group-by", params, items: [{ inline: "{}" }] });
+    // A damaged blob: the spec cut short.
+    const spec = (await deps.system.readText(keys.spec(pending.id))) ?? "";
+    await deps.system.writeText(keys.spec(pending.id), spec.slice(0, spec.length / 2));
+
+    const view = await readStatusView(sources, { nowMs: T0 });
+    expect(view.jobs.active.map((j) => j.id)).toEqual([running.id]);
+    expect(view.jobs.pending.map((j) => j.id)).toEqual([waiting.id]);
+    expect(view.problems).toHaveLength(2);
+    expect(view.problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(new RegExp(`^job ${damaged.id}: not in a shape this version reads: .*status`)),
+        expect.stringMatching(new RegExp(`^job ${pending.id}: .*JSON`)),
+      ]),
+    );
+  });
+
   it("an abort rejects instead of being shown as a problem", async () => {
     const { sources } = world();
     const reason = new Error("stop");

@@ -63,8 +63,8 @@ export function badMessages(jobId: string, itemCount: number): BadMessage[] {
     { label: "work: JSON number", queue: "work", body: b64("42") },
     work("work: unknown task kind", { kind: "no-such-kind" }),
     work("work: params invalid for the kind", { params: { format: "xml", keyField: "a", valueField: "b" } }),
-    work("work: oversized inline input (40 KiB)", {
-      input: { inline: `region,amount\n${"north,1.00\n".repeat(3800)}` },
+    work("work: oversized inline input (43 KiB)", {
+      input: { inline: `region,amount\n${"north,1.00\n".repeat(4000)}` },
     }),
     work("work: __proto__ key", {}, (json) => json.replace(/^\{/, '{"__proto__":{"polluted":true},')),
     work("work: constructor.prototype key", {}, (json) =>
@@ -125,9 +125,17 @@ export function badSubmissions(): { label: string; body: unknown }[] {
     { label: "item of the wrong type", body: { kind: "group-by", params: PARAMS, items: [{ inline: 1 }] } },
     {
       label: "oversized inline item",
-      body: { kind: "group-by", params: PARAMS, items: [{ inline: "x".repeat(33 * 1024) }] },
+      body: { kind: "group-by", params: PARAMS, items: [{ inline: "x".repeat(41 * 1024) }] },
     },
     { label: "blob name ending in /", body: { kind: "group-by", params: PARAMS, items: [{ blob: "inputs/" }] } },
+    {
+      label: "blob name with a .. segment (another container)",
+      body: { kind: "group-by", params: PARAMS, items: [{ blob: "../coordinator-state/index.json" }] },
+    },
+    {
+      label: "inline item within 40 KiB of text but over it as JSON (escaped quotes)",
+      body: { kind: "group-by", params: PARAMS, items: [{ inline: `region,amount\n${'"r","1"\n'.repeat(4000)}` }] },
+    },
     {
       label: "__proto__ key",
       body: JSON.parse(
