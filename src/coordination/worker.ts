@@ -11,6 +11,7 @@ import {
 } from "./messages";
 import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { ItemError, mergeAll } from "./taskKinds";
+import { ConfigurationError } from "../library/errors";
 import type { Abortable } from "../library/util/delay";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
@@ -93,7 +94,7 @@ export async function processWorkMessage(
   for (const [offset, input] of inputs.entries()) {
     const item = first + offset;
     try {
-      const text = "inline" in input ? input.inline : await deps.inputs.readText(input.blob, options);
+      const text = "inline" in input ? input.inline : await readInputBlob(deps, input.blob, options);
       if (text === undefined) throw new ItemError(`input blob "${"blob" in input ? input.blob : ""}" does not exist`);
       partials.push(kind.process(text, params.data));
       done.push(item);
@@ -221,4 +222,21 @@ async function reject(
   const header = { by: "worker" as const, reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) };
   await deps.workPoisonQueue.send([rejectionText(header, originalText(payload))], options);
   return { status: "rejected", reason };
+}
+
+/**
+ * An input blob's text (undefined when it does not exist). A name the storage adapter refuses (a ConfigurationError:
+ * it would address a blob outside the input container) is the item's fault, not a transient one: it fails alone.
+ */
+async function readInputBlob(
+  deps: Pick<CoordinationDeps, "inputs">,
+  name: string,
+  options: Abortable,
+): Promise<string | undefined> {
+  try {
+    return await deps.inputs.readText(name, options);
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw new ItemError(error.message);
+    throw error;
+  }
 }

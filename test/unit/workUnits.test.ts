@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ConfigurationError } from "../../src/library/errors";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
 import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
@@ -70,6 +71,24 @@ describe("work units (issue 9, part 1)", () => {
     expect(job?.failures).toEqual([
       { item: 2, reason: expect.stringMatching(/not dispatched: .*49152 bytes/) as unknown },
     ]);
+  });
+
+  it("an input blob name the storage adapter refuses fails its item alone, on the first delivery (not retried)", async () => {
+    const { deps, results } = world();
+    const readText = deps.inputs.readText.bind(deps.inputs);
+    deps.inputs.readText = (name, options) =>
+      name === "refused.ndjson"
+        ? Promise.reject(new ConfigurationError(`Blob name "${name}" is refused in container "in": test`))
+        : readText(name, options);
+    const inputs = [item("a", 1), { blob: "refused.ndjson" }, item("a", 2)];
+    await processWorkMessage(deps, { v: 2, jobId: "j1", first: 0, kind: "group-by", params, inputs }, delivery(1));
+    expect(results.length).toBe(1);
+    const result = JSON.parse(results.bodies()[0] ?? "{}") as { done: unknown; failed: unknown };
+    expect(result.done).toEqual([
+      [0, 0],
+      [2, 2],
+    ]);
+    expect(result.failed).toEqual([{ items: [[1, 1]], reason: expect.stringMatching(/refused/) as unknown }]);
   });
 
   it("the worker sends ONE result for a unit: done items with their merged partial, and each unusable item failed alone with its reason", async () => {
