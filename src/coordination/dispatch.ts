@@ -30,6 +30,29 @@ export interface DispatchReport {
 /** A chunk's entries, or why there are none. */
 type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: string };
 
+/**
+ * Chunks already read, by blob name, for the passes of one step: a 1,000-item chunk feeds several dispatches when
+ * each sends only part of it, and chunks never change once stored. Keeps the last {@link CACHED_CHUNKS} read.
+ */
+export class ChunkCache {
+  private readonly chunks = new Map<string, ChunkRead>();
+
+  async read(deps: CoordinationDeps, name: string, options: Abortable): Promise<ChunkRead> {
+    const cached = this.chunks.get(name);
+    if (cached !== undefined) return cached;
+    const read = await readChunk(deps, name, options);
+    this.chunks.set(name, read);
+    for (const oldest of this.chunks.keys()) {
+      if (this.chunks.size <= CACHED_CHUNKS) break;
+      this.chunks.delete(oldest);
+    }
+    return read;
+  }
+}
+
+/** Most chunks a {@link ChunkCache} keeps: two per job for a few active jobs. */
+const CACHED_CHUNKS = 8;
+
 /** How a job's items are packed into units: fixed when the job registers, so a unit's boundaries never change. */
 export function unitLimits(
   deps: Pick<CoordinationDeps, "workUnitMaxItems" | "workUnitMaxBytes">,
@@ -56,6 +79,7 @@ export async function dispatchJob(
   job: Versioned<JobState>,
   budget: number,
   options: Abortable,
+  chunks: ChunkCache = new ChunkCache(),
 ): Promise<DispatchReport> {
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
@@ -136,7 +160,7 @@ export async function dispatchJob(
     const wanted = Math.floor(item / state.chunkSize);
     if (wanted !== chunkIndex) {
       chunkIndex = wanted;
-      chunk = await readChunk(deps, keys.chunk(state.id, chunkIndex), options);
+      chunk = await chunks.read(deps, keys.chunk(state.id, chunkIndex), options);
     }
     const entry = item % state.chunkSize;
     const input = chunk.ok ? itemInputSchema.safeParse(chunk.entries[entry]) : undefined;

@@ -5,7 +5,7 @@ import type { LeadershipTerm } from "../library/leadership/Term";
 import { delay, throwIfAborted } from "../library/util/delay";
 import { applyCancelRequests, expireIfDue } from "./cancel";
 import type { CoordinationDeps } from "./deps";
-import { dispatchJob } from "./dispatch";
+import { ChunkCache, dispatchJob } from "./dispatch";
 import { awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
 import { isStopped, type JobState } from "./jobState";
 import { JobStore } from "./jobStore";
@@ -107,6 +107,7 @@ export async function runCoordinationStep(
     });
   };
   let idleMs = MIN_IDLE_POLL_MS;
+  const chunks = new ChunkCache();
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
@@ -151,7 +152,7 @@ export async function runCoordinationStep(
           }
           continue;
         }
-        const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io);
+        const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io, chunks);
         noteProgress(job.value, sent + failed, failed);
         budget -= sent + failed;
         report.dispatched += sent;

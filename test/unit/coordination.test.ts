@@ -351,6 +351,27 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
       expect(failure).toMatchObject({ jobId: stuck.id, epoch: 1, error: expect.stringContaining("413") as unknown });
   });
 
+  it("a step reads each chunk of a job once, however many passes dispatch from it", async () => {
+    const { deps, work: queue, state, system } = world({ dispatchBatchSize: 10, maxInFlight: 1000 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 100 }, (_, i) => item("a", i)),
+    });
+    const readText = system.readText.bind(system);
+    let chunkReads = 0;
+    system.readText = (name) => {
+      if (name === keys.chunk(id, 0)) chunkReads++;
+      return readText(name);
+    };
+    let clock = 0;
+    const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 1000, monotonicMs: () => (clock += 90) });
+    expect(report.passes).toBeGreaterThanOrEqual(3);
+    expect((await readJob(state, id))?.dispatched).toBeGreaterThanOrEqual(30);
+    expect(queue.length).toBe((await readJob(state, id))?.dispatched);
+    expect(chunkReads).toBe(1);
+  });
+
   it("while items are out with workers, an idle step looks again after 50 ms, backing off to every 500 ms", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
     const { deps, results } = world({ dispatchBatchSize: 10, maxInFlight: 10 });
