@@ -32,19 +32,24 @@ type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: string 
 
 /**
  * Chunks already read, by blob name, for the passes of one step: a 1,000-item chunk feeds several dispatches when
- * each sends only part of it, and chunks never change once stored. Keeps the last {@link CACHED_CHUNKS} read.
+ * each sends only part of it, and chunks never change once stored. Keeps the last {@link CACHED_CHUNKS} read, and at
+ * most {@link CACHED_CHUNK_BYTES} of their text: a chunk of large inline items (up to 40 MB) is read again instead.
  */
 export class ChunkCache {
-  private readonly chunks = new Map<string, ChunkRead>();
+  private readonly chunks = new Map<string, { read: ChunkRead; bytes: number }>();
+  private bytes = 0;
 
   async read(deps: CoordinationDeps, name: string, options: Abortable): Promise<ChunkRead> {
     const cached = this.chunks.get(name);
-    if (cached !== undefined) return cached;
-    const read = await readChunk(deps, name, options);
-    this.chunks.set(name, read);
-    for (const oldest of this.chunks.keys()) {
-      if (this.chunks.size <= CACHED_CHUNKS) break;
+    if (cached !== undefined) return cached.read;
+    const { read, bytes } = await readChunk(deps, name, options);
+    if (bytes > CACHED_CHUNK_BYTES) return read;
+    this.chunks.set(name, { read, bytes });
+    this.bytes += bytes;
+    for (const [oldest, entry] of this.chunks) {
+      if (this.chunks.size <= CACHED_CHUNKS && this.bytes <= CACHED_CHUNK_BYTES) break;
       this.chunks.delete(oldest);
+      this.bytes -= entry.bytes;
     }
     return read;
   }
@@ -52,6 +57,8 @@ export class ChunkCache {
 
 /** Most chunks a {@link ChunkCache} keeps: two per job for a few active jobs. */
 const CACHED_CHUNKS = 8;
+/** Most chunk text a {@link ChunkCache} keeps, in bytes (UTF-16 code units, as read). */
+const CACHED_CHUNK_BYTES = 16 * 1024 * 1024;
 
 /** How a job's items are packed into units: fixed when the job registers, so a unit's boundaries never change. */
 export function unitLimits(
@@ -61,26 +68,41 @@ export function unitLimits(
   return { items: state.unitMaxItems ?? deps.workUnitMaxItems, bytes: state.unitMaxBytes ?? deps.workUnitMaxBytes };
 }
 
+/** Options of {@link dispatchJob}. */
+export interface DispatchOptions extends Abortable {
+  /** Chunks read earlier in the same step. @default a fresh cache */
+  chunks?: ChunkCache;
+  /** Called after each group of units is sent: the step reports progress to its term's stall watchdog. */
+  onGroupSent?: () => void;
+  /** Monotonic clock, for the pace of cursor writes. @default performance.now */
+  monotonicMs?: () => number;
+}
+
+/** After the first group, the job's cursor is written at most this often during one dispatch (and at its end). */
+export const CURSOR_WRITE_INTERVAL_MS = 1000;
+
 /**
  * Sends the next items of a job to the work queue in units — whole units of up to the job's `unitMaxItems` items and
  * `unitMaxBytes` bytes of JSON, contiguous and packed greedily from the cursor — starting units while fewer than
  * `budget` items were sent and fewer than `maxInFlight` items of the job lack a result (the last unit may go past
- * either by less than one unit). Units go out in groups of {@link SEND_PARALLELISM}; after each group the job's cursor
- * advances past it in a fenced write, so workers start on the first group at once, the status shows progress while a
- * large batch is still going out, and a crash re-sends at most one group. The cursor always sits on a unit boundary,
- * and a unit re-sent after a crash is the same unit (folding discards it by its bits). Sending first means a crash in
- * between re-sends those units (duplicates) rather than losing them. An item whose input cannot be read (its chunk
- * blob missing or corrupt, or its entry not an item input) is not sent, and ends its unit: it is recorded as failed in
- * its group's write, with a reason naming the chunk.
+ * either by less than one unit). Units go out in groups of {@link SEND_PARALLELISM}. The job's cursor advances past
+ * what was sent in a fenced write after the first group (so the status shows the job started while a large batch is
+ * still going out), then at most every {@link CURSOR_WRITE_INTERVAL_MS}, and at the end: a job document, aggregate and
+ * all, is not rewritten per group, and a crash re-sends at most the groups since the last write. The cursor always
+ * sits on a unit boundary, and a unit re-sent after a crash is the same unit (folding discards it by its bits).
+ * Sending first means a crash in between re-sends those units (duplicates) rather than losing them. An item whose
+ * input cannot be read (its chunk blob missing or corrupt, or its entry not an item input) is not sent, and ends its
+ * unit: it is recorded as failed in the next write, with a reason naming the chunk.
  */
 export async function dispatchJob(
   deps: CoordinationDeps,
   jobs: JobStore,
   job: Versioned<JobState>,
   budget: number,
-  options: Abortable,
-  chunks: ChunkCache = new ChunkCache(),
+  options: DispatchOptions = {},
 ): Promise<DispatchReport> {
+  const { chunks = new ChunkCache(), onGroupSent, monotonicMs = () => performance.now() } = options;
+  const io: Abortable = options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal };
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
   const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
@@ -99,14 +121,14 @@ export async function dispatchJob(
     } satisfies UnitWorkMessage),
   );
   let latest = job;
-  // The group being built: its messages, the items it failed, and the first item after it (the cursor once written).
+  // The group being built; the items failed since the last write; the first item after everything handled so far.
   let messages: string[] = [];
   let failures: UnitOutcome["failed"] = [];
-  let sentItems = 0;
   let cursor = state.dispatched;
-  const record = async (): Promise<void> => {
-    if (messages.length === 0 && failures.length === 0) return;
-    if (messages.length > 0) await deps.workQueue.send(messages, options);
+  let written = state.dispatched;
+  let lastWriteMs: number | undefined;
+  const writeCursor = async (): Promise<void> => {
+    if (cursor === written && failures.length === 0) return;
     const end = cursor;
     const failed = failures;
     const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
@@ -122,15 +144,22 @@ export async function dispatchJob(
               : advanced;
           return next.dispatched === current.dispatched && next === advanced ? undefined : next;
         },
-        options,
+        io,
         latest,
       )) ?? latest;
-    report.sent += sentItems;
-    report.messages += messages.length;
     report.failed += attempt.counts.failed;
-    messages = [];
     failures = [];
-    sentItems = 0;
+    written = end;
+    lastWriteMs = monotonicMs();
+  };
+  const sendGroup = async (): Promise<void> => {
+    if (messages.length > 0) {
+      await deps.workQueue.send(messages, io);
+      report.messages += messages.length;
+      messages = [];
+      onGroupSent?.();
+    }
+    if (lastWriteMs === undefined || monotonicMs() - lastWriteMs >= CURSOR_WRITE_INTERVAL_MS) await writeCursor();
   };
   let unit: { first: number; inputs: ItemInput[]; bytes: number } | undefined;
   const close = async (): Promise<void> => {
@@ -145,10 +174,10 @@ export async function dispatchJob(
         inputs: unit.inputs,
       } satisfies UnitWorkMessage),
     );
-    sentItems += unit.inputs.length;
+    report.sent += unit.inputs.length;
     cursor = unit.first + unit.inputs.length;
     unit = undefined;
-    if (messages.length >= SEND_PARALLELISM) await record();
+    if (messages.length >= SEND_PARALLELISM) await sendGroup();
   };
   let chunkIndex = -1;
   let chunk: ChunkRead = { ok: true, entries: [] };
@@ -160,7 +189,7 @@ export async function dispatchJob(
     const wanted = Math.floor(item / state.chunkSize);
     if (wanted !== chunkIndex) {
       chunkIndex = wanted;
-      chunk = await chunks.read(deps, keys.chunk(state.id, chunkIndex), options);
+      chunk = await chunks.read(deps, keys.chunk(state.id, chunkIndex), io);
     }
     const entry = item % state.chunkSize;
     const input = chunk.ok ? itemInputSchema.safeParse(chunk.entries[entry]) : undefined;
@@ -189,25 +218,34 @@ export async function dispatchJob(
     cursor = item + 1;
   }
   await close();
-  await record();
+  await sendGroup();
+  await writeCursor();
   return report;
 }
 
-/** Reads one chunk of a job's item inputs; a missing or corrupt chunk is a reason, not an exception. */
-async function readChunk(deps: CoordinationDeps, name: string, options: Abortable): Promise<ChunkRead> {
+/**
+ * Reads one chunk of a job's item inputs, and the length of its text; a missing or corrupt chunk is a reason, not an
+ * exception.
+ */
+async function readChunk(
+  deps: CoordinationDeps,
+  name: string,
+  options: Abortable,
+): Promise<{ read: ChunkRead; bytes: number }> {
   const text = await deps.system.readText(name, options);
-  if (text === undefined) return { ok: false, reason: `its chunk "${name}" is missing` };
+  if (text === undefined) return { read: { ok: false, reason: `its chunk "${name}" is missing` }, bytes: 0 };
+  const invalid = (why: string) => ({
+    read: { ok: false as const, reason: `its chunk "${name}" is not valid: ${why}` },
+    bytes: 0,
+  });
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return {
-      ok: false,
-      reason: `its chunk "${name}" is not valid: ${error instanceof Error ? error.message : String(error)}`,
-    };
+    return invalid(error instanceof Error ? error.message : String(error));
   }
   const parsed = chunkSchema.safeParse(value);
   return parsed.success
-    ? { ok: true, entries: parsed.data }
-    : { ok: false, reason: `its chunk "${name}" is not valid: ${describeIssues(parsed.error)}` };
+    ? { read: { ok: true, entries: parsed.data }, bytes: text.length }
+    : invalid(describeIssues(parsed.error));
 }

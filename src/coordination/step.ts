@@ -152,7 +152,14 @@ export async function runCoordinationStep(
           }
           continue;
         }
-        const { sent, failed } = await dispatchJob(deps, jobs, job, budget, io, chunks);
+        const { sent, failed } = await dispatchJob(deps, jobs, job, budget, {
+          ...io,
+          chunks,
+          onGroupSent: () => {
+            term.reportProgress();
+          },
+          monotonicMs,
+        });
         noteProgress(job.value, sent + failed, failed);
         budget -= sent + failed;
         report.dispatched += sent;

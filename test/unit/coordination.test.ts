@@ -351,6 +351,31 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
       expect(failure).toMatchObject({ jobId: stuck.id, epoch: 1, error: expect.stringContaining("413") as unknown });
   });
 
+  it("one pass of 4096 one-item units writes the job a few times, not once per group, and each group reports progress", async () => {
+    const { deps, state } = world({ dispatchBatchSize: 4096, maxInFlight: 8192, workUnitMaxItems: 1 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 5000 }, (_, i) => item("a", i)),
+    });
+    let writes = 0;
+    const write = state.write.bind(state);
+    state.write = (key, value, epoch, condition) => {
+      if (key === keys.jobState(id)) writes++;
+      return write(key, value, epoch, condition);
+    };
+    const term = fakeTerm(1);
+    let progressReports = 0;
+    term.reportProgress = () => {
+      progressReports++;
+    };
+    const report = await runCoordinationStep(deps, term, ONE_PASS);
+    expect(report.dispatched).toBe(4096);
+    expect((await readJob(state, id))?.dispatched).toBe(4096);
+    expect(writes - 1).toBeLessThanOrEqual(4); // less the registration's create
+    expect(progressReports).toBeGreaterThanOrEqual(64); // one per group of 64 units sent
+  });
+
   it("a step reads each chunk of a job once, however many passes dispatch from it", async () => {
     const { deps, work: queue, state, system } = world({ dispatchBatchSize: 10, maxInFlight: 1000 });
     const { id } = await storeSubmission(deps.system, {
@@ -370,6 +395,26 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
     expect((await readJob(state, id))?.dispatched).toBeGreaterThanOrEqual(30);
     expect(queue.length).toBe((await readJob(state, id))?.dispatched);
     expect(chunkReads).toBe(1);
+  });
+
+  it("a chunk larger than the step's chunk cache holds (16 MiB) is not kept: it is read again, not held in memory", async () => {
+    const { deps, system } = world({ dispatchBatchSize: 10, maxInFlight: 1000 });
+    const big = "x".repeat(20_000); // 1,000 items of 20 KB: a 20 MB chunk
+    const { id } = await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 1000 }, () => ({ inline: big })),
+    });
+    const readText = system.readText.bind(system);
+    let chunkReads = 0;
+    system.readText = (name) => {
+      if (name === keys.chunk(id, 0)) chunkReads++;
+      return readText(name);
+    };
+    let clock = 0;
+    const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 400, monotonicMs: () => (clock += 90) });
+    expect(report.passes).toBeGreaterThanOrEqual(2);
+    expect(chunkReads).toBe(report.passes);
   });
 
   it("while items are out with workers, an idle step looks again after 50 ms, backing off to every 500 ms", async () => {
