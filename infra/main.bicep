@@ -142,7 +142,7 @@ param activityWakeIntervalMs int = 5000
 @description('DISPATCH_BATCH_SIZE: most items the leader dispatches per pass of its step; twice this may be in flight per job.')
 @minValue(1)
 @maxValue(10000)
-param dispatchBatchSize int = 4096
+param dispatchBatchSize int = 8192
 
 @description('WORK_UNIT_MAX_ITEMS: most items one work message (a unit) carries; 1 sends one item per message.')
 @minValue(1)

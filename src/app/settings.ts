@@ -99,10 +99,10 @@ export const settingsSchema = z.object({
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /**
    * Most items the leader dispatches per pass of its step (bounded fan-out); at most twice this many items of a job are
-   * on the queue without a result. Sized so the work queue stays ahead of the workers: 4096 items are 128 units of 32.
-   * @default 4096
+   * on the queue without a result. Sized so the work queue stays ahead of the workers while the leader folds: 8192
+   * items are 256 units of 32, and 512 in flight. @default 8192
    */
-  DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(4096),
+  DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(8192),
   /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
   WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
   /**
