@@ -119,14 +119,17 @@ function lastItem(outcome: UnitOutcome): number {
 }
 
 /**
- * One message's outcome. A message with a `rejection` is one the leader cannot use that still names a unit of its job:
- * its outcome fails the unit's items with the reason, and after the write the message goes to the poison queue with
- * the reason instead of being deleted.
+ * One message's outcome. A message with a `rejection` is one the leader cannot use: after the write it goes to the
+ * poison queue with the reason instead of being deleted. A message that names a unit without reporting on it — a
+ * rejected result that still names its unit, a work-poison message — has its items as `unit`: they fail with its
+ * reason, as far as the job can have sent such a unit ({@link unitFailures}), after every outcome of the batch that
+ * reports on its items.
  */
 interface Entry {
   outcome: UnitOutcome;
   message: ReceivedMessage;
   rejection?: string;
+  unit?: { ref: ItemRef; reason: string };
 }
 
 /** Outcomes and their messages, by job. */
@@ -314,11 +317,51 @@ function blamesTheMessage(error: unknown, options: Abortable): boolean {
   );
 }
 
-/** The entry of a result the leader cannot use that names a unit: its items fail with the reason; it is rejected. */
+/**
+ * The entry of a result the leader cannot use that names a unit: its items fail with the reason (as far as the job
+ * can have sent such a unit: {@link unitFailures}); it is rejected.
+ */
 function rejectedUnit(unit: ItemRef, message: ReceivedMessage, rejection: string): Entry {
   const reason = `the leader rejected its unit's result: ${rejection}`.slice(0, MAX_REJECTION_REASON_LENGTH);
-  const failed = Array.from({ length: unit.count }, (_, offset) => ({ item: unit.item + offset, reason }));
-  return { outcome: { done: [], failed }, message, rejection };
+  return { outcome: { done: [], failed: [] }, message, rejection, unit: { ref: unit, reason } };
+}
+
+/**
+ * The items of a unit that a message names without reporting on them (a rejected result, a work-poison message) that
+ * may fail with its reason, and why the others may not. A message says which unit it was, but it may be garbage or
+ * come from elsewhere: so only a unit no larger than the job's units, within the job, and only its items the job has
+ * sent (below its `dispatched` cursor; an item past it was never sent, or will be sent again after a leader's crash)
+ * — never the items of other units, processed correctly, or the rest of the job.
+ */
+function unitFailures(
+  deps: Pick<CoordinationDeps, "workUnitMaxItems">,
+  state: JobState,
+  unit: ItemRef,
+  reason: string,
+): { failed: UnitOutcome["failed"]; problem?: string } {
+  const last = unit.item + unit.count - 1;
+  if (last >= state.itemCount)
+    return {
+      failed: [],
+      problem: `item ${last} is out of range for job "${state.id}" (items 0–${state.itemCount - 1})`,
+    };
+  // As dispatch packs the job (`unitLimits`): fixed at registration; the current setting for a job from before units.
+  const maxItems = state.unitMaxItems ?? deps.workUnitMaxItems;
+  if (unit.count > maxItems)
+    return {
+      failed: [],
+      problem: `it names ${unit.count} items (${unit.item}–${last}), more than a unit of job "${state.id}" holds (${maxItems})`,
+    };
+  const end = Math.min(last + 1, state.dispatched);
+  const failed = Array.from({ length: Math.max(0, end - unit.item) }, (_, offset) => ({
+    item: unit.item + offset,
+    reason,
+  }));
+  if (end > last) return { failed };
+  return {
+    failed,
+    problem: `items ${Math.max(unit.item, end)}–${last} have not been sent (job "${state.id}" has sent items before ${state.dispatched})`,
+  };
 }
 
 /** Adds what one fold did to another's report. */
@@ -385,8 +428,9 @@ async function resultOf(
  * there after their retries ran out, and the worker's rejections of messages that named their job and item (see
  * {@link claimPoison}). The queue is peeked first, and received — with a visibility of {@link POISON_VISIBILITY_S} —
  * only when a job can claim something in it (or a full page hides what lies behind). Messages no job claims are
- * released at once, visible as they were to a person peeking at the queue; an item out of range is moved back to
- * the work poison queue with the reason.
+ * released at once, visible as they were to a person peeking at the queue; a message naming items the job does not
+ * have, more than a unit of the job holds, or items the job has not sent ({@link unitFailures}) is moved back to the
+ * work poison queue with the reason.
  */
 export async function foldPoisonBatch(
   deps: CoordinationDeps,
@@ -412,14 +456,9 @@ export async function foldPoisonBatch(
     if (claim === undefined) unclaimed.push(message);
     else
       addOutcome(byJob, claim.jobId, {
-        outcome: {
-          done: [],
-          failed: Array.from({ length: claim.count }, (_, offset) => ({
-            item: claim.item + offset,
-            reason: claim.reason,
-          })),
-        },
+        outcome: { done: [], failed: [] },
         message,
+        unit: { ref: claim, reason: claim.reason },
       });
   }
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
@@ -583,9 +622,18 @@ async function applyOutcomes(
         Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))),
       );
     }
+    // Outcomes that report on their items first, then the failures of units named by messages that do not: a garbage
+    // copy of a unit's result never wins over the valid one in the same batch.
+    const outcomes = kept.filter((entry) => entry.unit === undefined).map((entry) => entry.outcome);
+    for (const entry of kept) {
+      if (entry.unit === undefined) continue;
+      const { failed, problem } = unitFailures(deps, current.value, entry.unit.ref, entry.unit.reason);
+      outcomes.push({ done: [], failed });
+      // A poison message naming items it cannot account for goes back with why (a result is rejected anyway).
+      entry.rejection ??= problem;
+    }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
-    const outcomes = kept.map((entry) => entry.outcome);
     await jobs.updateJob(
       jobId,
       (state) => {
