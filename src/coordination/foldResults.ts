@@ -2,6 +2,7 @@ import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { MAX_RECORDED_FAILURES, isStopped, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
+import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { z } from "zod";
 import {
   claimPoison,
@@ -52,10 +53,18 @@ export interface FoldReport extends FoldCounts {
    * with {@link awaitAcknowledgements} while it already receives the next batch. Never rejects.
    */
   acknowledgements: Promise<PromiseSettledResult<boolean>[]>[];
-  /** Messages taken off the queue (received), less those left for a leader with the job's task kind. */
+  /** Messages taken off the queue (received), less those left (see {@link left}). */
   received: number;
-  /** Results released for a leader that has the job's task kind (this process lacks it). */
+  /**
+   * Messages released, visible again at once: results for a leader that has the job's task kind (this process lacks
+   * it), and results and poison of a job whose state could not be read (see {@link jobErrors}).
+   */
   left: number;
+  /**
+   * Jobs whose state could not be read or parsed, with the error: their messages were left for a later pass, and the
+   * step reports them (`job-pass-failed`). Such an error is the job's, never a message's.
+   */
+  jobErrors: { jobId: string; error: unknown }[];
   /**
    * Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed).
    */
@@ -307,13 +316,54 @@ async function rejectFailing(batch: Batch, message: ReceivedMessage, reason: str
  * (401, 403) or its pace (408, 429).
  */
 function blamesTheMessage(error: unknown, options: Abortable): boolean {
-  if (options.abortSignal?.aborted === true) return false;
+  if (endsTheStep(error, options)) return false;
   if (error instanceof StorageError) return refusedForTheRequest(error);
-  return !(
+  return !(error instanceof ConcurrentUpdateError);
+}
+
+/** Whether an error is the leader's own end — the step aborted, the term lost or fenced —, which ends the step. */
+function endsTheStep(error: unknown, options: Abortable): boolean {
+  return (
+    options.abortSignal?.aborted === true ||
     error instanceof AbortError ||
     error instanceof LeadershipLostError ||
-    error instanceof StaleEpochError ||
-    error instanceof ConcurrentUpdateError
+    error instanceof StaleEpochError
+  );
+}
+
+/**
+ * A job's state, or the error reading or parsing it (damaged, or of a shape a newer version wrote): the job's
+ * trouble, never its messages', and no reason to stop folding the other jobs. The leader's own end still throws.
+ */
+async function readJobOf(
+  jobs: JobStore,
+  jobId: string,
+  options: Abortable,
+): Promise<{ ok: true; job: Versioned<JobState> | undefined } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, job: await jobs.readJob(jobId, options) };
+  } catch (error) {
+    if (endsTheStep(error, options)) throw error;
+    return { ok: false, error };
+  }
+}
+
+/**
+ * Leaves the messages of a job whose state cannot be read for a later pass — released, visible again at once, never
+ * rejected or failed — and records the job's error for the step to report.
+ */
+function leaveUnreadable(
+  jobId: string,
+  error: unknown,
+  entries: readonly Entry[],
+  source: Source,
+  report: FoldReport,
+  options: Abortable,
+): void {
+  report.jobErrors.push({ jobId, error });
+  report.left += entries.length;
+  report.acknowledgements.push(
+    Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
   );
 }
 
@@ -372,6 +422,7 @@ function addReport(report: FoldReport, more: FoldReport): void {
   report.rejected += more.rejected;
   report.discarded += more.discarded;
   report.left += more.left;
+  report.jobErrors.push(...more.jobErrors);
   report.completed.push(...more.completed);
   report.acknowledgements.push(...more.acknowledgements);
 }
@@ -443,7 +494,12 @@ export async function foldPoisonBatch(
   const peeked = await queue.peek(POISON_BATCH, options);
   const named = new Set(peeked.flatMap((message) => claimPoison(message.text, queue.name)?.jobId ?? []));
   let claimable = false;
-  for (const jobId of named) if (!claimable) claimable = (await jobs.readJob(jobId, options)) !== undefined;
+  for (const jobId of named) {
+    if (claimable) break;
+    const read = await readJobOf(jobs, jobId, options);
+    if (read.ok) claimable = read.job !== undefined;
+    else report.jobErrors.push({ jobId, error: read.error });
+  }
   // A full page no job claims is received and released too: it goes behind the rest, so the next step sees past it.
   if (!claimable && peeked.length < POISON_BATCH) return report;
 
@@ -469,7 +525,11 @@ export async function foldPoisonBatch(
       `Releasing unclaimed poison failed (it shows again within ${POISON_VISIBILITY_S} s): ${String(failed.reason)}`,
       { instanceId: deps.instanceId, epoch },
     );
-  return { ...report, received: messages.length, more: messages.length === POISON_BATCH && unclaimed.length === 0 };
+  return {
+    ...report,
+    received: messages.length - report.left,
+    more: messages.length === POISON_BATCH && unclaimed.length === 0 && report.left === 0,
+  };
 }
 
 /**
@@ -575,7 +635,12 @@ async function applyOutcomes(
 ): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
   for (const [jobId, entries] of byJob) {
-    const current = await jobs.readJob(jobId, options);
+    const read = await readJobOf(jobs, jobId, options);
+    if (!read.ok) {
+      leaveUnreadable(jobId, read.error, entries, source, report, options);
+      continue;
+    }
+    const current = read.job;
     if (current === undefined) {
       if (source.noJob === "release") {
         unclaimed.push(...entries.map((entry) => entry.message));
@@ -634,17 +699,26 @@ async function applyOutcomes(
     }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
-    await jobs.updateJob(
-      jobId,
-      (state) => {
-        attempt.counts = emptyCounts();
-        const next = foldOutcomes(deps, state, outcomes, attempt.counts);
-        attempt.completes = next?.status === "completed";
-        return next;
-      },
-      options,
-      current,
-    );
+    try {
+      await jobs.updateJob(
+        jobId,
+        (state) => {
+          attempt.counts = emptyCounts();
+          const next = foldOutcomes(deps, state, outcomes, attempt.counts);
+          attempt.completes = next?.status === "completed";
+          return next;
+        },
+        options,
+        current,
+      );
+    } catch (error) {
+      // A lost race re-reads the job: if that is what failed (the state cannot be read now), it is the job's trouble.
+      if (endsTheStep(error, options)) throw error;
+      const again = await readJobOf(jobs, jobId, options);
+      if (again.ok) throw error;
+      leaveUnreadable(jobId, again.error, kept, source, report, options);
+      continue;
+    }
     report.folded += attempt.counts.folded;
     report.duplicates += attempt.counts.duplicates;
     report.failed += attempt.counts.failed;
@@ -863,6 +937,7 @@ function emptyReport(): FoldReport {
     acknowledgements: [],
     received: 0,
     left: 0,
+    jobErrors: [],
     more: false,
   };
 }
