@@ -8,6 +8,8 @@ import {
   claimPoison,
   describeIssues,
   fromRanges,
+  MAX_OUTCOME_BYTES,
+  outcomeTooLarge,
   parseMessage,
   resultMessageSchema,
   unitOutcomeSchema,
@@ -18,7 +20,7 @@ import {
   type ItemRef,
   type unitResultMessageSchema,
 } from "./messages";
-import type { MessageQueue, ReceivedMessage } from "./ports";
+import type { MessageQueue, OpenedBlob, ReceivedMessage } from "./ports";
 import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
 import {
@@ -230,17 +232,81 @@ interface Batch {
   options: Abortable;
 }
 
-/** Folds result messages: one state write per job. */
+/**
+ * Most bytes of outcomes — result messages' text and the outcome blobs they name — whose partials one state write per
+ * job folds, 8 MiB: results holding more are folded in rounds, one write per job each, so that the partials a fold
+ * holds at once stay bounded (16 MiB of group-by JSON takes some 60 MB of heap parsed) however many large results a
+ * batch receives. A blob's size is known before it is read; an outcome larger than this goes alone in its round.
+ */
+export const FOLD_ROUND_BYTES = 8 * 1024 * 1024;
+
+/**
+ * An outcome blob's text (undefined when it does not exist); or why it was not read: it is larger than
+ * {@link MAX_OUTCOME_BYTES} (found before reading it, or while), or storage refused the request for what it asked (a
+ * 4xx other than 401, 403, 408 and 429: {@link refusedForTheRequest}).
+ */
+type OutcomeText = { text: string | undefined } | { tooLarge: string } | { refused: string };
+
+/** Reads an outcome blob (system container) for a fold. */
+type OutcomeReader = (name: string) => Promise<OutcomeText>;
+
+/**
+ * Folds result messages: one state write per job and round. Outcomes are read in the order received, into a round
+ * of at most {@link FOLD_ROUND_BYTES} (or one outcome); a round that would pass it is folded first. The failures of
+ * units named by messages the leader cannot use come last, after every outcome that reports on its items.
+ */
 async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): Promise<FoldReport> {
   const { deps, jobs, epoch, source, options } = batch;
   const report = emptyReport();
-  const byJob: ByJob = new Map();
+  let round: { byJob: ByJob; bytes: number } = { byJob: new Map(), bytes: 0 };
+  const named: ByJob = new Map();
+  const fits = (bytes: number): boolean => round.bytes === 0 || round.bytes + bytes <= FOLD_ROUND_BYTES;
+  const foldRound = async (): Promise<void> => {
+    const full = round.byJob;
+    round = { byJob: new Map(), bytes: 0 };
+    await applyOutcomes(deps, jobs, epoch, full, source, report, options);
+  };
+  // A refused read is the message's doing (it named the blob); an error folding the round before is not.
+  const refused = async <T>(read: () => Promise<T>): Promise<T | { refused: string }> => {
+    try {
+      return await read();
+    } catch (error) {
+      if (!refusedForTheRequest(error)) throw error;
+      return { refused: error.message };
+    }
+  };
+  const open = (name: string): Promise<OpenedBlob | undefined | { refused: string }> =>
+    refused(() => deps.system.open(name, options));
+  const readOutcome: OutcomeReader = async (name) => {
+    let opened = await open(name);
+    const size = opened === undefined || "refused" in opened ? 0 : opened.sizeBytes;
+    if (opened !== undefined && !("refused" in opened) && size <= MAX_OUTCOME_BYTES && !fits(size)) {
+      // The round before it is folded first; the blob is not held open meanwhile, but opened again after.
+      opened.close();
+      await foldRound();
+      opened = await open(name);
+    }
+    if (opened === undefined) return { text: undefined };
+    if ("refused" in opened) return opened;
+    if (opened.sizeBytes > MAX_OUTCOME_BYTES) {
+      opened.close();
+      return { tooLarge: outcomeTooLarge(opened.sizeBytes) };
+    }
+    const blob = opened;
+    const read = await refused(() => readBounded(blob, MAX_OUTCOME_BYTES));
+    if ("refused" in read) return read;
+    round.bytes += read.bytes;
+    return read.text === undefined ? { tooLarge: outcomeTooLarge(MAX_OUTCOME_BYTES, true) } : { text: read.text };
+  };
   const newer: { message: ReceivedMessage; version: number }[] = [];
   for (const message of messages) {
-    const read = await resultOf(deps, message, options);
+    const bytes = Buffer.byteLength(message.text ?? message.rawText);
+    if (!fits(bytes)) await foldRound();
+    round.bytes += bytes;
+    const read = await resultOf(message, readOutcome);
     if (read.ok === "newer") newer.push({ message, version: read.version });
-    else if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
-    else if (read.unit !== undefined) addOutcome(byJob, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
+    else if (read.ok) addOutcome(round.byJob, read.jobId, { outcome: read.outcome, message });
+    else if (read.unit !== undefined) addOutcome(named, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
     else {
       await reject(deps, source, message, read.reason, epoch, options);
       report.rejected++;
@@ -255,8 +321,28 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
     await Promise.allSettled(newer.map(({ message }) => source.queue.release(message, options)));
     report.left += newer.length;
   }
-  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+  for (const [jobId, entries] of named) for (const entry of entries) addOutcome(round.byJob, jobId, entry);
+  await applyOutcomes(deps, jobs, epoch, round.byJob, source, report, options);
   return report;
+}
+
+/**
+ * An opened blob's text, read to its end, or undefined when it has more than `maxBytes` (its size said less: read no
+ * further); `bytes`, what was read.
+ */
+async function readBounded(opened: OpenedBlob, maxBytes: number): Promise<{ text?: string; bytes: number }> {
+  const pieces: Uint8Array[] = [];
+  let bytes = 0;
+  try {
+    for await (const piece of opened.content) {
+      bytes += piece.byteLength;
+      if (bytes > maxBytes) return { bytes };
+      pieces.push(piece);
+    }
+  } finally {
+    opened.close();
+  }
+  return { text: Buffer.concat(pieces).toString("utf8"), bytes };
 }
 
 /**
@@ -432,9 +518,8 @@ function addReport(report: FoldReport, more: FoldReport): void {
  * validly (its job, first item and count), whose items then fail with the reason rather than wait for ever.
  */
 async function resultOf(
-  deps: CoordinationDeps,
   message: ReceivedMessage,
-  options: Abortable,
+  readOutcome: OutcomeReader,
 ): Promise<
   | { ok: true; jobId: string; outcome: UnitOutcome }
   | { ok: false; reason: string; unit?: ItemRef }
@@ -452,7 +537,7 @@ async function resultOf(
   if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
   const result = parsed.value;
   if (result.v === 2) {
-    const outcome = await unitOutcomeOf(deps, result, options);
+    const outcome = await unitOutcomeOf(result, readOutcome);
     if (!outcome.ok)
       return {
         ok: false,
@@ -461,16 +546,21 @@ async function resultOf(
       };
     return { ok: true, jobId: result.jobId, outcome: outcome.value };
   }
-  const outcome: ItemOutcome = result.ok
-    ? {
-        item: result.item,
-        ok: true,
-        partial:
-          result.partialBlob !== undefined
-            ? await readPartial(deps, result.jobId, result.item, options)
-            : result.partial,
-      }
-    : { item: result.item, ok: false, reason: result.reason };
+  if (!result.ok) return { ok: true, jobId: result.jobId, outcome: asUnit({ ...result, ok: false }) };
+  if (result.partialBlob === undefined)
+    return { ok: true, jobId: result.jobId, outcome: asUnit({ item: result.item, ok: true, partial: result.partial }) };
+  const blob = keys.partial(result.jobId, result.item);
+  const read = await readOutcome(blob);
+  if ("refused" in read)
+    return {
+      ok: false,
+      reason: `reading its partialBlob "${blob}" was refused: ${read.refused}`,
+      unit: { jobId: result.jobId, item: result.item, count: 1 },
+    };
+  const outcome: ItemOutcome =
+    "tooLarge" in read
+      ? { item: result.item, ok: false, reason: `its partial result blob "${blob}" is not usable: ${read.tooLarge}` }
+      : { item: result.item, ok: true, partial: parsedOrUndefined(read.text) };
   return { ok: true, jobId: result.jobId, outcome: asUnit(outcome) };
 }
 
@@ -537,9 +627,8 @@ export async function foldPoisonBatch(
  * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
  */
 async function unitOutcomeOf(
-  deps: CoordinationDeps,
   result: z.output<typeof unitResultMessageSchema>,
-  options: Abortable,
+  readOutcome: OutcomeReader,
 ): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
@@ -552,15 +641,15 @@ async function unitOutcomeOf(
         ok: false,
         reason: `its outcomeBlob ${JSON.stringify(result.outcomeBlob.slice(0, 200))} is not the blob its worker writes ("${expected}")`,
       };
-    let text: string | undefined;
-    try {
-      text = await deps.system.readText(result.outcomeBlob, options);
-    } catch (error) {
-      if (!refusedForTheRequest(error)) throw error;
-      return { ok: false, reason: `reading its outcomeBlob "${result.outcomeBlob}" was refused: ${error.message}` };
-    }
+    const read = await readOutcome(result.outcomeBlob);
+    if ("refused" in read)
+      return { ok: false, reason: `reading its outcomeBlob "${result.outcomeBlob}" was refused: ${read.refused}` };
     const parsed =
-      text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
+      "tooLarge" in read
+        ? ({ ok: false, reason: read.tooLarge } as const)
+        : read.text === undefined
+          ? ({ ok: false, reason: "it is missing" } as const)
+          : parseMessage(unitOutcomeSchema, read.text);
     reported = parsed.ok
       ? parsed.value
       : {
@@ -882,8 +971,8 @@ function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: st
   return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
 }
 
-async function readPartial(deps: CoordinationDeps, jobId: string, item: number, options: Abortable): Promise<unknown> {
-  const text = await deps.system.readText(keys.partial(jobId, item), options);
+/** A v1 partial blob's JSON value; undefined for a missing blob or one that is not JSON (an invalid partial). */
+function parsedOrUndefined(text: string | undefined): unknown {
   try {
     return text === undefined ? undefined : JSON.parse(text);
   } catch {
