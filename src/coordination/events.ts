@@ -60,8 +60,9 @@ export interface MessageRejectedEvent extends EventBase {
 }
 
 /**
- * A job's part of a pass failed (storage refused a send, its document could not be read, …): the step went on with the
- * other jobs, and tries this one again in its next pass.
+ * A job's part of a pass failed (storage refused a send, its document could not be read — for dispatch, or while
+ * folding its results or poison, whose messages are then left on their queues —, …): the step went on with the other
+ * jobs, and tries this one again in its next pass. At most one a job per pass.
  */
 export interface JobPassFailedEvent extends EventBase {
   type: "job-pass-failed";

@@ -2,11 +2,14 @@ import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { MAX_RECORDED_FAILURES, isStopped, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
+import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { z } from "zod";
 import {
   claimPoison,
   describeIssues,
   fromRanges,
+  MAX_OUTCOME_BYTES,
+  outcomeTooLarge,
   parseMessage,
   resultMessageSchema,
   unitOutcomeSchema,
@@ -17,7 +20,7 @@ import {
   type ItemRef,
   type unitResultMessageSchema,
 } from "./messages";
-import type { MessageQueue, ReceivedMessage } from "./ports";
+import type { MessageQueue, OpenedBlob, ReceivedMessage } from "./ports";
 import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
 import { mergeAll, partialSize } from "./taskKinds";
 import {
@@ -52,10 +55,18 @@ export interface FoldReport extends FoldCounts {
    * with {@link awaitAcknowledgements} while it already receives the next batch. Never rejects.
    */
   acknowledgements: Promise<PromiseSettledResult<boolean>[]>[];
-  /** Messages taken off the queue (received), less those left for a leader with the job's task kind. */
+  /** Messages taken off the queue (received), less those left (see {@link left}). */
   received: number;
-  /** Results released for a leader that has the job's task kind (this process lacks it). */
+  /**
+   * Messages released, visible again at once: results for a leader that has the job's task kind (this process lacks
+   * it), and results and poison of a job whose state could not be read (see {@link jobErrors}).
+   */
   left: number;
+  /**
+   * Jobs whose state could not be read or parsed, with the error: their messages were left for a later pass, and the
+   * step reports them (`job-pass-failed`). Such an error is the job's, never a message's.
+   */
+  jobErrors: { jobId: string; error: unknown }[];
   /**
    * Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed).
    */
@@ -119,14 +130,17 @@ function lastItem(outcome: UnitOutcome): number {
 }
 
 /**
- * One message's outcome. A message with a `rejection` is one the leader cannot use that still names a unit of its job:
- * its outcome fails the unit's items with the reason, and after the write the message goes to the poison queue with
- * the reason instead of being deleted.
+ * One message's outcome. A message with a `rejection` is one the leader cannot use: after the write it goes to the
+ * poison queue with the reason instead of being deleted. A message that names a unit without reporting on it — a
+ * rejected result that still names its unit, a work-poison message — has its items as `unit`: they fail with its
+ * reason, as far as the job can have sent such a unit ({@link unitFailures}), after every outcome of the batch that
+ * reports on its items.
  */
 interface Entry {
   outcome: UnitOutcome;
   message: ReceivedMessage;
   rejection?: string;
+  unit?: { ref: ItemRef; reason: string };
 }
 
 /** Outcomes and their messages, by job. */
@@ -218,17 +232,81 @@ interface Batch {
   options: Abortable;
 }
 
-/** Folds result messages: one state write per job. */
+/**
+ * Most bytes of outcomes — result messages' text and the outcome blobs they name — whose partials one state write per
+ * job folds, 8 MiB: results holding more are folded in rounds, one write per job each, so that the partials a fold
+ * holds at once stay bounded (16 MiB of group-by JSON takes some 60 MB of heap parsed) however many large results a
+ * batch receives. A blob's size is known before it is read; an outcome larger than this goes alone in its round.
+ */
+export const FOLD_ROUND_BYTES = 8 * 1024 * 1024;
+
+/**
+ * An outcome blob's text (undefined when it does not exist); or why it was not read: it is larger than
+ * {@link MAX_OUTCOME_BYTES} (found before reading it, or while), or storage refused the request for what it asked (a
+ * 4xx other than 401, 403, 408 and 429: {@link refusedForTheRequest}).
+ */
+type OutcomeText = { text: string | undefined } | { tooLarge: string } | { refused: string };
+
+/** Reads an outcome blob (system container) for a fold. */
+type OutcomeReader = (name: string) => Promise<OutcomeText>;
+
+/**
+ * Folds result messages: one state write per job and round. Outcomes are read in the order received, into a round
+ * of at most {@link FOLD_ROUND_BYTES} (or one outcome); a round that would pass it is folded first. The failures of
+ * units named by messages the leader cannot use come last, after every outcome that reports on its items.
+ */
 async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): Promise<FoldReport> {
   const { deps, jobs, epoch, source, options } = batch;
   const report = emptyReport();
-  const byJob: ByJob = new Map();
+  let round: { byJob: ByJob; bytes: number } = { byJob: new Map(), bytes: 0 };
+  const named: ByJob = new Map();
+  const fits = (bytes: number): boolean => round.bytes === 0 || round.bytes + bytes <= FOLD_ROUND_BYTES;
+  const foldRound = async (): Promise<void> => {
+    const full = round.byJob;
+    round = { byJob: new Map(), bytes: 0 };
+    await applyOutcomes(deps, jobs, epoch, full, source, report, options);
+  };
+  // A refused read is the message's doing (it named the blob); an error folding the round before is not.
+  const refused = async <T>(read: () => Promise<T>): Promise<T | { refused: string }> => {
+    try {
+      return await read();
+    } catch (error) {
+      if (!refusedForTheRequest(error)) throw error;
+      return { refused: error.message };
+    }
+  };
+  const open = (name: string): Promise<OpenedBlob | undefined | { refused: string }> =>
+    refused(() => deps.system.open(name, options));
+  const readOutcome: OutcomeReader = async (name) => {
+    let opened = await open(name);
+    const size = opened === undefined || "refused" in opened ? 0 : opened.sizeBytes;
+    if (opened !== undefined && !("refused" in opened) && size <= MAX_OUTCOME_BYTES && !fits(size)) {
+      // The round before it is folded first; the blob is not held open meanwhile, but opened again after.
+      opened.close();
+      await foldRound();
+      opened = await open(name);
+    }
+    if (opened === undefined) return { text: undefined };
+    if ("refused" in opened) return opened;
+    if (opened.sizeBytes > MAX_OUTCOME_BYTES) {
+      opened.close();
+      return { tooLarge: outcomeTooLarge(opened.sizeBytes) };
+    }
+    const blob = opened;
+    const read = await refused(() => readBounded(blob, MAX_OUTCOME_BYTES));
+    if ("refused" in read) return read;
+    round.bytes += read.bytes;
+    return read.text === undefined ? { tooLarge: outcomeTooLarge(MAX_OUTCOME_BYTES, true) } : { text: read.text };
+  };
   const newer: { message: ReceivedMessage; version: number }[] = [];
   for (const message of messages) {
-    const read = await resultOf(deps, message, options);
+    const bytes = Buffer.byteLength(message.text ?? message.rawText);
+    if (!fits(bytes)) await foldRound();
+    round.bytes += bytes;
+    const read = await resultOf(message, readOutcome);
     if (read.ok === "newer") newer.push({ message, version: read.version });
-    else if (read.ok) addOutcome(byJob, read.jobId, { outcome: read.outcome, message });
-    else if (read.unit !== undefined) addOutcome(byJob, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
+    else if (read.ok) addOutcome(round.byJob, read.jobId, { outcome: read.outcome, message });
+    else if (read.unit !== undefined) addOutcome(named, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
     else {
       await reject(deps, source, message, read.reason, epoch, options);
       report.rejected++;
@@ -243,8 +321,28 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
     await Promise.allSettled(newer.map(({ message }) => source.queue.release(message, options)));
     report.left += newer.length;
   }
-  await applyOutcomes(deps, jobs, epoch, byJob, source, report, options);
+  for (const [jobId, entries] of named) for (const entry of entries) addOutcome(round.byJob, jobId, entry);
+  await applyOutcomes(deps, jobs, epoch, round.byJob, source, report, options);
   return report;
+}
+
+/**
+ * An opened blob's text, read to its end, or undefined when it has more than `maxBytes` (its size said less: read no
+ * further); `bytes`, what was read.
+ */
+async function readBounded(opened: OpenedBlob, maxBytes: number): Promise<{ text?: string; bytes: number }> {
+  const pieces: Uint8Array[] = [];
+  let bytes = 0;
+  try {
+    for await (const piece of opened.content) {
+      bytes += piece.byteLength;
+      if (bytes > maxBytes) return { bytes };
+      pieces.push(piece);
+    }
+  } finally {
+    opened.close();
+  }
+  return { text: Buffer.concat(pieces).toString("utf8"), bytes };
 }
 
 /**
@@ -304,21 +402,102 @@ async function rejectFailing(batch: Batch, message: ReceivedMessage, reason: str
  * (401, 403) or its pace (408, 429).
  */
 function blamesTheMessage(error: unknown, options: Abortable): boolean {
-  if (options.abortSignal?.aborted === true) return false;
+  if (endsTheStep(error, options)) return false;
   if (error instanceof StorageError) return refusedForTheRequest(error);
-  return !(
+  return !(error instanceof ConcurrentUpdateError);
+}
+
+/** Whether an error is the leader's own end — the step aborted, the term lost or fenced —, which ends the step. */
+function endsTheStep(error: unknown, options: Abortable): boolean {
+  return (
+    options.abortSignal?.aborted === true ||
     error instanceof AbortError ||
     error instanceof LeadershipLostError ||
-    error instanceof StaleEpochError ||
-    error instanceof ConcurrentUpdateError
+    error instanceof StaleEpochError
   );
 }
 
-/** The entry of a result the leader cannot use that names a unit: its items fail with the reason; it is rejected. */
+/**
+ * A job's state, or the error reading or parsing it (damaged, or of a shape a newer version wrote): the job's
+ * trouble, never its messages', and no reason to stop folding the other jobs. The leader's own end still throws.
+ */
+async function readJobOf(
+  jobs: JobStore,
+  jobId: string,
+  options: Abortable,
+): Promise<{ ok: true; job: Versioned<JobState> | undefined } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, job: await jobs.readJob(jobId, options) };
+  } catch (error) {
+    if (endsTheStep(error, options)) throw error;
+    return { ok: false, error };
+  }
+}
+
+/**
+ * Leaves the messages of a job whose state cannot be read for a later pass — released, visible again at once, never
+ * rejected or failed — and records the job's error for the step to report.
+ */
+function leaveUnreadable(
+  jobId: string,
+  error: unknown,
+  entries: readonly Entry[],
+  source: Source,
+  report: FoldReport,
+  options: Abortable,
+): void {
+  report.jobErrors.push({ jobId, error });
+  report.left += entries.length;
+  report.acknowledgements.push(
+    Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
+  );
+}
+
+/**
+ * The entry of a result the leader cannot use that names a unit: its items fail with the reason (as far as the job
+ * can have sent such a unit: {@link unitFailures}); it is rejected.
+ */
 function rejectedUnit(unit: ItemRef, message: ReceivedMessage, rejection: string): Entry {
   const reason = `the leader rejected its unit's result: ${rejection}`.slice(0, MAX_REJECTION_REASON_LENGTH);
-  const failed = Array.from({ length: unit.count }, (_, offset) => ({ item: unit.item + offset, reason }));
-  return { outcome: { done: [], failed }, message, rejection };
+  return { outcome: { done: [], failed: [] }, message, rejection, unit: { ref: unit, reason } };
+}
+
+/**
+ * The items of a unit that a message names without reporting on them (a rejected result, a work-poison message) that
+ * may fail with its reason, and why the others may not. A message says which unit it was, but it may be garbage or
+ * come from elsewhere: so only a unit no larger than the job's units, within the job, and only its items the job has
+ * sent (below its `dispatched` cursor; an item past it was never sent, or will be sent again after a leader's crash)
+ * — never the items of other units, processed correctly, or the rest of the job.
+ */
+function unitFailures(
+  deps: Pick<CoordinationDeps, "workUnitMaxItems">,
+  state: JobState,
+  unit: ItemRef,
+  reason: string,
+): { failed: UnitOutcome["failed"]; problem?: string } {
+  const last = unit.item + unit.count - 1;
+  if (last >= state.itemCount)
+    return {
+      failed: [],
+      problem: `item ${last} is out of range for job "${state.id}" (items 0–${state.itemCount - 1})`,
+    };
+  // As dispatch packs the job (`unitLimits`): fixed at registration; the current setting for a job from before units.
+  const maxItems = state.unitMaxItems ?? deps.workUnitMaxItems;
+  if (unit.count > maxItems)
+    return {
+      failed: [],
+      problem: `it names ${unit.count} items (${unit.item}–${last}), more than a unit of job "${state.id}" holds (${maxItems})`,
+    };
+  const end = Math.min(last + 1, state.dispatched);
+  const failed = Array.from({ length: Math.max(0, end - unit.item) }, (_, offset) => ({
+    item: unit.item + offset,
+    reason,
+  }));
+  if (end > last) return { failed };
+  return {
+    failed,
+    problem: `items ${Math.max(unit.item, end)}–${last} have not been sent (job "${state.id}" has sent items before ${state.dispatched})`,
+  };
 }
 
 /** Adds what one fold did to another's report. */
@@ -329,6 +508,7 @@ function addReport(report: FoldReport, more: FoldReport): void {
   report.rejected += more.rejected;
   report.discarded += more.discarded;
   report.left += more.left;
+  report.jobErrors.push(...more.jobErrors);
   report.completed.push(...more.completed);
   report.acknowledgements.push(...more.acknowledgements);
 }
@@ -338,9 +518,8 @@ function addReport(report: FoldReport, more: FoldReport): void {
  * validly (its job, first item and count), whose items then fail with the reason rather than wait for ever.
  */
 async function resultOf(
-  deps: CoordinationDeps,
   message: ReceivedMessage,
-  options: Abortable,
+  readOutcome: OutcomeReader,
 ): Promise<
   | { ok: true; jobId: string; outcome: UnitOutcome }
   | { ok: false; reason: string; unit?: ItemRef }
@@ -358,7 +537,7 @@ async function resultOf(
   if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
   const result = parsed.value;
   if (result.v === 2) {
-    const outcome = await unitOutcomeOf(deps, result, options);
+    const outcome = await unitOutcomeOf(result, readOutcome);
     if (!outcome.ok)
       return {
         ok: false,
@@ -367,16 +546,21 @@ async function resultOf(
       };
     return { ok: true, jobId: result.jobId, outcome: outcome.value };
   }
-  const outcome: ItemOutcome = result.ok
-    ? {
-        item: result.item,
-        ok: true,
-        partial:
-          result.partialBlob !== undefined
-            ? await readPartial(deps, result.jobId, result.item, options)
-            : result.partial,
-      }
-    : { item: result.item, ok: false, reason: result.reason };
+  if (!result.ok) return { ok: true, jobId: result.jobId, outcome: asUnit({ ...result, ok: false }) };
+  if (result.partialBlob === undefined)
+    return { ok: true, jobId: result.jobId, outcome: asUnit({ item: result.item, ok: true, partial: result.partial }) };
+  const blob = keys.partial(result.jobId, result.item);
+  const read = await readOutcome(blob);
+  if ("refused" in read)
+    return {
+      ok: false,
+      reason: `reading its partialBlob "${blob}" was refused: ${read.refused}`,
+      unit: { jobId: result.jobId, item: result.item, count: 1 },
+    };
+  const outcome: ItemOutcome =
+    "tooLarge" in read
+      ? { item: result.item, ok: false, reason: `its partial result blob "${blob}" is not usable: ${read.tooLarge}` }
+      : { item: result.item, ok: true, partial: parsedOrUndefined(read.text) };
   return { ok: true, jobId: result.jobId, outcome: asUnit(outcome) };
 }
 
@@ -385,8 +569,9 @@ async function resultOf(
  * there after their retries ran out, and the worker's rejections of messages that named their job and item (see
  * {@link claimPoison}). The queue is peeked first, and received — with a visibility of {@link POISON_VISIBILITY_S} —
  * only when a job can claim something in it (or a full page hides what lies behind). Messages no job claims are
- * released at once, visible as they were to a person peeking at the queue; an item out of range is moved back to
- * the work poison queue with the reason.
+ * released at once, visible as they were to a person peeking at the queue; a message naming items the job does not
+ * have, more than a unit of the job holds, or items the job has not sent ({@link unitFailures}) is moved back to the
+ * work poison queue with the reason.
  */
 export async function foldPoisonBatch(
   deps: CoordinationDeps,
@@ -399,7 +584,12 @@ export async function foldPoisonBatch(
   const peeked = await queue.peek(POISON_BATCH, options);
   const named = new Set(peeked.flatMap((message) => claimPoison(message.text, queue.name)?.jobId ?? []));
   let claimable = false;
-  for (const jobId of named) if (!claimable) claimable = (await jobs.readJob(jobId, options)) !== undefined;
+  for (const jobId of named) {
+    if (claimable) break;
+    const read = await readJobOf(jobs, jobId, options);
+    if (read.ok) claimable = read.job !== undefined;
+    else report.jobErrors.push({ jobId, error: read.error });
+  }
   // A full page no job claims is received and released too: it goes behind the rest, so the next step sees past it.
   if (!claimable && peeked.length < POISON_BATCH) return report;
 
@@ -412,14 +602,9 @@ export async function foldPoisonBatch(
     if (claim === undefined) unclaimed.push(message);
     else
       addOutcome(byJob, claim.jobId, {
-        outcome: {
-          done: [],
-          failed: Array.from({ length: claim.count }, (_, offset) => ({
-            item: claim.item + offset,
-            reason: claim.reason,
-          })),
-        },
+        outcome: { done: [], failed: [] },
         message,
+        unit: { ref: claim, reason: claim.reason },
       });
   }
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
@@ -430,7 +615,11 @@ export async function foldPoisonBatch(
       `Releasing unclaimed poison failed (it shows again within ${POISON_VISIBILITY_S} s): ${String(failed.reason)}`,
       { instanceId: deps.instanceId, epoch },
     );
-  return { ...report, received: messages.length, more: messages.length === POISON_BATCH && unclaimed.length === 0 };
+  return {
+    ...report,
+    received: messages.length - report.left,
+    more: messages.length === POISON_BATCH && unclaimed.length === 0 && report.left === 0,
+  };
 }
 
 /**
@@ -438,9 +627,8 @@ export async function foldPoisonBatch(
  * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
  */
 async function unitOutcomeOf(
-  deps: CoordinationDeps,
   result: z.output<typeof unitResultMessageSchema>,
-  options: Abortable,
+  readOutcome: OutcomeReader,
 ): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
   const { first, count } = result;
   let reported: { done: ItemRanges; partial?: unknown; failed: { items: ItemRanges; reason: string }[] } = result;
@@ -453,15 +641,15 @@ async function unitOutcomeOf(
         ok: false,
         reason: `its outcomeBlob ${JSON.stringify(result.outcomeBlob.slice(0, 200))} is not the blob its worker writes ("${expected}")`,
       };
-    let text: string | undefined;
-    try {
-      text = await deps.system.readText(result.outcomeBlob, options);
-    } catch (error) {
-      if (!refusedForTheRequest(error)) throw error;
-      return { ok: false, reason: `reading its outcomeBlob "${result.outcomeBlob}" was refused: ${error.message}` };
-    }
+    const read = await readOutcome(result.outcomeBlob);
+    if ("refused" in read)
+      return { ok: false, reason: `reading its outcomeBlob "${result.outcomeBlob}" was refused: ${read.refused}` };
     const parsed =
-      text === undefined ? ({ ok: false, reason: "it is missing" } as const) : parseMessage(unitOutcomeSchema, text);
+      "tooLarge" in read
+        ? ({ ok: false, reason: read.tooLarge } as const)
+        : read.text === undefined
+          ? ({ ok: false, reason: "it is missing" } as const)
+          : parseMessage(unitOutcomeSchema, read.text);
     reported = parsed.ok
       ? parsed.value
       : {
@@ -536,7 +724,12 @@ async function applyOutcomes(
 ): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
   for (const [jobId, entries] of byJob) {
-    const current = await jobs.readJob(jobId, options);
+    const read = await readJobOf(jobs, jobId, options);
+    if (!read.ok) {
+      leaveUnreadable(jobId, read.error, entries, source, report, options);
+      continue;
+    }
+    const current = read.job;
     if (current === undefined) {
       if (source.noJob === "release") {
         unclaimed.push(...entries.map((entry) => entry.message));
@@ -583,20 +776,38 @@ async function applyOutcomes(
         Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))),
       );
     }
+    // Outcomes that report on their items first, then the failures of units named by messages that do not: a garbage
+    // copy of a unit's result never wins over the valid one in the same batch.
+    const outcomes = kept.filter((entry) => entry.unit === undefined).map((entry) => entry.outcome);
+    for (const entry of kept) {
+      if (entry.unit === undefined) continue;
+      const { failed, problem } = unitFailures(deps, current.value, entry.unit.ref, entry.unit.reason);
+      outcomes.push({ done: [], failed });
+      // A poison message naming items it cannot account for goes back with why (a result is rejected anyway).
+      entry.rejection ??= problem;
+    }
     // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
     const attempt = { counts: emptyCounts(), completes: false };
-    const outcomes = kept.map((entry) => entry.outcome);
-    await jobs.updateJob(
-      jobId,
-      (state) => {
-        attempt.counts = emptyCounts();
-        const next = foldOutcomes(deps, state, outcomes, attempt.counts);
-        attempt.completes = next?.status === "completed";
-        return next;
-      },
-      options,
-      current,
-    );
+    try {
+      await jobs.updateJob(
+        jobId,
+        (state) => {
+          attempt.counts = emptyCounts();
+          const next = foldOutcomes(deps, state, outcomes, attempt.counts);
+          attempt.completes = next?.status === "completed";
+          return next;
+        },
+        options,
+        current,
+      );
+    } catch (error) {
+      // A lost race re-reads the job: if that is what failed (the state cannot be read now), it is the job's trouble.
+      if (endsTheStep(error, options)) throw error;
+      const again = await readJobOf(jobs, jobId, options);
+      if (again.ok) throw error;
+      leaveUnreadable(jobId, again.error, kept, source, report, options);
+      continue;
+    }
     report.folded += attempt.counts.folded;
     report.duplicates += attempt.counts.duplicates;
     report.failed += attempt.counts.failed;
@@ -760,8 +971,8 @@ function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: st
   return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
 }
 
-async function readPartial(deps: CoordinationDeps, jobId: string, item: number, options: Abortable): Promise<unknown> {
-  const text = await deps.system.readText(keys.partial(jobId, item), options);
+/** A v1 partial blob's JSON value; undefined for a missing blob or one that is not JSON (an invalid partial). */
+function parsedOrUndefined(text: string | undefined): unknown {
   try {
     return text === undefined ? undefined : JSON.parse(text);
   } catch {
@@ -815,6 +1026,7 @@ function emptyReport(): FoldReport {
     acknowledgements: [],
     received: 0,
     left: 0,
+    jobErrors: [],
     more: false,
   };
 }

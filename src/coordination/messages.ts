@@ -9,6 +9,21 @@ import { z } from "zod";
 export const MAX_WORK_MESSAGE_BYTES = 48 * 1024;
 
 /**
+ * Most bytes an outcome blob may have: the JSON of a unit's outcome (its done and failed items and its merged partial)
+ * too large for a queue message, 16 MiB. The leader reads no larger one — it fails the unit's items with
+ * {@link outcomeTooLarge} instead —, so that a fold's memory stays bounded whatever results hold; a worker whose
+ * outcome would be larger reports its items failed with the same reason rather than write a blob the leader refuses.
+ * A unit's partial holds its items' distinct groups: 16 MiB is some 200,000 (`MAX_AGGREGATE_GROUPS`) with keys of 40
+ * characters.
+ */
+export const MAX_OUTCOME_BYTES = 16 * 1024 * 1024;
+
+/** Why a unit's outcome of `bytes` bytes of JSON (at least) is not folded: more than {@link MAX_OUTCOME_BYTES}. */
+export function outcomeTooLarge(bytes: number, atLeast = false): string {
+  return `its outcome is ${atLeast ? "more than " : ""}${bytes} bytes of JSON, more than an outcome may have (MAX_OUTCOME_BYTES, ${MAX_OUTCOME_BYTES} bytes): its merged partial result holds too many groups, or too long ones`;
+}
+
+/**
  * Largest inline item a submission may hold, in bytes of its JSON form (`{"inline":"…"}`, as a work message carries
  * it: quotes, backslashes and line breaks take 2 bytes, other control characters 6). With params of at most
  * {@link MAX_PARAMS_BYTES} and the rest of the envelope, a work message of one such item stays within
@@ -265,7 +280,9 @@ export interface PoisonClaim extends ItemRef {
 /**
  * Which items a message on the work poison queue accounts for, and why it failed: a work message the host moved there
  * after its retries ran out, or the worker's rejection of a work message that named its job and item (including a
- * rejection written before rejections named them: then its original is read). Undefined when no job can claim it —
+ * rejection written before rejections named them: then its original is read), as the message states them: the leader
+ * fails only those a unit of the job can hold and the job has sent (`unitFailures`, foldResults.ts), since `count` is
+ * whatever the message says. Undefined when no job can claim it —
  * undecodable text, a rejection of a message that named no item, or a rejection the leader itself wrote, which is
  * left for a person.
  */

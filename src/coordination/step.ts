@@ -41,7 +41,10 @@ export interface StepReport {
   rejected: number;
   /** Results and poisoned items of cancelled or expired jobs: acknowledged, not counted. */
   discarded: number;
-  /** Jobs whose part of a pass failed (each a `job-pass-failed` event); the step went on with the others. */
+  /**
+   * Jobs whose part of a pass failed — their read, expiry or dispatch, or a fold that could not read their state — each
+   * a `job-pass-failed` event, once a pass; the step went on with the others.
+   */
   jobErrors: number;
   completedJobs: string[];
   activeJobs: number;
@@ -111,6 +114,27 @@ export async function runCoordinationStep(
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
+    // One job's trouble (a send storage refuses, a document it cannot read) must not hold up the others; the next pass
+    // tries it again. Each job is reported once a pass, whichever parts of the pass failed on it.
+    const failedJobs = new Set<string>();
+    const jobFailed = (id: string, error: unknown): void => {
+      if (failedJobs.has(id)) return;
+      failedJobs.add(id);
+      report.jobErrors++;
+      const message = error instanceof Error ? error.message : String(error);
+      deps.logger.warn(`Job ${id} could not be worked on in this pass; the other jobs go on: ${message}`, {
+        instanceId: deps.instanceId,
+        epoch,
+      });
+      deps.emit({
+        type: "job-pass-failed",
+        instanceId: deps.instanceId,
+        atMs: deps.now(),
+        epoch,
+        jobId: id,
+        error: message,
+      });
+    };
     const registered = await registerJobs(deps, jobs, epoch, io);
     report.registered += registered;
     let work = registered > 0;
@@ -129,6 +153,7 @@ export async function runCoordinationStep(
         report.rejected += folded.rejected;
         report.discarded += folded.discarded;
         report.completedJobs.push(...folded.completed);
+        for (const { jobId, error } of folded.jobErrors) jobFailed(jobId, error);
         term.reportProgress();
         if (folded.received > 0) work = true;
         if (!folded.more || monotonicMs() >= endMono) break;
@@ -166,24 +191,10 @@ export async function runCoordinationStep(
         report.failed += failed;
         if (sent + failed > 0) work = true;
       } catch (error) {
-        // One job's trouble (a send storage refuses, a document it cannot read) must not hold up the others; the
-        // next pass tries it again. Losing leadership, or a newer leader's write, ends the step as before.
+        // Losing leadership, or a newer leader's write, ends the step.
         if (term.signal.aborted || error instanceof StaleEpochError || error instanceof LeadershipLostError)
           throw error;
-        report.jobErrors++;
-        const message = error instanceof Error ? error.message : String(error);
-        deps.logger.warn(`Job ${id} could not be worked on in this pass; the other jobs go on: ${message}`, {
-          instanceId: deps.instanceId,
-          epoch,
-        });
-        deps.emit({
-          type: "job-pass-failed",
-          instanceId: deps.instanceId,
-          atMs: deps.now(),
-          epoch,
-          jobId: id,
-          error: message,
-        });
+        jobFailed(id, error);
       }
       term.reportProgress();
     }

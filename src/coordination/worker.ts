@@ -3,6 +3,8 @@ import { keys } from "./jobState";
 import { z } from "zod";
 import {
   itemRefOf,
+  MAX_OUTCOME_BYTES,
+  outcomeTooLarge,
   parseMessage,
   toRanges,
   workMessageSchema,
@@ -110,15 +112,16 @@ export async function processWorkMessage(
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
   if (message.v === 1) {
     const [failure] = failed;
-    await sendItemResult(
+    const tooLarge = await sendItemResult(
       deps,
       failure === undefined
         ? { v: 1, jobId, item: first, ok: true, partial: partials[0] }
         : { v: 1, jobId, item: first, ok: false, reason: failure.reason },
       options,
     );
+    if (tooLarge !== undefined) failed.push({ items: [[first, first]], reason: tooLarge });
   } else {
-    await sendUnitResult(
+    const tooLarge = await sendUnitResult(
       deps,
       {
         v: 2,
@@ -131,6 +134,7 @@ export async function processWorkMessage(
       },
       options,
     );
+    if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
   if (failed.length === 0) return { status: "processed", jobId, item: first, count: inputs.length };
   return {
@@ -160,29 +164,57 @@ function throwIfNewer(deps: WorkerDeps, payload: unknown, delivery: Delivery): v
 /** Any message whose `v` is a version newer than {@link NEWEST_WORK_MESSAGE_VERSION}, whatever else it holds. */
 const newerVersionSchema = z.object({ v: z.number().int().gt(NEWEST_WORK_MESSAGE_VERSION) });
 
+/**
+ * Sends a v1 item's result; a partial too large for a queue message goes to a blob that it names, and one larger than
+ * {@link MAX_OUTCOME_BYTES} (which the leader would not read) is reported as the item's failure instead: returns its
+ * reason then.
+ */
 async function sendItemResult(
   deps: WorkerDeps,
   result: z.input<typeof itemResultMessageSchema>,
   options: Abortable,
-): Promise<void> {
+): Promise<string | undefined> {
   let text = JSON.stringify(result);
   if (result.ok && Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
+    const partial = JSON.stringify(result.partial);
+    const bytes = Buffer.byteLength(partial);
+    if (bytes > MAX_OUTCOME_BYTES) {
+      const reason = outcomeTooLarge(bytes);
+      await sendItemResult(deps, { v: 1, jobId: result.jobId, item: result.item, ok: false, reason }, options);
+      return reason;
+    }
     const blob = keys.partial(result.jobId, result.item);
-    await deps.system.writeText(blob, JSON.stringify(result.partial), options);
+    await deps.system.writeText(blob, partial, options);
     text = JSON.stringify({ v: 1, jobId: result.jobId, item: result.item, ok: true, partialBlob: blob });
   }
   await deps.resultsQueue.send([text], options);
+  return undefined;
 }
 
 /**
- * Sends a unit's result; one too large for a queue message goes to a blob (`keys.outcome`) that it names.
+ * Sends a unit's result; one too large for a queue message goes to a blob (`keys.outcome`) that it names. An outcome
+ * larger than {@link MAX_OUTCOME_BYTES}, which the leader would not read, is not written: the unit's done items are
+ * reported failed with the reason instead, which is returned.
  */
-async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, options: Abortable): Promise<void> {
+async function sendUnitResult(
+  deps: WorkerDeps,
+  result: UnitResultMessage,
+  options: Abortable,
+): Promise<string | undefined> {
   let text = JSON.stringify(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.outcome(result.jobId, result.first);
-    const { done, partial, failed } = result;
-    await deps.system.writeText(blob, JSON.stringify({ done, partial, failed }), options);
+    const { done = [], partial, failed = [] } = result;
+    const outcome = JSON.stringify({ done, partial, failed });
+    const bytes = Buffer.byteLength(outcome);
+    if (bytes > MAX_OUTCOME_BYTES) {
+      const reason = outcomeTooLarge(bytes);
+      const { v, jobId, first, count } = result;
+      // Its done items carry the partial: without it, the result is small (at most 1,000 failed ranges and reasons).
+      await sendUnitResult(deps, { v, jobId, first, count, failed: [...failed, { items: done, reason }] }, options);
+      return reason;
+    }
+    await deps.system.writeText(blob, outcome, options);
     text = JSON.stringify({
       v: 2,
       jobId: result.jobId,
@@ -192,6 +224,7 @@ async function sendUnitResult(deps: WorkerDeps, result: UnitResultMessage, optio
     } satisfies UnitResultMessage);
   }
   await deps.resultsQueue.send([text], options);
+  return undefined;
 }
 
 /**

@@ -46,4 +46,26 @@ describe("coordinator flow on Azurite (in process)", () => {
     expect(events.filter((e) => e.type === "job-completed")).toHaveLength(1);
     expect(events.some((e) => e.type === "step-started")).toBe(true);
   });
+
+  it("folds units whose outcomes are in blobs (too large for a queue message), read with their size known first", async () => {
+    const { app, sink } = newTestApp(env.azurite.connectionString);
+    // 2,000 distinct groups an item (some 36 KB of CSV, so one item a unit): each unit's partial is some 80 KB of
+    // JSON, more than a result message holds.
+    const items = Array.from({ length: 4 }, (_, i) =>
+      csvItem(Array.from({ length: 2000 }, (_, g): [string, number] => [`region-${String(g).padStart(5, "0")}`, i])),
+    );
+    const submitted = await submitJob(app, {
+      kind: "group-by",
+      params: { format: "csv", keyField: "region", valueField: "amount" },
+      items,
+    });
+    if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
+    await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed");
+    expect(await app.system.list(`jobs/${submitted.id}/outcomes/`, 10)).toHaveLength(4);
+    const status = await getJobStatus(app, submitted.id);
+    expect(status).toMatchObject({ status: "completed", progress: { done: 4, failed: 0 } });
+    const aggregate = status?.aggregate as Record<string, { count: number; sum: number }>;
+    expect(Object.keys(aggregate)).toHaveLength(2000);
+    expect(aggregate["region-01999"]).toMatchObject({ count: 4, sum: 0 + 1 + 2 + 3 });
+  });
 });

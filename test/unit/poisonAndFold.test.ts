@@ -444,7 +444,7 @@ describe("a result's outcome blob", () => {
 
   it("storage refusing to read it (a 4xx) rejects the result with the reason, instead of failing the step", async () => {
     const { deps, system, resultsPoison } = await resultInABlob();
-    system.readText = () =>
+    system.open = () =>
       Promise.reject(new StorageError("InvalidUri", 400, "Reading blob failed: storage answered 400"));
     await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).resolves.toMatchObject({ rejected: 1 });
     expect(JSON.parse(resultsPoison.bodies()[0] ?? "{}")).toMatchObject({
@@ -458,7 +458,7 @@ describe("a result's outcome blob", () => {
 
   it("a 403 (the app's permissions, not the message) still fails the step, and the result comes back", async () => {
     const { deps, system, results, resultsPoison } = await resultInABlob();
-    system.readText = () => Promise.reject(new StorageError("AuthorizationPermissionMismatch", 403, "no permission"));
+    system.open = () => Promise.reject(new StorageError("AuthorizationPermissionMismatch", 403, "no permission"));
     await expect(runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).rejects.toThrow("no permission");
     expect({ results: results.length, poison: resultsPoison.length }).toEqual({ results: 1, poison: 0 });
   });
