@@ -19,7 +19,7 @@ export class JobStore {
 
   /**
    * Adds job ids to the active list, or moves ended ones from it to the bounded recent list (read-modify-write with
-   * retry, fenced like every write).
+   * retry, fenced like every write). Fields of the index this version does not know are written back unchanged.
    */
   async updateIndex(change: { add?: string[]; remove?: string[] }, options: Abortable = {}): Promise<void> {
     await this.fenced.update(
@@ -33,7 +33,8 @@ export class JobStore {
         const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(
           -RECENT_JOBS_LIMIT,
         );
-        return { v: 1 as const, active: [...active], recent };
+        // Fields this version does not know (a newer version's) are kept, as every stored document's are.
+        return { ...current, v: 1 as const, active: [...active], recent };
       },
       options,
     );

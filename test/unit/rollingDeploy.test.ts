@@ -88,4 +88,13 @@ describe("documents written by a newer version (rolling deploy)", () => {
       /format version 3, newer than this leader reads \(2\).*hour since it was sent/,
     );
   });
+
+  it("the job index keeps a field this version does not know when it adds a job", async () => {
+    const { deps, state } = world();
+    // A newer leader's index, with one more field.
+    await state.write(keys.index, { v: 1, active: [], recent: [], paused: ["some-job"] }, 1, { ifNoneMatch: "*" });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS); // registers the job: updateIndex({ add })
+    expect((await state.read(keys.index))?.value).toMatchObject({ active: [id], paused: ["some-job"] });
+  });
 });
