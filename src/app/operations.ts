@@ -3,6 +3,8 @@ import { requestCancel, type CancelRequestResult } from "../coordination/cancel"
 import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
+
+export { UnreadableJobError } from "../coordination/status";
 import { storeSubmission, validateSubmission, type FieldError } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";

@@ -1,6 +1,6 @@
 import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps, CoordinationPorts } from "./deps";
-import { isJobId, jobStateSchema, keys, type JobState, type StoppedStatus } from "./jobState";
+import { isJobId, keys, readJobState, type JobState, type StoppedStatus } from "./jobState";
 import type { JobStore } from "./jobStore";
 import type { Abortable } from "../library/util/delay";
 
@@ -16,18 +16,27 @@ export type CancelRequestResult =
   | { outcome: "requested"; id: string }
   | { outcome: "not-found" }
   /** The job had already ended: nothing was stored. */
-  | { outcome: "ended"; status: Exclude<JobState["status"], "running"> };
+  | { outcome: "ended"; status: Exclude<JobState["status"], "running"> }
+  /**
+   * The job's state is not one this version reads (a newer version wrote it during a rolling deploy, or it is
+   * damaged), so whether it can still be cancelled is unknown: nothing was stored. `reason` names the document and why.
+   */
+  | { outcome: "unreadable"; reason: string };
 
-/** Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state. */
+/**
+ * Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state; and none
+ * for a job whose state this version cannot read (`unreadable`: it cannot tell whether the job has ended).
+ */
 export async function requestCancel(
   ports: Pick<CoordinationPorts, "state" | "system">,
   id: string,
   options: Abortable & { now?: () => number } = {},
 ): Promise<CancelRequestResult> {
   if (!isJobId(id)) return { outcome: "not-found" };
-  const stored = await ports.state.read(keys.jobState(id), options);
+  const stored = await readJobState(ports.state, id, options);
   if (stored !== undefined) {
-    const { status } = jobStateSchema.parse(stored.value);
+    if (!stored.ok) return { outcome: "unreadable", reason: stored.reason };
+    const { status } = stored.value;
     if (status !== "running") return { outcome: "ended", status };
   } else if ((await ports.system.readText(keys.spec(id), options)) === undefined) {
     return { outcome: "not-found" };

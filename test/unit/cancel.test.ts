@@ -5,6 +5,7 @@ import { keys } from "../../src/coordination/jobState";
 import { readJobStatus } from "../../src/coordination/status";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { MAX_DEADLINE_S, storeSubmission, validateSubmission } from "../../src/coordination/submit";
+import { StorageError } from "../../src/library/errors";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
@@ -108,6 +109,26 @@ describe("cancelling a job (unit, in-memory ports)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(await requestCancel(deps, id)).toEqual({ outcome: "ended", status: "completed" });
     expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2 });
+    expect(await deps.system.list("cancel/", 10)).toEqual([]);
+  });
+});
+
+describe("cancelling a job this version cannot read (unit, in-memory ports)", () => {
+  it("a job whose state blob is damaged (not JSON) is unreadable, with the state store's reason, and nothing is stored", async () => {
+    const { deps, state } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(1) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const damaged = {
+      read: (key: string) =>
+        key === keys.jobState(id)
+          ? Promise.reject(new StorageError("CorruptState", undefined, `State ${key} is not valid JSON (simulated)`))
+          : state.read(key),
+      write: state.write.bind(state),
+    };
+    expect(await requestCancel({ ...deps, state: damaged }, id)).toEqual({
+      outcome: "unreadable",
+      reason: `its state is damaged: State ${keys.jobState(id)} is not valid JSON (simulated)`,
+    });
     expect(await deps.system.list("cancel/", 10)).toEqual([]);
   });
 });

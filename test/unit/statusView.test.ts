@@ -364,7 +364,9 @@ describe("reading the status view from the ports (in-memory)", () => {
     expect(view.problems).toHaveLength(2);
     expect(view.problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(new RegExp(`^job ${damaged.id}: not in a shape this version reads: .*status`)),
+        expect.stringMatching(
+          new RegExp(`^job ${damaged.id}: its state is not in a shape this version reads \\(.*status`),
+        ),
         expect.stringMatching(new RegExp(`^job ${pending.id}: .*JSON`)),
       ]),
     );
