@@ -4,7 +4,7 @@ import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 
-export { UnreadableJobError } from "../coordination/status";
+export { UnreadableJobError } from "../coordination/jobState";
 import { storeSubmission, validateSubmission, type FieldError } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";

@@ -130,6 +130,22 @@ export function formatVersion(json: unknown): number | undefined {
   return typeof json === "object" && json !== null && "v" in json && typeof json.v === "number" ? json.v : undefined;
 }
 
+/**
+ * A job's stored state or spec is not one this version reads: a newer version wrote it during a rolling deploy, or it
+ * is damaged. `message` names the document and why (each field that is wrong); the HTTP API answers 503 with it.
+ */
+export class UnreadableJobError extends Error {
+  readonly code = "UnreadableJob";
+  constructor(
+    readonly jobId: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "UnreadableJobError";
+  }
+}
+
 /** A stored job document as this version reads it: its value, or why this version cannot read it. */
 export type ReadDocument<T> = { ok: true; value: T } | { ok: false; reason: string };
 

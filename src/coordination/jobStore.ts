@@ -1,6 +1,15 @@
 import { ConcurrentUpdateError } from "../library/errors";
 import type { FencedStateStore, Versioned } from "../library/fencing/FencedStateStore";
-import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
+import {
+  RECENT_JOBS_LIMIT,
+  UnreadableJobError,
+  jobIndexSchema,
+  jobStateSchema,
+  keys,
+  readJobDocument,
+  type JobIndex,
+  type JobState,
+} from "./jobState";
 import type { Abortable } from "../library/util/delay";
 
 /**
@@ -12,6 +21,11 @@ export const JOB_WRITE_RETRIES = 3;
 /** Typed reads and writes of the job index and job states through the fenced store. */
 export class JobStore {
   constructor(private readonly fenced: FencedStateStore) {}
+
+  /** The epoch of the term that writes through this store. */
+  get epoch(): number {
+    return this.fenced.epoch;
+  }
 
   readIndex(options: Abortable = {}): Promise<Versioned<JobIndex> | undefined> {
     return this.fenced.read(keys.index, (value) => jobIndexSchema.parse(value), options);
@@ -40,8 +54,20 @@ export class JobStore {
     );
   }
 
+  /**
+   * Reads a job's state. @throws UnreadableJobError naming why when it is not one this version reads (a newer
+   *   version's, or damaged).
+   */
   readJob(id: string, options: Abortable = {}): Promise<Versioned<JobState> | undefined> {
-    return this.fenced.read(keys.jobState(id), (value) => jobStateSchema.parse(value), options);
+    return this.fenced.read(
+      keys.jobState(id),
+      (value) => {
+        const job = readJobDocument(jobStateSchema, "its state", value);
+        if (!job.ok) throw new UnreadableJobError(id, job.reason);
+        return job.value;
+      },
+      options,
+    );
   }
 
   /**

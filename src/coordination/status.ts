@@ -9,6 +9,7 @@ import {
   keys,
   readJobDocument,
   readJobState,
+  UnreadableJobError,
   type ItemFailure,
   type JobState,
 } from "./jobState";
@@ -48,22 +49,6 @@ export interface JobStatus {
    * format version (a leader of that version registers it) shows only its kind, item count, creation and deadline.
    */
   notice?: string;
-}
-
-/**
- * A job's stored state or spec is not one this version reads: a newer version wrote it during a rolling deploy, or it
- * is damaged. `message` names the document and why (each field that is wrong); the HTTP API answers 503 with it.
- */
-export class UnreadableJobError extends Error {
-  readonly code = "UnreadableJob";
-  constructor(
-    readonly jobId: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = "UnreadableJobError";
-  }
 }
 
 /**
