@@ -44,11 +44,12 @@ const NEWEST_WORK_MESSAGE_VERSION = 2;
 
 /**
  * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
- * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it); an
- * item whose input is unusable fails alone, with its reason; the partials of the others are merged with the kind's
- * `merge`, and ONE result names the items done and failed. A transient failure of any item is thrown so the host
- * retries the whole unit; on the last delivery the items it hit are reported as failed instead, with the others'
- * results, so the job can finish.
+ * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it) —
+ * but one of a task kind this worker lacks only on its last delivery, thrown back before
+ * ({@link throwUnlessLastDelivery}); an item whose input is unusable fails alone, with its reason; the partials of the
+ * others are merged with the kind's `merge`, and ONE result names the items done and failed. A transient failure of
+ * any item is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed
+ * instead, with the others' results, so the job can finish.
  */
 export async function processWorkMessage(
   deps: WorkerDeps,
@@ -61,14 +62,11 @@ export async function processWorkMessage(
   if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
   const message = parsed.value;
   const kind = deps.registry.get(message.kind);
-  if (kind === undefined)
-    return reject(
-      deps,
-      payload,
-      delivery,
-      `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`,
-      options,
-    );
+  if (kind === undefined) {
+    const why = `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`;
+    throwUnlessLastDelivery(deps, delivery, why);
+    return reject(deps, payload, delivery, why, options);
+  }
   const params = kind.paramsSchema.safeParse(message.params);
   if (!params.success)
     return reject(
@@ -155,6 +153,20 @@ function throwIfNewer(deps: WorkerDeps, payload: unknown, delivery: Delivery): v
   const why = `work message ${delivery.id} is of version ${newer.value.v}; this worker knows versions 1–${NEWEST_WORK_MESSAGE_VERSION}: left for a newer worker (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; then the host moves it to ${deps.workPoisonQueue.name} and the leader that sent it fails its items)`;
   deps.logger.warn(why, { instanceId: deps.instanceId });
   throw new Error(why);
+}
+
+/**
+ * Throws for a work message of a task kind this worker lacks, except on its last delivery: in a rolling deploy that
+ * adds the kind, an instance still on the old version takes units an upgraded one would do, and a rejection would fail
+ * all their items at once. The host retries it (another instance, upgraded, may take it); on the last delivery the
+ * caller rejects it with the reason, so a kind no instance has (removed by a deploy) still fails its items and the job
+ * ends. Each delivery logs why, since the host's retries carry no reason.
+ */
+function throwUnlessLastDelivery(deps: WorkerDeps, delivery: Delivery, why: string): void {
+  if (delivery.dequeueCount >= delivery.maxDequeueCount) return;
+  const text = `work message ${delivery.id}: ${why}: left for an instance that has the kind (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; on the last it is rejected to ${deps.workPoisonQueue.name} with this reason)`;
+  deps.logger.warn(text, { instanceId: deps.instanceId });
+  throw new Error(text);
 }
 
 /** Any message whose `v` is a version newer than {@link NEWEST_WORK_MESSAGE_VERSION}, whatever else it holds. */

@@ -245,11 +245,6 @@ describe("worker (unit)", () => {
     ["not JSON", "{oops", /not valid JSON/],
     ["the wrong shape", { hello: "world" }, /v: /],
     [
-      "an unknown task kind",
-      { v: 1, jobId: "j1", item: 0, kind: "mystery", params: {}, input: { inline: "" } },
-      /unknown task kind "mystery"/,
-    ],
-    [
       "an out-of-range item",
       { v: 1, jobId: "j1", item: -4, kind: "group-by", params, input: { inline: "" } },
       /item: /,

@@ -228,7 +228,8 @@ describe("work units (issue 9, part 1)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, second] = await queue.receive(2, 60);
     await poison.send([first?.rawText ?? ""]); // retries exhausted: the host moved the unit
-    await processWorkMessage(deps, { ...(JSON.parse(second?.rawText ?? "{}") as object), kind: "gone" }, delivery());
+    // A kind no worker has is rejected on the unit's last delivery (thrown back before it).
+    await processWorkMessage(deps, { ...(JSON.parse(second?.rawText ?? "{}") as object), kind: "gone" }, delivery(5));
     expect(JSON.parse(poison.bodies()[1] ?? "{}")).toMatchObject({
       rejected: { by: "worker", jobId: id, item: 4, count: 2 },
     });
