@@ -12,12 +12,22 @@ import {
 import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { ItemError, mergeAll } from "./taskKinds";
 import { ConfigurationError } from "../library/errors";
+import type { OpenedBlob } from "./ports";
 import type { Abortable } from "../library/util/delay";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
   CoordinationDeps,
-  "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now"
+  | "system"
+  | "inputs"
+  | "resultsQueue"
+  | "workPoisonQueue"
+  | "registry"
+  | "maxInputBlobBytes"
+  | "logger"
+  | "emit"
+  | "instanceId"
+  | "now"
 >;
 
 /** Delivery facts the host gives the trigger. */
@@ -93,7 +103,6 @@ export async function processWorkMessage(
     const item = first + offset;
     try {
       const text = "inline" in input ? input.inline : await readInputBlob(deps, input.blob, options);
-      if (text === undefined) throw new ItemError(`input blob "${"blob" in input ? input.blob : ""}" does not exist`);
       partials.push(kind.process(text, params.data));
       done.push(item);
     } catch (error) {
@@ -237,18 +246,46 @@ async function reject(
 }
 
 /**
- * An input blob's text (undefined when it does not exist). A name the storage adapter refuses (a ConfigurationError:
- * it would address a blob outside the input container) is the item's fault, not a transient one: it fails alone.
+ * An input blob's text. The item's fault, not a transient one — it fails alone ({@link ItemError}) — when the blob does
+ * not exist, when the storage adapter refuses its name (a ConfigurationError: it would address a blob outside the
+ * input container), or when it is larger than `maxInputBlobBytes`: its size is known when the blob is opened, before
+ * any of its content is downloaded, and the content is counted as it arrives too.
  */
 async function readInputBlob(
-  deps: Pick<CoordinationDeps, "inputs">,
+  deps: Pick<CoordinationDeps, "inputs" | "maxInputBlobBytes">,
   name: string,
   options: Abortable,
-): Promise<string | undefined> {
+): Promise<string> {
+  let opened: OpenedBlob | undefined;
   try {
-    return await deps.inputs.readText(name, options);
+    opened = await deps.inputs.open(name, options);
   } catch (error) {
     if (error instanceof ConfigurationError) throw new ItemError(error.message);
     throw error;
   }
+  if (opened === undefined) throw new ItemError(`input blob "${name}" does not exist`);
+  const max = deps.maxInputBlobBytes;
+  const tooLarge = (size: string): ItemError =>
+    new ItemError(
+      `input blob "${name}" is ${size}; MAX_INPUT_BLOB_BYTES allows at most ${bytesText(max)} per input blob: split it into several items`,
+    );
+  const pieces: Uint8Array[] = [];
+  let length = 0;
+  try {
+    if (opened.sizeBytes > max) throw tooLarge(bytesText(opened.sizeBytes));
+    for await (const piece of opened.content) {
+      length += piece.byteLength;
+      if (length > max) throw tooLarge(`more than ${max} bytes`); // storage did not tell its size
+      pieces.push(piece);
+    }
+  } finally {
+    opened.close();
+  }
+  return Buffer.concat(pieces, length).toString("utf8");
+}
+
+/** A size in bytes, for people: `25165824 bytes (24 MiB)`, `1536 bytes (1.5 KiB)`, `100 bytes`. */
+function bytesText(bytes: number): string {
+  const [unit, size] = bytes >= 1024 * 1024 ? ["MiB", 1024 * 1024] : bytes >= 1024 ? ["KiB", 1024] : [undefined, 1];
+  return unit === undefined ? `${bytes} bytes` : `${bytes} bytes (${Number((bytes / size).toFixed(2))} ${unit})`;
 }

@@ -279,7 +279,7 @@ describe("worker (unit)", () => {
 
   it("rethrows a transient failure for the host to retry, and on the last delivery reports the item as failed instead", async () => {
     const { deps, results } = world();
-    deps.inputs.readText = () => Promise.reject(new Error("storage is down"));
+    deps.inputs.open = () => Promise.reject(new Error("storage is down"));
     const message = { v: 1, jobId: "j1", item: 3, kind: "group-by", params, input: { blob: "inputs/x.ndjson" } };
     await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 2, maxDequeueCount: 5 })).rejects.toThrow(
       "storage is down",
