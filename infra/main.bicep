@@ -159,6 +159,11 @@ param workUnitMaxBytes int = 46080
 @maxValue(2000000)
 param maxAggregateGroups int = 200000
 
+@description('MAX_INPUT_BLOB_BYTES: most bytes of an input blob a worker reads; an item naming a larger one fails with its size and the limit. The default suits instanceMemoryMB 2048 (24 concurrent work units at the limit); raise it with 4096.')
+@minValue(1024)
+@maxValue(268435456)
+param maxInputBlobBytes int = 4194304
+
 @description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
 @minValue(1000)
 @maxValue(3600000)
@@ -246,6 +251,7 @@ module apps 'modules/functionApp.bicep' = [
       workUnitMaxItems: workUnitMaxItems
       workUnitMaxBytes: workUnitMaxBytes
       maxAggregateGroups: maxAggregateGroups
+      maxInputBlobBytes: maxInputBlobBytes
       stepStallTimeoutMs: stepStallTimeoutMs
     }
   }

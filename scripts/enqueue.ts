@@ -229,7 +229,9 @@ async function cancel(app: CoordinatorApp, id: string): Promise<void> {
   process.stderr.write(
     result.outcome === "not-found"
       ? `No job "${id}".\n`
-      : `Job ${id} has already ended (${result.status}); nothing to cancel.\n`,
+      : result.outcome === "unreadable"
+        ? `Job ${id} cannot be read by this version (${result.reason}); nothing was stored, ask again later.\n`
+        : `Job ${id} has already ended (${result.status}); nothing to cancel.\n`,
   );
   process.exitCode = 1;
 }

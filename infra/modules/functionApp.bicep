@@ -66,6 +66,7 @@ param dispatchBatchSize int
 param workUnitMaxItems int
 param workUnitMaxBytes int
 param maxAggregateGroups int
+param maxInputBlobBytes int
 param stepStallTimeoutMs int
 
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
@@ -212,6 +213,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
+    MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
   }
   dependsOn: [

@@ -3,6 +3,8 @@ import { requestCancel, type CancelRequestResult } from "../coordination/cancel"
 import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
+
+export { UnreadableJobError } from "../coordination/jobState";
 import { storeSubmission, validateSubmission, type FieldError } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
@@ -178,6 +180,7 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
+    maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
     logger: sink.logger,

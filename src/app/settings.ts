@@ -114,6 +114,14 @@ export const settingsSchema = z.object({
    * Most groups a job's aggregate may hold; a job that would exceed it ends as failed with the reason. @default 200000
    */
   MAX_AGGREGATE_GROUPS: intIn(1, 2_000_000).default(200_000),
+  /**
+   * Most bytes of an input blob (an item's `{"blob": …}`) a worker reads; an item naming a larger blob fails alone,
+   * with its size and this limit, before any of it is downloaded. A worker holds the text of each blob it processes
+   * (with a unit's partial result) while other invocations of its process run: sized so that a 2 GB Flex Consumption
+   * instance (a Node heap of 512 MB–1 GB) survives 24 concurrent work units (host.json: batchSize 16 +
+   * newBatchThreshold 8) each at the limit, in the worst case measured (see the README's limits). @default 4194304
+   */
+  MAX_INPUT_BLOB_BYTES: intIn(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
 });

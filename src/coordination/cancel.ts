@@ -1,6 +1,7 @@
+import { AbortError, LeadershipLostError, StaleEpochError } from "../library/errors";
 import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps, CoordinationPorts } from "./deps";
-import { isJobId, jobStateSchema, keys, type JobState, type StoppedStatus } from "./jobState";
+import { isJobId, keys, readJobState, type JobState, type StoppedStatus } from "./jobState";
 import type { JobStore } from "./jobStore";
 import type { Abortable } from "../library/util/delay";
 
@@ -16,18 +17,27 @@ export type CancelRequestResult =
   | { outcome: "requested"; id: string }
   | { outcome: "not-found" }
   /** The job had already ended: nothing was stored. */
-  | { outcome: "ended"; status: Exclude<JobState["status"], "running"> };
+  | { outcome: "ended"; status: Exclude<JobState["status"], "running"> }
+  /**
+   * The job's state is not one this version reads (a newer version wrote it during a rolling deploy, or it is
+   * damaged), so whether it can still be cancelled is unknown: nothing was stored. `reason` names the document and why.
+   */
+  | { outcome: "unreadable"; reason: string };
 
-/** Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state. */
+/**
+ * Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state; and none
+ * for a job whose state this version cannot read (`unreadable`: it cannot tell whether the job has ended).
+ */
 export async function requestCancel(
   ports: Pick<CoordinationPorts, "state" | "system">,
   id: string,
   options: Abortable & { now?: () => number } = {},
 ): Promise<CancelRequestResult> {
   if (!isJobId(id)) return { outcome: "not-found" };
-  const stored = await ports.state.read(keys.jobState(id), options);
+  const stored = await readJobState(ports.state, id, options);
   if (stored !== undefined) {
-    const { status } = jobStateSchema.parse(stored.value);
+    if (!stored.ok) return { outcome: "unreadable", reason: stored.reason };
+    const { status } = stored.value;
     if (status !== "running") return { outcome: "ended", status };
   } else if ((await ports.system.readText(keys.spec(id), options)) === undefined) {
     return { outcome: "not-found" };
@@ -52,35 +62,86 @@ export async function isCancelRequested(
 /** Most cancellation requests applied per pass. */
 const CANCEL_BATCH = 50;
 
+/** What {@link applyCancelRequests} did: jobs cancelled, and requests kept because applying them failed. */
+export interface CancelPassReport {
+  cancelled: number;
+  /** Requests that could not be applied in this pass (each logged and a `job-pass-failed` event), kept for later. */
+  failed: { jobId: string; error: string }[];
+}
+
 /**
  * Applies stored cancellation requests: a running job becomes `cancelled` (a fenced write), then the request is
  * removed. A request for a job still waiting in the inbox is kept until registration; one for an ended job, or for
  * no job, is removed. A crash between the write and the removal leaves the request, which then finds the job ended.
- * Returns how many jobs were cancelled.
+ *
+ * One request that cannot be applied — its job's state unreadable (a newer version's, or damaged), storage refusing
+ * the write — does not hold up the others or the step: it is logged, emitted as `job-pass-failed`, kept for a later
+ * pass, and the next request is applied. Losing leadership, a newer leader's write or an abort still ends the pass.
  */
-export async function applyCancelRequests(deps: CoordinationDeps, jobs: JobStore, options: Abortable): Promise<number> {
+export async function applyCancelRequests(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  options: Abortable,
+): Promise<CancelPassReport> {
   const markers = await deps.system.list(keys.cancelPrefix, CANCEL_BATCH, options);
-  let cancelled = 0;
+  const report: CancelPassReport = { cancelled: 0, failed: [] };
   for (const marker of markers) {
     const id = marker.slice(keys.cancelPrefix.length);
-    const job = isJobId(id) ? await jobs.readJob(id, options) : undefined;
-    if (job === undefined && isJobId(id) && (await deps.system.readText(keys.inbox(id), options)) !== undefined)
-      continue; // not registered yet
-    if (job?.value.status === "running") {
-      const now = deps.now();
-      // A write that loses a race (a stale leader's) is retried on a fresh read; a job that ended meanwhile stays so.
-      const updated = await jobs.updateJob(
-        id,
-        (state) => (state.status === "running" ? stopJob(state, "cancelled", now) : undefined),
-        options,
-        job,
-      );
-      if (updated?.value.status === "cancelled") cancelled++;
-    } else if (job === undefined) {
-      deps.logger.warn(`Cancellation request ${marker} names no job; dropping it.`, { instanceId: deps.instanceId });
+    try {
+      if (await applyCancelRequest(deps, jobs, marker, id, options)) report.cancelled++;
+    } catch (error) {
+      if (
+        options.abortSignal?.aborted === true ||
+        error instanceof StaleEpochError ||
+        error instanceof LeadershipLostError ||
+        error instanceof AbortError
+      )
+        throw error;
+      const message = `cancellation request ${marker} kept for later: ${error instanceof Error ? error.message : String(error)}`;
+      report.failed.push({ jobId: id, error: message });
+      deps.logger.warn(`Job ${id}: ${message}; the other requests and jobs go on.`, {
+        instanceId: deps.instanceId,
+        epoch: jobs.epoch,
+      });
+      deps.emit({
+        type: "job-pass-failed",
+        instanceId: deps.instanceId,
+        atMs: deps.now(),
+        epoch: jobs.epoch,
+        jobId: id,
+        error: message,
+      });
     }
-    await deps.system.delete(marker, options);
   }
+  return report;
+}
+
+/** Applies one cancellation request (see {@link applyCancelRequests}); true when it cancelled the job. */
+async function applyCancelRequest(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  marker: string,
+  id: string,
+  options: Abortable,
+): Promise<boolean> {
+  const job = isJobId(id) ? await jobs.readJob(id, options) : undefined;
+  if (job === undefined && isJobId(id) && (await deps.system.readText(keys.inbox(id), options)) !== undefined)
+    return false; // not registered yet
+  let cancelled = false;
+  if (job?.value.status === "running") {
+    const now = deps.now();
+    // A write that loses a race (a stale leader's) is retried on a fresh read; a job that ended meanwhile stays so.
+    const updated = await jobs.updateJob(
+      id,
+      (state) => (state.status === "running" ? stopJob(state, "cancelled", now) : undefined),
+      options,
+      job,
+    );
+    cancelled = updated?.value.status === "cancelled";
+  } else if (job === undefined) {
+    deps.logger.warn(`Cancellation request ${marker} names no job; dropping it.`, { instanceId: deps.instanceId });
+  }
+  await deps.system.delete(marker, options);
   return cancelled;
 }
 

@@ -35,6 +35,11 @@ export interface CoordinationDeps extends CoordinationPorts {
    * Most groups a job's aggregate may hold (`MAX_AGGREGATE_GROUPS`); a job that would exceed it fails with the reason.
    */
   maxAggregateGroups: number;
+  /**
+   * Most bytes of an input blob a worker reads (`MAX_INPUT_BLOB_BYTES`); an item naming a larger one fails alone, with
+   * its size and the limit, before any of it is downloaded.
+   */
+  maxInputBlobBytes: number;
   logger: Logger;
   /** Structured events (job registered, completed, failed, message rejected). */
   emit: (event: CoordinationEvent) => void;

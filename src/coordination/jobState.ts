@@ -1,5 +1,8 @@
 import { z } from "zod";
-import type { ItemInput } from "./messages";
+import { StorageError } from "../library/errors";
+import type { StateStore } from "../library/fencing/StateStore";
+import type { Abortable } from "../library/util/delay";
+import { describeIssues, type ItemInput } from "./messages";
 
 /**
  * Stored documents (specs, job states, the index, the term history) are read with `looseObject`: fields this version
@@ -118,6 +121,72 @@ export const keys = {
    */
   outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
 } as const;
+
+/** The format version (`v`) of the job specs and job states this version reads. */
+export const JOB_FORMAT_VERSION = jobSpecSchema.shape.v.value;
+
+/** The `v` of a stored document, when it has a numeric one. */
+export function formatVersion(json: unknown): number | undefined {
+  return typeof json === "object" && json !== null && "v" in json && typeof json.v === "number" ? json.v : undefined;
+}
+
+/**
+ * A job's stored state or spec is not one this version reads: a newer version wrote it during a rolling deploy, or it
+ * is damaged. `message` names the document and why (each field that is wrong); the HTTP API answers 503 with it.
+ */
+export class UnreadableJobError extends Error {
+  readonly code = "UnreadableJob";
+  constructor(
+    readonly jobId: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "UnreadableJobError";
+  }
+}
+
+/** A stored job document as this version reads it: its value, or why this version cannot read it. */
+export type ReadDocument<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/**
+ * Reads a stored job document (`what`: "its state", "its spec") with `schema`. One of a newer format version, or of
+ * a shape this version does not read — a newer version wrote it during a rolling deploy, or it is damaged — is not
+ * an error but a reason, in one line, naming the document and each field that is wrong.
+ */
+export function readJobDocument<T>(schema: z.ZodType<T>, what: string, json: unknown): ReadDocument<T> {
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const version = formatVersion(json);
+  return {
+    ok: false,
+    reason:
+      version !== undefined && version > JOB_FORMAT_VERSION
+        ? `${what} is of format version ${version}; this version reads ${JOB_FORMAT_VERSION}: a newer version wrote it (a rolling deploy)`
+        : `${what} is not in a shape this version reads (${describeIssues(parsed.error)}): a newer version wrote it (a rolling deploy), or it is damaged`,
+  };
+}
+
+/**
+ * A job's stored state as this version reads it, or why it cannot (a document of a newer version or another shape,
+ * or a blob that is not JSON); undefined when there is none.
+ */
+export async function readJobState(
+  state: StateStore,
+  id: string,
+  options: Abortable = {},
+): Promise<ReadDocument<JobState> | undefined> {
+  let stored;
+  try {
+    stored = await state.read(keys.jobState(id), options);
+  } catch (error) {
+    // The state store's word for a blob that is not JSON: damaged, not a storage failure.
+    if (error instanceof StorageError && error.code === "CorruptState")
+      return { ok: false, reason: `its state is damaged: ${error.message}` };
+    throw error;
+  }
+  return stored === undefined ? undefined : readJobDocument(jobStateSchema, "its state", stored.value);
+}
 
 /** Item inputs of one chunk. */
 export const chunkSchema = z.array(z.unknown());

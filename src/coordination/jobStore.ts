@@ -1,6 +1,15 @@
 import { ConcurrentUpdateError } from "../library/errors";
 import type { FencedStateStore, Versioned } from "../library/fencing/FencedStateStore";
-import { RECENT_JOBS_LIMIT, jobIndexSchema, jobStateSchema, keys, type JobIndex, type JobState } from "./jobState";
+import {
+  RECENT_JOBS_LIMIT,
+  UnreadableJobError,
+  jobIndexSchema,
+  jobStateSchema,
+  keys,
+  readJobDocument,
+  type JobIndex,
+  type JobState,
+} from "./jobState";
 import type { Abortable } from "../library/util/delay";
 
 /**
@@ -13,13 +22,18 @@ export const JOB_WRITE_RETRIES = 3;
 export class JobStore {
   constructor(private readonly fenced: FencedStateStore) {}
 
+  /** The epoch of the term that writes through this store. */
+  get epoch(): number {
+    return this.fenced.epoch;
+  }
+
   readIndex(options: Abortable = {}): Promise<Versioned<JobIndex> | undefined> {
     return this.fenced.read(keys.index, (value) => jobIndexSchema.parse(value), options);
   }
 
   /**
    * Adds job ids to the active list, or moves ended ones from it to the bounded recent list (read-modify-write with
-   * retry, fenced like every write).
+   * retry, fenced like every write). Fields of the index this version does not know are written back unchanged.
    */
   async updateIndex(change: { add?: string[]; remove?: string[] }, options: Abortable = {}): Promise<void> {
     await this.fenced.update(
@@ -33,14 +47,27 @@ export class JobStore {
         const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(
           -RECENT_JOBS_LIMIT,
         );
-        return { v: 1 as const, active: [...active], recent };
+        // Fields this version does not know (a newer version's) are kept, as every stored document's are.
+        return { ...current, v: 1 as const, active: [...active], recent };
       },
       options,
     );
   }
 
+  /**
+   * Reads a job's state. @throws UnreadableJobError naming why when it is not one this version reads (a newer
+   *   version's, or damaged).
+   */
   readJob(id: string, options: Abortable = {}): Promise<Versioned<JobState> | undefined> {
-    return this.fenced.read(keys.jobState(id), (value) => jobStateSchema.parse(value), options);
+    return this.fenced.read(
+      keys.jobState(id),
+      (value) => {
+        const job = readJobDocument(jobStateSchema, "its state", value);
+        if (!job.ok) throw new UnreadableJobError(id, job.reason);
+        return job.value;
+      },
+      options,
+    );
   }
 
   /**

@@ -1,7 +1,7 @@
 import { ConcurrentUpdateError } from "../library/errors";
 import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
-import { jobSpecSchema, keys, type JobState } from "./jobState";
+import { JOB_FORMAT_VERSION, formatVersion, jobSpecSchema, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
 import type { Abortable } from "../library/util/delay";
 
@@ -25,7 +25,7 @@ export async function registerJobs(
     const specText = await deps.system.readText(keys.spec(id), options);
     const json = specText === undefined ? undefined : safeJson(specText);
     const version = formatVersion(json);
-    if (version !== undefined && version > SPEC_VERSION) {
+    if (version !== undefined && version > JOB_FORMAT_VERSION) {
       // Written by a newer version during a rolling deploy: left in the inbox for a leader that can read it.
       deps.logger.verbose(`Job ${id} has a spec of format version ${version}; leaving it for a newer leader.`, {
         instanceId: deps.instanceId,
@@ -81,14 +81,6 @@ export async function registerJobs(
     deps.emit({ type: "job-registered", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id });
   }
   return registered.length;
-}
-
-/** The spec format version this version reads. */
-const SPEC_VERSION = jobSpecSchema.shape.v.value;
-
-/** The `v` of a stored document, when it has a numeric one. */
-function formatVersion(json: unknown): number | undefined {
-  return typeof json === "object" && json !== null && "v" in json && typeof json.v === "number" ? json.v : undefined;
 }
 
 function safeJson(text: string): unknown {

@@ -1,6 +1,18 @@
+import { z } from "zod";
 import type { StateStore } from "../library/fencing/StateStore";
 import { isCancelRequested } from "./cancel";
-import { isJobId, jobSpecSchema, jobStateSchema, keys, type ItemFailure, type JobState } from "./jobState";
+import {
+  JOB_FORMAT_VERSION,
+  formatVersion,
+  isJobId,
+  jobSpecSchema,
+  keys,
+  readJobDocument,
+  readJobState,
+  UnreadableJobError,
+  type ItemFailure,
+  type JobState,
+} from "./jobState";
 import type { BlobFiles } from "./ports";
 import type { TaskRegistry } from "./taskKinds";
 import type { Abortable } from "../library/util/delay";
@@ -32,9 +44,32 @@ export interface JobStatus {
   cancelRequested?: true;
   /** Epoch of the leader that last changed the job. */
   lastEpoch: number | undefined;
+  /**
+   * Present when this version could read only part of the job, and says why: a pending job whose spec is of a newer
+   * format version (a leader of that version registers it) shows only its kind, item count, creation and deadline.
+   */
+  notice?: string;
 }
 
-/** Reads a job's status without the lease (any instance may). Undefined when no such job exists. */
+/**
+ * What a spec of a newer format version must still hold for its job to be shown as pending: the fields this version
+ * shows, in the types it knows.
+ */
+const newerSpecSchema = z.looseObject({
+  kind: z.string(),
+  itemCount: z.number().int().min(1),
+  createdAtMs: z.number(),
+  deadlineAtMs: z.number().optional(),
+});
+
+/**
+ * Reads a job's status without the lease (any instance may). Undefined when no such job exists. A pending job whose
+ * spec is of a newer format version (left in the inbox for a leader that reads it) is shown with what this version can
+ * read of it, and a `notice` saying why.
+ *
+ * @throws UnreadableJobError when the job's state or spec is not one this version reads (a newer version wrote it,
+ *   or it is damaged), naming the document and why.
+ */
 export async function readJobStatus(
   state: StateStore,
   system: BlobFiles,
@@ -43,9 +78,10 @@ export async function readJobStatus(
   options: Abortable = {},
 ): Promise<JobStatus | undefined> {
   if (!isJobId(id)) return undefined;
-  const stored = await state.read(keys.jobState(id), options);
+  const stored = await readJobState(state, id, options);
   if (stored !== undefined) {
-    const job = jobStateSchema.parse(stored.value);
+    if (!stored.ok) throw new UnreadableJobError(id, stored.reason);
+    const job = stored.value;
     const kind = registry.get(job.kind);
     const partial = kind?.partialSchema.safeParse(job.aggregate);
     const aggregate =
@@ -76,19 +112,35 @@ export async function readJobStatus(
   }
   const specText = await system.readText(keys.spec(id), options);
   if (specText === undefined) return undefined;
-  const spec = jobSpecSchema.parse(JSON.parse(specText));
+  let json: unknown;
+  try {
+    json = JSON.parse(specText);
+  } catch (error) {
+    throw new UnreadableJobError(id, `its spec is not valid JSON (${String(error)}): it is damaged`, { cause: error });
+  }
+  const spec = readJobDocument(jobSpecSchema, "its spec", json);
+  let shown: z.infer<typeof newerSpecSchema>;
+  if (spec.ok) shown = spec.value;
+  else {
+    // A newer version's spec, waiting in the inbox for a leader of that version: shown with what this version knows.
+    const version = formatVersion(json);
+    const newer = version !== undefined && version > JOB_FORMAT_VERSION ? newerSpecSchema.safeParse(json) : undefined;
+    if (newer?.success !== true) throw new UnreadableJobError(id, spec.reason);
+    shown = newer.data;
+  }
   return {
     id,
-    kind: spec.kind,
+    kind: shown.kind,
     status: "pending",
-    progress: { total: spec.itemCount, dispatched: 0, done: 0, failed: 0, skipped: 0 },
+    progress: { total: shown.itemCount, dispatched: 0, done: 0, failed: 0, skipped: 0 },
     aggregate: undefined,
     failures: [],
-    createdAt: new Date(spec.createdAtMs).toISOString(),
+    createdAt: new Date(shown.createdAtMs).toISOString(),
     completedAt: undefined,
-    deadline: isoTime(spec.deadlineAtMs),
+    deadline: isoTime(shown.deadlineAtMs),
     ...((await isCancelRequested(system, id, options)) ? { cancelRequested: true as const } : {}),
     lastEpoch: undefined,
+    ...(spec.ok ? {} : { notice: `${spec.reason}; a leader of that version registers the job` }),
   };
 }
 

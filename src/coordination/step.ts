@@ -164,7 +164,9 @@ export async function runCoordinationStep(
     const finished: string[] = [];
     let budget = deps.dispatchBatchSize;
     // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
-    if ((index?.value.active.length ?? 0) > 0) await applyCancelRequests(deps, jobs, io);
+    // A request it cannot apply is logged and emitted there (job-pass-failed), kept for later, and counted here.
+    if ((index?.value.active.length ?? 0) > 0)
+      report.jobErrors += (await applyCancelRequests(deps, jobs, io)).failed.length;
     for (const id of index?.value.active ?? []) {
       try {
         const read = await jobs.readJob(id, io);

@@ -14,12 +14,22 @@ import {
 import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { ItemError, mergeAll } from "./taskKinds";
 import { ConfigurationError } from "../library/errors";
+import type { OpenedBlob } from "./ports";
 import type { Abortable } from "../library/util/delay";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
   CoordinationDeps,
-  "system" | "inputs" | "resultsQueue" | "workPoisonQueue" | "registry" | "logger" | "emit" | "instanceId" | "now"
+  | "system"
+  | "inputs"
+  | "resultsQueue"
+  | "workPoisonQueue"
+  | "registry"
+  | "maxInputBlobBytes"
+  | "logger"
+  | "emit"
+  | "instanceId"
+  | "now"
 >;
 
 /** Delivery facts the host gives the trigger. */
@@ -46,11 +56,12 @@ const NEWEST_WORK_MESSAGE_VERSION = 2;
 
 /**
  * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
- * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it); an
- * item whose input is unusable fails alone, with its reason; the partials of the others are merged with the kind's
- * `merge`, and ONE result names the items done and failed. A transient failure of any item is thrown so the host
- * retries the whole unit; on the last delivery the items it hit are reported as failed instead, with the others'
- * results, so the job can finish.
+ * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it) —
+ * but one of a task kind this worker lacks only on its last delivery, thrown back before
+ * ({@link throwUnlessLastDelivery}); an item whose input is unusable fails alone, with its reason; the partials of the
+ * others are merged with the kind's `merge`, and ONE result names the items done and failed. A transient failure of
+ * any item is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed
+ * instead, with the others' results, so the job can finish.
  */
 export async function processWorkMessage(
   deps: WorkerDeps,
@@ -63,14 +74,11 @@ export async function processWorkMessage(
   if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
   const message = parsed.value;
   const kind = deps.registry.get(message.kind);
-  if (kind === undefined)
-    return reject(
-      deps,
-      payload,
-      delivery,
-      `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`,
-      options,
-    );
+  if (kind === undefined) {
+    const why = `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`;
+    throwUnlessLastDelivery(deps, delivery, why);
+    return reject(deps, payload, delivery, why, options);
+  }
   const params = kind.paramsSchema.safeParse(message.params);
   if (!params.success)
     return reject(
@@ -97,7 +105,6 @@ export async function processWorkMessage(
     const item = first + offset;
     try {
       const text = "inline" in input ? input.inline : await readInputBlob(deps, input.blob, options);
-      if (text === undefined) throw new ItemError(`input blob "${"blob" in input ? input.blob : ""}" does not exist`);
       partials.push(kind.process(text, params.data));
       done.push(item);
     } catch (error) {
@@ -159,6 +166,20 @@ function throwIfNewer(deps: WorkerDeps, payload: unknown, delivery: Delivery): v
   const why = `work message ${delivery.id} is of version ${newer.value.v}; this worker knows versions 1–${NEWEST_WORK_MESSAGE_VERSION}: left for a newer worker (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; then the host moves it to ${deps.workPoisonQueue.name} and the leader that sent it fails its items)`;
   deps.logger.warn(why, { instanceId: deps.instanceId });
   throw new Error(why);
+}
+
+/**
+ * Throws for a work message of a task kind this worker lacks, except on its last delivery: in a rolling deploy that
+ * adds the kind, an instance still on the old version takes units an upgraded one would do, and a rejection would fail
+ * all their items at once. The host retries it (another instance, upgraded, may take it); on the last delivery the
+ * caller rejects it with the reason, so a kind no instance has (removed by a deploy) still fails its items and the job
+ * ends. Each delivery logs why, since the host's retries carry no reason.
+ */
+function throwUnlessLastDelivery(deps: WorkerDeps, delivery: Delivery, why: string): void {
+  if (delivery.dequeueCount >= delivery.maxDequeueCount) return;
+  const text = `work message ${delivery.id}: ${why}: left for an instance that has the kind (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; on the last it is rejected to ${deps.workPoisonQueue.name} with this reason)`;
+  deps.logger.warn(text, { instanceId: deps.instanceId });
+  throw new Error(text);
 }
 
 /** Any message whose `v` is a version newer than {@link NEWEST_WORK_MESSAGE_VERSION}, whatever else it holds. */
@@ -258,18 +279,46 @@ async function reject(
 }
 
 /**
- * An input blob's text (undefined when it does not exist). A name the storage adapter refuses (a ConfigurationError:
- * it would address a blob outside the input container) is the item's fault, not a transient one: it fails alone.
+ * An input blob's text. The item's fault, not a transient one — it fails alone ({@link ItemError}) — when the blob does
+ * not exist, when the storage adapter refuses its name (a ConfigurationError: it would address a blob outside the
+ * input container), or when it is larger than `maxInputBlobBytes`: its size is known when the blob is opened, before
+ * any of its content is downloaded, and the content is counted as it arrives too.
  */
 async function readInputBlob(
-  deps: Pick<CoordinationDeps, "inputs">,
+  deps: Pick<CoordinationDeps, "inputs" | "maxInputBlobBytes">,
   name: string,
   options: Abortable,
-): Promise<string | undefined> {
+): Promise<string> {
+  let opened: OpenedBlob | undefined;
   try {
-    return await deps.inputs.readText(name, options);
+    opened = await deps.inputs.open(name, options);
   } catch (error) {
     if (error instanceof ConfigurationError) throw new ItemError(error.message);
     throw error;
   }
+  if (opened === undefined) throw new ItemError(`input blob "${name}" does not exist`);
+  const max = deps.maxInputBlobBytes;
+  const tooLarge = (size: string): ItemError =>
+    new ItemError(
+      `input blob "${name}" is ${size}; MAX_INPUT_BLOB_BYTES allows at most ${bytesText(max)} per input blob: split it into several items`,
+    );
+  const pieces: Uint8Array[] = [];
+  let length = 0;
+  try {
+    if (opened.sizeBytes > max) throw tooLarge(bytesText(opened.sizeBytes));
+    for await (const piece of opened.content) {
+      length += piece.byteLength;
+      if (length > max) throw tooLarge(`more than ${max} bytes`); // storage did not tell its size
+      pieces.push(piece);
+    }
+  } finally {
+    opened.close();
+  }
+  return Buffer.concat(pieces, length).toString("utf8");
+}
+
+/** A size in bytes, for people: `25165824 bytes (24 MiB)`, `1536 bytes (1.5 KiB)`, `100 bytes`. */
+function bytesText(bytes: number): string {
+  const [unit, size] = bytes >= 1024 * 1024 ? ["MiB", 1024 * 1024] : bytes >= 1024 ? ["KiB", 1024] : [undefined, 1];
+  return unit === undefined ? `${bytes} bytes` : `${bytes} bytes (${Number((bytes / size).toFixed(2))} ${unit})`;
 }

@@ -96,7 +96,10 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect(submitted.status).toBe(202);
     const { id } = submitted.jsonBody as { id: string };
     const get = (): Promise<{ status?: number; jsonBody?: unknown }> =>
-      getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }));
+      getJobHandler(
+        new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }),
+        context(),
+      );
     expect((await get()).jsonBody).toMatchObject({ status: "pending", progress: { total: 2 } });
     const app = getCoordinatorApp();
     for (let round = 0; round < 5; round++) {
@@ -120,6 +123,7 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
       (
         await getJobHandler(
           new HttpRequest({ method: "GET", url: "http://localhost/api/jobs/none", params: { id: "none" } }),
+          context(),
         )
       ).status,
     ).toBe(404);
@@ -132,8 +136,12 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
         context(),
       );
     const get = async (id: string): Promise<unknown> =>
-      (await getJobHandler(new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } })))
-        .jsonBody;
+      (
+        await getJobHandler(
+          new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }),
+          context(),
+        )
+      ).jsonBody;
     expect(await del("no-such-job")).toMatchObject({ status: 404, jsonBody: { error: 'No job "no-such-job".' } });
     const submitted = await submitJobHandler(post(JSON.stringify({ ...good, timeoutS: 3600 })), context());
     const { id } = submitted.jsonBody as { id: string };
@@ -185,5 +193,30 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     // A second response gets a fresh nonce.
     const again = (await getStatusHandler()).headers as Record<string, string>;
     expect(again["content-security-policy"]).not.toContain(nonce);
+  });
+
+  it("a job whose state this instance cannot read (a newer version's, during a rolling deploy): GET and DELETE answer 503 naming why, and DELETE stores nothing", async () => {
+    const submitted = await submitJobHandler(post(JSON.stringify(good)), context());
+    const { id } = submitted.jsonBody as { id: string };
+    await coordinatorHandler(
+      { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } },
+      context(),
+    );
+    const app = getCoordinatorApp();
+    const stored = await app.state.read(`jobs/${id}.json`);
+    if (stored === undefined) throw new Error("not registered");
+    await app.state.write(`jobs/${id}.json`, { ...(stored.value as object), status: "paused" }, stored.epoch + 1, {
+      ifMatch: stored.etag,
+    });
+    const request = (method: string): HttpRequest =>
+      new HttpRequest({ method, url: `http://localhost/api/jobs/${id}`, params: { id } });
+    const why = /its state is not in a shape this version reads \(status: .*\): a newer version wrote it/;
+    const got = await getJobHandler(request("GET"), context());
+    expect(got).toMatchObject({ status: 503, headers: { "retry-after": "60" } });
+    expect((got.jsonBody as { error: string }).error).toMatch(why);
+    const deleted = await cancelJobHandler(request("DELETE"), context());
+    expect(deleted).toMatchObject({ status: 503, headers: { "retry-after": "60" } });
+    expect((deleted.jsonBody as { error: string }).error).toMatch(/cannot be cancelled by this instance: its state/);
+    expect(await app.system.readText(`cancel/${id}`)).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { QueueClient } from "@azure/storage-queue";
 import { describe, expect, it } from "vitest";
-import type { CoordinatorApp } from "../../src/app/context";
-import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
+import { MAX_DEQUEUE_COUNT, type CoordinatorApp } from "../../src/app/context";
+import { getJobStatus, handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { TaskRegistry } from "../../src/coordination/taskKinds";
 import { useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";
@@ -15,13 +15,22 @@ describe("poison on Azurite (issue 14, items 8 and 9)", () => {
   it("a worker rejection of real items (their task kind removed by a deploy) ends the job with those items failed and the reason", async () => {
     // Units of two items: the rejected unit's items all fail, the other unit's are done.
     const { app, sink } = newTestApp(env.azurite.connectionString, { WORK_UNIT_MAX_ITEMS: "2" });
-    // The same app deployed without the group-by kind: its worker rejects the items to the work poison queue.
+    // The same app deployed without the group-by kind (a kind removed by a deploy): no instance has it.
     const withoutKind: CoordinatorApp = { ...app, registry: new TaskRegistry() };
     const submitted = await submitJob(app, { kind: "group-by", params, items: [csv(1), csv(2), csv(3), csv(4)] });
     if (!submitted.ok) throw new Error(JSON.stringify(submitted.errors));
     await runCoordinatorTick(app, sink); // registers and dispatches all four, in two units
     expect(await drainWorkQueue(app, sink, 1)).toBe(1);
-    expect(await drainWorkQueue(withoutKind, sink)).toBe(1);
+    const [unit] = await app.workQueue.receive(1, 30);
+    if (unit === undefined) throw new Error("no work message");
+    const payload = JSON.parse(unit.text ?? "null") as unknown;
+    // The worker without the kind throws the unit back for the host to retry (an upgraded instance may take it)…
+    await expect(handleWorkMessage(withoutKind, sink, payload, { id: unit.id, dequeueCount: 1 })).rejects.toThrow(
+      /unknown task kind "group-by"/,
+    );
+    // …and on its last delivery rejects it to the work poison queue with the reason.
+    await handleWorkMessage(withoutKind, sink, payload, { id: unit.id, dequeueCount: MAX_DEQUEUE_COUNT });
+    await app.workQueue.delete(unit);
     await runUntilComplete(app, sink, async () => (await getJobStatus(app, submitted.id))?.status === "completed", 5);
     const status = await getJobStatus(app, submitted.id);
     expect(status).toMatchObject({

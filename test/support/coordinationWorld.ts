@@ -1,5 +1,6 @@
 import type { AppEvent } from "../../src/app/events";
 import { createRegistry } from "../../src/app/context";
+import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/jobState";
 import { processWorkMessage } from "../../src/coordination/worker";
@@ -29,6 +30,7 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     dispatchBatchSize: 10,
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
+    maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
     // One item per work message unless a test asks for units (the per-item behaviour most tests check).
     workUnitMaxItems: 1,
     workUnitMaxBytes: 45 * 1024,

@@ -5,6 +5,7 @@ import { keys } from "../../src/coordination/jobState";
 import { readJobStatus } from "../../src/coordination/status";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { MAX_DEADLINE_S, storeSubmission, validateSubmission } from "../../src/coordination/submit";
+import { StorageError } from "../../src/library/errors";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
@@ -109,6 +110,79 @@ describe("cancelling a job (unit, in-memory ports)", () => {
     expect(await requestCancel(deps, id)).toEqual({ outcome: "ended", status: "completed" });
     expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2 });
     expect(await deps.system.list("cancel/", 10)).toEqual([]);
+  });
+});
+
+describe("cancelling a job this version cannot read (unit, in-memory ports)", () => {
+  it("a job whose state blob is damaged (not JSON) is unreadable, with the state store's reason, and nothing is stored", async () => {
+    const { deps, state } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(1) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const damaged = {
+      read: (key: string) =>
+        key === keys.jobState(id)
+          ? Promise.reject(new StorageError("CorruptState", undefined, `State ${key} is not valid JSON (simulated)`))
+          : state.read(key),
+      write: state.write.bind(state),
+    };
+    expect(await requestCancel({ ...deps, state: damaged }, id)).toEqual({
+      outcome: "unreadable",
+      reason: `its state is damaged: State ${keys.jobState(id)} is not valid JSON (simulated)`,
+    });
+    expect(await deps.system.list("cancel/", 10)).toEqual([]);
+  });
+});
+
+describe("a cancellation request for a job whose state cannot be read", () => {
+  it("is kept for later and reported (job-pass-failed); the other requests are applied and the step goes on with the other jobs", async () => {
+    const { deps, events, state } = world({ dispatchBatchSize: 10, maxInFlight: 1000 });
+    const good = await storeSubmission(deps.system, { kind: "group-by", params, items: items(40) });
+    const bad = await storeSubmission(deps.system, { kind: "group-by", params, items: items(2) });
+    const other = await storeSubmission(deps.system, { kind: "group-by", params, items: items(2) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // Both requests were accepted while the jobs could be read; the leader has not applied them yet.
+    expect(await requestCancel(deps, bad.id)).toMatchObject({ outcome: "requested" });
+    expect(await requestCancel(deps, other.id)).toMatchObject({ outcome: "requested" });
+    // Then a newer leader wrote the bad job's state with a status this version does not know.
+    const stored = await state.read(keys.jobState(bad.id));
+    if (stored === undefined) throw new Error("not registered");
+    await state.write(keys.jobState(bad.id), { ...(stored.value as object), status: "paused" }, 1, {
+      ifMatch: stored.etag,
+    });
+    const before = (await readJob(state, good.id))?.dispatched ?? 0;
+    for (let step = 0; step < 3; step++) {
+      const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+      // Each pass, two job errors for the bad job: its dispatch could not read it, and its request was kept.
+      expect(report.jobErrors).toBe(2 * report.passes);
+    }
+    expect((await readJob(state, good.id))?.dispatched).toBeGreaterThan(before);
+    expect(await readJob(state, other.id)).toMatchObject({ status: "cancelled" });
+    expect(await deps.system.list("cancel/", 10)).toEqual([keys.cancel(bad.id)]);
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: "job-pass-failed",
+        jobId: bad.id,
+        error: expect.stringMatching(/cancellation request .* kept for later: .*status/) as unknown,
+      }),
+    );
+  });
+
+  it("losing leadership while applying requests still ends the step", async () => {
+    const { deps } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(2) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await requestCancel(deps, id);
+    const term = fakeTerm(1);
+    const read = deps.state.read.bind(deps.state);
+    const state = {
+      read: (key: string) => {
+        if (key === keys.jobState(id)) term.end(); // the term ends while the request is applied
+        return read(key);
+      },
+      write: deps.state.write.bind(deps.state),
+    };
+    await expect(runCoordinationStep({ ...deps, state }, term, ONE_PASS)).rejects.toThrow(/term \(epoch 1\) is over/);
+    expect(await deps.system.list("cancel/", 10)).toEqual([keys.cancel(id)]);
   });
 });
 

@@ -245,11 +245,6 @@ describe("worker (unit)", () => {
     ["not JSON", "{oops", /not valid JSON/],
     ["the wrong shape", { hello: "world" }, /v: /],
     [
-      "an unknown task kind",
-      { v: 1, jobId: "j1", item: 0, kind: "mystery", params: {}, input: { inline: "" } },
-      /unknown task kind "mystery"/,
-    ],
-    [
       "an out-of-range item",
       { v: 1, jobId: "j1", item: -4, kind: "group-by", params, input: { inline: "" } },
       /item: /,
@@ -284,7 +279,7 @@ describe("worker (unit)", () => {
 
   it("rethrows a transient failure for the host to retry, and on the last delivery reports the item as failed instead", async () => {
     const { deps, results } = world();
-    deps.inputs.readText = () => Promise.reject(new Error("storage is down"));
+    deps.inputs.open = () => Promise.reject(new Error("storage is down"));
     const message = { v: 1, jobId: "j1", item: 3, kind: "group-by", params, input: { blob: "inputs/x.ndjson" } };
     await expect(processWorkMessage(deps, message, { id: "m1", dequeueCount: 2, maxDequeueCount: 5 })).rejects.toThrow(
       "storage is down",

@@ -45,10 +45,11 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
       dequeueCount: 1,
       maxDequeueCount: 5,
     });
+    // The worker without the kind throws a unit back on earlier deliveries and rejects it on its last.
     for (const message of rest)
       await processWorkMessage({ ...deps, registry: withoutKinds }, JSON.parse(message.rawText) as unknown, {
         id: message.id,
-        dequeueCount: 1,
+        dequeueCount: 5,
         maxDequeueCount: 5,
       });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
@@ -65,7 +66,7 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
     const { deps, poison } = world({ registry: withoutKinds });
     await processWorkMessage(deps, JSON.parse(workMessage("job-1", 4)) as unknown, {
       id: "m1",
-      dequeueCount: 1,
+      dequeueCount: 5, // its last delivery: before it, a unit of a kind the worker lacks is thrown back
       maxDequeueCount: 5,
     });
     await processWorkMessage(deps, "{not json", { id: "m2", dequeueCount: 1, maxDequeueCount: 5 });

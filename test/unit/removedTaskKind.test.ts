@@ -10,7 +10,8 @@ import { fakeTerm } from "../support/memoryPorts";
  * Results of a task kind that a deploy removed: the workers reported before the deploy, and now no leader has the
  * kind. A leader without a job's kind leaves its valid results for one that has it (a deploy in progress, a kind on
  * some instances only), but not for ever: a result no leader could fold for an hour after it was sent fails its items
- * with the reason, and the job ends. (The README handles the same case for work messages: the worker rejects them.)
+ * with the reason, and the job ends. (The README handles the same case for work messages: the worker rejects them on
+ * their last delivery.)
  */
 describe("results of a task kind no process has any more", () => {
   /** A job of three items in units of 2, dispatched and worked by the version with group-by, then that kind removed. */

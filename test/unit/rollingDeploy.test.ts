@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
+import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { readJobStatus } from "../../src/coordination/status";
 import { runCoordinationStep } from "../../src/coordination/step";
@@ -87,5 +88,41 @@ describe("documents written by a newer version (rolling deploy)", () => {
     expect(job?.failures[0]?.reason).toMatch(
       /format version 3, newer than this leader reads \(2\).*hour since it was sent/,
     );
+  });
+
+  it("the job index keeps a field this version does not know when it adds a job", async () => {
+    const { deps, state } = world();
+    // A newer leader's index, with one more field.
+    await state.write(keys.index, { v: 1, active: [], recent: [], paused: ["some-job"] }, 1, { ifNoneMatch: "*" });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS); // registers the job: updateIndex({ add })
+    expect((await state.read(keys.index))?.value).toMatchObject({ active: [id], paused: ["some-job"] });
+  });
+
+  it("the status of a job whose spec is of a newer format version (left in the inbox on purpose) is pending, with what can be read", async () => {
+    const { deps, system } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    const spec = JSON.parse((await system.readText(keys.spec(id))) ?? "{}") as Record<string, unknown>;
+    await system.writeText(keys.spec(id), JSON.stringify({ ...spec, v: 2 }));
+    const status = await readJobStatus(deps.state, deps.system, createRegistry(), id);
+    expect(status).toMatchObject({ id, kind: "group-by", status: "pending", progress: { total: 1 } });
+    expect(status?.notice).toMatch(/format version 2.*this version reads 1/);
+  });
+
+  it("cancelling a job whose state this version cannot read is a clear answer naming why, and stores no request", async () => {
+    const { deps, state } = world();
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const stored = await state.read(keys.jobState(id));
+    if (stored === undefined) throw new Error("not registered");
+    // A newer leader's state, with a status this version does not know.
+    await state.write(keys.jobState(id), { ...(stored.value as object), status: "paused" }, 2, {
+      ifMatch: stored.etag,
+    });
+    await expect(requestCancel(deps, id)).resolves.toEqual({
+      outcome: "unreadable",
+      reason: expect.stringMatching(/status.*newer version/) as unknown,
+    });
+    expect(await deps.system.list("cancel/", 10)).toEqual([]);
   });
 });

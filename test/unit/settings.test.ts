@@ -15,7 +15,16 @@ describe("settings", () => {
       LEASE_RENEW_INTERVAL_MS: 3000,
       LEASE_RENEW_DEADLINE_MS: 10_000,
       WAKE_QUEUE: "coordinator-wake",
+      MAX_INPUT_BLOB_BYTES: 4 * 1024 * 1024,
     });
+  });
+
+  it("refuses a MAX_INPUT_BLOB_BYTES below 1 KiB or above 256 MiB, naming it", () => {
+    expect(readSettings({ MAX_INPUT_BLOB_BYTES: "268435456" }).MAX_INPUT_BLOB_BYTES).toBe(256 * 1024 * 1024);
+    expect(() => readSettings({ MAX_INPUT_BLOB_BYTES: "268435457" })).toThrow(
+      /MAX_INPUT_BLOB_BYTES="268435457" must be from 1024 to 268435456/,
+    );
+    expect(() => readSettings({ MAX_INPUT_BLOB_BYTES: "100" })).toThrow(/MAX_INPUT_BLOB_BYTES="100" must be from 1024/);
   });
 
   it("names every bad setting, its value and what is allowed", () => {

@@ -237,6 +237,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       dispatchBatchSize: 2,
       maxInFlight: 2,
       maxAggregateGroups: 200_000,
+      maxInputBlobBytes: 1024 * 1024,
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,
       logger: silentLogger,
@@ -364,7 +365,9 @@ describe("reading the status view from the ports (in-memory)", () => {
     expect(view.problems).toHaveLength(2);
     expect(view.problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(new RegExp(`^job ${damaged.id}: not in a shape this version reads: .*status`)),
+        expect.stringMatching(
+          new RegExp(`^job ${damaged.id}: its state is not in a shape this version reads \\(.*status`),
+        ),
         expect.stringMatching(new RegExp(`^job ${pending.id}: .*JSON`)),
       ]),
     );

@@ -75,11 +75,11 @@ describe("work units (issue 9, part 1)", () => {
 
   it("an input blob name the storage adapter refuses fails its item alone, on the first delivery (not retried)", async () => {
     const { deps, results } = world();
-    const readText = deps.inputs.readText.bind(deps.inputs);
-    deps.inputs.readText = (name, options) =>
+    const open = deps.inputs.open.bind(deps.inputs);
+    deps.inputs.open = (name, options) =>
       name === "refused.ndjson"
         ? Promise.reject(new ConfigurationError(`Blob name "${name}" is refused in container "in": test`))
-        : readText(name, options);
+        : open(name, options);
     const inputs = [item("a", 1), { blob: "refused.ndjson" }, item("a", 2)];
     await processWorkMessage(deps, { v: 2, jobId: "j1", first: 0, kind: "group-by", params, inputs }, delivery(1));
     expect(results.length).toBe(1);
@@ -88,7 +88,9 @@ describe("work units (issue 9, part 1)", () => {
       [0, 0],
       [2, 2],
     ]);
-    expect(result.failed).toEqual([{ items: [[1, 1]], reason: expect.stringMatching(/refused/) as unknown }]);
+    expect(result.failed).toEqual([
+      { items: [[1, 1]], reason: expect.stringMatching(/is refused in container/) as unknown },
+    ]);
   });
 
   it("the worker sends ONE result for a unit: done items with their merged partial, and each unusable item failed alone with its reason", async () => {
@@ -134,7 +136,7 @@ describe("work units (issue 9, part 1)", () => {
 
   it("a transient failure of one item retries the whole unit (nothing sent); on the last delivery only the items it hit fail", async () => {
     const { deps, results } = world();
-    deps.inputs.readText = () => Promise.reject(new Error("storage is down"));
+    deps.inputs.open = () => Promise.reject(new Error("storage is down"));
     const message = {
       v: 2,
       jobId: "j1",
@@ -228,7 +230,8 @@ describe("work units (issue 9, part 1)", () => {
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, second] = await queue.receive(2, 60);
     await poison.send([first?.rawText ?? ""]); // retries exhausted: the host moved the unit
-    await processWorkMessage(deps, { ...(JSON.parse(second?.rawText ?? "{}") as object), kind: "gone" }, delivery());
+    // A kind no worker has is rejected on the unit's last delivery (thrown back before it).
+    await processWorkMessage(deps, { ...(JSON.parse(second?.rawText ?? "{}") as object), kind: "gone" }, delivery(5));
     expect(JSON.parse(poison.bodies()[1] ?? "{}")).toMatchObject({
       rejected: { by: "worker", jobId: id, item: 4, count: 2 },
     });
