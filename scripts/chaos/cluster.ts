@@ -11,7 +11,7 @@ import { ensureAppStorage } from "../local/storageSetup";
 /**
  * The real system a chaos scenario injects faults into: a persistent Azurite (so stopping it is an outage, not a
  * wipe) and instance processes of the app under the local host — the same pieces `npm run local` uses, but with
- * handles a scenario needs mid-run: which instance is in a step right now, which has a work item in flight, and the
+ * handles a scenario needs mid-run: which instance is in a step right now, which has a work unit in flight, and the
  * processes themselves (SIGKILL, SIGSTOP/SIGCONT). Every app event and every injected fault goes to one event log.
  */
 

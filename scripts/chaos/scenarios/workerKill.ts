@@ -3,7 +3,7 @@ import type { ChaosInstance } from "../cluster";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 
 /**
- * Settings of the worker-only instances: slow items (so a kill lands mid-item) and a short message lease (quick
+ * Settings of the worker-only instances: slow items (so a kill lands mid-unit) and a short message lease (quick
  * redelivery).
  */
 const WORKER_ENV = {
@@ -31,7 +31,7 @@ export function workerKillScenario(options: ScenarioOptions): Promise<ScenarioRe
     for (let round = 1; round <= rounds; round++) {
       const victim = await busyWorker(workers, 40_000);
       if (victim === undefined) {
-        run.fail(`round ${round}: no worker had an item in flight to kill`);
+        run.fail(`round ${round}: no worker had a work unit in flight to kill`);
         break;
       }
       await delay(run.random.int(0, 150));
@@ -43,8 +43,8 @@ export function workerKillScenario(options: ScenarioOptions): Promise<ScenarioRe
         { kind: "SIGKILL", target: victim.id, startMs: atMs, endMs: atMs, leaderCheck: false },
         { inFlight },
       );
-      options.log(`  round ${round}/${rounds}: SIGKILL ${victim.id} with ${inFlight} work item(s) in flight`);
-      if (inFlight === 0) run.fail(`round ${round}: the kill of ${victim.id} did not land mid-item`);
+      options.log(`  round ${round}/${rounds}: SIGKILL ${victim.id} with ${inFlight} work unit(s) in flight`);
+      if (inFlight === 0) run.fail(`round ${round}: the kill of ${victim.id} did not land mid-unit`);
       workers.splice(workers.indexOf(victim), 1, cluster.startInstance(`worker-${nextName++}`, WORKER_ENV));
       await delay(2000);
     }
