@@ -9,7 +9,7 @@ import type { TaskKind, TaskRegistry } from "../../src/coordination/taskKinds";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { StaleEpochError } from "../../src/library/errors";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
-import { fakeTerm } from "../support/memoryPorts";
+import { fakeTerm, type MemoryFiles } from "../support/memoryPorts";
 
 describe("coordination step (unit, in-memory ports)", () => {
   it("dispatches at most the batch size per pass and never more than maxInFlight without results", async () => {
@@ -297,6 +297,17 @@ describe("worker (unit)", () => {
   });
 });
 
+/** Counts the reads of one blob through `files` from now on. */
+function countReads(files: MemoryFiles, name: string): { count: number } {
+  const reads = { count: 0 };
+  const readText = files.readText.bind(files);
+  files.readText = (read) => {
+    if (read === name) reads.count++;
+    return readText(read);
+  };
+  return reads;
+}
+
 describe("coordination step: dispatch and polling pace (issue 9)", () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -378,18 +389,13 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
       params,
       items: Array.from({ length: 100 }, (_, i) => item("a", i)),
     });
-    const readText = system.readText.bind(system);
-    let chunkReads = 0;
-    system.readText = (name) => {
-      if (name === keys.chunk(id, 0)) chunkReads++;
-      return readText(name);
-    };
+    const chunkReads = countReads(system, keys.chunk(id, 0));
     let clock = 0;
     const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 1000, monotonicMs: () => (clock += 90) });
     expect(report.passes).toBeGreaterThanOrEqual(3);
     expect((await readJob(state, id))?.dispatched).toBeGreaterThanOrEqual(30);
     expect(queue.length).toBe((await readJob(state, id))?.dispatched);
-    expect(chunkReads).toBe(1);
+    expect(chunkReads.count).toBe(1);
   });
 
   it("a chunk larger than the step's chunk cache holds (16 MiB) is not kept: it is read again, not held in memory", async () => {
@@ -400,16 +406,11 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
       params,
       items: Array.from({ length: 1000 }, () => ({ inline: big })),
     });
-    const readText = system.readText.bind(system);
-    let chunkReads = 0;
-    system.readText = (name) => {
-      if (name === keys.chunk(id, 0)) chunkReads++;
-      return readText(name);
-    };
+    const chunkReads = countReads(system, keys.chunk(id, 0));
     let clock = 0;
     const report = await runCoordinationStep(deps, fakeTerm(1), { budgetMs: 400, monotonicMs: () => (clock += 90) });
     expect(report.passes).toBeGreaterThanOrEqual(2);
-    expect(chunkReads).toBe(report.passes);
+    expect(chunkReads.count).toBe(report.passes);
   });
 
   it("while items are out with workers, an idle step looks again after 50 ms, backing off to every 500 ms", async () => {

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -9,6 +8,7 @@ import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
+import { runOnHeap } from "../support/heapChild";
 import { fakeTerm } from "../support/memoryPorts";
 
 /**
@@ -20,25 +20,9 @@ import { fakeTerm } from "../support/memoryPorts";
  * and an outcome larger than MAX_OUTCOME_BYTES is not read: its unit's items fail with the size and the limit.
  */
 function leaderStep(items: number, groups: number, heapMb: number) {
-  const child = spawnSync(
-    process.execPath,
-    [
-      `--max-old-space-size=${heapMb}`,
-      "--expose-gc",
-      "--import",
-      "tsx",
-      resolve(__dirname, "foldBatchMemory.child.ts"),
-      String(items),
-      String(groups),
-    ],
-    { encoding: "utf8", timeout: 300_000 },
-  );
-  return {
-    status: child.status,
-    signal: child.signal,
-    stdout: child.stdout.trim(),
-    oom: /heap out of memory|Invalid array length|Invalid string length/.test(child.stderr),
-  };
+  return runOnHeap(resolve(__dirname, "foldBatchMemory.child.ts"), heapMb, [items, groups], {
+    nodeFlags: ["--expose-gc"],
+  });
 }
 
 /**

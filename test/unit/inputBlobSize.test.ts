@@ -1,9 +1,9 @@
-import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSettings } from "../../src/app/settings";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { item, params, world } from "../support/coordinationWorld";
+import { runOnHeap } from "../support/heapChild";
 import type { MemoryFiles } from "../support/memoryPorts";
 
 /**
@@ -16,23 +16,8 @@ import type { MemoryFiles } from "../support/memoryPorts";
 
 /** Runs inputBlobSize.child.ts on a heap of `heapMb`: `units` work units at once, each naming a blob of `mib` MiB. */
 function child(heapMb: number, mib: number, units: number) {
-  const run = spawnSync(
-    process.execPath,
-    [
-      `--max-old-space-size=${heapMb}`,
-      "--import",
-      "tsx",
-      resolve(__dirname, "inputBlobSize.child.ts"),
-      `${mib}`,
-      `${units}`,
-    ],
-    { encoding: "utf8", timeout: 300_000 },
-  );
-  return {
-    status: run.status,
-    oom: /heap out of memory|Invalid array length|Invalid string length/.test(run.stderr),
-    stdout: run.stdout.trim(),
-  };
+  const { status, oom, stdout } = runOnHeap(resolve(__dirname, "inputBlobSize.child.ts"), heapMb, [mib, units]);
+  return { status, oom, stdout };
 }
 
 const delivery = { id: "m1", dequeueCount: 1, maxDequeueCount: 5 };

@@ -1,9 +1,9 @@
-import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { ONE_PASS, item, params, readJob, world } from "../support/coordinationWorld";
+import { runOnHeap } from "../support/heapChild";
 import { fakeTerm } from "../support/memoryPorts";
 
 /**
@@ -13,17 +13,12 @@ import { fakeTerm } from "../support/memoryPorts";
  */
 describe("a result message's item ranges", () => {
   it("a ~60-byte result naming 10,000,001 items four times is rejected to the results poison queue; the leader survives on a 256 MB heap", () => {
-    const child = spawnSync(
-      process.execPath,
-      ["--max-old-space-size=256", "--import", "tsx", resolve(__dirname, "resultRanges.child.ts"), "4"],
-      { encoding: "utf8", timeout: 120_000 },
-    );
-    expect({
-      status: child.status,
-      signal: child.signal,
-      stdout: child.stdout.trim(),
-      oom: /heap out of memory|Invalid array length/.test(child.stderr),
-    }).toEqual({ status: 0, signal: null, stdout: expect.stringMatching(/results-poison 1$/) as unknown, oom: false });
+    expect(runOnHeap(resolve(__dirname, "resultRanges.child.ts"), 256, [4], { timeoutMs: 120_000 })).toEqual({
+      status: 0,
+      signal: null,
+      stdout: expect.stringMatching(/results-poison 1$/) as unknown,
+      oom: false,
+    });
   });
 
   it.each([
