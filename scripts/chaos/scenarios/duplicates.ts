@@ -26,7 +26,17 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     const { connectionString } = cluster.azurite;
     const workQueue = new QueueClient(connectionString, cluster.settings.WORK_QUEUE);
     const resultsQueue = new QueueClient(connectionString, cluster.settings.RESULTS_QUEUE);
-    await run.startInstances("instance", 3);
+    // Workers start only once a unit has been seen on the work queue: the leader dispatches a whole job in one pass
+    // and workers took it off the queue before a peek could see it (a CI run found "no work unit was seen on the work
+    // queue to duplicate"). The coordinators lead and fold from the start; the copies still race the originals.
+    await run.startInstances("instance", 3, { "AzureWebJobs.worker.Disabled": "true" });
+    let workersStarted = false;
+    const startWorkers = (): void => {
+      if (workersStarted) return;
+      workersStarted = true;
+      for (const name of ["worker-1", "worker-2"])
+        cluster.startInstance(name, { "AzureWebJobs.coordinator.Disabled": "true" });
+    };
     const job = await run.jobs.submitDemo("duplicates", ITEMS, options.seed);
     const demo = createDemoJob(ITEMS, `chaos/duplicates-${options.seed}`, options.seed);
     const texts = new Map(demo.blobs.map((blob) => [blob.name, blob.text]));
@@ -74,8 +84,10 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
           }
         }
       }
+      if (units.size > 0 || Date.now() > until - durationMs / 2) startWorkers();
       await delay(run.random.int(100, 400));
     }
+    startWorkers();
     const now = Date.now();
     run.recordFault(
       {
