@@ -72,7 +72,8 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
         // of 60 items in units of 8 can finish within one short step first (a CI run failed "no step with the job was
         // caught running to kill", timer-only round 1, and so did 2 of 5 full-mode timer-only rounds once dispatch
         // sent the whole job in one pass). The figures after the kill include this pace: about 1 s of work.
-        LOCAL_INVOKE_DELAY_MS: `worker=${WORKER_DELAY_MS}`,
+        // Quick mode (CI) paces 3 s: at 1 s a CI-mode run still missed once (timer-only round 1).
+        LOCAL_INVOKE_DELAY_MS: `worker=${options.quick ? 3 * WORKER_DELAY_MS : WORKER_DELAY_MS}`,
       };
       run.options.log(
         `  phase ${phase}: 3 instances of app ${env.WEBSITE_SITE_NAME}, listener lock ${phaseLock.periodS} s / polling ${phaseLock.recoveryS} s`,
