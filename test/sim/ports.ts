@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
 import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
@@ -6,6 +7,7 @@ import {
   type AcquireResult,
   type LeaderRecord,
   type LeaseSnapshot,
+  type HonourOptions,
   type LeaseStore,
   type Revocation,
 } from "../../src/library/lease/LeaseStore";
@@ -52,6 +54,7 @@ const META = {
   transitions: "transitions",
   revokedEpoch: "revokedepoch",
   honoured: "honoured",
+  requestId: "requestid",
 } as const;
 
 function count(value: string | undefined): number | undefined {
@@ -227,12 +230,13 @@ export class SimLeaseStore implements LeaseStore {
   }
 
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
+    const metadata = { [META.revokedEpoch]: String(epoch), [META.requestId]: randomUUID() };
     const upload = (): Promise<unknown> =>
       this.call(
-        "revoke",
+        `revoke e${epoch}`,
         () =>
           this.ctx.account.putBlob(this.containerName, this.revocationBlob, "", {
-            metadata: { [META.revokedEpoch]: String(epoch) },
+            metadata,
             by: this.ctx.process.name,
           }),
         options,
@@ -248,15 +252,17 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
+  async honourRevocation(epoch: number, options: HonourOptions = {}): Promise<void> {
+    const { requestId } = options;
     try {
       const blob = await this.call(
         "readRevocation",
         () => this.ctx.account.getBlob(this.containerName, this.revocationBlob),
         options,
       );
-      if (parseRevocation(blob.metadata)?.epoch !== epoch) return;
-      const metadata = { [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
+      const stored = parseRevocation(blob.metadata);
+      if (stored?.epoch !== epoch || (requestId !== undefined && stored.requestId !== requestId)) return;
+      const metadata = { ...blob.metadata, [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
       await this.call(
         "honourRevocation",
         () => {
@@ -291,7 +297,9 @@ export class SimLeaseStore implements LeaseStore {
 
 function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
   const epoch = count(metadata[META.revokedEpoch]);
-  return epoch === undefined ? undefined : { epoch, honoured: metadata[META.honoured] === "true" };
+  if (epoch === undefined) return undefined;
+  const requestId = metadata[META.requestId];
+  return { epoch, honoured: metadata[META.honoured] === "true", ...(requestId === undefined ? {} : { requestId }) };
 }
 
 /** Creates a container when a request finds it missing (OnDemandCreation + createIfNotExists). */
