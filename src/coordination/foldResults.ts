@@ -73,6 +73,15 @@ export interface FoldReport extends FoldCounts {
   more: boolean;
 }
 
+/** Options of a fold batch ({@link foldResultBatch}, {@link foldPoisonBatch}). */
+export interface FoldOptions extends Abortable {
+  /**
+   * True once the step's budget is spent: the batch folds no more jobs (at least one), and releases the messages of
+   * the others, visible again at once for the next step.
+   */
+  pastBudget?: () => boolean;
+}
+
 /**
  * Waits for in-flight deletes and logs the failed ones. A folded message whose delete failed is not lost work: its
  * item is counted already, and when it comes back it is acknowledged as a duplicate — so a failed delete (or one
@@ -194,7 +203,7 @@ export async function foldResultBatch(
   deps: CoordinationDeps,
   jobs: JobStore,
   epoch: number,
-  options: Abortable,
+  options: FoldOptions,
 ): Promise<FoldReport> {
   const received = await Promise.all(
     Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)),
@@ -229,7 +238,7 @@ interface Batch {
   jobs: JobStore;
   epoch: number;
   source: Source;
-  options: Abortable;
+  options: FoldOptions;
 }
 
 /**
@@ -577,7 +586,7 @@ export async function foldPoisonBatch(
   deps: CoordinationDeps,
   jobs: JobStore,
   epoch: number,
-  options: Abortable,
+  options: FoldOptions,
 ): Promise<FoldReport> {
   const report = emptyReport();
   const queue = deps.workPoisonQueue;
@@ -712,7 +721,12 @@ function addOutcome(byJob: ByJob, jobId: string, entry: Entry): void {
   byJob.set(jobId, entries);
 }
 
-/** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
+/**
+ * Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. Once
+ * the step's budget is spent, the jobs not folded yet (all but the first) have their messages released for the next
+ * step, visible again at once: a batch naming a hundred jobs cannot hold the step a hundred job writes past its
+ * budget.
+ */
 async function applyOutcomes(
   deps: CoordinationDeps,
   jobs: JobStore,
@@ -720,10 +734,19 @@ async function applyOutcomes(
   byJob: ByJob,
   source: Source,
   report: FoldReport,
-  options: Abortable,
+  options: FoldOptions,
 ): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
+  let started = false;
   for (const [jobId, entries] of byJob) {
+    if (started && options.pastBudget?.() === true) {
+      report.left += entries.length;
+      report.acknowledgements.push(
+        Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
+      );
+      continue;
+    }
+    started = true;
     const read = await readJobOf(jobs, jobId, options);
     if (!read.ok) {
       leaveUnreadable(jobId, read.error, entries, source, report, options);

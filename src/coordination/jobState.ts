@@ -98,6 +98,11 @@ export const jobIndexSchema = z.looseObject({
   v: z.literal(1),
   active: z.array(z.string()),
   recent: z.array(z.string()).default([]),
+  /**
+   * The active job the leader's next pass starts at: the first one the last step did not reach before its budget or
+   * its bound of jobs per pass (`MAX_JOBS_PER_PASS`). Absent: from the top of the list.
+   */
+  resumeAt: z.string().optional(),
 });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 

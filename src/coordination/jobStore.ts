@@ -32,10 +32,14 @@ export class JobStore {
   }
 
   /**
-   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list (read-modify-write with
-   * retry, fenced like every write). Fields of the index this version does not know are written back unchanged.
+   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list, and sets where the next
+   * pass starts (`resumeAt`: a job id, or null for the top; undefined leaves it) — a read-modify-write with retry,
+   * fenced like every write. Fields of the index this version does not know are written back unchanged.
    */
-  async updateIndex(change: { add?: string[]; remove?: string[] }, options: Abortable = {}): Promise<void> {
+  async updateIndex(
+    change: { add?: string[]; remove?: string[]; resumeAt?: string | null },
+    options: Abortable = {},
+  ): Promise<void> {
     await this.fenced.update(
       keys.index,
       (value) => jobIndexSchema.parse(value),
@@ -43,12 +47,22 @@ export class JobStore {
         const active = new Set(current?.active ?? []);
         const ended = (change.remove ?? []).filter((id) => active.delete(id));
         for (const id of change.add ?? []) active.add(id);
-        if (current !== undefined && ended.length === 0 && active.size === current.active.length) return undefined;
+        const resumeAt = change.resumeAt === undefined ? current?.resumeAt : (change.resumeAt ?? undefined);
+        if (
+          current !== undefined &&
+          ended.length === 0 &&
+          active.size === current.active.length &&
+          resumeAt === current.resumeAt
+        )
+          return undefined;
         const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(
           -RECENT_JOBS_LIMIT,
         );
         // Fields this version does not know (a newer version's) are kept, as every stored document's are.
-        return { ...current, v: 1 as const, active: [...active], recent };
+        const next: JobIndex = { ...current, v: 1, active: [...active], recent };
+        if (resumeAt === undefined) delete next.resumeAt;
+        else next.resumeAt = resumeAt;
+        return next;
       },
       options,
     );

@@ -43,8 +43,8 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
   return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
 }
 
-/** A budget that ends the step after its first pass (workers run between steps in these tests). */
-export const ONE_PASS = { budgetMs: 1 };
+/** One pass and no more, with budget to spare (workers run between steps in these tests). */
+export const ONE_PASS = { budgetMs: 60_000, maxPasses: 1 };
 export const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 export const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
 

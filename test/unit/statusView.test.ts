@@ -255,7 +255,7 @@ describe("reading the status view from the ports (in-memory)", () => {
     };
     return { deps, sources, work, workPoison, leaseStore, state };
   }
-  const ONE_PASS = { budgetMs: 1 };
+  const ONE_PASS = { budgetMs: 60_000, maxPasses: 1 };
   const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 
   async function runWorkers(deps: CoordinationDeps, queue: MemoryQueue): Promise<void> {
