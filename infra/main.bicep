@@ -164,6 +164,11 @@ param maxAggregateGroups int = 200000
 @maxValue(268435456)
 param maxInputBlobBytes int = 4194304
 
+@description('MAX_JOB_DOCUMENT_BYTES: most bytes of JSON a job\'s stored document may have; a job whose aggregate would make it larger ends as failed with the reason.')
+@minValue(1048576)
+@maxValue(67108864)
+param maxJobDocumentBytes int = 16777216
+
 @description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
 @minValue(1000)
 @maxValue(3600000)
@@ -252,6 +257,7 @@ module apps 'modules/functionApp.bicep' = [
       workUnitMaxBytes: workUnitMaxBytes
       maxAggregateGroups: maxAggregateGroups
       maxInputBlobBytes: maxInputBlobBytes
+      maxJobDocumentBytes: maxJobDocumentBytes
       stepStallTimeoutMs: stepStallTimeoutMs
     }
   }

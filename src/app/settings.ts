@@ -122,6 +122,14 @@ export const settingsSchema = z.object({
    * newBatchThreshold 8) each at the limit, in the worst case measured (see the README's limits). @default 4194304
    */
   MAX_INPUT_BLOB_BYTES: intIn(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
+  /**
+   * Most bytes of JSON a job's stored document (its state: counts, bitmaps, failures and aggregate) may have; a job
+   * whose aggregate would make it larger ends as failed with the reason, its counts and aggregate as they were. The
+   * leader reads and writes the whole document at every fold of the job's results: 16 MiB holds the largest job the
+   * limits allow (1,000,000 items, 200,000 groups with keys of some 40 characters: about 7.8 MiB) twice over, and
+   * parses in well under a second. @default 16777216
+   */
+  MAX_JOB_DOCUMENT_BYTES: intIn(1024 * 1024, 64 * 1024 * 1024).default(16 * 1024 * 1024),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
 });

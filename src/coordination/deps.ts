@@ -36,6 +36,11 @@ export interface CoordinationDeps extends CoordinationPorts {
    */
   maxAggregateGroups: number;
   /**
+   * Most bytes of JSON a job's stored document may have (`MAX_JOB_DOCUMENT_BYTES`); a job whose aggregate would make it
+   * larger fails with the reason.
+   */
+  maxJobDocumentBytes: number;
+  /**
    * Most bytes of an input blob a worker reads (`MAX_INPUT_BLOB_BYTES`); an item naming a larger one fails alone, with
    * its size and the limit, before any of it is downloaded.
    */

@@ -22,6 +22,7 @@ import {
 } from "./messages";
 import type { MessageQueue, OpenedBlob, ReceivedMessage } from "./ports";
 import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
+import { jsonByteLength } from "./jsonSize";
 import { mergeAll, partialSize } from "./taskKinds";
 import {
   AbortError,
@@ -896,11 +897,12 @@ function leaveForAnotherLeader(
  * item: a unit's partial is merged only if none of its done items is counted yet, and then every one of them is set
  * in the same state (a replayed or duplicated unit is discarded by its bits). The batch's partials are merged with
  * each other first and then into the aggregate once, so a batch costs one pass over the aggregate, not one per
- * result. A job whose aggregate would exceed `maxAggregateGroups`, or whose stored aggregate its kind refuses, ends
- * as `failed` with the reason and its counts as they were; a job that has ended takes no more.
+ * result. A job whose aggregate would exceed `maxAggregateGroups`, whose document would pass `maxJobDocumentBytes`, or
+ * whose stored aggregate its kind refuses, ends as `failed` with the reason and its counts as they were; a job that
+ * has ended takes no more.
  */
 export function foldOutcomes(
-  deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">,
+  deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups" | "maxJobDocumentBytes">,
   state: JobState,
   outcomes: Outcome[],
   report: FoldCounts,
@@ -971,12 +973,10 @@ export function foldOutcomes(
       );
     }
   }
-  report.folded += counts.folded;
-  report.failed += counts.failed;
   const doneCount = state.doneCount + counts.folded;
   const failedCount = state.failedCount + counts.failed;
   const complete = doneCount + failedCount === state.itemCount;
-  return {
+  const next: JobState = {
     ...state,
     doneBits: done.toBase64(),
     failedBits: failed.toBase64(),
@@ -987,11 +987,44 @@ export function foldOutcomes(
     status: complete ? "completed" : state.status,
     ...(complete ? { completedAtMs: deps.now() } : {}),
   };
+  // Measured without building it: a document past the bound may be far too large to serialize at all.
+  const limit = deps.maxJobDocumentBytes;
+  if (jsonByteLength(next, limit) > limit) {
+    const groups = kind === undefined ? undefined : partialSize(kind, aggregate);
+    return endTooLarge(
+      deps,
+      state,
+      `the job's document would be more than MAX_JOB_DOCUMENT_BYTES (${limit} bytes) of JSON${groups === undefined ? "" : `, with an aggregate of ${groups} groups`}: its groups' keys are too long, or there are too many of them; ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`,
+    );
+  }
+  report.folded += counts.folded;
+  report.failed += counts.failed;
+  return next;
 }
 
 /** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */
 function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: string): JobState {
   return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
+}
+
+/**
+ * The job, ended as failed because its document would pass MAX_JOB_DOCUMENT_BYTES: as {@link endJob}, so the write
+ * that ends it is no larger than the document already stored. Should that one be past the bound itself (written by a
+ * version without it, or before the bound was lowered), its aggregate is dropped (null) and the reason says so: the
+ * job must be able to end.
+ */
+function endTooLarge(
+  deps: Pick<CoordinationDeps, "now" | "maxJobDocumentBytes">,
+  state: JobState,
+  reason: string,
+): JobState {
+  const ended = endJob(deps, state, reason);
+  if (jsonByteLength(ended, deps.maxJobDocumentBytes) <= deps.maxJobDocumentBytes) return ended;
+  return {
+    ...ended,
+    aggregate: null,
+    failureReason: `${reason}; its aggregate was dropped: it was past the bound already`,
+  };
 }
 
 /** A v1 partial blob's JSON value; undefined for a missing blob or one that is not JSON (an invalid partial). */

@@ -52,6 +52,13 @@ export const groupByPartialSchema = z.custom<GroupByPartial>().superRefine((valu
     context.addIssue({ code: "custom", path: [bad, ...issue.path], message: issue.message });
 });
 
+/**
+ * Most characters of a group's key: an item with a longer one fails alone, with the reason. A job's aggregate holds
+ * every distinct key (up to MAX_AGGREGATE_GROUPS of them), and the job's document is bounded in bytes
+ * (MAX_JOB_DOCUMENT_BYTES): a key as long as an input blob (megabytes) is not a group, it is a mistake in `keyField`.
+ */
+export const MAX_GROUP_KEY_LENGTH = 1024;
+
 /** Largest magnitude accepted for a value: beyond it sums of millionths stop being meaningful. */
 export const MAX_ABS_VALUE = 1e12;
 
@@ -84,6 +91,10 @@ export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
           `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
         );
       const name = String(key);
+      if (name.length > MAX_GROUP_KEY_LENGTH)
+        throw new ItemError(
+          `record ${line}: the group key in field "${params.keyField}" has ${name.length} characters; a group key may have at most ${MAX_GROUP_KEY_LENGTH}`,
+        );
       const micros = BigInt(Math.round(value * 1e6));
       const current = groups.get(name);
       groups.set(

@@ -30,6 +30,7 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     dispatchBatchSize: 10,
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
+    maxJobDocumentBytes: readSettings({}).MAX_JOB_DOCUMENT_BYTES,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
     // One item per work message unless a test asks for units (the per-item behaviour most tests check).
     workUnitMaxItems: 1,

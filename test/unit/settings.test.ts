@@ -27,6 +27,17 @@ describe("settings", () => {
     expect(() => readSettings({ MAX_INPUT_BLOB_BYTES: "100" })).toThrow(/MAX_INPUT_BLOB_BYTES="100" must be from 1024/);
   });
 
+  it("defaults MAX_JOB_DOCUMENT_BYTES to 16 MiB and refuses one below 1 MiB or above 64 MiB, naming it (issue 21)", () => {
+    expect(readSettings({}).MAX_JOB_DOCUMENT_BYTES).toBe(16 * 1024 * 1024);
+    expect(readSettings({ MAX_JOB_DOCUMENT_BYTES: "67108864" }).MAX_JOB_DOCUMENT_BYTES).toBe(64 * 1024 * 1024);
+    expect(() => readSettings({ MAX_JOB_DOCUMENT_BYTES: "67108865" })).toThrow(
+      /MAX_JOB_DOCUMENT_BYTES="67108865" must be from 1048576 to 67108864/,
+    );
+    expect(() => readSettings({ MAX_JOB_DOCUMENT_BYTES: "1000" })).toThrow(
+      /MAX_JOB_DOCUMENT_BYTES="1000" must be from/,
+    );
+  });
+
   it("names every bad setting, its value and what is allowed", () => {
     const read = (): unknown =>
       readSettings({ LEASE_DURATION_SECONDS: "90", WORK_QUEUE: "Bad_Name", COORDINATOR_SCHEDULE: "* * *" });

@@ -237,6 +237,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       dispatchBatchSize: 2,
       maxInFlight: 2,
       maxAggregateGroups: 200_000,
+      maxJobDocumentBytes: 16 * 1024 * 1024,
       maxInputBlobBytes: 1024 * 1024,
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,
