@@ -1,5 +1,6 @@
 import { ZodError } from "zod";
 import { jobIndexSchema, keys } from "../coordination/jobState";
+import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary";
 import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 import type { TaskRegistry } from "../coordination/taskKinds";
@@ -23,6 +24,11 @@ export const MAX_ACTIVE_JOBS_SHOWN = 25;
 export const MAX_PENDING_JOBS_SHOWN = 10;
 /** Most distinct failure reasons listed (per job and overall). */
 export const MAX_REASONS_SHOWN = 5;
+/**
+ * Most bytes of whole job documents one refresh reads, for jobs without a summary (written by an earlier version):
+ * the rest of a refresh — the index, the term history, at most 35 summaries of 4 KiB — stays well within 1 MiB.
+ */
+export const WHOLE_DOCUMENT_READ_BYTES = 512 * 1024;
 
 /** What the view reads: a subset of the app's ports (the app itself fits). */
 export interface StatusSources {
@@ -65,10 +71,27 @@ export interface TermView {
   holderIndex: number;
 }
 
-/** A count of failed items with one reason. */
-export interface ReasonCount {
-  reason: string;
-  count: number;
+export type { ReasonCount } from "../coordination/jobSummary";
+
+/**
+ * A job as the page lists it, from its summary (or, while it is pending, its spec): the page never holds a job's
+ * bitmaps, aggregate or failure list.
+ */
+export interface JobLine {
+  id: string;
+  kind: string;
+  status: JobStatus["status"];
+  failureReason?: string;
+  progress: JobStatus["progress"];
+  createdAt: string;
+  completedAt: string | undefined;
+  /** When the job completed, was cancelled or expired. */
+  endedAt?: string;
+  lastEpoch: number | undefined;
+  /** Its most frequent recorded failure reasons, most frequent first. */
+  reasons: ReasonCount[];
+  /** How many failures were recorded with their reason. */
+  recordedFailures: number;
 }
 
 /** One job's line. */
@@ -157,7 +180,7 @@ export interface StatusSnapshot {
   leader: LeaderInfo | undefined;
   /** The term history, oldest first. */
   terms: TermEntry[];
-  jobs: { active: JobStatus[]; moreActive: number; pending: JobStatus[]; recent: JobStatus[] };
+  jobs: { active: JobLine[]; moreActive: number; pending: JobLine[]; recent: JobLine[] };
   /** Depth NaN: could not be read (the reason is in `problems`). */
   poison: PoisonQueueView[];
   problems: string[];
@@ -166,7 +189,7 @@ export interface StatusSnapshot {
 /** Computes the view from what was read. Pure: the unit tests drive it directly. */
 export function buildStatusView(snapshot: StatusSnapshot): StatusView {
   const { nowMs, leader } = snapshot;
-  const jobView = (job: JobStatus): JobView => toJobView(job, nowMs);
+  const jobView = (job: JobLine): JobView => toJobView(job, nowMs);
   const listed = [...snapshot.jobs.active, ...snapshot.jobs.recent];
   const leaderView: LeaderView | undefined =
     leader === undefined
@@ -197,7 +220,7 @@ export function buildStatusView(snapshot: StatusSnapshot): StatusView {
     failures: {
       items: listed.reduce((sum, job) => sum + job.progress.failed, 0),
       jobsWithFailures: listed.filter((job) => job.progress.failed > 0).length,
-      reasons: countReasons(listed.flatMap((job) => job.failures.map((failure) => failure.reason))),
+      reasons: sumReasons(listed.flatMap((job) => job.reasons)),
     },
     poison: snapshot.poison,
     problems: snapshot.problems,
@@ -236,7 +259,7 @@ function timelineOf(terms: TermEntry[], leader: LeaderInfo | undefined, nowMs: n
   };
 }
 
-function toJobView(job: JobStatus, nowMs: number): JobView {
+function toJobView(job: JobLine, nowMs: number): JobView {
   const { total, dispatched, done, failed } = job.progress;
   const share = (count: number): number => (total > 0 ? Math.round((count / total) * 1000) / 10 : 0);
   // A cancelled or expired job ended without completing: its duration stops at endedAt too.
@@ -256,19 +279,66 @@ function toJobView(job: JobStatus, nowMs: number): JobView {
     completedAt: job.completedAt,
     age: formatDuration(endMs - Date.parse(job.createdAt)),
     lastEpoch: job.lastEpoch,
-    reasons: countReasons(job.failures.map((failure) => failure.reason)),
-    unrecordedFailures: Math.max(0, failed - job.failures.length),
+    reasons: job.reasons.slice(0, MAX_REASONS_SHOWN),
+    unrecordedFailures: Math.max(0, failed - job.recordedFailures),
   };
 }
 
-/** Counts equal reasons, most frequent first (ties by first seen), at most {@link MAX_REASONS_SHOWN}. */
-function countReasons(reasons: readonly string[]): ReasonCount[] {
-  const counts = new Map<string, number>();
-  for (const reason of reasons) counts.set(reason, (counts.get(reason) ?? 0) + 1);
-  return [...counts]
+/** Adds up the counts of equal reasons over jobs, most frequent first, at most {@link MAX_REASONS_SHOWN}. */
+function sumReasons(counts: readonly ReasonCount[]): ReasonCount[] {
+  const sums = new Map<string, number>();
+  for (const { reason, count } of counts) sums.set(reason, (sums.get(reason) ?? 0) + count);
+  return [...sums]
     .map(([reason, count]) => ({ reason, count }))
     .sort((a, b) => b.count - a.count)
     .slice(0, MAX_REASONS_SHOWN);
+}
+
+/** A job's line from its summary. */
+export function lineFromSummary(id: string, summary: JobSummary): JobLine {
+  const iso = (ms: number | undefined): string | undefined =>
+    ms === undefined ? undefined : new Date(ms).toISOString();
+  return {
+    id,
+    kind: summary.kind,
+    status: summary.status,
+    ...(summary.failureReason === undefined ? {} : { failureReason: summary.failureReason }),
+    progress: {
+      total: summary.itemCount,
+      dispatched: summary.dispatched,
+      done: summary.doneCount,
+      failed: summary.failedCount,
+      skipped: summary.skippedCount ?? 0,
+    },
+    createdAt: new Date(summary.createdAtMs).toISOString(),
+    completedAt: iso(summary.completedAtMs),
+    ...(summary.completedAtMs !== undefined || summary.endedAtMs !== undefined
+      ? { endedAt: iso(summary.completedAtMs ?? summary.endedAtMs) }
+      : {}),
+    lastEpoch: summary.lastEpoch,
+    reasons: summary.reasons,
+    recordedFailures: summary.recordedFailures,
+  };
+}
+
+/** A job's line from its whole status (a pending job's, or one without a summary). */
+export function lineFromStatus(status: JobStatus): JobLine {
+  return {
+    id: status.id,
+    kind: status.kind,
+    status: status.status,
+    ...(status.failureReason === undefined ? {} : { failureReason: status.failureReason }),
+    progress: status.progress,
+    createdAt: status.createdAt,
+    completedAt: status.completedAt,
+    ...(status.endedAt === undefined ? {} : { endedAt: status.endedAt }),
+    lastEpoch: status.lastEpoch,
+    reasons: countReasons(
+      status.failures.map((failure) => failure.reason),
+      MAX_REASONS_SHOWN,
+    ),
+    recordedFailures: status.failures.length,
+  };
 }
 
 /**
@@ -286,7 +356,11 @@ function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The jobs to list; one that cannot be read is a problem of its own, and the others still show. */
+/**
+ * The jobs to list, each from its summary (one small request; never its document); one that cannot be read is a
+ * problem of its own, and the others still show. A job without a summary (written by an earlier version) is read
+ * whole while the refresh's {@link WHOLE_DOCUMENT_READ_BYTES} last, and named among the problems beyond them.
+ */
 async function readJobs(sources: StatusSources, attempt: Attempt, io: Abortable): Promise<StatusSnapshot["jobs"]> {
   const [stored, markers] = await Promise.all([
     sources.state.read(keys.index, io),
@@ -294,13 +368,22 @@ async function readJobs(sources: StatusSources, attempt: Attempt, io: Abortable)
   ]);
   const index: { active: string[]; recent: string[] } =
     stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
-  const read = async (ids: readonly string[]): Promise<JobStatus[]> => {
-    const statuses = await Promise.all(
-      ids.map((id) =>
-        attempt(`job ${id}`, () => readJobStatus(sources.state, sources.system, sources.registry, id, io), undefined),
-      ),
-    );
-    return statuses.filter((status): status is JobStatus => status !== undefined);
+  let wholeBytesLeft = WHOLE_DOCUMENT_READ_BYTES;
+  const readLine = async (id: string): Promise<JobLine | undefined> => {
+    const read = await readJobSummary(sources.state, id, io);
+    if (read?.ok === true) return lineFromSummary(id, read.summary);
+    if (read !== undefined && read.bytes > wholeBytesLeft)
+      throw new Error(
+        `written by an earlier version, without a summary, and its state (${read.bytes} bytes) is more than a refresh reads: GET /api/jobs/${id} shows it`,
+      );
+    wholeBytesLeft -= read?.bytes ?? 0;
+    // No summary (or no state: a job still in the inbox): its whole status, small here.
+    const status = await readJobStatus(sources.state, sources.system, sources.registry, id, io);
+    return status === undefined ? undefined : lineFromStatus(status);
+  };
+  const read = async (ids: readonly string[]): Promise<JobLine[]> => {
+    const lines = await Promise.all(ids.map((id) => attempt(`job ${id}`, () => readLine(id), undefined)));
+    return lines.filter((line): line is JobLine => line !== undefined);
   };
   // A job being registered right now has both a state and its inbox marker: it is listed once, as active.
   const submitted = markers

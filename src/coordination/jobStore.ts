@@ -11,6 +11,7 @@ import {
   type JobState,
 } from "./jobState";
 import type { Abortable } from "../library/util/delay";
+import { summarizeJob } from "./jobSummary";
 
 /**
  * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README
@@ -113,12 +114,16 @@ export class JobStore {
     return undefined;
   }
 
-  /** Writes a job state over the version read (or creates it). Throws StaleEpochError / ConcurrentUpdateError. */
+  /**
+   * Writes a job state over the version read (or creates it), with its summary (`summarizeJob`) in the same write: what
+   * the status page reads instead of the document. Throws StaleEpochError / ConcurrentUpdateError.
+   */
   writeJob(
     state: JobState,
     previous: Versioned<JobState> | undefined,
     options: Abortable = {},
   ): Promise<Versioned<JobState>> {
-    return this.fenced.write(keys.jobState(state.id), { ...state, lastEpoch: this.fenced.epoch }, previous, options);
+    const next = { ...state, lastEpoch: this.fenced.epoch };
+    return this.fenced.write(keys.jobState(state.id), next, previous, { ...options, summary: summarizeJob(next) });
   }
 }

@@ -4,7 +4,7 @@ import { readStatusView } from "../../src/app/statusView";
 import { readJobStatus } from "../../src/coordination/status";
 import type { Abortable } from "../../src/library/util/delay";
 import { requestStepDown } from "../../src/library/leadership/leaderInfo";
-import type { StoredState } from "../../src/library/fencing/StateStore";
+import type { StoredState, StoredSummary } from "../../src/library/fencing/StateStore";
 import type { ReceivedMessage } from "../../src/coordination/ports";
 import { silentLogger } from "../../src/library/util/logger";
 import { simRegistry } from "./kinds";
@@ -59,7 +59,7 @@ export function emptyActivityLog(): ActivityLog {
   return { stepDowns: [], statusReads: [], revokedStops: [], impairments: [], leaseDeletions: [] };
 }
 
-/** A state store that counts what one reader reads: bytes of JSON, and job documents read whole. */
+/** A state store that counts what one reader reads: bytes of JSON and of summaries, and job documents read whole. */
 class CountingStateStore extends SimStateStore {
   bytes = 0;
   jobDocuments = 0;
@@ -70,6 +70,12 @@ class CountingStateStore extends SimStateStore {
       this.bytes += JSON.stringify(stored.value).length;
       if (/^jobs\/[^/]+\.json$/.test(key)) this.jobDocuments++;
     }
+    return stored;
+  }
+
+  override async readSummary(key: string, options: Abortable = {}): Promise<StoredSummary | undefined> {
+    const stored = await super.readSummary(key, options);
+    this.bytes += Buffer.byteLength(stored?.summary ?? "");
     return stored;
   }
 }

@@ -1,7 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
-import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
+import type {
+  StateStore,
+  StoredState,
+  StoredSummary,
+  WriteCondition,
+  WriteOptions,
+} from "../../src/library/fencing/StateStore";
 import {
   EMPTY_RECORD,
   type AcquireResult,
@@ -340,21 +346,44 @@ export class SimStateStore implements StateStore {
     }
   }
 
+  async readSummary(key: string, options: Abortable = {}): Promise<StoredSummary | undefined> {
+    try {
+      const blob = await this.ctx.net.call(
+        this.ctx.process,
+        `state.readSummary ${key}`,
+        () => this.ctx.account.getBlob(this.container, key),
+        options.abortSignal,
+      );
+      const encoded = blob.metadata.summary;
+      return {
+        summary: encoded === undefined ? undefined : Buffer.from(encoded, "base64").toString("utf8"),
+        etag: blob.etag,
+        epoch: Number(blob.metadata.epoch ?? 0),
+        bytes: Buffer.byteLength(blob.text),
+      };
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw libraryError(error, `Reading the summary of state ${key}`, options.abortSignal);
+    }
+  }
+
   async write(
     key: string,
     value: unknown,
     epoch: number,
     condition: WriteCondition,
-    options: Abortable = {},
+    options: WriteOptions = {},
   ): Promise<{ etag: string }> {
     const body = JSON.stringify(value);
+    const metadata: Record<string, string> = { epoch: String(epoch) };
+    if (options.summary !== undefined) metadata.summary = Buffer.from(options.summary, "utf8").toString("base64");
     const upload = (): Promise<{ etag: string }> =>
       this.ctx.net.call(
         this.ctx.process,
         `state.write ${key} e${epoch}`,
         () =>
           this.ctx.account.putBlob(this.container, key, body, {
-            metadata: { epoch: String(epoch) },
+            metadata,
             ...condition,
             by: this.ctx.process.name,
             epoch,

@@ -6,7 +6,9 @@ import {
   STATUS_REFRESH_MS,
   buildStatusView,
   formatDuration,
+  lineFromStatus,
   readStatusView,
+  type JobLine,
   type StatusSnapshot,
   type StatusSources,
 } from "../../src/app/statusView";
@@ -24,8 +26,9 @@ import { MemoryFiles, MemoryQueue, fakeTerm } from "../support/memoryPorts";
 
 const T0 = Date.parse("2026-05-01T12:00:00.000Z");
 
-function job(overrides: Partial<JobStatus> & { id: string }): JobStatus {
-  return {
+/** A job's line as the page lists it, from a status like GET /api/jobs/{id}'s. */
+function job(overrides: Partial<JobStatus> & { id: string }): JobLine {
+  return lineFromStatus({
     kind: "group-by",
     status: "running",
     progress: { total: 10, dispatched: 8, done: 4, failed: 1, skipped: 0 },
@@ -35,7 +38,7 @@ function job(overrides: Partial<JobStatus> & { id: string }): JobStatus {
     completedAt: undefined,
     lastEpoch: 7,
     ...overrides,
-  };
+  });
 }
 
 function leader(overrides: Partial<LeaderInfo> = {}): LeaderInfo {

@@ -1,5 +1,5 @@
 import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../errors";
-import type { StateStore } from "./StateStore";
+import type { StateStore, WriteOptions } from "./StateStore";
 import type { Abortable } from "../util/delay";
 
 /** The part of a leadership term the fenced store needs: its epoch and a live check. */
@@ -51,7 +51,8 @@ export class FencedStateStore {
   }
 
   /**
-   * Writes `value` over `previous` (the version read), or creates the document when `previous` is undefined.
+   * Writes `value` over `previous` (the version read), or creates the document when `previous` is undefined, with
+   * `options.summary` beside it when given.
    *
    * @throws StaleEpochError when this writer's term is over or a newer epoch wrote the document (nothing written).
    * @throws ConcurrentUpdateError when a writer of the same or an older epoch got in first (read again and retry).
@@ -60,7 +61,7 @@ export class FencedStateStore {
     key: string,
     value: T,
     previous: Versioned<unknown> | undefined,
-    options: Abortable = {},
+    options: WriteOptions = {},
   ): Promise<Versioned<T>> {
     const { epoch } = this.fence;
     this.assertLive(key);
