@@ -169,6 +169,11 @@ param maxInputBlobBytes int = 4194304
 @maxValue(67108864)
 param maxJobDocumentBytes int = 16777216
 
+@description('JOB_RETENTION_HOURS: how long an ended job is kept; then the leader removes its state and blobs, and its status answers 404.')
+@minValue(1)
+@maxValue(8760)
+param jobRetentionHours int = 168
+
 @description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
 @minValue(1000)
 @maxValue(3600000)
@@ -258,6 +263,7 @@ module apps 'modules/functionApp.bicep' = [
       maxAggregateGroups: maxAggregateGroups
       maxInputBlobBytes: maxInputBlobBytes
       maxJobDocumentBytes: maxJobDocumentBytes
+      jobRetentionHours: jobRetentionHours
       stepStallTimeoutMs: stepStallTimeoutMs
     }
   }

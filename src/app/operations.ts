@@ -181,6 +181,7 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
     maxJobDocumentBytes: app.settings.MAX_JOB_DOCUMENT_BYTES,
+    jobRetentionMs: app.settings.JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,

@@ -88,6 +88,25 @@ export class BlobStateStore implements StateStore {
     }
   }
 
+  async delete(key: string, condition: { ifMatch: string }, options: Abortable = {}): Promise<void> {
+    const { abortSignal } = options;
+    const blob = blobIn(this.container, key);
+    try {
+      await blob.delete({ conditions: { ifMatch: condition.ifMatch }, abortSignal });
+    } catch (error) {
+      const { statusCode, code } = storageFailure(error);
+      if (statusCode === 404) return;
+      // A conditional request on a blob that is gone may answer 412 too (Azurite does): gone is what was asked for.
+      if (statusCode === 412 && !(await blob.exists({ abortSignal }).catch(() => true))) return;
+      if (statusCode === 412)
+        throw new ConcurrentUpdateError(
+          `State ${key} changed since it was read (${statusCode} ${code ?? ""}); it was not deleted.`,
+          { cause: error },
+        );
+      throw toLibraryError(error, `Deleting state ${key}`, abortSignal);
+    }
+  }
+
   async write(
     key: string,
     value: unknown,

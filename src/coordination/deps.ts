@@ -45,6 +45,10 @@ export interface CoordinationDeps extends CoordinationPorts {
    * its size and the limit, before any of it is downloaded.
    */
   maxInputBlobBytes: number;
+  /**
+   * How long an ended job is kept, in ms (`JOB_RETENTION_HOURS`): then the leader removes its state and blobs.
+   */
+  jobRetentionMs: number;
   logger: Logger;
   /** Structured events (job registered, completed, failed, message rejected). */
   emit: (event: CoordinationEvent) => void;

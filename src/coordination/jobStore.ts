@@ -33,14 +33,16 @@ export class JobStore {
   }
 
   /**
-   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list, and sets where the next
-   * pass starts (`resumeAt`: a job id, or null for the top; undefined leaves it) — a read-modify-write with retry,
-   * fenced like every write. Fields of the index this version does not know are written back unchanged.
+   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list, forgets removed ones (from
+   * both lists), and sets where the next pass starts (`resumeAt`: a job id, or null for the top; undefined leaves it)
+   * — a read-modify-write with retry, fenced like every write. Fields of the index this version does not know are
+   * written back unchanged.
    */
   async updateIndex(
-    change: { add?: string[]; remove?: string[]; resumeAt?: string | null },
+    change: { add?: string[]; remove?: string[]; forget?: string[]; resumeAt?: string | null; sweptAtMs?: number },
     options: Abortable = {},
   ): Promise<void> {
+    const forget = new Set(change.forget ?? []);
     await this.fenced.update(
       keys.index,
       (value) => jobIndexSchema.parse(value),
@@ -48,19 +50,28 @@ export class JobStore {
         const active = new Set(current?.active ?? []);
         const ended = (change.remove ?? []).filter((id) => active.delete(id));
         for (const id of change.add ?? []) active.add(id);
+        for (const id of forget) active.delete(id);
         const resumeAt = change.resumeAt === undefined ? current?.resumeAt : (change.resumeAt ?? undefined);
+        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended]
+          .filter((id) => !forget.has(id))
+          .slice(-RECENT_JOBS_LIMIT);
         if (
           current !== undefined &&
           ended.length === 0 &&
           active.size === current.active.length &&
-          resumeAt === current.resumeAt
+          recent.length === current.recent.length &&
+          resumeAt === current.resumeAt &&
+          change.sweptAtMs === undefined
         )
           return undefined;
-        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(
-          -RECENT_JOBS_LIMIT,
-        );
         // Fields this version does not know (a newer version's) are kept, as every stored document's are.
-        const next: JobIndex = { ...current, v: 1, active: [...active], recent };
+        const next: JobIndex = {
+          ...current,
+          v: 1,
+          active: [...active],
+          recent,
+          ...(change.sweptAtMs === undefined ? {} : { sweptAtMs: change.sweptAtMs }),
+        };
         if (resumeAt === undefined) delete next.resumeAt;
         else next.resumeAt = resumeAt;
         return next;
@@ -112,6 +123,14 @@ export class JobStore {
       current = await this.readJob(id, options);
     }
     return undefined;
+  }
+
+  /**
+   * Deletes a job's state, only if it is still the version read (its ETag and epoch: `StateStore.readSummary`), fenced
+   * like a write. @throws StaleEpochError / ConcurrentUpdateError as a write.
+   */
+  deleteJob(id: string, version: { etag: string; epoch: number }, options: Abortable = {}): Promise<void> {
+    return this.fenced.delete(keys.jobState(id), version, options);
   }
 
   /**

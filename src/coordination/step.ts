@@ -10,6 +10,7 @@ import { awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldRepor
 import { isStopped, type JobState } from "./jobState";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
+import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention";
 import { recordTerm } from "./termHistory";
 
 /**
@@ -55,6 +56,8 @@ export interface StepReport {
    */
   jobErrors: number;
   completedJobs: string[];
+  /** Ended jobs whose state and blobs were removed, their retention period over (JOB_RETENTION_HOURS). */
+  removedJobs: number;
   activeJobs: number;
   /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
   jobs: JobProgress[];
@@ -102,6 +105,7 @@ export async function runCoordinationStep(
     discarded: 0,
     jobErrors: 0,
     completedJobs: [],
+    removedJobs: 0,
     activeJobs: 0,
     jobs: [],
   };
@@ -176,7 +180,8 @@ export async function runCoordinationStep(
     const index = await jobs.readIndex(io);
     const active = index?.value.active ?? [];
     if (report.passes === 1) resumeAt = storedResumeAt = index?.value.resumeAt;
-    const finished: string[] = [];
+    // Jobs taken off the active list in this pass, with when they ended (their retention starts then).
+    const finished: { id: string; endedAtMs: number }[] = [];
     let budget = deps.dispatchBatchSize;
     // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
     // A request it cannot apply is logged and emitted there (job-pass-failed), kept for later, and counted here.
@@ -195,7 +200,7 @@ export async function runCoordinationStep(
         const read = await jobs.readJob(id, io);
         const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
         if (job === undefined || job.value.status !== "running") {
-          finished.push(id);
+          finished.push({ id, endedAtMs: job?.value.completedAtMs ?? job?.value.endedAtMs ?? deps.now() });
           if (job !== undefined) {
             noteProgress(job.value, 0, 0);
             emitJobEnded(deps, epoch, job.value);
@@ -223,14 +228,31 @@ export async function runCoordinationStep(
       }
       term.reportProgress();
     }
+    // Once an hour (and in every step while one is unfinished), ended jobs past their retention are removed.
+    let sweptAtMs: number | undefined;
+    if (report.passes === 1 && deps.now() - (index?.value.sweptAtMs ?? 0) >= RETENTION_SWEEP_INTERVAL_MS) {
+      const retention = await removeExpiredJobs(deps, jobs, { ...io, pastBudget });
+      report.removedJobs += retention.removed;
+      if (retention.complete) sweptAtMs = deps.now();
+    }
     report.activeJobs = active.length - finished.length;
     report.jobs = [...progress.values()];
     const ending =
       pastBudget() || (!work && report.activeJobs === 0) || report.passes >= (options.maxPasses ?? Infinity);
+    // Each ended job's retention marker first: a crash before the index write leaves the job active, and the next
+    // pass writes the same marker again.
+    await Promise.all(finished.map(({ id, endedAtMs }) => noteEnded(deps, id, endedAtMs, io)));
     // The position is written with the index's other changes, or once at the end of a step that did not reach every
     // job: at most one small write per step for it.
-    if (finished.length > 0 || (ending && resumeAt !== storedResumeAt)) {
-      await jobs.updateIndex({ remove: finished, resumeAt: resumeAt ?? null }, io);
+    if (finished.length > 0 || sweptAtMs !== undefined || (ending && resumeAt !== storedResumeAt)) {
+      await jobs.updateIndex(
+        {
+          remove: finished.map(({ id }) => id),
+          resumeAt: resumeAt ?? null,
+          ...(sweptAtMs === undefined ? {} : { sweptAtMs }),
+        },
+        io,
+      );
       storedResumeAt = resumeAt;
     }
     if (ending) return report;

@@ -70,6 +70,18 @@ describe("BlobStateStore on Azurite (adapter)", () => {
     expect(await store.readSummary("jobs/b.json")).toBeUndefined();
   });
 
+  it("deletes a document only while it is the version read; one already gone is a no-op (issue 21)", async () => {
+    const store = new BlobStateStore(env.blobService(), uniqueName("state"));
+    const { etag } = await store.write("jobs/a.json", { n: 1 }, 2, { ifNoneMatch: "*" });
+    const { etag: newer } = await store.write("jobs/a.json", { n: 2 }, 2, { ifMatch: etag });
+    await expect(store.delete("jobs/a.json", { ifMatch: etag })).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect((await store.read("jobs/a.json"))?.value).toEqual({ n: 2 });
+    await store.delete("jobs/a.json", { ifMatch: newer });
+    expect(await store.read("jobs/a.json")).toBeUndefined();
+    await store.delete("jobs/a.json", { ifMatch: newer }); // gone: nothing to do
+    await new BlobStateStore(env.blobService(), uniqueName("missing")).delete("x", { ifMatch: newer }); // no container
+  });
+
   it("reports a blob that is not JSON as CorruptState instead of guessing", async () => {
     const service = env.blobService();
     const container = uniqueName("state");

@@ -367,6 +367,26 @@ export class SimStateStore implements StateStore {
     }
   }
 
+  async delete(key: string, condition: { ifMatch: string }, options: Abortable = {}): Promise<void> {
+    try {
+      await this.ctx.net.call(
+        this.ctx.process,
+        `state.delete ${key}`,
+        () => {
+          this.ctx.account.deleteBlob(this.container, key, this.ctx.process.name, condition);
+        },
+        options.abortSignal,
+      );
+    } catch (error) {
+      if (status(error) === 404) return;
+      if (status(error) === 412)
+        throw new ConcurrentUpdateError(`State ${key} changed since it was read; it was not deleted.`, {
+          cause: error,
+        });
+      throw libraryError(error, `Deleting state ${key}`, options.abortSignal);
+    }
+  }
+
   async write(
     key: string,
     value: unknown,

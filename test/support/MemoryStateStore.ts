@@ -29,6 +29,14 @@ export class MemoryStateStore implements StateStore {
     );
   }
 
+  delete(key: string, condition: { ifMatch: string }): Promise<void> {
+    const current = this.docs.get(key);
+    if (current === undefined) return Promise.resolve();
+    if (current.etag !== condition.ifMatch) return Promise.reject(new ConcurrentUpdateError(`${key} changed`));
+    this.docs.delete(key);
+    return Promise.resolve();
+  }
+
   async write(
     key: string,
     value: unknown,

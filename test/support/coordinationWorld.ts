@@ -31,6 +31,7 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
     maxJobDocumentBytes: readSettings({}).MAX_JOB_DOCUMENT_BYTES,
+    jobRetentionMs: readSettings({}).JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
     // One item per work message unless a test asks for units (the per-item behaviour most tests check).
     workUnitMaxItems: 1,

@@ -94,6 +94,11 @@ export class CountingStateStore implements StateStore {
     });
   }
 
+  delete(key: string): Promise<void> {
+    this.docs.delete(key);
+    return Promise.resolve();
+  }
+
   write(
     key: string,
     value: unknown,

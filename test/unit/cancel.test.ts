@@ -124,6 +124,7 @@ describe("cancelling a job this version cannot read (unit, in-memory ports)", ()
           ? Promise.reject(new StorageError("CorruptState", undefined, `State ${key} is not valid JSON (simulated)`))
           : state.read(key),
       readSummary: state.readSummary.bind(state),
+      delete: state.delete.bind(state),
       write: state.write.bind(state),
     };
     expect(await requestCancel({ ...deps, state: damaged }, id)).toEqual({
@@ -181,6 +182,7 @@ describe("a cancellation request for a job whose state cannot be read", () => {
         return read(key);
       },
       readSummary: deps.state.readSummary.bind(deps.state),
+      delete: deps.state.delete.bind(deps.state),
       write: deps.state.write.bind(deps.state),
     };
     await expect(runCoordinationStep({ ...deps, state }, term, ONE_PASS)).rejects.toThrow(/term \(epoch 1\) is over/);

@@ -113,12 +113,13 @@ describe("settings", () => {
   });
 
   const STATE_NAMES = "index.json, terms.json, jobs/…";
-  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…";
+  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…, ended/…";
   it.each([
     ["coordinator-state", "index.json", "STATE_CONTAINER", STATE_NAMES],
     ["coordinator-state", "jobs/leader", "STATE_CONTAINER", STATE_NAMES],
     ["coordinator-system", "inbox/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
     ["coordinator-system", "cancel/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
+    ["coordinator-system", "ended/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
   ])("refuses a lease blob among the app's own blobs: %s/%s", (container, blob, shared, names) => {
     expect(() => readSettings({ LEASE_CONTAINER: container, LEASE_BLOB: blob })).toThrow(
       `LEASE_BLOB="${blob}" in LEASE_CONTAINER="${container}", which is also ${shared}, where the app writes and deletes ${names}: name the lease blob outside those (as the default "MyLeaderCoordinatorTask" is), or give LEASE_CONTAINER a container of its own`,
@@ -135,7 +136,7 @@ describe("settings", () => {
     for (const blob of [keys.index, TERMS_KEY, keys.jobState("j")])
       expect(isAppBlobName("STATE_CONTAINER", blob), blob).toBe(true);
     const system = [keys.spec("j"), keys.chunk("j", 0), keys.partial("j", 0), keys.outcome("j", 0)];
-    for (const blob of [...system, keys.inbox("j"), keys.cancel("j")])
+    for (const blob of [...system, keys.inbox("j"), keys.cancel("j"), keys.ended("j", 1)])
       expect(isAppBlobName("SYSTEM_CONTAINER", blob), blob).toBe(true);
     expect(isAppBlobName("SYSTEM_CONTAINER", "MyLeaderCoordinatorTask")).toBe(false);
   });

@@ -241,6 +241,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       maxInFlight: 2,
       maxAggregateGroups: 200_000,
       maxJobDocumentBytes: 16 * 1024 * 1024,
+      jobRetentionMs: 7 * 24 * 3_600_000,
       maxInputBlobBytes: 1024 * 1024,
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,

@@ -93,6 +93,25 @@ export class FencedStateStore {
   }
 
   /**
+   * Deletes a document, only if it is still the version read (`previous`: its ETag and epoch, e.g. from
+   * `StateStore.readSummary`). Fenced like a write: refused once this writer's term is over, or when a newer epoch
+   * wrote the document. A document already gone is a no-op.
+   *
+   * @throws StaleEpochError as {@link write}; ConcurrentUpdateError when another version is stored.
+   */
+  async delete(key: string, previous: { etag: string; epoch: number }, options: Abortable = {}): Promise<void> {
+    const { epoch } = this.fence;
+    this.assertLive(key);
+    if (previous.epoch > epoch)
+      throw new StaleEpochError(
+        epoch,
+        previous.epoch,
+        `Delete of ${key} refused: it was written by epoch ${previous.epoch}, newer than this writer's ${epoch}.`,
+      );
+    await this.store.delete(key, { ifMatch: previous.etag }, options);
+  }
+
+  /**
    * Read-modify-write with retry on races: `change` gets the current value (undefined if none) and returns the new one,
    * or `undefined` to leave the document as it is.
    *

@@ -52,6 +52,11 @@ export interface StateStore {
    */
   readSummary(key: string, options?: Abortable): Promise<StoredSummary | undefined>;
   /**
+   * Deletes a document, only if it is still the version read (`condition.ifMatch`); a document already gone is a
+   * no-op. @throws ConcurrentUpdateError when another version is stored (nothing deleted).
+   */
+  delete(key: string, condition: { ifMatch: string }, options?: Abortable): Promise<void>;
+  /**
    * Writes a document with its writer's epoch (and `options.summary`, when given), only if `condition` holds.
    * @throws ConcurrentUpdateError when it does not (nothing written); ConfigurationError for a summary of more than
    *   {@link MAX_SUMMARY_BYTES}.
