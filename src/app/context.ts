@@ -3,9 +3,10 @@ import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from 
 import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
-import { TaskRegistry } from "../coordination/taskKinds";
+import { TaskRegistry } from "../coordination/taskRegistry";
 import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
+import { JobStopChecks } from "../coordination/jobStops";
 import { BlobStateStore } from "../azure/BlobStateStore";
 import { BlobLeaseStore } from "../azure/BlobLeaseStore";
 import type { LeaseStore } from "../library/lease/LeaseStore";
@@ -44,6 +45,8 @@ export interface CoordinatorApp extends AppParts {
   elector: LeaderElector;
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
+  /** This process's checks of jobs' stop blobs (worker invocations share them). */
+  jobStops: JobStopChecks;
 }
 
 /** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
@@ -143,7 +146,7 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
   const maxFollowUps =
     intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
-  return { ...parts, elector, activityWakeUps };
+  return { ...parts, elector, activityWakeUps, jobStops: new JobStopChecks(parts.system) };
 }
 
 let shared: CoordinatorApp | undefined;

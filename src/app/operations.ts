@@ -181,6 +181,8 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
+    workUnitConcurrency: app.settings.WORK_UNIT_CONCURRENCY,
+    jobStops: app.jobStops,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
     logger: sink.logger,

@@ -103,6 +103,11 @@ export const settingsSchema = z.object({
    * items are 256 units of 32, and 512 in flight. @default 8192
    */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(8192),
+  /**
+   * Items of one work unit a worker processes at once, for task kinds that do not set their own `concurrency`. Raise it
+   * for I/O-bound kinds; each item in flight holds its input (up to MAX_INPUT_BLOB_BYTES). @default 1
+   */
+  WORK_UNIT_CONCURRENCY: intIn(1, 64).default(1),
   /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
   WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
   /**

@@ -3,6 +3,7 @@ import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps, CoordinationPorts } from "./deps";
 import { isJobId, keys, readJobState, type JobState, type StoppedStatus } from "./jobState";
 import type { JobStore } from "./jobStore";
+import { writeJobStop } from "./jobStops";
 import type { Abortable } from "../library/util/delay";
 
 /**
@@ -47,6 +48,9 @@ export async function requestCancel(
     JSON.stringify({ v: 1, requestedAtMs: (options.now ?? Date.now)() }),
     options,
   );
+  // After the request, so that workers never stop a job the leader will not end. Best effort: the leader writes it too
+  // when it applies the request; until then workers go on with the job's items, as before.
+  await writeJobStop(ports.system, id, options).catch(() => undefined);
   return { outcome: "requested", id };
 }
 

@@ -1,6 +1,6 @@
 import { parse as parseCsv } from "csv-parse/sync";
 import { z } from "zod";
-import { ItemError, type TaskKind } from "./taskKinds";
+import { defineTaskKind, ItemError } from "./taskKinds";
 
 /** Parameters of a group-by job. */
 export const groupByParamsSchema = z.strictObject({
@@ -64,63 +64,69 @@ export interface GroupStats {
 }
 
 /** Built-in task kind: count, sum, min and max of a numeric field per key, over CSV or NDJSON records. */
-export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
+export const groupByKind = defineTaskKind<GroupByParams, GroupByPartial>({
   name: "group-by",
-  paramsSchema: groupByParamsSchema,
-  partialSchema: groupByPartialSchema,
-  process(input, params) {
-    const groups = new Map<string, [number, bigint, number, number]>();
-    forEachRecord(input, params.format, (line, record) => {
-      const key = record[params.keyField];
-      const raw = record[params.valueField];
-      if (typeof key !== "string" && typeof key !== "number")
-        throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
-      const value =
-        typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
-      if (!Number.isFinite(value))
-        throw new ItemError(`record ${line}: field "${params.valueField}" is not a number (${JSON.stringify(raw)})`);
-      if (Math.abs(value) > MAX_ABS_VALUE)
-        throw new ItemError(
-          `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
-        );
-      const name = String(key);
-      const micros = BigInt(Math.round(value * 1e6));
-      const current = groups.get(name);
-      groups.set(
-        name,
-        current
-          ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)]
-          : [1, micros, value, value],
+  params: groupByParamsSchema,
+  process: (input, { params }) => groupRecords(input.text, params),
+  aggregate: { schema: groupByPartialSchema, empty: () => [], merge: mergeGroups, view: groupByView },
+});
+
+/**
+ * One input's groups: its records (CSV with a header row, or NDJSON) grouped by `keyField`, with the count, exact sum,
+ * min and max of `valueField`. @throws ItemError naming the record when the input is unusable.
+ */
+export function groupRecords(text: string, params: GroupByParams): GroupByPartial {
+  const groups = new Map<string, [number, bigint, number, number]>();
+  forEachRecord(text, params.format, (line, record) => {
+    const key = record[params.keyField];
+    const raw = record[params.valueField];
+    if (typeof key !== "string" && typeof key !== "number")
+      throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
+    const value =
+      typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
+    if (!Number.isFinite(value))
+      throw new ItemError(`record ${line}: field "${params.valueField}" is not a number (${JSON.stringify(raw)})`);
+    if (Math.abs(value) > MAX_ABS_VALUE)
+      throw new ItemError(
+        `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
       );
-    });
-    return [...groups]
-      .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
-      .sort(byKey);
-  },
-  merge(a, b) {
-    if (isSortedByKey(a) && isSortedByKey(b)) return mergeSorted(a, b);
-    const merged = new Map<string, GroupByPartial[number]>();
-    for (const tuple of [...a, ...b]) {
-      const [key, count, sum, min, max] = tuple;
-      const current = merged.get(key);
-      merged.set(
-        key,
-        current
-          ? [
-              key,
-              current[1] + count,
-              (BigInt(current[2]) + BigInt(sum)).toString(),
-              Math.min(current[3], min),
-              Math.max(current[4], max),
-            ]
-          : tuple,
-      );
-    }
-    return [...merged.values()].sort(byKey);
-  },
-  empty: () => [],
-  view: (partial) => groupByView(partial),
-};
+    const name = String(key);
+    const micros = BigInt(Math.round(value * 1e6));
+    const current = groups.get(name);
+    groups.set(
+      name,
+      current
+        ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)]
+        : [1, micros, value, value],
+    );
+  });
+  return [...groups]
+    .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
+    .sort(byKey);
+}
+
+/** Merges two group-by partials: associative and commutative, `[]` its identity. */
+export function mergeGroups(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
+  if (isSortedByKey(a) && isSortedByKey(b)) return mergeSorted(a, b);
+  const merged = new Map<string, GroupByPartial[number]>();
+  for (const tuple of [...a, ...b]) {
+    const [key, count, sum, min, max] = tuple;
+    const current = merged.get(key);
+    merged.set(
+      key,
+      current
+        ? [
+            key,
+            current[1] + count,
+            (BigInt(current[2]) + BigInt(sum)).toString(),
+            Math.min(current[3], min),
+            Math.max(current[4], max),
+          ]
+        : tuple,
+    );
+  }
+  return [...merged.values()].sort(byKey);
+}
 
 /** The aggregate as users read it: `{ key: { count, sum, min, max } }` (own properties only, safe for any key). */
 export function groupByView(partial: GroupByPartial): Record<string, GroupStats> {

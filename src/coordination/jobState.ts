@@ -120,6 +120,8 @@ export const keys = {
    * name wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
    */
   outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
+  /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
+  stop: (id: string) => `jobs/${id}/stop`,
 } as const;
 
 /** The format version (`v`) of the job specs and job states this version reads. */

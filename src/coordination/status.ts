@@ -14,7 +14,7 @@ import {
   type JobState,
 } from "./jobState";
 import type { BlobFiles } from "./ports";
-import type { TaskRegistry } from "./taskKinds";
+import type { TaskRegistry } from "./taskRegistry";
 import type { Abortable } from "../library/util/delay";
 
 /** A job's progress as users read it. */
@@ -83,9 +83,8 @@ export async function readJobStatus(
     if (!stored.ok) throw new UnreadableJobError(id, stored.reason);
     const job = stored.value;
     const kind = registry.get(job.kind);
-    const partial = kind?.partialSchema.safeParse(job.aggregate);
-    const aggregate =
-      kind !== undefined && partial?.success ? (kind.view ? kind.view(partial.data) : partial.data) : job.aggregate;
+    const partial = kind?.parsePartial(job.aggregate);
+    const aggregate = kind !== undefined && partial?.ok === true ? kind.view(partial.value) : job.aggregate;
     return {
       id,
       kind: job.kind,

@@ -9,7 +9,7 @@ import {
 } from "./messages";
 import { keys, type JobSpec } from "./jobState";
 import type { BlobFiles } from "./ports";
-import type { TaskRegistry } from "./taskKinds";
+import type { TaskRegistry } from "./taskRegistry";
 import type { Abortable } from "../library/util/delay";
 
 /** Most items in one job. */
@@ -97,16 +97,16 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         },
       ],
     };
-  const params = kind.paramsSchema.safeParse(parsed.data.params);
-  if (!params.success)
+  const params = kind.parseParams(parsed.data.params);
+  if (!params.ok)
     return {
       ok: false,
-      errors: params.error.issues.map((issue) => ({
-        field: ["params", ...issue.path].join("."),
+      errors: params.issues.map((issue) => ({
+        field: issue.path === "" ? "params" : `params.${issue.path}`,
         message: issue.message,
       })),
     };
-  const paramsBytes = Buffer.byteLength(JSON.stringify(params.data ?? null));
+  const paramsBytes = Buffer.byteLength(JSON.stringify(params.value ?? null));
   if (paramsBytes > MAX_PARAMS_BYTES)
     return {
       ok: false,
@@ -117,7 +117,7 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         },
       ],
     };
-  return { ok: true, value: { ...parsed.data, params: params.data } };
+  return { ok: true, value: { ...parsed.data, params: params.value } };
 }
 
 /** The wall-clock ms a submission's `deadline` or `timeoutS` stands for, submitted at `nowMs`; undefined for none. */

@@ -3,6 +3,7 @@ import { createRegistry } from "../../src/app/context";
 import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "./MemoryStateStore";
@@ -31,6 +32,8 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
+    workUnitConcurrency: 1,
+    jobStops: new JobStopChecks(system),
     // One item per work message unless a test asks for units (the per-item behaviour most tests check).
     workUnitMaxItems: 1,
     workUnitMaxBytes: 45 * 1024,
