@@ -26,7 +26,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "processes",
-          include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"],
+          include: [
+            "test/e2e/**/*.test.ts",
+            "test/consumer/**/*.test.ts",
+            "test/chaos/**/*.test.ts",
+            "test/sim/**/*.test.ts",
+          ],
           sequence: { groupOrder: 1 },
           fileParallelism: false,
         },

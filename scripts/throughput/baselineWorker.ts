@@ -1,5 +1,6 @@
 import type { DequeuedMessageItem } from "@azure/storage-queue";
-import { groupRecords, mergeGroups, groupByParamsSchema, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupRecords, mergeGroups, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByParamsSchema } from "../../src/coordination/groupBySchema";
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../src/library/util/delay";

@@ -49,9 +49,9 @@ export interface CoordinatorApp extends AppParts {
   jobStops: JobStopChecks;
 }
 
-/** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
+/** A registry of the built-in kinds (group-by): what the repo's own tools and tests use. */
 export function createRegistry(): TaskRegistry {
-  return new TaskRegistry().register(groupByKind);
+  return new TaskRegistry([groupByKind]);
 }
 
 /** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */
@@ -98,12 +98,13 @@ export interface AppParts extends CoordinationPorts {
  */
 export function createCoordinatorApp(
   env: Record<string, string | undefined> = process.env,
-  options: Pick<StorageClientOptions, "policies"> = {},
+  options: AppBuildOptions = {},
 ): CoordinatorApp {
   const settings = readSettings(env);
-  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), {
+  const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies } = options;
+  const clients = createStorageClients(connectionFromSettings(connection, env), {
     ...DEFAULT_PIPELINE_OPTIONS,
-    ...options,
+    ...(policies === undefined ? {} : { policies }),
   });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
   return assembleCoordinatorApp({
@@ -121,8 +122,19 @@ export function createCoordinatorApp(
     workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
     resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
     wakeQueue: queue(settings.WAKE_QUEUE),
-    registry: createRegistry(),
+    registry,
   });
+}
+
+/** Options of {@link createCoordinatorApp}. */
+export interface AppBuildOptions extends Pick<StorageClientOptions, "policies"> {
+  /** The task kinds. @default the built-in group-by kind only */
+  registry?: TaskRegistry;
+  /**
+   * The coordination storage account's connection: the name of an app setting holding a connection string (local,
+   * Azurite), or the prefix of identity-based settings (`<name>__blobServiceUri`, …). @default "COORDINATION_STORAGE"
+   */
+  connection?: string;
 }
 
 /**
@@ -147,15 +159,4 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
     intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
   return { ...parts, elector, activityWakeUps, jobStops: new JobStopChecks(parts.system) };
-}
-
-let shared: CoordinatorApp | undefined;
-
-/**
- * The process-wide app, built on first use (handlers call this; tests build their own with
- * {@link createCoordinatorApp}).
- */
-export function getCoordinatorApp(): CoordinatorApp {
-  shared ??= createCoordinatorApp();
-  return shared;
 }

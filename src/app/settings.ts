@@ -9,6 +9,7 @@ import {
 } from "../azure/azureNames";
 import { keys } from "../coordination/jobState";
 import { TERMS_KEY } from "../coordination/termHistory";
+import type { SettingName } from "./options";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -129,7 +130,7 @@ export const settingsSchema = z.object({
   MAX_INPUT_BLOB_BYTES: intIn(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
-});
+} satisfies Record<SettingName, z.ZodType>);
 
 /** The validated settings. */
 export type Settings = z.infer<typeof settingsSchema>;

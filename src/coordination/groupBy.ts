@@ -1,56 +1,23 @@
 import { parse as parseCsv } from "csv-parse/sync";
-import { z } from "zod";
+import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema";
 import { defineTaskKind, ItemError } from "./taskKinds";
 
 /** Parameters of a group-by job. */
-export const groupByParamsSchema = z.strictObject({
+export interface GroupByParams {
   /** How each item's records are written. */
-  format: z.enum(["csv", "ndjson"]),
-  /** Field whose value names the group. */
-  keyField: z.string().min(1).max(256),
-  /** Numeric field aggregated per group. */
-  valueField: z.string().min(1).max(256),
-});
-export type GroupByParams = z.infer<typeof groupByParamsSchema>;
+  format: "csv" | "ndjson";
+  /** Field whose value names the group (1–256 characters). */
+  keyField: string;
+  /** Numeric field aggregated per group (1–256 characters). */
+  valueField: string;
+}
 
 /**
  * Per-group statistics: `[key, count, sumMicros, min, max]`, sorted by key. Kept as tuples, not an object keyed by
  * group, so keys like `__proto__` are plain data; the sum is an exact integer of millionths (a decimal string), so
  * merging is exactly associative — float addition is not.
  */
-const groupTuple = z.tuple([z.string(), z.number().int().min(0), z.string().regex(/^-?\d+$/), z.number(), z.number()]);
-export type GroupByPartial = z.infer<typeof groupTuple>[];
-
-/** Whether one entry is a valid group tuple: the fast check of {@link groupTuple}, for aggregates of many groups. */
-function isGroupTuple(value: unknown): boolean {
-  if (!Array.isArray(value) || value.length !== 5) return false;
-  const [key, count, sum, min, max] = value as unknown[];
-  return (
-    typeof key === "string" &&
-    Number.isSafeInteger(count) &&
-    (count as number) >= 0 &&
-    typeof sum === "string" &&
-    /^-?\d+$/.test(sum) &&
-    Number.isFinite(min) &&
-    Number.isFinite(max)
-  );
-}
-
-/**
- * A group-by partial: an array of group tuples. Checked entry by entry with a plain loop — a job's aggregate may hold
- * 200,000 groups, and the leader validates it on every fold — with zod naming the path of the first bad entry.
- */
-export const groupByPartialSchema = z.custom<GroupByPartial>().superRefine((value, context) => {
-  if (!Array.isArray(value)) {
-    context.addIssue({ code: "custom", message: "expected an array of [key, count, sumMicros, min, max] tuples" });
-    return;
-  }
-  const bad = value.findIndex((entry) => !isGroupTuple(entry));
-  if (bad === -1) return;
-  const parsed = groupTuple.safeParse(value[bad]);
-  for (const issue of parsed.error?.issues ?? [{ path: [], message: "not a group tuple" }])
-    context.addIssue({ code: "custom", path: [bad, ...issue.path], message: issue.message });
-});
+export type GroupByPartial = [key: string, count: number, sumMicros: string, min: number, max: number][];
 
 /** Largest magnitude accepted for a value: beyond it sums of millionths stop being meaningful. */
 export const MAX_ABS_VALUE = 1e12;

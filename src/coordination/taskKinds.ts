@@ -26,8 +26,9 @@ export interface TaskKind<Params = unknown, Partial = unknown> {
   readonly name: string;
   /**
    * Validates a job's `params` when it is submitted (a bad one gets a `400` naming each field) and again in the worker.
-   * Any Standard Schema (zod 4, valibot, arktype, …) that validates synchronously. Params travel in every work message:
-   * at most 4 KiB as JSON. @default none: params are passed on as submitted (any JSON value)
+   * Any Standard Schema (zod 4, valibot, arktype, …) that validates synchronously. A submission without params gives
+   * `null`. Params travel in every work message: at most 4 KiB as JSON. @default none: params are passed on as
+   * submitted (any JSON value, `null` when absent)
    */
   readonly params?: StandardSchemaV1<unknown, Params>;
   /**

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { groupByKind, groupByParamsSchema, groupRecords } from "../../src/coordination/groupBy";
+import { groupByKind, groupRecords } from "../../src/coordination/groupBy";
+import { groupByParamsSchema } from "../../src/coordination/groupBySchema";
 import { ItemError, type TaskKind } from "../../src/coordination/taskKinds";
 import { TaskRegistry } from "../../src/coordination/taskRegistry";
 

@@ -46,6 +46,12 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
   return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
 }
 
+/**
+ * Stop checks of a worker that does not know a job was stopped: an older version's (before stop checks), or one whose
+ * last check predates the request. Its late results are what the leader must discard.
+ */
+export const unawareOfStops: CoordinationDeps["jobStops"] = { isStopped: () => Promise.resolve(false) };
+
 /** A budget that ends the step after its first pass (workers run between steps in these tests). */
 export const ONE_PASS = { budgetMs: 1 };
 export const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;

@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  groupByView,
-  groupRecords,
-  mergeGroups,
-  groupByPartialSchema,
-  type GroupByPartial,
-} from "../../src/coordination/groupBy";
+import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByPartialSchema } from "../../src/coordination/groupBySchema";
 import { ItemError } from "../../src/coordination/taskKinds";
 
 const csv = { format: "csv", keyField: "region", valueField: "amount" } as const;

@@ -263,6 +263,20 @@ describe("a task kind does real work (issue 20): async, bytes and text, params, 
     ).toThrow(/registered twice/);
   });
 
+  it("a submission may leave out params for a kind that takes none: it is stored, dispatched and processed with null", async () => {
+    const seen: unknown[] = [];
+    const plain = defineTaskKind({ name: "plain", process: (_input, { params }) => void seen.push(params) });
+    const { deps, work: queue, state } = world({ registry: new TaskRegistry([plain]) });
+    const validated = validateSubmission({ kind: "plain", items: [{ inline: "x" }] }, deps.registry);
+    if (!validated.ok) throw new Error(JSON.stringify(validated.errors));
+    const { id } = await storeSubmission(deps.system, { ...validated.value, items: validated.value.items ?? [] });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await work(deps, queue);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(seen).toEqual([null]);
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 1, params: null });
+  });
+
   it("params are validated by the kind's Standard Schema at submission, each problem named with its field", () => {
     const registry = new TaskRegistry([
       defineTaskKind({ name: "needs", params: z.strictObject({ size: z.number().int().min(1) }), process: () => 1 }),
