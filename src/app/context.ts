@@ -46,7 +46,7 @@ export interface CoordinatorApp extends AppParts {
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
   /** This process's checks of jobs' stop blobs (worker invocations share them). */
-  jobStops: JobStopChecks;
+  jobStops: Pick<JobStopChecks, "isStopped">;
 }
 
 /** A registry of the built-in kinds (group-by): what the repo's own tools and tests use. */
