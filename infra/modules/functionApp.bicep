@@ -64,6 +64,7 @@ param stepBudgetMs int
 param activityWakeIntervalMs int
 param dispatchBatchSize int
 param workUnitMaxItems int
+param workUnitConcurrency int
 param workUnitMaxBytes int
 param maxAggregateGroups int
 param maxInputBlobBytes int
@@ -213,6 +214,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     ACTIVITY_WAKE_INTERVAL_MS: string(activityWakeIntervalMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
+    WORK_UNIT_CONCURRENCY: string(workUnitConcurrency)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)

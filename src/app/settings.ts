@@ -9,6 +9,7 @@ import {
 } from "../azure/azureNames";
 import { keys } from "../coordination/jobState";
 import { TERMS_KEY } from "../coordination/termHistory";
+import type { SettingName } from "./options";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -103,6 +104,11 @@ export const settingsSchema = z.object({
    * items are 256 units of 32, and 512 in flight. @default 8192
    */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(8192),
+  /**
+   * Items of one work unit a worker processes at once, for task kinds that do not set their own `concurrency`. Raise it
+   * for I/O-bound kinds; each item in flight holds its input (up to MAX_INPUT_BLOB_BYTES). @default 1
+   */
+  WORK_UNIT_CONCURRENCY: intIn(1, 64).default(1),
   /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
   WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
   /**
@@ -138,7 +144,7 @@ export const settingsSchema = z.object({
   JOB_RETENTION_HOURS: intIn(1, 8760).default(168),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
-});
+} satisfies Record<SettingName, z.ZodType>);
 
 /** The validated settings. */
 export type Settings = z.infer<typeof settingsSchema>;

@@ -3,7 +3,7 @@ import { jobIndexSchema, keys } from "../coordination/jobState";
 import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary";
 import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import { readJobStatus, type JobStatus } from "../coordination/status";
-import type { TaskRegistry } from "../coordination/taskKinds";
+import type { TaskRegistry } from "../coordination/taskRegistry";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
 import type { StateStore } from "../library/fencing/StateStore";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";

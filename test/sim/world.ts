@@ -9,6 +9,7 @@ import { keys } from "../../src/coordination/jobState";
 import { storeManifestSubmission } from "../../src/coordination/manifest";
 import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
 import { epochOptions } from "../../src/coordination/termHistory";
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { ActivityWakeUps, sendWakeUp } from "../../src/coordination/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
 import {
@@ -186,12 +187,13 @@ export class SimInstance {
     // With the wake-ups model on, workers wake the coordinator (at most every 5 s per process) and a wake-up that finds
     // the lease held sends follow-ups, as the app's defaults do; off, nothing sends one.
     const wakeIntervalMs = world.plan.activity.wakeUps ? 5000 : 0;
+    const system = new SimFiles(ctx, CONTAINERS.system);
     this.app = {
       settings: world.settings,
       instanceId: this.process.name,
       leaseStore,
       state,
-      system: new SimFiles(ctx, CONTAINERS.system),
+      system,
       inputs: new SimFiles(ctx, CONTAINERS.inputs),
       wakeQueue,
       workQueue: this.workQueue,
@@ -205,6 +207,7 @@ export class SimInstance {
         maxFollowUps: wakeIntervalMs === 0 ? 0 : Math.ceil((3 * SIM_TIMING.leaseDurationS * 1000) / wakeIntervalMs),
         from: this.process.name,
       }),
+      jobStops: new JobStopChecks(system, () => this.process.clock.monotonicMs()),
     };
   }
 

@@ -3,6 +3,7 @@ import { createRegistry } from "../../src/app/context";
 import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "./MemoryStateStore";
@@ -33,6 +34,8 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     maxJobDocumentBytes: readSettings({}).MAX_JOB_DOCUMENT_BYTES,
     jobRetentionMs: readSettings({}).JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
+    workUnitConcurrency: 1,
+    jobStops: new JobStopChecks(system),
     // One item per work message unless a test asks for units (the per-item behaviour most tests check).
     workUnitMaxItems: 1,
     workUnitMaxBytes: 45 * 1024,
@@ -44,6 +47,12 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
   };
   return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
 }
+
+/**
+ * Stop checks of a worker that does not know a job was stopped: an older version's (before stop checks), or one whose
+ * last check predates the request. Its late results are what the leader must discard.
+ */
+export const unawareOfStops: CoordinationDeps["jobStops"] = { isStopped: () => Promise.resolve(false) };
 
 /** One pass and no more, with budget to spare (workers run between steps in these tests). */
 export const ONE_PASS = { budgetMs: 60_000, maxPasses: 1 };

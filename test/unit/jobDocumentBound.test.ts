@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSettings } from "../../src/app/settings";
-import { groupByKind, MAX_GROUP_KEY_LENGTH } from "../../src/coordination/groupBy";
+import { groupRecords, MAX_GROUP_KEY_LENGTH } from "../../src/coordination/groupBy";
 import { jsonByteLength } from "../../src/coordination/jsonSize";
 import { keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
@@ -67,7 +67,7 @@ describe("the group-by kind bounds a group's key length (issue 21, item 1)", () 
 
   it(`an item with a key of more than ${MAX_GROUP_KEY_LENGTH} characters fails alone, with the reason`, () => {
     const long = JSON.stringify({ k: "x".repeat(4_000_000), v: 1 });
-    const process = (): unknown => groupByKind.process(`${JSON.stringify({ k: "a", v: 1 })}\n${long}`, ndjson);
+    const process = (): unknown => groupRecords(`${JSON.stringify({ k: "a", v: 1 })}\n${long}`, ndjson);
     expect(process).toThrow(ItemError);
     expect(process).toThrow(
       `record 2: the group key in field "k" has 4000000 characters; a group key may have at most ${MAX_GROUP_KEY_LENGTH}`,
@@ -76,6 +76,6 @@ describe("the group-by kind bounds a group's key length (issue 21, item 1)", () 
 
   it(`a key of exactly ${MAX_GROUP_KEY_LENGTH} characters is a group like any other`, () => {
     const key = "y".repeat(MAX_GROUP_KEY_LENGTH);
-    expect(groupByKind.process(JSON.stringify({ k: key, v: 2 }), ndjson)).toEqual([[key, 1, "2000000", 2, 2]]);
+    expect(groupRecords(JSON.stringify({ k: key, v: 2 }), ndjson)).toEqual([[key, 1, "2000000", 2, 2]]);
   });
 });
