@@ -169,6 +169,16 @@ param maxAggregateGroups int = 200000
 @maxValue(268435456)
 param maxInputBlobBytes int = 4194304
 
+@description('MAX_JOB_DOCUMENT_BYTES: most bytes of JSON a job\'s stored document may have; a job whose aggregate would make it larger ends as failed with the reason.')
+@minValue(1048576)
+@maxValue(67108864)
+param maxJobDocumentBytes int = 16777216
+
+@description('JOB_RETENTION_HOURS: how long an ended job is kept; then the leader removes its state and blobs, and its status answers 404.')
+@minValue(1)
+@maxValue(8760)
+param jobRetentionHours int = 168
+
 @description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
 @minValue(1000)
 @maxValue(3600000)
@@ -258,6 +268,8 @@ module apps 'modules/functionApp.bicep' = [
       workUnitMaxBytes: workUnitMaxBytes
       maxAggregateGroups: maxAggregateGroups
       maxInputBlobBytes: maxInputBlobBytes
+      maxJobDocumentBytes: maxJobDocumentBytes
+      jobRetentionHours: jobRetentionHours
       stepStallTimeoutMs: stepStallTimeoutMs
     }
   }

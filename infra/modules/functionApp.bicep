@@ -68,6 +68,8 @@ param workUnitConcurrency int
 param workUnitMaxBytes int
 param maxAggregateGroups int
 param maxInputBlobBytes int
+param maxJobDocumentBytes int
+param jobRetentionHours int
 param stepStallTimeoutMs int
 
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
@@ -216,6 +218,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
+    MAX_JOB_DOCUMENT_BYTES: string(maxJobDocumentBytes)
+    JOB_RETENTION_HOURS: string(jobRetentionHours)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
   }
   dependsOn: [

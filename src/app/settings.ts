@@ -128,6 +128,20 @@ export const settingsSchema = z.object({
    * newBatchThreshold 8) each at the limit, in the worst case measured (see the README's limits). @default 4194304
    */
   MAX_INPUT_BLOB_BYTES: intIn(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
+  /**
+   * Most bytes of JSON a job's stored document (its state: counts, bitmaps, failures and aggregate) may have; a job
+   * whose aggregate would make it larger ends as failed with the reason, its counts and aggregate as they were. The
+   * leader reads and writes the whole document at every fold of the job's results: 16 MiB holds the largest job the
+   * limits allow (1,000,000 items, 200,000 groups with keys of some 40 characters: about 7.8 MiB) twice over, and
+   * parses in well under a second. @default 16777216
+   */
+  MAX_JOB_DOCUMENT_BYTES: intIn(1024 * 1024, 64 * 1024 * 1024).default(16 * 1024 * 1024),
+  /**
+   * How long an ended job (completed, failed, cancelled, expired) is kept, in hours: its status reads as before for
+   * this long after it ended; then the leader removes everything of it — state, spec, item chunks, outcome blobs,
+   * markers — and GET /api/jobs/{id} answers 404. @default 168 (7 days)
+   */
+  JOB_RETENTION_HOURS: intIn(1, 8760).default(168),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
 } satisfies Record<SettingName, z.ZodType>);
@@ -222,7 +236,7 @@ function poisonNameProblems(settings: Settings): string[] {
  */
 export const APP_BLOB_NAMES = {
   STATE_CONTAINER: { names: [keys.index, TERMS_KEY], prefixes: ["jobs/"] },
-  SYSTEM_CONTAINER: { names: [], prefixes: ["jobs/", keys.inboxPrefix, keys.cancelPrefix] },
+  SYSTEM_CONTAINER: { names: [], prefixes: ["jobs/", keys.inboxPrefix, keys.cancelPrefix, keys.endedPrefix] },
 } as const;
 
 /** Whether the app itself uses `blob` in the state or the system container ({@link APP_BLOB_NAMES}). */

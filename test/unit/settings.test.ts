@@ -27,6 +27,17 @@ describe("settings", () => {
     expect(() => readSettings({ MAX_INPUT_BLOB_BYTES: "100" })).toThrow(/MAX_INPUT_BLOB_BYTES="100" must be from 1024/);
   });
 
+  it("defaults MAX_JOB_DOCUMENT_BYTES to 16 MiB and refuses one below 1 MiB or above 64 MiB, naming it (issue 21)", () => {
+    expect(readSettings({}).MAX_JOB_DOCUMENT_BYTES).toBe(16 * 1024 * 1024);
+    expect(readSettings({ MAX_JOB_DOCUMENT_BYTES: "67108864" }).MAX_JOB_DOCUMENT_BYTES).toBe(64 * 1024 * 1024);
+    expect(() => readSettings({ MAX_JOB_DOCUMENT_BYTES: "67108865" })).toThrow(
+      /MAX_JOB_DOCUMENT_BYTES="67108865" must be from 1048576 to 67108864/,
+    );
+    expect(() => readSettings({ MAX_JOB_DOCUMENT_BYTES: "1000" })).toThrow(
+      /MAX_JOB_DOCUMENT_BYTES="1000" must be from/,
+    );
+  });
+
   it("names every bad setting, its value and what is allowed", () => {
     const read = (): unknown =>
       readSettings({ LEASE_DURATION_SECONDS: "90", WORK_QUEUE: "Bad_Name", COORDINATOR_SCHEDULE: "* * *" });
@@ -102,12 +113,13 @@ describe("settings", () => {
   });
 
   const STATE_NAMES = "index.json, terms.json, jobs/…";
-  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…";
+  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…, ended/…";
   it.each([
     ["coordinator-state", "index.json", "STATE_CONTAINER", STATE_NAMES],
     ["coordinator-state", "jobs/leader", "STATE_CONTAINER", STATE_NAMES],
     ["coordinator-system", "inbox/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
     ["coordinator-system", "cancel/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
+    ["coordinator-system", "ended/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
   ])("refuses a lease blob among the app's own blobs: %s/%s", (container, blob, shared, names) => {
     expect(() => readSettings({ LEASE_CONTAINER: container, LEASE_BLOB: blob })).toThrow(
       `LEASE_BLOB="${blob}" in LEASE_CONTAINER="${container}", which is also ${shared}, where the app writes and deletes ${names}: name the lease blob outside those (as the default "MyLeaderCoordinatorTask" is), or give LEASE_CONTAINER a container of its own`,
@@ -124,7 +136,7 @@ describe("settings", () => {
     for (const blob of [keys.index, TERMS_KEY, keys.jobState("j")])
       expect(isAppBlobName("STATE_CONTAINER", blob), blob).toBe(true);
     const system = [keys.spec("j"), keys.chunk("j", 0), keys.partial("j", 0), keys.outcome("j", 0)];
-    for (const blob of [...system, keys.inbox("j"), keys.cancel("j")])
+    for (const blob of [...system, keys.inbox("j"), keys.cancel("j"), keys.ended("j", 1)])
       expect(isAppBlobName("SYSTEM_CONTAINER", blob), blob).toBe(true);
     expect(isAppBlobName("SYSTEM_CONTAINER", "MyLeaderCoordinatorTask")).toBe(false);
   });
