@@ -97,9 +97,10 @@ export const getJobOptions: HttpFunctionOptions = {
   route: "jobs/{id}",
   handler: getJobHandler,
 };
+/** Cancelling any job takes the admin (master) key, more than the function key that opens the status page. */
 export const cancelJobOptions: HttpFunctionOptions = {
   methods: ["DELETE"],
-  authLevel: "function",
+  authLevel: "admin",
   route: "jobs/{id}",
   handler: cancelJobHandler,
 };

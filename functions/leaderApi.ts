@@ -24,9 +24,10 @@ export const getLeaderOptions: HttpFunctionOptions = {
   route: "leader",
   handler: getLeaderHandler,
 };
+/** Stepping the leader down takes the admin (master) key, more than the function key that opens the status page. */
 export const stepDownOptions: HttpFunctionOptions = {
   methods: ["POST"],
-  authLevel: "function",
+  authLevel: "admin",
   route: "leader/step-down",
   handler: stepDownHandler,
 };

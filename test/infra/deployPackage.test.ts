@@ -187,7 +187,13 @@ describe("the deploy package, built from .funcignore both ways", () => {
         type: "httpTrigger",
         route: "leader/step-down",
         methods: ["POST"],
-        authLevel: "function",
+        authLevel: "admin",
+      });
+      expect(trigger(captured, "cancelJob")).toMatchObject({
+        type: "httpTrigger",
+        route: "jobs/{id}",
+        methods: ["DELETE"],
+        authLevel: "admin",
       });
     },
   );
