@@ -2,6 +2,7 @@ import { app, type InvocationContext, type Timer, type TimerFunctionOptions } fr
 import { getCoordinatorApp } from "../src/app/context";
 import { runCoordinatorTick } from "../src/app/operations";
 import { processShutdown } from "../src/app/shutdown";
+import { getTelemetry } from "../src/app/telemetry/setupTelemetry";
 import { sinkFor } from "./invocation";
 
 /**
@@ -10,9 +11,12 @@ import { sinkFor } from "./invocation";
  */
 export async function coordinatorHandler(timer: Timer, context: InvocationContext): Promise<void> {
   if (timer.isPastDue) context.warn("Coordinator tick is past due (the app was idle or busy); running it now.");
+  const sink = sinkFor(context);
   await processShutdown.track(() =>
-    runCoordinatorTick(getCoordinatorApp(), sinkFor(context), { abortSignal: processShutdown.signal }),
+    runCoordinatorTick(getCoordinatorApp(), sink, { abortSignal: processShutdown.signal }),
   );
+  // Queue depths and fold lag, once a tick whoever leads (telemetry only).
+  await getTelemetry().sampleQueues(getCoordinatorApp(), sink, { abortSignal: processShutdown.signal });
 }
 
 /** Registration options: schedule from the COORDINATOR_SCHEDULE app setting (NCRONTAB, seconds first). */

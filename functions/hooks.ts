@@ -1,5 +1,6 @@
 import { app } from "@azure/functions";
 import { processShutdown } from "../src/app/shutdown";
+import { getTelemetry } from "../src/app/telemetry/setupTelemetry";
 
 /**
  * How long the hook waits for running ticks to stop and release their lease, in ms: a renewal in flight plus a
@@ -14,6 +15,8 @@ export const SHUTDOWN_WAIT_MS = 10_000;
  */
 export async function appTerminateHandler(): Promise<void> {
   await processShutdown.shutdown({ timeoutMs: SHUTDOWN_WAIT_MS });
+  // What telemetry still buffers (records, the metrics of the last interval) is exported before the process ends.
+  await getTelemetry().shutdown();
 }
 
 app.hook.appTerminate(appTerminateHandler);

@@ -7,6 +7,7 @@ import {
   outcomeTooLarge,
   parseMessage,
   toRanges,
+  fromRanges,
   workMessageSchema,
   type itemResultMessageSchema,
   type UnitResultMessage,
@@ -42,11 +43,24 @@ export interface Delivery {
   maxDequeueCount: number;
 }
 
-/** How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not. */
+/**
+ * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not; the
+ * unit's task kind, and how many of its `count` items were reported done and failed.
+ */
 export type WorkOutcome =
-  | { status: "processed"; jobId: string; item: number; count: number }
-  | { status: "failed"; jobId: string; item: number; count: number; reason: string }
+  | ({ status: "processed"; reason?: undefined } & UnitCounts)
+  | ({ status: "failed"; reason: string } & UnitCounts)
   | { status: "rejected"; reason: string };
+
+/** A unit's counts in a {@link WorkOutcome}. */
+interface UnitCounts {
+  jobId: string;
+  kind: string;
+  item: number;
+  count: number;
+  itemsDone: number;
+  itemsFailed: number;
+}
 
 /** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
 const MAX_INLINE_RESULT_BYTES = 40 * 1024;
@@ -143,14 +157,11 @@ export async function processWorkMessage(
     );
     if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
-  if (failed.length === 0) return { status: "processed", jobId, item: first, count: inputs.length };
-  return {
-    status: "failed",
-    jobId,
-    item: first,
-    count: inputs.length,
-    reason: failed.map((failure) => failure.reason).join("; "),
-  };
+  const itemsFailed = failed.reduce((sum, failure) => sum + fromRanges(failure.items).length, 0);
+  const count = inputs.length;
+  const counts = { jobId, kind: message.kind, item: first, count, itemsDone: count - itemsFailed, itemsFailed };
+  if (failed.length === 0) return { status: "processed", ...counts };
+  return { status: "failed", ...counts, reason: failed.map((failure) => failure.reason).join("; ") };
 }
 
 /**
