@@ -14,6 +14,7 @@ export default tseslint.config(
       "coverage/**",
       ".local/**",
       "bench-results/**",
+      ".deploy/**",
     ],
   },
   js.configs.recommended,
