@@ -39,6 +39,7 @@ export const API_VERSION_FLOORS: Readonly<Record<string, { floor: string; reason
     reason: "first GA version after 2018-11-30 for user-assigned identities",
   },
   "Microsoft.Authorization": { floor: "2022-04-01", reason: "GA roleAssignments with principalType and description" },
+  "Microsoft.Resources": { floor: "2022-09-01", reason: "GA resourceGroups, created by azd's subscription-scope entry" },
   "Microsoft.OperationalInsights": { floor: "2022-10-01", reason: "GA workspaces with features.disableLocalAuth" },
   "Microsoft.Insights": {
     floor: "2020-02-02",
