@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
@@ -77,7 +77,10 @@ describe("OpenTelemetry from the local host (2 OS processes on Azurite) to an OT
     );
     expect(completed, "the local host's event log saw no job-completed within 90 s").toBeDefined();
     // The timer samples the queues after each tick; wait for a sample to be exported (every second here).
-    const sampled = await waitFor(() => readFileSync(file, "utf8").includes('"coordinator.queue.depth"'), 30_000);
+    const sampled = await waitFor(
+      () => existsSync(file) && readFileSync(file, "utf8").includes('"coordinator.queue.depth"'),
+      30_000,
+    );
     expect(sampled, "no queue sample was exported within 30 s").toBe(true);
     await Promise.all(instances.map((instance) => instance.process.stop(35_000)));
 
