@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { CronExpressionParser } from "cron-parser";
 import { describe, expect, it } from "vitest";
@@ -89,13 +89,19 @@ describe("DEPLOY.md idle cost table", () => {
 });
 
 /**
- * Every idle-cost figure in README.md, docs/DEPLOY.md and infra/smoke.sh comes from the table above: a paragraph (or
+ * Every idle-cost figure in README.md, docs/*.md and infra/smoke.sh comes from the table above: a paragraph (or
  * table row) about the idle timer may state only the figures of the rows it names — by schedule (`*\/30 * * * * *`) or
  * in words ("every 30 s") — or, naming none, of the default schedule's row; besides them only the free grant and unit
  * prices. (DEPLOY.md once said idle costs $4.53 a month, the 30 s row, beside a table whose default row said $2.26.)
  */
 describe("idle-cost figures across the docs come from DEPLOY.md's table", () => {
-  const FILES = ["README.md", "docs/DEPLOY.md", "infra/smoke.sh"];
+  const FILES = [
+    "README.md",
+    ...readdirSync(path.join(REPO_ROOT, "docs"))
+      .filter((name) => name.endsWith(".md"))
+      .map((name) => `docs/${name}`),
+    "infra/smoke.sh",
+  ];
   /** The free grant, and list prices ($ per GB-s, per million executions or operations), which are not cost figures. */
   const CONSTANTS = new Set([100_000, 250_000, 0.000026, 0.4, 0.44, 5.5]);
   const ABOUT_IDLE = /\bidle\b|heartbeat|\btimer\b|\bticks?\b/i;
