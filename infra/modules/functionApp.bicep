@@ -14,6 +14,9 @@ param location string
 @description('Tags applied to every resource of this app.')
 param tags object = {}
 
+@description('Tags of the Function App alone, on top of tags (azd finds the app to deploy to by its azd-service-name tag).')
+param siteTags object = {}
+
 @description('Flex Consumption plan name (one app per Flex plan).')
 param planName string
 
@@ -128,7 +131,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
 resource site 'Microsoft.Web/sites@2024-04-01' = {
   name: name
   location: location
-  tags: tags
+  tags: union(tags, siteTags)
   kind: 'functionapp,linux'
   identity: {
     type: 'UserAssigned'

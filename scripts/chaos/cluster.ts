@@ -20,7 +20,9 @@ import { ensureAppStorage } from "../local/storageSetup";
  * terms.
  */
 export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
-  COORDINATOR_SCHEDULE: "*/2 * * * * *",
+  // Every 10 s: STEP_BUDGET_MS must be below the schedule's shortest interval (settings.ts), and a 6 s step leaves a
+  // revocation or a kill time to land mid-step.
+  COORDINATOR_SCHEDULE: "*/10 * * * * *",
   DISPATCH_BATCH_SIZE: "5",
   // Units of 8 items: a job spans many units, so duplicates and kills hit whole units mid-job.
   WORK_UNIT_MAX_ITEMS: "8",

@@ -10,6 +10,7 @@ import {
 import { keys } from "../coordination/jobState";
 import { TERMS_KEY } from "../coordination/termHistory";
 import type { SettingName } from "./options";
+import { parseNcrontab } from "./schedule";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -37,13 +38,17 @@ const intIn = (min: number, max: number) =>
     .min(min, `must be from ${min} to ${max}`)
     .max(max, `must be from ${min} to ${max}`);
 
-/** NCRONTAB with six fields (seconds first), or a `%AppSetting%` reference is not allowed here: this IS the setting. */
+/**
+ * NCRONTAB with six fields, seconds first, as the Functions host parses a timer's schedule (see `schedule.ts`); a
+ * `%AppSetting%` reference is not allowed here: this IS the setting.
+ */
 const ncrontab = z
   .string()
-  .regex(
-    /^\s*\S+(\s+\S+){5}\s*$/,
-    "must be an NCRONTAB expression with six fields, seconds first (e.g. '*/30 * * * * *')",
-  );
+  .trim()
+  .superRefine((value, context) => {
+    const parsed = parseNcrontab(value);
+    if (!parsed.ok) context.addIssue({ code: "custom", message: parsed.reason });
+  });
 
 /**
  * The settings schema. Keys are the app setting names exactly as they appear in Azure and in `local.settings.json`.
@@ -96,7 +101,10 @@ export const settingsSchema = z.object({
    * both off (the timer and submissions alone start steps). @default 5000
    */
   ACTIVITY_WAKE_INTERVAL_MS: intIn(0, 600_000).default(5000),
-  /** Time budget of one coordination step in ms; shorter than the timer's tick. @default 20000 */
+  /**
+   * Time budget of one coordination step in ms; below the shortest interval between two firings of
+   * COORDINATOR_SCHEDULE. @default 20000
+   */
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /**
    * Most items the leader dispatches per pass of its step (bounded fan-out); at most twice this many items of a job are
@@ -201,12 +209,22 @@ export function readSettings(env: Record<string, string | undefined> = process.e
   );
   const problems = [
     ...timing,
+    ...budgetProblems(settings),
     ...poisonNameProblems(settings),
     ...containerProblems(settings),
     ...queueProblems(settings),
   ];
   if (problems.length > 0) throw new ConfigurationError(`Invalid app settings: ${problems.join("; ")}.`);
   return settings;
+}
+
+/** A step must end before the timer's next tick starts one: STEP_BUDGET_MS below the schedule's shortest interval. */
+function budgetProblems(settings: Settings): string[] {
+  const parsed = parseNcrontab(settings.COORDINATOR_SCHEDULE);
+  if (!parsed.ok || settings.STEP_BUDGET_MS < parsed.schedule.shortestIntervalMs) return [];
+  return [
+    `STEP_BUDGET_MS (${settings.STEP_BUDGET_MS}) must be below the shortest interval of COORDINATOR_SCHEDULE ("${settings.COORDINATOR_SCHEDULE}" fires ${parsed.schedule.shortestIntervalMs} ms apart at its closest): a step must end before the next tick starts one`,
+  ];
 }
 
 /** What the Functions host appends to a queue's name for its poison queue (`<name>-poison`). */

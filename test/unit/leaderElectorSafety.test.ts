@@ -52,6 +52,17 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     void first;
   });
 
+  it("a task that returns after its renew deadline passed unseen (the process was frozen) ends aborted, not completed", async () => {
+    // SIGSTOP mid-step for longer than the lease: the clock moves on, no timer runs, so no renewal fails and nothing
+    // ends the term; when the process wakes, the task's next check (its budget) returns at once (chaos zombie-leader).
+    const result = await elector(world.store, world.recorder).tryLead(() => {
+      vi.setSystemTime(Date.now() + 20_000);
+      return Promise.resolve("the step's report");
+    });
+    expect(result).toMatchObject({ outcome: "aborted", epoch: 1, reason: "deadline" });
+    expect(world.recorder.ofType("lease-lost")).toEqual([expect.objectContaining({ reason: "deadline", epoch: 1 })]);
+  });
+
   it("never has two live terms: not from one elector, and not after the end of one term releases the lease", async () => {
     const live = new Set<LeadershipTerm>();
     let overlaps = 0;
