@@ -5,7 +5,7 @@ import { readSettings, type Settings } from "../../src/app/settings";
 import { delay } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { EventLog, recordFromEventLine, type EventRecord } from "../local/eventLog";
-import { InstanceProcess, type InstanceHandlers, type InstanceState } from "../local/instances";
+import { InstanceProcess, lastOutput, type InstanceHandlers, type InstanceState } from "../local/instances";
 import { ensureAppStorage } from "../local/storageSetup";
 
 /**
@@ -175,7 +175,7 @@ export class ChaosCluster {
     while (instances.some((instance) => instance.process.state.role === "starting")) {
       const dead = instances.find((instance) => instance.process.state.exit !== undefined);
       if (dead !== undefined)
-        throw new Error(`${dead.id} exited while starting:\n  ${dead.process.state.recentLogs.join("\n  ")}`);
+        throw new Error(`${dead.id} exited while starting:\n${lastOutput(dead.process.state)}`);
       if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
       await delay(100);
     }
