@@ -174,8 +174,7 @@ export class ChaosCluster {
     const deadline = Date.now() + 60_000;
     while (instances.some((instance) => instance.process.state.role === "starting")) {
       const dead = instances.find((instance) => instance.process.state.exit !== undefined);
-      if (dead !== undefined)
-        throw new Error(`${dead.id} exited while starting:\n${lastOutput(dead.process.state)}`);
+      if (dead !== undefined) throw new Error(`${dead.id} exited while starting:\n${lastOutput(dead.process.state)}`);
       if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
       await delay(100);
     }

@@ -9,7 +9,13 @@ import { delay, type Abortable } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
 import { EventLog, recordFromEventLine } from "./eventLog";
-import { InstanceProcess, NODE_WORKER_ARGUMENTS, lastOutput, type InstanceHandlers, type InstanceState } from "./instances";
+import {
+  InstanceProcess,
+  NODE_WORKER_ARGUMENTS,
+  lastOutput,
+  type InstanceHandlers,
+  type InstanceState,
+} from "./instances";
 import { MidJobLeaderKill } from "./leaderKill";
 import { LiveView, type LiveMode } from "./liveView";
 import type { LocalOptions } from "./options";
@@ -334,9 +340,7 @@ export async function waitForReady(
   for (;;) {
     const dead = instances.find((instance) => instance.state.exit !== undefined);
     if (dead !== undefined)
-      throw new Error(
-        `${dead.state.name} exited while starting. Its last output:\n${lastOutput(dead.state)}`,
-      );
+      throw new Error(`${dead.state.name} exited while starting. Its last output:\n${lastOutput(dead.state)}`);
     if (instances.every((instance) => instance.state.role !== "starting")) return;
     if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
     await delay(100, { abortSignal });

@@ -97,8 +97,7 @@ describe("the blob-digest example on the local host (3 processes, a worker kille
           onReady: (state) => started.resolve(state),
           onEvent: () => undefined,
           onLog,
-          onExit: (state) =>
-            started.reject(new Error(`${state.name} exited while starting:\n${lastOutput(state)}`)),
+          onExit: (state) => started.reject(new Error(`${state.name} exited while starting:\n${lastOutput(state)}`)),
         }),
       );
     await Promise.all(ready.map((started) => started.promise));
