@@ -7,8 +7,8 @@ import { parseLocalArgs, USAGE, UsageError } from "./local/options";
  * wires Ctrl-C to a graceful stop and turns the result into an exit code.
  */
 
-export { runLocal, type LocalRunResult, type RunLocalOptions, type InstanceSummary } from "./local/run";
-export { parseLocalArgs, UsageError, type LocalOptions } from "./local/options";
+export { runLocal, type LocalRunResult, type InstanceSummary } from "./local/run";
+export { parseLocalArgs, UsageError, type LocalOptions, type RunLocalOptions } from "./local/options";
 
 /** Runs the CLI and returns its exit code. */
 export async function main(argv: readonly string[]): Promise<number> {

@@ -1,8 +1,13 @@
+import type { Abortable } from "../../src/library/util/delay";
 import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../support/cli";
+import type { LiveMode } from "./liveView";
 
 export { UsageError };
 
-/** The command line of `npm run local`, parsed and validated up front. */
+/**
+ * The options of a local run: the command line of `npm run local`, parsed and validated up front, and what a caller
+ * embedding the runner ({@link RunLocalOptions}) adds.
+ */
 
 /** Options of a local run (see {@link parseLocalArgs} for the flags). */
 export interface LocalOptions {
@@ -29,6 +34,25 @@ export interface LocalOptions {
   listenerLockPeriodS?: number;
   /** How often an instance without the listener lock polls for it, 0.1–3600 s. @default 60 (the host's) */
   listenerLockRecoveryS?: number;
+}
+
+/**
+ * Options of {@link runLocal}: the CLI's, plus what a caller embedding the runner may set; `abortSignal` stops the run
+ * early (Ctrl-C), and the result then says "interrupted".
+ */
+export interface RunLocalOptions extends Partial<LocalOptions>, Abortable {
+  /** Base environment of the instances (app settings). @default process.env */
+  env?: Record<string, string | undefined>;
+  /** Where the live view and summary go. @default process.stdout */
+  output?: NodeJS.WritableStream;
+  /** @default "tty" when `output` is a TTY and CI is not set, else "plain" */
+  live?: LiveMode;
+  /** Folder of the default events, timeline and log paths. @default `<repo>/.local` */
+  outputDir?: string;
+  /** Without `durationS`: give up when the job has not completed after this many seconds. @default 300 */
+  maxWaitS?: number;
+  /** Without `durationS`: keep running this long after the job completed, so the timeline shows it. @default 5 */
+  settleS?: number;
 }
 
 /** Usage text for `--help` and after a {@link UsageError}. */

@@ -5,7 +5,7 @@ import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
 import { readSettings, settingsSchema, type Settings } from "../../src/app/settings";
 import { parseNcrontab } from "../../src/app/schedule";
-import { delay, type Abortable } from "../../src/library/util/delay";
+import { delay } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
 import { EventLog, recordFromEventLine } from "./eventLog";
@@ -17,8 +17,8 @@ import {
   type InstanceState,
 } from "./instances";
 import { MidJobLeaderKill } from "./leaderKill";
-import { LiveView, type LiveMode } from "./liveView";
-import type { LocalOptions } from "./options";
+import { LiveView } from "./liveView";
+import type { LocalOptions, RunLocalOptions } from "./options";
 import { aggregateTable, describeEvent } from "./report";
 import { ensureAppStorage } from "./storageSetup";
 import { renderTimeline } from "./timeline";
@@ -34,25 +34,6 @@ import { watchRun } from "./watch";
 const REPO_ROOT = resolve(__dirname, "..", "..");
 /** How long an instance gets to stop (its host waits up to 30 s for running invocations). */
 const INSTANCE_STOP_TIMEOUT_MS = 35_000;
-
-/**
- * Options of {@link runLocal}: the CLI's, plus what a caller embedding the runner may set; `abortSignal` stops the run
- * early (Ctrl-C), and the result then says "interrupted".
- */
-export interface RunLocalOptions extends Partial<LocalOptions>, Abortable {
-  /** Base environment of the instances (app settings). @default process.env */
-  env?: Record<string, string | undefined>;
-  /** Where the live view and summary go. @default process.stdout */
-  output?: NodeJS.WritableStream;
-  /** @default "tty" when `output` is a TTY and CI is not set, else "plain" */
-  live?: LiveMode;
-  /** Folder of the default events, timeline and log paths. @default `<repo>/.local` */
-  outputDir?: string;
-  /** Without `durationS`: give up when the job has not completed after this many seconds. @default 300 */
-  maxWaitS?: number;
-  /** Without `durationS`: keep running this long after the job completed, so the timeline shows it. @default 5 */
-  settleS?: number;
-}
 
 /** An instance of the run, as it ended. */
 export interface InstanceSummary {

@@ -4,7 +4,7 @@ import { delay } from "../../src/library/util/delay";
 import type { InstanceProcess } from "./instances";
 import type { MidJobLeaderKill } from "./leaderKill";
 import type { LiveView } from "./liveView";
-import type { RunLocalOptions } from "./run";
+import type { RunLocalOptions } from "./options";
 
 /**
  * The watching phase of a local run: redraw the live view ~2×/s, read the job's status every second (and tell the

@@ -1,6 +1,7 @@
 import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps } from "./deps";
-import { foldOutcomes, type FoldCounts, type UnitOutcome } from "./foldResults";
+import { foldOutcomes, type UnitOutcome } from "./foldOutcomes";
+import type { FoldCounts } from "./foldReport";
 import { chunkSchema, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
 import { describeIssues, itemInputSchema, type ItemInput, type UnitWorkMessage } from "./messages";

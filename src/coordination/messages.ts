@@ -281,7 +281,7 @@ export interface PoisonClaim extends ItemRef {
  * Which items a message on the work poison queue accounts for, and why it failed: a work message the host moved there
  * after its retries ran out, or the worker's rejection of a work message that named its job and item (including a
  * rejection written before rejections named them: then its original is read), as the message states them: the leader
- * fails only those a unit of the job can hold and the job has sent (`unitFailures`, foldResults.ts), since `count` is
+ * fails only those a unit of the job can hold and the job has sent (`unitFailures`, applyOutcomes.ts), since `count` is
  * whatever the message says. Undefined when no job can claim it —
  * undecodable text, a rejection of a message that named no item, or a rejection the leader itself wrote, which is
  * left for a person.

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { FOLD_ROUND_BYTES } from "../../src/coordination/foldResults";
+import { FOLD_ROUND_BYTES } from "../../src/coordination/foldResultBatch";
 import { keys } from "../../src/coordination/jobState";
 import { MAX_OUTCOME_BYTES } from "../../src/coordination/messages";
 import { runCoordinationStep } from "../../src/coordination/step";
