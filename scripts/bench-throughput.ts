@@ -2,14 +2,16 @@
  * Throughput benchmark (issue 9): `npm run bench:throughput -- [--rounds N] [--out FILE] [--skip-memory]` (see
  * ./throughput/cli.ts for every flag).
  *
- * On one Azurite, in one run, two scenarios — `small` (inline items of about 100 bytes of CSV) and `blob` (one input
- * blob per item) — each through three implementations per round, the order rotating:
+ * On one Azurite, in one run, three scenarios — `small` (inline items of about 100 bytes of CSV), `blob` (one input
+ * blob per item) and `short` (a short job of small items) — each through three implementations per round, the order
+ * rotating (the per-item loop only in the first `--per-item-rounds`):
  * - the project: fresh instance processes of the real app on the local host, one job submitted through the library
  *   (which wakes the coordinator), at the app's default settings and schedule (./throughput/projectRun.ts);
  * - the per-item loop: the raw SDKs sending one work message per item and one result per item;
  * - the batched loop: the raw SDKs sending the same unit messages as the app's leader (./throughput/baseline.ts).
  * Every storage request is counted by a request policy in each process's SDK pipeline (./throughput/requestCounter.ts)
- * and priced (./throughput/cost.ts). Then one large job end to end for the leader's memory. Prints tables, writes JSON.
+ * and priced (./throughput/cost.ts), beside the peers' estimates (./throughput/peers.ts). Then one large job end to end
+ * for the leader's memory. Prints tables, writes JSON.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { setMaxListeners } from "node:events";
@@ -22,7 +24,9 @@ import { parseSchedule } from "./local/timerTrigger";
 import { startAzurite, type Azurite } from "./support/azurite";
 import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
 import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./throughput/cli";
+import { readBefore, type BeforeFigures } from "./throughput/compare";
 import { PRICES, PRICES_NOTE } from "./throughput/cost";
+import { peerEstimates } from "./throughput/peers";
 import { round, type StorageRoles } from "./throughput/opsBreakdown";
 import { runProject } from "./throughput/projectRun";
 import {
@@ -69,6 +73,15 @@ async function main(): Promise<number> {
   };
   process.on("SIGINT", interrupt);
   process.on("SIGTERM", interrupt);
+  let before: ((scenario: string) => BeforeFigures | undefined) | undefined;
+  if (args.before !== undefined) {
+    try {
+      before = readBefore(resolve(process.cwd(), args.before));
+    } catch (error) {
+      console.error(`bench:throughput: --before ${args.before}: ${(error as Error).message}`);
+      return 2;
+    }
+  }
   const startedAt = new Date();
   const loadAtStart = load();
   const outputDir = join(REPO_ROOT, ".local", `throughput-${startedAt.toISOString().replace(/[:.]/g, "-")}`);
@@ -96,6 +109,7 @@ async function main(): Promise<number> {
   const jobs: Record<ScenarioName, ScenarioJob> = {
     small: scenarioJob("small", args.smallItems, "bench/small"),
     blob: scenarioJob("blob", args.blobItems, "bench/blob"),
+    short: scenarioJob("short", args.shortItems, "bench/short"),
   };
   const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
   const upload = async (blobs: readonly { name: string; text: string }[]): Promise<void> => {
@@ -130,6 +144,7 @@ async function main(): Promise<number> {
   const samples: Record<ScenarioName, Record<Implementation, RunSample[]>> = {
     small: { project: [], perItem: [], batched: [] },
     blob: { project: [], perItem: [], batched: [] },
+    short: { project: [], perItem: [], batched: [] },
   };
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of SCENARIOS) {
@@ -137,7 +152,7 @@ async function main(): Promise<number> {
       // Rotate the order: round 1 project first, round 2 per-item first, round 3 batched first, …
       const order = IMPLEMENTATIONS.map(
         (_, index) => IMPLEMENTATIONS[(index + roundNo - 1) % IMPLEMENTATIONS.length] as Implementation,
-      );
+      ).filter((impl) => impl !== "perItem" || roundNo <= args.perItemRounds);
       for (const [index, impl] of order.entries()) {
         if (aborted()) break;
         const before = load();
@@ -171,6 +186,7 @@ async function main(): Promise<number> {
             counts: run.counts,
             executions: run.executions,
             gbSeconds: run.gbSeconds,
+            gbSecondsUpper: run.gbSecondsUpper,
             loadAverage1m: [before, load()] as [number, number],
             extra: {
               jobId: run.jobId,
@@ -218,6 +234,7 @@ async function main(): Promise<number> {
       jobs[scenario].items.length,
       meanItemBytes(jobs[scenario]),
       summaries,
+      before?.(scenario),
     );
   }
 
@@ -270,14 +287,17 @@ async function main(): Promise<number> {
     };
   }
 
+  const peers = peerEstimates();
   const report = {
     scenarios,
     memory,
+    peers,
     prices: { ...PRICES, note: PRICES_NOTE },
     config: {
       rounds: args.rounds,
-      order:
-        "after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates",
+      order: `after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates; the per-item loop runs in the first ${args.perItemRounds} round(s) only`,
+      items: { small: args.smallItems, blob: args.blobItems, short: args.shortItems },
+      ...(args.before === undefined ? {} : { before: args.before }),
       instances: args.instances,
       baselineWorkers: args.instances,
       schedule: args.schedule,
@@ -290,7 +310,7 @@ async function main(): Promise<number> {
       executions:
         "project: the host's Executing lines in the same window, every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
       gbSeconds:
-        "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each busy period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule, docs/DEPLOY.md#costs); invocation durations on this loaded 2-core machine, not Azure's",
+        "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each activity period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule: https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing); computeUpperUSD bills each execution alone (at least 1 s each), the bound should the minimum apply per execution; invocation durations on this loaded 2-core machine, not Azure's",
       azurite: "persistent (on disk in a temporary folder)",
     },
     machine: {
@@ -318,6 +338,11 @@ async function main(): Promise<number> {
   if (memory !== undefined)
     console.log(
       `Memory job: ${String(memory.items)} items — ${memory.ok === true ? "completed" : `FAILED (${String(memory.problem)})`}; leader ${String(memory.leader)} idle ${String(memory.leaderIdleRssMiB)} MiB, peak ${String(memory.leaderPeakRssMiB)} MiB, growth ${String(memory.leaderGrowthMiB)} MiB (target ≤ ${TARGETS.leaderRssGrowthMaxMiB}) — ${memory.met === true ? "met" : "NOT met"}`,
+    );
+  console.log("Peers, USD per million items (estimates from published prices, not measured):");
+  for (const peer of peers)
+    console.log(
+      `  ${peer.name}: ${peer.lowerBound ? "≥ " : ""}$${peer.usdPerMillionItems.toFixed(4)} — ${peer.how} (${peer.sources.join(", ")})`,
     );
   console.log(`Prices: ${PRICES_NOTE}.`);
   console.log(`\nReport: ${outPath}`);

@@ -6,7 +6,7 @@ import { delay } from "../../src/library/util/delay";
 import { aggregatesMatch, asAggregate } from "../local/demoData";
 import { InstanceProcess, type InstanceHandlers } from "../local/instances";
 import { instanceEnv, waitForReady } from "../local/run";
-import { billedGbSeconds } from "./cost";
+import { billedGbSeconds, perExecutionGbSeconds } from "./cost";
 import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
 import type { ScenarioJob } from "./scenarios";
 
@@ -74,6 +74,8 @@ export interface ProjectRunResult {
   executions: Record<string, number>;
   /** Billed execution time of those executions (estimate, see ./cost.ts billedGbSeconds). */
   gbSeconds: number;
+  /** The same if each execution were billed alone (./cost.ts perExecutionGbSeconds): the upper bound. */
+  gbSecondsUpper: number;
   instances: InstanceReport[];
   status: JobStatus | undefined;
 }
@@ -233,6 +235,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     counts,
     executions,
     gbSeconds: billedGbSeconds([...intervals.values()]),
+    gbSecondsUpper: perExecutionGbSeconds([...intervals.values()]),
     instances: reports,
     status,
   };
