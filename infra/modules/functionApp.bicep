@@ -65,6 +65,8 @@ param activityWakeIntervalMs int
 param dispatchBatchSize int
 param workUnitMaxItems int
 param workUnitMaxBytes int
+param workUnitMaxBlobItems int
+param workUnitSpread int
 param maxAggregateGroups int
 param maxInputBlobBytes int
 param stepStallTimeoutMs int
@@ -212,6 +214,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
+    WORK_UNIT_MAX_BLOB_ITEMS: string(workUnitMaxBlobItems)
+    WORK_UNIT_SPREAD: string(workUnitSpread)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)

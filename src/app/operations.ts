@@ -183,6 +183,8 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
+    workUnitMaxBlobItems: app.settings.WORK_UNIT_MAX_BLOB_ITEMS,
+    workUnitSpread: app.settings.WORK_UNIT_SPREAD,
     logger: sink.logger,
     emit: sink.emit,
     instanceId: app.instanceId,

@@ -53,6 +53,44 @@ export function mergeAll<P>(kind: TaskKind<unknown, P>, partials: readonly P[]):
   return level[0] as P;
 }
 
+/**
+ * Merges partials as they arrive, in the balanced shape of {@link mergeAll} (a binary counter of merged runs): it
+ * holds at most ⌈log2 n⌉ + 1 partials after n, never all n, so a unit of many items costs the worker the memory of
+ * its merged result, not of every item's partial.
+ */
+export class PartialMerger<P> {
+  /** `runs[k]`: the merge of 2^k partials, or undefined. */
+  private readonly runs: (P | undefined)[] = [];
+  private added = 0;
+
+  constructor(private readonly kind: TaskKind<unknown, P>) {}
+
+  /** Partials added so far. */
+  get count(): number {
+    return this.added;
+  }
+
+  add(partial: P): void {
+    let carry = partial;
+    let level = 0;
+    for (let run = this.runs[level]; run !== undefined; run = this.runs[level]) {
+      carry = this.kind.merge(run, carry);
+      this.runs[level] = undefined;
+      level++;
+    }
+    this.runs[level] = carry;
+    this.added++;
+  }
+
+  /** The merge of every partial added; `empty()` when there were none. */
+  result(): P {
+    let merged: P | undefined;
+    for (const run of this.runs)
+      if (run !== undefined) merged = merged === undefined ? run : this.kind.merge(run, merged);
+    return merged ?? this.kind.empty();
+  }
+}
+
 /** A task kind with its types erased, as the registry holds it. */
 export type AnyTaskKind = TaskKind<unknown, unknown>;
 

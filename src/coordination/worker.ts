@@ -12,7 +12,7 @@ import {
   type UnitResultMessage,
 } from "./messages";
 import { originalText, rejectionReason, rejectionText } from "./rejection";
-import { ItemError, mergeAll } from "./taskKinds";
+import { ItemError, PartialMerger } from "./taskKinds";
 import { ConfigurationError } from "../library/errors";
 import type { OpenedBlob } from "./ports";
 import type { Abortable } from "../library/util/delay";
@@ -94,7 +94,8 @@ export async function processWorkMessage(
   const inputs = message.v === 2 ? message.inputs : [message.input];
   const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
   const done: number[] = [];
-  const partials: unknown[] = [];
+  // Merged as items finish: a unit of up to 1,000 items never holds every item's partial at once.
+  const partials = new PartialMerger(kind);
   const failures = new Map<string, number[]>();
   const fail = (item: number, reason: string): void => {
     const items = failures.get(reason) ?? [];
@@ -105,7 +106,7 @@ export async function processWorkMessage(
     const item = first + offset;
     try {
       const text = "inline" in input ? input.inline : await readInputBlob(deps, input.blob, options);
-      partials.push(kind.process(text, params.data));
+      partials.add(kind.process(text, params.data));
       done.push(item);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
@@ -122,7 +123,7 @@ export async function processWorkMessage(
     const tooLarge = await sendItemResult(
       deps,
       failure === undefined
-        ? { v: 1, jobId, item: first, ok: true, partial: partials[0] }
+        ? { v: 1, jobId, item: first, ok: true, partial: partials.result() }
         : { v: 1, jobId, item: first, ok: false, reason: failure.reason },
       options,
     );
@@ -136,7 +137,7 @@ export async function processWorkMessage(
         first,
         count: inputs.length,
         done: toRanges(done),
-        ...(partials.length > 0 ? { partial: mergeAll(kind, partials) } : {}),
+        ...(partials.count > 0 ? { partial: partials.result() } : {}),
         failed,
       },
       options,

@@ -240,6 +240,8 @@ describe("reading the status view from the ports (in-memory)", () => {
       maxInputBlobBytes: 1024 * 1024,
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,
+      workUnitMaxBlobItems: 32,
+      workUnitSpread: 16,
       logger: silentLogger,
       emit: () => undefined,
       instanceId: "unit",
