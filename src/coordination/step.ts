@@ -21,6 +21,13 @@ const MIN_IDLE_POLL_MS = 50;
 const IDLE_POLL_MS = 500;
 /** Most fold batches of one kind per pass. */
 const MAX_FOLD_BATCHES = 20;
+/**
+ * After its first pass, a step lists the inbox (new jobs) and the cancellation requests at most this often: a pass
+ * comes every 50–500 ms while jobs wait on workers, and Azure bills a List Blobs as a write ($5.50 per million), two
+ * per pass — most of a small job's blob writes (issue 24). A job submitted or cancelled during a step is seen within
+ * this much longer.
+ */
+export const LIST_INTERVAL_MS = 1000;
 
 /** Options for {@link runCoordinationStep}. */
 export interface StepOptions {
@@ -110,6 +117,7 @@ export async function runCoordinationStep(
     });
   };
   let idleMs = MIN_IDLE_POLL_MS;
+  let listedAtMs: number | undefined;
   const chunks = new ChunkCache();
   for (;;) {
     throwIfAborted(term.signal);
@@ -135,7 +143,9 @@ export async function runCoordinationStep(
         error: message,
       });
     };
-    const registered = await registerJobs(deps, jobs, epoch, io);
+    const list = listedAtMs === undefined || monotonicMs() - listedAtMs >= LIST_INTERVAL_MS;
+    if (list) listedAtMs = monotonicMs();
+    const registered = list ? await registerJobs(deps, jobs, epoch, io) : 0;
     report.registered += registered;
     let work = registered > 0;
     // Results in every pass and repeatedly: they free in-flight room for dispatch. Poison once per step (its first
@@ -165,7 +175,7 @@ export async function runCoordinationStep(
     let budget = deps.dispatchBatchSize;
     // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
     // A request it cannot apply is logged and emitted there (job-pass-failed), kept for later, and counted here.
-    if ((index?.value.active.length ?? 0) > 0)
+    if (list && (index?.value.active.length ?? 0) > 0)
       report.jobErrors += (await applyCancelRequests(deps, jobs, io)).failed.length;
     for (const id of index?.value.active ?? []) {
       try {

@@ -405,6 +405,47 @@ describe("units sized by bytes (issue 24)", () => {
     expect(queue.bodies().map((body) => shape(body)[1])).toEqual([32, 32, 32, 4]);
   });
 
+  /** Chunk reads of `files` in flight at once, at most, with each read taking a few ms; and reads per chunk. */
+  const watchChunkReads = (files: { readText: (name: string) => Promise<string | undefined> }) => {
+    const seen = { inFlight: 0, most: 0, reads: new Map<string, number>() };
+    const readText = files.readText.bind(files);
+    files.readText = async (name) => {
+      if (!name.includes("/items/")) return readText(name);
+      seen.reads.set(name, (seen.reads.get(name) ?? 0) + 1);
+      seen.inFlight++;
+      seen.most = Math.max(seen.most, seen.inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      try {
+        return await readText(name);
+      } finally {
+        seen.inFlight--;
+      }
+    };
+    return seen;
+  };
+
+  it("a pass reads the chunks it needs ahead, several at once, each once: sending waits for one read, not all", async () => {
+    const { deps, work: queue, system } = world(defaults);
+    await storeSubmission(deps.system, { kind: "group-by", params, items: small(20_000) });
+    const seen = watchChunkReads(system);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.length).toBeGreaterThan(0);
+    // 8,192 items and then some: chunks 0–8, read with up to 8 ahead of the one being packed.
+    expect(seen.most).toBeGreaterThan(4);
+    expect(seen.most).toBeLessThanOrEqual(9);
+    expect([...seen.reads.values()].every((reads) => reads === 1)).toBe(true);
+  });
+
+  it("chunks of large items (over 1 MiB of text) are read one at a time, as before: the leader holds one", async () => {
+    const { deps, system } = world({ ...defaults, dispatchBatchSize: 2500, maxInFlight: 5000 });
+    const large = Array.from({ length: 3000 }, (_, i) => ({ inline: `region,amount\nr${i},1.5\n${"#".repeat(1100)}` }));
+    await storeSubmission(deps.system, { kind: "group-by", params, items: large });
+    const seen = watchChunkReads(system);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(seen.reads.size).toBe(3);
+    expect(seen.most).toBe(1);
+  });
+
   it("the worker merges a unit's partials as its items finish: it never holds more than ⌈log2 n⌉ + 1 of them", async () => {
     const { deps, results } = world();
     let live = 0;
