@@ -40,6 +40,7 @@ import {
   type ScenarioReport,
 } from "./throughput/report";
 import { meanItemBytes, scenarioJob, SCENARIOS, type ScenarioJob, type ScenarioName } from "./throughput/scenarios";
+import { appUnitItems } from "./throughput/units";
 
 const REPO_ROOT = resolve(__dirname, "..");
 /** Items of the uncounted warm-up run. */
@@ -96,14 +97,13 @@ async function main(): Promise<number> {
     inputContainers: [settings.INPUT_CONTAINER],
     systemContainers: [settings.SYSTEM_CONTAINER],
   };
-  const unitLimits = { unitMaxItems: settings.WORK_UNIT_MAX_ITEMS, unitMaxBytes: settings.WORK_UNIT_MAX_BYTES };
 
   // On disk: in-memory Azurite stalls for a minute and more in its queue GC after a few thousand messages.
   azurite = await startAzurite({ persistent: true });
   const connectionString = azurite.connectionString;
   await ensureAppStorage(connectionString, settings);
   console.log(
-    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${unitLimits.unitMaxItems} items / ${unitLimits.unitMaxBytes} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
+    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${settings.WORK_UNIT_MAX_ITEMS} items (≤ ${settings.WORK_UNIT_MAX_BLOB_ITEMS} naming blobs, a job spread over ≥ ${settings.WORK_UNIT_SPREAD}) and ${settings.WORK_UNIT_MAX_BYTES} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
   );
 
   const jobs: Record<ScenarioName, ScenarioJob> = {
@@ -129,7 +129,8 @@ async function main(): Promise<number> {
       connectionString,
       job,
       inputContainer: settings.INPUT_CONTAINER,
-      ...unitLimits,
+      unitMaxItems: appUnitItems(settings, job.items),
+      unitMaxBytes: settings.WORK_UNIT_MAX_BYTES,
       workers: args.instances,
       label,
       countsPrefix: join(outputDir, "requests"),
@@ -301,16 +302,19 @@ async function main(): Promise<number> {
       instances: args.instances,
       baselineWorkers: args.instances,
       schedule: args.schedule,
-      appSettings: `the app's defaults (DISPATCH_BATCH_SIZE ${settings.DISPATCH_BATCH_SIZE}, WORK_UNIT_MAX_ITEMS ${settings.WORK_UNIT_MAX_ITEMS}, WORK_UNIT_MAX_BYTES ${settings.WORK_UNIT_MAX_BYTES}, STEP_BUDGET_MS ${settings.STEP_BUDGET_MS})`,
+      appSettings: `the app's defaults (DISPATCH_BATCH_SIZE ${settings.DISPATCH_BATCH_SIZE}, WORK_UNIT_MAX_ITEMS ${settings.WORK_UNIT_MAX_ITEMS}, WORK_UNIT_MAX_BLOB_ITEMS ${settings.WORK_UNIT_MAX_BLOB_ITEMS}, WORK_UNIT_SPREAD ${settings.WORK_UNIT_SPREAD}, WORK_UNIT_MAX_BYTES ${settings.WORK_UNIT_MAX_BYTES}, STEP_BUDGET_MS ${settings.STEP_BUDGET_MS})`,
+      unitItems: Object.fromEntries(
+        SCENARIOS.map((scenario) => [scenario, appUnitItems(settings, jobs[scenario].items)]),
+      ),
       hostQueues: "host.json extensions.queues (batchSize 16, newBatchThreshold 8, maxPollingInterval 2 s)",
       timing:
         "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",
       counting:
-        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; from the submission's start to 400 ms after completion. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
+        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; project: from the submission's start until 400 ms after the last invocation that ended before the instances were quiet for 8 s after completion (what the job still causes: follow-up wake-ups and their steps, with the idle polling meanwhile); baselines: until the last merge. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
       executions:
-        "project: the host's Executing lines in the same window, every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
+        "project: the host's Executing lines in the same window (to quiet after completion), every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
       gbSeconds:
-        "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each activity period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule: https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing); computeUpperUSD bills each execution alone (at least 1 s each), the bound should the minimum apply per execution; invocation durations on this loaded 2-core machine, not Azure's",
+        "project only, an estimate: per instance and function (Flex scales each queue- or timer-triggered function on instances of its own: https://learn.microsoft.com/azure/azure-functions/event-driven-scaling), the time at least one invocation ran (from the local host's Executing/Executed lines), each activity period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule: https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing); computeUpperUSD bills each execution alone (at least 1 s each), the bound should the minimum apply per execution; invocation durations on this loaded 2-core machine, not Azure's",
       azurite: "persistent (on disk in a temporary folder)",
     },
     machine: {
