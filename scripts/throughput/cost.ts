@@ -115,10 +115,11 @@ export function costPerMillion(
  * execution period … is 1,000 ms. Past that, the billable activity period is rounded up to the nearest 100 ms"
  * (https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing). So: per instance, the time at
  * least one invocation runs on it (concurrent invocations share it), each activity period at least 1 s and rounded up
- * to 100 ms, times the instance's memory. `intervals` are [startMs, endMs] per instance; the benchmark gives one list
- * per instance and function, since Flex scales each function but HTTP, Blob and Durable ones on instances of its own
- * ("per-function scaling", https://learn.microsoft.com/azure/azure-functions/event-driven-scaling), where the local
- * host runs every function in every instance.
+ * to 100 ms, times the instance's memory. `intervals` are [startMs, endMs] per instance. The benchmark places the
+ * local host's invocations as Flex would: it scales each function but HTTP, Blob and Durable ones on instances of its
+ * own ("per-function scaling", https://learn.microsoft.com/azure/azure-functions/event-driven-scaling), where the local
+ * host runs every function in every instance: the workers one instance per process, the wake-up function on one
+ * instance (target-based scaling asks one instance per 16 queued messages; wake-ups are a few), the timer on one.
  */
 export function billedGbSeconds(
   intervalsByInstance: readonly (readonly [number, number])[][],

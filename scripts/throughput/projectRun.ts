@@ -236,12 +236,15 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   const inWindow = (atMs: number): boolean => atMs >= fromMs - (fromMs % 200) && atMs < toMs;
   const counts = [...submitCounter.take(), ...readCountFiles(countsFiles)].filter((count) => inWindow(count.atMs));
   const executions: Record<string, number> = {};
-  // Per instance and function: Flex Consumption scales each queue- or timer-triggered function on instances of its own.
+  // As Flex Consumption would place them: it scales each queue- or timer-triggered function on instances of its own.
+  // Workers as the local host ran them, one billed instance per process; the wake-up function on one instance (its
+  // queue holds a few messages: target-based scaling asks one instance per 16) and the timer on one (a singleton).
   const intervals = new Map<string, [number, number][]>();
   for (const invocation of invocations.values()) {
     if (invocation.startMs < fromMs || invocation.startMs >= toMs) continue;
     executions[invocation.functionName] = (executions[invocation.functionName] ?? 0) + 1;
-    const key = `${invocation.instance}/${invocation.functionName}`;
+    const key =
+      invocation.functionName === "worker" ? `${invocation.instance}/worker` : `(one)/${invocation.functionName}`;
     const list = intervals.get(key) ?? [];
     list.push([invocation.startMs, invocation.endMs ?? invocation.startMs]);
     intervals.set(key, list);
