@@ -122,7 +122,9 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
         0,
       );
       if (duplicatesSeen === 0) run.fail("the leader never saw a duplicate: the injection had no effect");
-      Object.assign(run.details, { sent, duplicatesFoldedAway: duplicatesSeen });
+      // The units the leader made of the job (issue 24: sized by the app's rule), as seen on the work queue.
+      const unitItems = [...new Set([...units.values()].map((unit) => unit.inputs.length))].sort((a, b) => a - b);
+      Object.assign(run.details, { sent, duplicatesFoldedAway: duplicatesSeen, unitItems });
     });
   });
 }
