@@ -159,11 +159,6 @@ param workUnitMaxBlobItems int = 32
 @maxValue(1000)
 param workUnitSpread int = 16
 
-@description('WORK_UNITS_IN_FLIGHT: units a job\'s full in-flight window (twice DISPATCH_BATCH_SIZE items) holds at least.')
-@minValue(1)
-@maxValue(1000)
-param workUnitsInFlight int = 64
-
 @description('WORK_UNIT_MAX_BYTES: most bytes of JSON in one work message (its base64 form must fit a 64 KiB queue message).')
 @minValue(1024)
 @maxValue(48128)
@@ -267,7 +262,6 @@ module apps 'modules/functionApp.bicep' = [
       workUnitMaxBytes: workUnitMaxBytes
       workUnitMaxBlobItems: workUnitMaxBlobItems
       workUnitSpread: workUnitSpread
-      workUnitsInFlight: workUnitsInFlight
       maxAggregateGroups: maxAggregateGroups
       maxInputBlobBytes: maxInputBlobBytes
       stepStallTimeoutMs: stepStallTimeoutMs

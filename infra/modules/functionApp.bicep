@@ -67,7 +67,6 @@ param workUnitMaxItems int
 param workUnitMaxBytes int
 param workUnitMaxBlobItems int
 param workUnitSpread int
-param workUnitsInFlight int
 param maxAggregateGroups int
 param maxInputBlobBytes int
 param stepStallTimeoutMs int
@@ -217,7 +216,6 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     WORK_UNIT_MAX_BLOB_ITEMS: string(workUnitMaxBlobItems)
     WORK_UNIT_SPREAD: string(workUnitSpread)
-    WORK_UNITS_IN_FLIGHT: string(workUnitsInFlight)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)

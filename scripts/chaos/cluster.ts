@@ -27,7 +27,6 @@ export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
   // unit of 8. Duplicate delivery and worker kill run with the app's default units instead (UNIT_DEFAULTS).
   WORK_UNIT_MAX_ITEMS: "8",
   WORK_UNIT_SPREAD: "1",
-  WORK_UNITS_IN_FLIGHT: "1",
   STEP_BUDGET_MS: "6000",
   // A killed worker's messages come back after 10 s instead of the host's 10 min.
   LOCAL_MESSAGE_LEASE_SECONDS: "10",
@@ -42,7 +41,6 @@ export const UNIT_DEFAULTS: Readonly<Record<string, string>> = {
   DISPATCH_BATCH_SIZE: "8192",
   WORK_UNIT_MAX_ITEMS: "1000",
   WORK_UNIT_SPREAD: "16",
-  WORK_UNITS_IN_FLIGHT: "64",
 };
 
 /** One instance process of the cluster. */

@@ -16,11 +16,7 @@ import { unitItemsFor } from "../../src/coordination/unitSize";
 export function appUnitItems(
   settings: Pick<
     Settings,
-    | "WORK_UNIT_MAX_ITEMS"
-    | "WORK_UNIT_MAX_BLOB_ITEMS"
-    | "WORK_UNIT_SPREAD"
-    | "WORK_UNITS_IN_FLIGHT"
-    | "DISPATCH_BATCH_SIZE"
+    "WORK_UNIT_MAX_ITEMS" | "WORK_UNIT_MAX_BLOB_ITEMS" | "WORK_UNIT_SPREAD" | "DISPATCH_BATCH_SIZE"
   >,
   items: readonly ItemInput[],
 ): number {
@@ -29,7 +25,6 @@ export function appUnitItems(
       workUnitMaxItems: settings.WORK_UNIT_MAX_ITEMS,
       workUnitMaxBlobItems: settings.WORK_UNIT_MAX_BLOB_ITEMS,
       workUnitSpread: settings.WORK_UNIT_SPREAD,
-      workUnitsInFlight: settings.WORK_UNITS_IN_FLIGHT,
       // As src/app/operations.ts sets it.
       maxInFlight: settings.DISPATCH_BATCH_SIZE * 2,
     },

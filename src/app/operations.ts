@@ -185,7 +185,6 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
     workUnitMaxBlobItems: app.settings.WORK_UNIT_MAX_BLOB_ITEMS,
     workUnitSpread: app.settings.WORK_UNIT_SPREAD,
-    workUnitsInFlight: app.settings.WORK_UNITS_IN_FLIGHT,
     logger: sink.logger,
     emit: sink.emit,
     instanceId: app.instanceId,

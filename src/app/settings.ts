@@ -121,11 +121,6 @@ export const settingsSchema = z.object({
    */
   WORK_UNIT_SPREAD: intIn(1, 1_000).default(16),
   /**
-   * Units a job's full in-flight window (twice DISPATCH_BATCH_SIZE items) holds at least, so a large job keeps the
-   * workers' batches full: its units carry at most the window over this many. @default 64
-   */
-  WORK_UNITS_IN_FLIGHT: intIn(1, 1_000).default(64),
-  /**
    * Most bytes of JSON one work message holds; its base64 form, with the queue's envelope, must fit 64 KiB. A single
    * item larger than this still goes alone. @default 46080
    */

@@ -33,8 +33,6 @@ export interface CoordinationDeps extends CoordinationPorts {
   workUnitMaxBlobItems: number;
   /** Units a job's in-flight window is spread over at least (WORK_UNIT_SPREAD), see `unitSize.ts`. */
   workUnitSpread: number;
-  /** Units the full in-flight window holds at least (WORK_UNITS_IN_FLIGHT), see `unitSize.ts`. */
-  workUnitsInFlight: number;
   /** Most bytes of JSON per work message (WORK_UNIT_MAX_BYTES), fixed per job when it registers. */
   workUnitMaxBytes: number;
   /**

@@ -20,26 +20,16 @@ import type { JobSpec } from "./jobState";
  *    2 × DISPATCH_BATCH_SIZE) ÷ WORK_UNIT_SPREAD⌋, at least 1. A job keeps at most 2 × DISPATCH_BATCH_SIZE items in
  *    flight, so this many units at least can run at once on as many workers: a 200-item job goes out as 17 units of
  *    12 (the last of 8), not one unit of 200 on one worker, and a job with a small DISPATCH_BATCH_SIZE (items that are
- *    costly) still reaches 16 workers. 16 is the host's queue `batchSize`: Flex Consumption's target-based scaling
- *    gives a queue one instance per 16 messages waiting.
- * 4. The full in-flight window over `WORK_UNITS_IN_FLIGHT` units at least (default 64): ⌊2 × DISPATCH_BATCH_SIZE ÷
- *    WORK_UNITS_IN_FLIGHT⌋. A large job keeps its window full, refilled as results are folded; at 16,384 items in
- *    units of about 400 the window held 41 units, fewer than three workers' first batches take (3 × 16), and they
- *    waited on the leader between batches (0.70× the batched loop over 5 rounds; with the whole 20,000-item job in
- *    flight, 0.88× over 3). 64 units (one send group) of 256 items keep them fed.
+ *    costly) still reaches 16 workers. 16 is the host's queue
+ *    `batchSize`: Flex Consumption's target-based scaling gives a queue one instance per 16 messages waiting.
  */
 export function unitItemsFor(
-  deps: Pick<
-    CoordinationDeps,
-    "workUnitMaxItems" | "workUnitMaxBlobItems" | "workUnitSpread" | "workUnitsInFlight" | "maxInFlight"
-  >,
+  deps: Pick<CoordinationDeps, "workUnitMaxItems" | "workUnitMaxBlobItems" | "workUnitSpread" | "maxInFlight">,
   spec: Pick<JobSpec, "itemCount" | "blobItems">,
 ): number {
   const mayHoldBlobs = spec.blobItems === undefined || spec.blobItems > 0;
   const cap = mayHoldBlobs ? Math.min(deps.workUnitMaxItems, deps.workUnitMaxBlobItems) : deps.workUnitMaxItems;
-  const inFlight = Math.max(1, deps.maxInFlight);
+  const window = Math.min(spec.itemCount, Math.max(1, deps.maxInFlight));
   // Rounded down, so the window makes WORK_UNIT_SPREAD units at least (17 items spread over 16: units of 1, not 2).
-  const spread = Math.floor(Math.min(spec.itemCount, inFlight) / Math.max(1, deps.workUnitSpread));
-  const filled = Math.floor(inFlight / Math.max(1, deps.workUnitsInFlight));
-  return Math.max(1, Math.min(cap, spread, filled));
+  return Math.max(1, Math.min(cap, Math.floor(window / Math.max(1, deps.workUnitSpread))));
 }

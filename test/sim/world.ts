@@ -350,7 +350,6 @@ export class SimWorld {
       // The plan's unit size as it is (up to the in-flight window, 2 × 4 items): jobs of 1–16 items are not spread
       // further (the default, 16 units at least, would make every unit one item): units of several items meet faults.
       WORK_UNIT_SPREAD: 1,
-      WORK_UNITS_IN_FLIGHT: 1,
     });
     this.client = new SimProcess("client", () => Date.now());
     const ctx: PortContext = { net: this.net, account: this.account, process: this.client };

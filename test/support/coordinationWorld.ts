@@ -37,7 +37,6 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     workUnitMaxBytes: 45 * 1024,
     workUnitMaxBlobItems: 1000,
     workUnitSpread: 1,
-    workUnitsInFlight: 1,
     logger: silentLogger,
     emit: (event) => events.push(event),
     instanceId: "unit",

@@ -242,7 +242,6 @@ describe("reading the status view from the ports (in-memory)", () => {
       workUnitMaxBytes: 45 * 1024,
       workUnitMaxBlobItems: 32,
       workUnitSpread: 16,
-      workUnitsInFlight: 64,
       logger: silentLogger,
       emit: () => undefined,
       instanceId: "unit",

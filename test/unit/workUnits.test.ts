@@ -323,7 +323,6 @@ describe("units sized by bytes (issue 24)", () => {
     workUnitMaxItems: 1000,
     workUnitMaxBlobItems: 32,
     workUnitSpread: 16,
-    workUnitsInFlight: 64,
     dispatchBatchSize: 8192,
     maxInFlight: 16_384,
   };
@@ -331,8 +330,7 @@ describe("units sized by bytes (issue 24)", () => {
     Array.from({ length: count }, (_, i) => ({ inline: `region,amount\nr${i % 7},${i}.25\nr${(i + 3) % 7},1.5` }));
 
   it("a large job of small inline items goes out in units as full as WORK_UNIT_MAX_BYTES allows", async () => {
-    // The in-flight window is not what limits these units here (see the next test).
-    const { deps, work: queue, state } = world({ ...defaults, workUnitsInFlight: 16, workUnitMaxBytes: 45 * 1024 });
+    const { deps, work: queue, state } = world({ ...defaults, workUnitMaxBytes: 45 * 1024 });
     const inputs = small(20_000);
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: inputs });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
@@ -352,17 +350,6 @@ describe("units sized by bytes (issue 24)", () => {
     }
   });
 
-  it("a large job's in-flight window holds WORK_UNITS_IN_FLIGHT units at least, so the workers' batches fill", async () => {
-    const { deps, work: queue, state } = world(defaults);
-    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: small(20_000) });
-    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    // 16,384 items in flight over 64 units: units of 256 (45 KiB would hold some 440 of these items).
-    expect((await readJob(state, id))?.unitMaxItems).toBe(256);
-    const units = queue.bodies().map(shape);
-    expect(units.length).toBeGreaterThanOrEqual(32); // a pass of 8,192 items
-    expect(units).toEqual(Array.from({ length: units.length }, (_, unit) => [unit * 256, 256]));
-  });
-
   it("a small job is spread over WORK_UNIT_SPREAD units at least, not sent as one unit to one worker", async () => {
     const { deps, work: queue, state } = world(defaults);
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: small(200) });
@@ -372,8 +359,7 @@ describe("units sized by bytes (issue 24)", () => {
   });
 
   it("the spread is of the in-flight window: with a small DISPATCH_BATCH_SIZE a large job still reaches many workers", async () => {
-    // (Not also the full window over 64 units, WORK_UNITS_IN_FLIGHT, which would make units of 1 here.)
-    const { deps, work: queue } = world({ ...defaults, workUnitsInFlight: 16, dispatchBatchSize: 40, maxInFlight: 80 });
+    const { deps, work: queue } = world({ ...defaults, dispatchBatchSize: 40, maxInFlight: 80 });
     await storeSubmission(deps.system, { kind: "group-by", params, items: small(5000) });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     // 80 items in flight over 16 units: units of 5; a pass of 40 items sends 8 of them (a second pass, 8 more).
