@@ -159,6 +159,11 @@ param workUnitMaxBlobItems int = 32
 @maxValue(1000)
 param workUnitSpread int = 16
 
+@description('WORK_UNIT_CONCURRENCY: items of one work unit a worker processes at once, for task kinds that set none.')
+@minValue(1)
+@maxValue(64)
+param workUnitConcurrency int = 1
+
 @description('WORK_UNIT_MAX_BYTES: most bytes of JSON in one work message (its base64 form must fit a 64 KiB queue message).')
 @minValue(1024)
 @maxValue(48128)
@@ -259,6 +264,7 @@ module apps 'modules/functionApp.bicep' = [
       activityWakeIntervalMs: activityWakeIntervalMs
       dispatchBatchSize: dispatchBatchSize
       workUnitMaxItems: workUnitMaxItems
+      workUnitConcurrency: workUnitConcurrency
       workUnitMaxBytes: workUnitMaxBytes
       workUnitMaxBlobItems: workUnitMaxBlobItems
       workUnitSpread: workUnitSpread

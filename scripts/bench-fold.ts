@@ -6,7 +6,7 @@ import { Bitmap } from "../src/coordination/bitmap";
 import { foldOutcomes, type FoldCounts, type ItemOutcome } from "../src/coordination/foldResults";
 import { groupByKind, type GroupByPartial } from "../src/coordination/groupBy";
 import { MAX_RECORDED_FAILURES, type JobState } from "../src/coordination/jobState";
-import { TaskRegistry } from "../src/coordination/taskKinds";
+import { TaskRegistry } from "../src/coordination/taskRegistry";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "./support/cli";
 
 /**

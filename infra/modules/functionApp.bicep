@@ -64,6 +64,7 @@ param stepBudgetMs int
 param activityWakeIntervalMs int
 param dispatchBatchSize int
 param workUnitMaxItems int
+param workUnitConcurrency int
 param workUnitMaxBytes int
 param workUnitMaxBlobItems int
 param workUnitSpread int
@@ -213,6 +214,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     ACTIVITY_WAKE_INTERVAL_MS: string(activityWakeIntervalMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
+    WORK_UNIT_CONCURRENCY: string(workUnitConcurrency)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     WORK_UNIT_MAX_BLOB_ITEMS: string(workUnitMaxBlobItems)
     WORK_UNIT_SPREAD: string(workUnitSpread)

@@ -3,9 +3,10 @@ import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from 
 import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
-import { TaskRegistry } from "../coordination/taskKinds";
+import { TaskRegistry } from "../coordination/taskRegistry";
 import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
+import { JobStopChecks } from "../coordination/jobStops";
 import { BlobStateStore } from "../azure/BlobStateStore";
 import { BlobLeaseStore } from "../azure/BlobLeaseStore";
 import type { LeaseStore } from "../library/lease/LeaseStore";
@@ -44,11 +45,13 @@ export interface CoordinatorApp extends AppParts {
   elector: LeaderElector;
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
+  /** This process's checks of jobs' stop blobs (worker invocations share them). */
+  jobStops: Pick<JobStopChecks, "isStopped">;
 }
 
-/** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
+/** A registry of the built-in kinds (group-by): what the repo's own tools and tests use. */
 export function createRegistry(): TaskRegistry {
-  return new TaskRegistry().register(groupByKind);
+  return new TaskRegistry([groupByKind]);
 }
 
 /** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */
@@ -95,12 +98,13 @@ export interface AppParts extends CoordinationPorts {
  */
 export function createCoordinatorApp(
   env: Record<string, string | undefined> = process.env,
-  options: Pick<StorageClientOptions, "policies"> = {},
+  options: AppBuildOptions = {},
 ): CoordinatorApp {
   const settings = readSettings(env);
-  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), {
+  const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies } = options;
+  const clients = createStorageClients(connectionFromSettings(connection, env), {
     ...DEFAULT_PIPELINE_OPTIONS,
-    ...options,
+    ...(policies === undefined ? {} : { policies }),
   });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
   return assembleCoordinatorApp({
@@ -118,8 +122,19 @@ export function createCoordinatorApp(
     workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
     resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
     wakeQueue: queue(settings.WAKE_QUEUE),
-    registry: createRegistry(),
+    registry,
   });
+}
+
+/** Options of {@link createCoordinatorApp}. */
+export interface AppBuildOptions extends Pick<StorageClientOptions, "policies"> {
+  /** The task kinds. @default the built-in group-by kind only */
+  registry?: TaskRegistry;
+  /**
+   * The coordination storage account's connection: the name of an app setting holding a connection string (local,
+   * Azurite), or the prefix of identity-based settings (`<name>__blobServiceUri`, …). @default "COORDINATION_STORAGE"
+   */
+  connection?: string;
 }
 
 /**
@@ -143,16 +158,5 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
   const maxFollowUps =
     intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
-  return { ...parts, elector, activityWakeUps };
-}
-
-let shared: CoordinatorApp | undefined;
-
-/**
- * The process-wide app, built on first use (handlers call this; tests build their own with
- * {@link createCoordinatorApp}).
- */
-export function getCoordinatorApp(): CoordinatorApp {
-  shared ??= createCoordinatorApp();
-  return shared;
+  return { ...parts, elector, activityWakeUps, jobStops: new JobStopChecks(parts.system) };
 }

@@ -9,6 +9,7 @@ import {
 } from "../azure/azureNames";
 import { keys } from "../coordination/jobState";
 import { TERMS_KEY } from "../coordination/termHistory";
+import type { SettingName } from "./options";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -105,6 +106,11 @@ export const settingsSchema = z.object({
    */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(8192),
   /**
+   * Items of one work unit a worker processes at once, for task kinds that do not set their own `concurrency`. Raise it
+   * for I/O-bound kinds; each item in flight holds its input (up to MAX_INPUT_BLOB_BYTES). @default 1
+   */
+  WORK_UNIT_CONCURRENCY: intIn(1, 64).default(1),
+  /**
    * Most items one work message (a unit) carries; 1 sends one item per message. A job's units carry as many inline
    * items as fit WORK_UNIT_MAX_BYTES up to this, fewer when the job is small or names blobs (coordination/unitSize.ts);
    * fixed per job when it registers. @default 1000
@@ -139,7 +145,7 @@ export const settingsSchema = z.object({
   MAX_INPUT_BLOB_BYTES: intIn(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
-});
+} satisfies Record<SettingName, z.ZodType>);
 
 /** The validated settings. */
 export type Settings = z.infer<typeof settingsSchema>;

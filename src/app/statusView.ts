@@ -2,7 +2,7 @@ import { ZodError } from "zod";
 import { jobIndexSchema, keys } from "../coordination/jobState";
 import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import { readJobStatus, type JobStatus } from "../coordination/status";
-import type { TaskRegistry } from "../coordination/taskKinds";
+import type { TaskRegistry } from "../coordination/taskRegistry";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
 import type { StateStore } from "../library/fencing/StateStore";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";

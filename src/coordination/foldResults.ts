@@ -6,7 +6,6 @@ import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { z } from "zod";
 import {
   claimPoison,
-  describeIssues,
   fromRanges,
   MAX_OUTCOME_BYTES,
   outcomeTooLarge,
@@ -22,7 +21,7 @@ import {
 } from "./messages";
 import type { MessageQueue, OpenedBlob, ReceivedMessage } from "./ports";
 import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
-import { mergeAll, partialSize } from "./taskKinds";
+import { mergeAll } from "./taskRegistry";
 import {
   AbortError,
   ConcurrentUpdateError,
@@ -892,12 +891,12 @@ export function foldOutcomes(
   const kind = deps.registry.get(state.kind);
   // A job registered by a leader without its kind has no aggregate yet (null): the first fold with the kind starts
   // from the kind's empty one.
-  const stored = kind?.partialSchema.safeParse(state.aggregate === null ? kind.empty() : state.aggregate);
-  if (stored !== undefined && !stored.success)
+  const stored = kind?.parsePartial(state.aggregate === null ? kind.empty() : state.aggregate);
+  if (stored !== undefined && !stored.ok)
     return endJob(
       deps,
       state,
-      `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000),
+      `the stored aggregate is not valid for task kind "${state.kind}": ${stored.reason}`.slice(0, 2000),
     );
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
@@ -925,21 +924,22 @@ export function foldOutcomes(
         fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
       continue;
     }
-    const partial = kind?.partialSchema.safeParse(outcome.partial);
-    if (partial === undefined || !partial.success) {
+    const partial =
+      kind?.hasAggregate === false ? { ok: true as const, value: null } : kind?.parsePartial(outcome.partial);
+    if (partial === undefined || !partial.ok) {
       for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
       continue;
     }
-    partials.push(partial.data);
+    if (kind?.hasAggregate === true) partials.push(partial.value);
     for (const item of fresh) done.add(item);
     counts.folded += fresh.length;
   }
   report.duplicates += counts.duplicates;
   if (counts.folded === 0 && counts.failed === 0) return undefined;
   let aggregate = state.aggregate;
-  if (kind !== undefined && stored?.success === true && partials.length > 0) {
-    aggregate = kind.merge(stored.data, mergeAll(kind, partials));
-    const groups = partialSize(kind, aggregate);
+  if (kind !== undefined && stored?.ok === true && partials.length > 0) {
+    aggregate = kind.merge(stored.value, mergeAll(kind, partials));
+    const groups = kind.size(aggregate);
     if (groups > deps.maxAggregateGroups) {
       return endJob(
         deps,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { StorageError } from "../library/errors";
 import type { StateStore } from "../library/fencing/StateStore";
 import type { Abortable } from "../library/util/delay";
+import type { RunStatus } from "./jobStatus";
 import { describeIssues, type ItemInput } from "./messages";
 
 /**
@@ -50,7 +51,7 @@ export const jobStateSchema = jobSpecSchema.extend({
    * (deadline passed): stopped by the leader. All three are final like `completed`, their counts kept as they were;
    * results arriving later are acknowledged, not counted.
    */
-  status: z.enum(["running", "completed", "failed", "cancelled", "expired"]),
+  status: z.enum(["running", "completed", "failed", "cancelled", "expired"]) satisfies z.ZodType<RunStatus>,
   failureReason: z.string().optional(),
   /**
    * How items are packed into work units — at most `unitMaxItems` items (chosen by `unitItemsFor` when the job
@@ -126,6 +127,8 @@ export const keys = {
    * name wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
    */
   outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
+  /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
+  stop: (id: string) => `jobs/${id}/stop`,
 } as const;
 
 /** The format version (`v`) of the job specs and job states this version reads. */

@@ -8,6 +8,7 @@ import type { CoordinationDeps } from "./deps";
 import { ChunkCache, dispatchJob } from "./dispatch";
 import { awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
 import { isStopped, type JobState } from "./jobState";
+import { writeJobStop } from "./jobStops";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { recordTerm } from "./termHistory";
@@ -182,6 +183,8 @@ export async function runCoordinationStep(
         const read = await jobs.readJob(id, io);
         const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
         if (job === undefined || job.value.status !== "running") {
+          // Workers stop taking its items (a cancellation request wrote this already; an expiry or a failure has not).
+          if (job !== undefined && job.value.status !== "completed") await writeJobStop(deps.system, id, io);
           finished.push(id);
           if (job !== undefined) {
             noteProgress(job.value, 0, 0);

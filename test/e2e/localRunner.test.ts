@@ -70,6 +70,7 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     expect(result.status?.progress).toEqual({ total: 300, dispatched: 300, done: 300, failed: 0, skipped: 0 });
     expect(result.statusUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/status$/);
 
+    expect(result.kill).toMatch(/^killed instance-\d, the leader \(epoch \d+\), with the job at \d+\/300 items$/);
     const killed = result.instances.filter((i) => i.exit?.killedByRunner === true);
     expect(killed).toHaveLength(1);
     expect(killed[0]?.exit?.signal).toBe("SIGKILL");

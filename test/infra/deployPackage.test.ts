@@ -156,13 +156,11 @@ describe("the deploy package, built from .funcignore both ways", () => {
       expect(captured.hooks).toEqual(source.hooks);
       expect(captured.hooks).toContain("appTerminate");
 
-      expect(trigger(captured, "coordinator")).toMatchObject({
-        type: "timerTrigger",
-        schedule: "%COORDINATOR_SCHEDULE%",
-      });
+      // Names and the schedule as the registration resolves them from the settings (their defaults here).
+      expect(trigger(captured, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "0 * * * * *" });
       expect(trigger(captured, "worker")).toMatchObject({
         type: "queueTrigger",
-        queueName: "%WORK_QUEUE%",
+        queueName: "work-items",
         connection: "COORDINATION_STORAGE",
       });
       expect(trigger(captured, "submitJob")).toMatchObject({

@@ -7,9 +7,10 @@ import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { REPO_ROOT } from "./bicep";
 
 /**
- * The KQL queries in the README (leader history, step outcomes, a job's progress) parse and bind against the schema of
- * Application Insights' `traces` table, checked with Kusto's own language service (Kusto.Language, the parser and
- * binder of Azure Data Explorer, compiled to JavaScript), and only name event types and fields the app emits.
+ * The KQL queries in docs/OPERATIONS.md (leader history, step outcomes, a job's progress) parse and bind against the
+ * schema of Application Insights' `traces` table, checked with Kusto's own language service (Kusto.Language, the
+ * parser and binder of Azure Data Explorer, compiled to JavaScript), and only name event types and fields the app
+ * emits.
  */
 
 /** The slice of the Kusto.Language bridge used here (the package's typings are a global namespace of ~30k lines). */
@@ -39,7 +40,7 @@ const TRACES_SCHEMA =
   "operation_Name:string, operation_Id:string, operation_ParentId:string, cloud_RoleName:string, cloud_RoleInstance:string, " +
   "appId:string, appName:string, iKey:string, sdkVersion:string, itemId:string, itemCount:int)";
 
-const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+const readme = readFileSync(path.join(REPO_ROOT, "docs", "OPERATIONS.md"), "utf8");
 const queries = [...readme.matchAll(/^```kusto\n([\s\S]*?)^```/gm)].map((match) => match[1] ?? "");
 
 let analyze: (query: string) => string[];
@@ -77,7 +78,7 @@ function sourceText(dir = path.join(REPO_ROOT, "src")): string {
     .join("\n");
 }
 
-describe("the README's KQL queries", () => {
+describe("the KQL queries of docs/OPERATIONS.md", () => {
   it("cover leader history, step outcomes and a job's progress", () => {
     expect(queries.length).toBeGreaterThanOrEqual(4);
     expect(queries.some((query) => query.includes("lease-acquired") && query.includes("by epoch"))).toBe(true);

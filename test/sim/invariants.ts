@@ -1,7 +1,7 @@
 import { Bitmap } from "../../src/coordination/bitmap";
 import { jobStateSchema, type JobState } from "../../src/coordination/jobState";
 import { StorageError } from "../../src/library/errors";
-import { simRegistry } from "./kinds";
+import { simPartial, simRegistry } from "./kinds";
 import { SIM_TIMING, type SimWorld, type StepRecord, type SubmittedJob } from "./world";
 
 /** Longest a poison message may be hidden by a receive (the leader's own hold while it folds one is 30 s). */
@@ -223,7 +223,7 @@ export class InvariantChecker {
       const input = job.inputs[item];
       if (input === undefined) return `item ${item} is done but its input blob does not exist`;
       try {
-        expected = kind.merge(expected, kind.process(input, kind.paramsSchema.parse(job.params)));
+        expected = kind.merge(expected, simPartial(state.kind, input, job.params));
       } catch (error) {
         return `item ${item} is done but its input cannot be processed (${error instanceof Error ? error.message : String(error)})`;
       }
@@ -232,11 +232,11 @@ export class InvariantChecker {
       return `counts done ${state.doneCount} / failed ${state.failedCount}, bitmaps ${doneBits} / ${failedBits}`;
     if (state.doneCount + state.failedCount > state.itemCount) return "more items counted than the job has";
     if (state.doneCount === 0) return undefined;
-    const aggregate = kind.partialSchema.safeParse(state.aggregate);
-    if (!aggregate.success)
+    const aggregate = kind.parsePartial(state.aggregate);
+    if (!aggregate.ok)
       return `aggregate is not valid for ${state.kind}: ${JSON.stringify(state.aggregate).slice(0, 120)}`;
-    if (JSON.stringify(aggregate.data) !== JSON.stringify(expected))
-      return `aggregate ${JSON.stringify(aggregate.data).slice(0, 200)} is not the merge of the ${state.doneCount} done items ${JSON.stringify(expected).slice(0, 200)}`;
+    if (JSON.stringify(aggregate.value) !== JSON.stringify(expected))
+      return `aggregate ${JSON.stringify(aggregate.value).slice(0, 200)} is not the merge of the ${state.doneCount} done items ${JSON.stringify(expected).slice(0, 200)}`;
     return undefined;
   }
 

@@ -8,6 +8,7 @@ import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
 import { epochOptions } from "../../src/coordination/termHistory";
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { ActivityWakeUps } from "../../src/coordination/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
 import {
@@ -178,12 +179,13 @@ export class SimInstance {
       },
     );
     const wakeQueue = new SimMessageQueue(ctx, "coordinator-wake");
+    const system = new SimFiles(ctx, CONTAINERS.system);
     this.app = {
       settings: world.settings,
       instanceId: this.process.name,
       leaseStore,
       state,
-      system: new SimFiles(ctx, CONTAINERS.system),
+      system,
       inputs: new SimFiles(ctx, CONTAINERS.inputs),
       // Wake-ups are not simulated: the timer is the heartbeat; activity wake-ups are off (interval 0), nothing sends
       // one.
@@ -195,6 +197,7 @@ export class SimInstance {
       registry: simRegistry(lacksSum ? [sumKind.name] : []),
       elector,
       activityWakeUps: new ActivityWakeUps(wakeQueue, { intervalMs: 0, maxFollowUps: 0, from: this.process.name }),
+      jobStops: new JobStopChecks(system, () => this.process.clock.monotonicMs()),
     };
   }
 

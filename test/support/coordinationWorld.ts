@@ -3,6 +3,7 @@ import { createRegistry } from "../../src/app/context";
 import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "./MemoryStateStore";
@@ -31,6 +32,8 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
+    workUnitConcurrency: 1,
+    jobStops: new JobStopChecks(system),
     // One item per work message unless a test asks for units (the per-item behaviour most tests check); a test that
     // asks gets units of that many items (no spread over several units, no smaller units for blobs) unless it asks.
     workUnitMaxItems: 1,
@@ -45,6 +48,12 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
   };
   return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
 }
+
+/**
+ * Stop checks of a worker that does not know a job was stopped: an older version's (before stop checks), or one whose
+ * last check predates the request. Its late results are what the leader must discard.
+ */
+export const unawareOfStops: CoordinationDeps["jobStops"] = { isStopped: () => Promise.resolve(false) };
 
 /** A budget that ends the step after its first pass (workers run between steps in these tests). */
 export const ONE_PASS = { budgetMs: 1 };

@@ -1,3 +1,4 @@
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
 import { renderStatusPage, statusPageHeaders } from "../../src/app/renderStatusPage";
@@ -238,6 +239,8 @@ describe("reading the status view from the ports (in-memory)", () => {
       maxInFlight: 2,
       maxAggregateGroups: 200_000,
       maxInputBlobBytes: 1024 * 1024,
+      workUnitConcurrency: 1,
+      jobStops: new JobStopChecks(files),
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,
       workUnitMaxBlobItems: 32,

@@ -1,6 +1,6 @@
 import type { InvocationContext } from "@azure/functions";
-import type { Sink } from "../src/app/context";
-import { formatEventLine } from "../src/app/events";
+import type { Sink } from "../app/context";
+import { formatEventLine } from "../app/events";
 
 // What the handlers take from an invocation's context for the app: where it logs, and a queue message's delivery.
 
