@@ -154,7 +154,7 @@ param workUnitMaxItems int = 1000
 @maxValue(1000)
 param workUnitMaxBlobItems int = 32
 
-@description('WORK_UNIT_SPREAD: units a job\'s in-flight window (its items, or twice DISPATCH_BATCH_SIZE if fewer) is spread over at least.')
+@description('WORK_UNIT_SPREAD: units a job\'s in-flight window (its items, or twice DISPATCH_BATCH_SIZE if fewer) is cut into.')
 @minValue(1)
 @maxValue(1000)
 param workUnitSpread int = 16

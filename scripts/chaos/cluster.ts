@@ -34,7 +34,7 @@ export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
 
 /**
  * The app's own defaults for work units and dispatch, for the leaders of a scenario that must meet the units the app
- * makes (issue 24): a job of up to 16,384 items spread over 16 units at least, inline items as many as fit 45 KiB up
+ * makes (issue 24): a job of up to 16,384 items cut into 16 units, inline items as many as fit 45 KiB up
  * to 1,000 a unit, at most 32 when the job names blobs; the whole job dispatched in its first passes.
  */
 export const UNIT_DEFAULTS: Readonly<Record<string, string>> = {

@@ -122,8 +122,8 @@ export const settingsSchema = z.object({
    */
   WORK_UNIT_MAX_BLOB_ITEMS: intIn(1, 1_000).default(32),
   /**
-   * Units a job's in-flight window (its items, or twice DISPATCH_BATCH_SIZE if fewer) is spread over at least, so a
-   * small job still reaches several workers; the host's queue batchSize by default. @default 16
+   * Units a job's in-flight window (its items, or twice DISPATCH_BATCH_SIZE if fewer) is cut into, so a small job still
+   * reaches several workers and fits one queue batch (host.json batchSize, the default). @default 16
    */
   WORK_UNIT_SPREAD: intIn(1, 1_000).default(16),
   /**

@@ -32,7 +32,7 @@ export interface CoordinationDeps extends CoordinationPorts {
   workUnitMaxItems: number;
   /** Most items per work message of a job with items naming blobs (WORK_UNIT_MAX_BLOB_ITEMS), see `unitSize.ts`. */
   workUnitMaxBlobItems: number;
-  /** Units a job's in-flight window is spread over at least (WORK_UNIT_SPREAD), see `unitSize.ts`. */
+  /** Units a job's in-flight window is cut into (WORK_UNIT_SPREAD), see `unitSize.ts`. */
   workUnitSpread: number;
   /** Most bytes of JSON per work message (WORK_UNIT_MAX_BYTES), fixed per job when it registers. */
   workUnitMaxBytes: number;

@@ -38,8 +38,7 @@ describe("the documented limit: a job of 1,000,000 items, submitted as a manifes
     expect(last.at(-1)).toEqual({ blob: name(MAX_ITEMS_PER_JOB - 1) });
 
     // One step registers the job and dispatches the 20 items in flight that DISPATCH_BATCH_SIZE 10 allows, in units
-    // of one (the window of 20 spread over WORK_UNIT_SPREAD, 16, units at least); running all of it is the throughput
-    // bench's part.
+    // of two (the window of 20 cut into WORK_UNIT_SPREAD, 16, units); running all of it is the throughput bench's part.
     expect(await runCoordinatorTick(app, sink)).toBe("completed");
     expect(await getJobStatus(app, submitted.id)).toMatchObject({
       status: "running",
@@ -49,8 +48,13 @@ describe("the documented limit: a job of 1,000,000 items, submitted as a manifes
       .map((message) => JSON.parse(message.text ?? "{}") as { first: number })
       .sort((a, b) => a.first - b.first);
     expect(work).toEqual(
-      Array.from({ length: 20 }, (_, item): unknown =>
-        expect.objectContaining({ v: 2, jobId: submitted.id, first: item, inputs: [{ blob: name(item) }] }),
+      Array.from({ length: 10 }, (_, unit): unknown =>
+        expect.objectContaining({
+          v: 2,
+          jobId: submitted.id,
+          first: 2 * unit,
+          inputs: [{ blob: name(2 * unit) }, { blob: name(2 * unit + 1) }],
+        }),
       ),
     );
   }, 300_000);

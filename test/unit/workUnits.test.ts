@@ -350,12 +350,13 @@ describe("units sized by bytes (issue 24)", () => {
     }
   });
 
-  it("a small job is spread over WORK_UNIT_SPREAD units at least, not sent as one unit to one worker", async () => {
+  it("a small job is spread over WORK_UNIT_SPREAD units, not one unit on one worker, nor a unit more than a queue batch", async () => {
     const { deps, work: queue, state } = world(defaults);
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: small(200) });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(queue.bodies().map(shape)).toEqual([...Array.from({ length: 16 }, (_, unit) => [unit * 12, 12]), [192, 8]]);
-    expect((await readJob(state, id))?.unitMaxItems).toBe(12);
+    // 16 units, as many as one instance's queue trigger takes at a poll (host.json batchSize): none left over.
+    expect(queue.bodies().map(shape)).toEqual([...Array.from({ length: 15 }, (_, unit) => [unit * 13, 13]), [195, 5]]);
+    expect((await readJob(state, id))?.unitMaxItems).toBe(13);
   });
 
   it("the spread is of the in-flight window: with a small DISPATCH_BATCH_SIZE a large job still reaches many workers", async () => {

@@ -14,7 +14,7 @@ const WORKER_ENV = {
 
 /**
  * A worker process killed mid-unit: two coordinator-only instances lead, with the app's default units (the job's
- * units as the app sizes them: 80–120 items spread over 16 units, 5–7 items each), two worker-only instances process
+ * units as the app sizes them: 80–120 items cut into 16 units, 5–8 items each), two worker-only instances process
  * them (each invocation made to take 300 ms longer). A worker is SIGKILLed while it has work invocations in
  * flight (from the host's Executing/Executed lines); a replacement starts. Checks: the kill landed mid-unit, and the
  * job still counts every item exactly once — the killed worker's units were redelivered whole (their messages were
