@@ -16,6 +16,7 @@ export default tseslint.config(
       "bench-results/**",
       // A user's project, compiled against the packed package by test/consumer/package.test.ts (its own tsconfig).
       "test/consumer/app/**",
+      ".deploy/**",
     ],
   },
   js.configs.recommended,

@@ -187,7 +187,12 @@ function main(): void {
     return;
   }
   const registry = new TaskRegistry().register(groupByKind);
-  const deps = { registry, now: () => 1, maxAggregateGroups: Number.MAX_SAFE_INTEGER };
+  const deps = {
+    registry,
+    now: () => 1,
+    maxAggregateGroups: Number.MAX_SAFE_INTEGER,
+    maxJobDocumentBytes: Number.MAX_SAFE_INTEGER,
+  };
   const rows = [];
   for (const groups of args.groups) {
     const { state, outcomes } = scenario(groups, args.results);

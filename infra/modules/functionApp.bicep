@@ -14,6 +14,9 @@ param location string
 @description('Tags applied to every resource of this app.')
 param tags object = {}
 
+@description('Tags of the Function App alone, on top of tags (azd finds the app to deploy to by its azd-service-name tag).')
+param siteTags object = {}
+
 @description('Flex Consumption plan name (one app per Flex plan).')
 param planName string
 
@@ -70,6 +73,8 @@ param workUnitMaxBlobItems int
 param workUnitSpread int
 param maxAggregateGroups int
 param maxInputBlobBytes int
+param maxJobDocumentBytes int
+param jobRetentionHours int
 param stepStallTimeoutMs int
 
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
@@ -128,7 +133,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
 resource site 'Microsoft.Web/sites@2024-04-01' = {
   name: name
   location: location
-  tags: tags
+  tags: union(tags, siteTags)
   kind: 'functionapp,linux'
   identity: {
     type: 'UserAssigned'
@@ -220,6 +225,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WORK_UNIT_SPREAD: string(workUnitSpread)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
+    MAX_JOB_DOCUMENT_BYTES: string(maxJobDocumentBytes)
+    JOB_RETENTION_HOURS: string(jobRetentionHours)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
   }
   dependsOn: [

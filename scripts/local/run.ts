@@ -3,12 +3,19 @@ import { dirname, join, resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
-import { readSettings, type Settings } from "../../src/app/settings";
+import { readSettings, settingsSchema, type Settings } from "../../src/app/settings";
+import { parseNcrontab } from "../../src/app/schedule";
 import { delay, type Abortable } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
 import { EventLog, recordFromEventLine } from "./eventLog";
-import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers, type InstanceState } from "./instances";
+import {
+  InstanceProcess,
+  NODE_WORKER_ARGUMENTS,
+  lastOutput,
+  type InstanceHandlers,
+  type InstanceState,
+} from "./instances";
 import { MidJobLeaderKill } from "./leaderKill";
 import { LiveView, type LiveMode } from "./liveView";
 import type { LocalOptions } from "./options";
@@ -286,7 +293,9 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
 /**
  * The instances' app settings: `baseEnv` with the storage and the schedule, and every setting the app reads filled in
  * with its default (bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one). The coordination
- * account doubles as host storage (AzureWebJobsStorage), where the host keeps the timer listener lock.
+ * account doubles as host storage (AzureWebJobsStorage), where the host keeps the timer listener lock. Without a
+ * STEP_BUDGET_MS, a schedule faster than the app's default budget (the runner's 5 s) gets a budget one second below
+ * its shortest interval, which the app requires.
  */
 export function instanceEnv(
   baseEnv: Record<string, string | undefined>,
@@ -308,9 +317,18 @@ export function instanceEnv(
     // The Node flags the app is deployed with (an empty value runs Node's defaults).
     languageWorkers__node__arguments: baseEnv.languageWorkers__node__arguments ?? NODE_WORKER_ARGUMENTS,
   };
+  if ((baseEnv.STEP_BUDGET_MS ?? "").trim() === "") env.STEP_BUDGET_MS = budgetBelow(schedule);
   const settings = readSettings(env);
   for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
   return { env, settings };
+}
+
+/** The app's default step budget, or one second below the schedule's shortest interval when that is shorter. */
+function budgetBelow(schedule: string): string | undefined {
+  const parsed = parseNcrontab(schedule);
+  const defaultBudget = settingsSchema.shape.STEP_BUDGET_MS.parse(undefined);
+  if (!parsed.ok || parsed.schedule.shortestIntervalMs > defaultBudget) return undefined;
+  return String(Math.max(1000, parsed.schedule.shortestIntervalMs - 1000));
 }
 
 /** Waits until every instance has reported ready. @throws Error when one exits first or 60 s pass. */
@@ -322,9 +340,7 @@ export async function waitForReady(
   for (;;) {
     const dead = instances.find((instance) => instance.state.exit !== undefined);
     if (dead !== undefined)
-      throw new Error(
-        `${dead.state.name} exited while starting. Its last output:\n  ${dead.state.recentLogs.join("\n  ")}`,
-      );
+      throw new Error(`${dead.state.name} exited while starting. Its last output:\n${lastOutput(dead.state)}`);
     if (instances.every((instance) => instance.state.role !== "starting")) return;
     if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
     await delay(100, { abortSignal });

@@ -183,6 +183,8 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
+    maxJobDocumentBytes: app.settings.MAX_JOB_DOCUMENT_BYTES,
+    jobRetentionMs: app.settings.JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
     workUnitConcurrency: app.settings.WORK_UNIT_CONCURRENCY,
     jobStops: app.jobStops,

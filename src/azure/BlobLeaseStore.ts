@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
 import {
   AZURE_CONTAINER_OR_QUEUE_NAME,
@@ -14,6 +15,7 @@ import {
   type AcquireResult,
   type LeaderRecord,
   type LeaseSnapshot,
+  type HonourOptions,
   type LeaseStore,
   type Revocation,
 } from "../library/lease/LeaseStore";
@@ -35,6 +37,7 @@ const META = {
   transitions: "transitions",
   revokedEpoch: "revokedepoch",
   honoured: "honoured",
+  requestId: "requestid",
 } as const;
 
 /**
@@ -174,10 +177,10 @@ export class BlobLeaseStore implements LeaseStore {
 
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
+    // A fresh id per request: the term that honours a request marks only that one (a newer one stops the next term).
+    const metadata = { [META.revokedEpoch]: String(epoch), [META.requestId]: randomUUID() };
     const upload = (): Promise<unknown> =>
-      this.revocationBlob
-        .getBlockBlobClient()
-        .upload("", 0, { metadata: { [META.revokedEpoch]: String(epoch) }, abortSignal });
+      this.revocationBlob.getBlockBlobClient().upload("", 0, { metadata, abortSignal });
     try {
       await upload().catch(async (error: unknown) => {
         if (storageFailure(error).statusCode !== 404) throw error;
@@ -189,13 +192,18 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
-    const { abortSignal } = options;
+  async honourRevocation(epoch: number, options: HonourOptions = {}): Promise<void> {
+    const { abortSignal, requestId } = options;
     try {
       const properties = await this.revocationBlob.getProperties({ abortSignal });
-      if (parseRevocation(properties.metadata ?? {})?.epoch !== epoch) return;
+      const stored = parseRevocation(properties.metadata ?? {});
+      if (stored?.epoch !== epoch || (requestId !== undefined && stored.requestId !== requestId)) return;
       // Conditional on the version read: a newer request written meanwhile is kept, not overwritten.
-      const metadata = { [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
+      const metadata = {
+        ...(properties.metadata ?? {}),
+        [META.revokedEpoch]: String(epoch),
+        [META.honoured]: "true",
+      };
       await this.revocationBlob.setMetadata(metadata, { conditions: { ifMatch: properties.etag }, abortSignal });
     } catch (error) {
       const { statusCode } = storageFailure(error);
@@ -231,7 +239,9 @@ function parseCount(value: string | undefined): number | undefined {
 
 function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
   const epoch = parseCount(metadata[META.revokedEpoch]);
-  return epoch === undefined ? undefined : { epoch, honoured: metadata[META.honoured] === "true" };
+  if (epoch === undefined) return undefined;
+  const requestId = metadata[META.requestId];
+  return { epoch, honoured: metadata[META.honoured] === "true", ...(requestId === undefined ? {} : { requestId }) };
 }
 
 function parseRecord(metadata: Record<string, string>): LeaderRecord {

@@ -68,18 +68,21 @@ export interface CancelPassReport {
  * removed. A request for a job still waiting in the inbox is kept until registration; one for an ended job, or for
  * no job, is removed. A crash between the write and the removal leaves the request, which then finds the job ended.
  *
- * One request that cannot be applied — its job's state unreadable (a newer version's, or damaged), storage refusing
+ * Stops once the step's budget is spent (`pastBudget`); the rest wait for the next pass. One request that cannot be
+ * applied — its job's state unreadable (a newer version's, or damaged), storage refusing
  * the write — does not hold up the others or the step: it is logged, emitted as `job-pass-failed`, kept for a later
  * pass, and the next request is applied. Losing leadership, a newer leader's write or an abort still ends the pass.
  */
 export async function applyCancelRequests(
   deps: CoordinationDeps,
   jobs: JobStore,
-  options: Abortable,
+  options: Abortable & { pastBudget?: () => boolean },
 ): Promise<CancelPassReport> {
   const markers = await deps.system.list(keys.cancelPrefix, CANCEL_BATCH, options);
   const report: CancelPassReport = { cancelled: 0, failed: [] };
-  for (const marker of markers) {
+  for (const [applied, marker] of markers.entries()) {
+    // Once the step's budget is spent the rest wait for the next pass (at least one is applied per pass).
+    if (applied > 0 && options.pastBudget?.() === true) break;
     const id = marker.slice(keys.cancelPrefix.length);
     try {
       if (await applyCancelRequest(deps, jobs, marker, id, options)) report.cancelled++;

@@ -41,10 +41,19 @@ export interface CoordinationDeps extends CoordinationPorts {
    */
   maxAggregateGroups: number;
   /**
+   * Most bytes of JSON a job's stored document may have (`MAX_JOB_DOCUMENT_BYTES`); a job whose aggregate would make it
+   * larger fails with the reason.
+   */
+  maxJobDocumentBytes: number;
+  /**
    * Most bytes of an input blob a worker reads (`MAX_INPUT_BLOB_BYTES`); an item naming a larger one fails alone, with
    * its size and the limit, before any of it is downloaded.
    */
   maxInputBlobBytes: number;
+  /**
+   * How long an ended job is kept, in ms (`JOB_RETENTION_HOURS`): then the leader removes its state and blobs.
+   */
+  jobRetentionMs: number;
   /** Items of one unit a worker processes at once, for kinds that do not set their own (WORK_UNIT_CONCURRENCY). */
   workUnitConcurrency: number;
   /** This process's checks of jobs' stop blobs (shared by its worker invocations). */

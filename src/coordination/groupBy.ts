@@ -19,6 +19,13 @@ export interface GroupByParams {
  */
 export type GroupByPartial = [key: string, count: number, sumMicros: string, min: number, max: number][];
 
+/**
+ * Most characters of a group's key: an item with a longer one fails alone, with the reason. A job's aggregate holds
+ * every distinct key (up to MAX_AGGREGATE_GROUPS of them), and the job's document is bounded in bytes
+ * (MAX_JOB_DOCUMENT_BYTES): a key as long as an input blob (megabytes) is not a group, it is a mistake in `keyField`.
+ */
+export const MAX_GROUP_KEY_LENGTH = 1024;
+
 /** Largest magnitude accepted for a value: beyond it sums of millionths stop being meaningful. */
 export const MAX_ABS_VALUE = 1e12;
 
@@ -58,6 +65,10 @@ export function groupRecords(text: string, params: GroupByParams): GroupByPartia
         `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
       );
     const name = String(key);
+    if (name.length > MAX_GROUP_KEY_LENGTH)
+      throw new ItemError(
+        `record ${line}: the group key in field "${params.keyField}" has ${name.length} characters; a group key may have at most ${MAX_GROUP_KEY_LENGTH}`,
+      );
     const micros = BigInt(Math.round(value * 1e6));
     const current = groups.get(name);
     groups.set(

@@ -105,6 +105,13 @@ export const jobIndexSchema = z.looseObject({
   v: z.literal(1),
   active: z.array(z.string()),
   recent: z.array(z.string()).default([]),
+  /**
+   * The active job the leader's next pass starts at: the first one the last step did not reach before its budget or
+   * its bound of jobs per pass (`MAX_JOBS_PER_PASS`). Absent: from the top of the list.
+   */
+  resumeAt: z.string().optional(),
+  /** When the leader last looked for ended jobs to remove (wall-clock ms; see `RETENTION_SWEEP_INTERVAL_MS`). */
+  sweptAtMs: z.number().optional(),
 });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
@@ -116,6 +123,16 @@ export const keys = {
   chunk: (id: string, chunk: number) => `jobs/${id}/items/${chunk}.json`,
   inboxPrefix: "inbox/",
   inbox: (id: string) => `inbox/${id}`,
+  /** Everything of a job in the system container (spec, chunks, outcomes, …) is under this prefix. */
+  jobPrefix: (id: string) => `jobs/${id}/`,
+  /**
+   * Retention markers of ended jobs (system container), named by when the job ended so a listing yields the oldest
+   * first: `ended/<ms, 15 digits>-<id>`. The leader writes one as it takes a job off the active list, and removes the
+   * job's blobs (the marker last) once it has been ended for JOB_RETENTION_HOURS.
+   */
+  endedPrefix: "ended/",
+  ended: (id: string, endedAtMs: number) =>
+    `ended/${String(Math.max(0, Math.trunc(endedAtMs))).padStart(15, "0")}-${id}`,
   /** Cancellation requests: written by the submitter, applied and removed by the leader. */
   cancelPrefix: "cancel/",
   cancel: (id: string) => `cancel/${id}`,

@@ -8,6 +8,7 @@ import {
   outcomeTooLarge,
   parseMessage,
   toRanges,
+  fromRanges,
   workMessageSchema,
   type itemResultMessageSchema,
   type ItemInput,
@@ -50,13 +51,24 @@ export interface Delivery {
 
 /**
  * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
- * `stopped` when its job was stopped (cancelled or ended) before every item was processed: `skipped` items were not.
+ * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not); the
+ * unit's task kind, and how many of its `count` items were reported done and failed.
  */
 export type WorkOutcome =
-  | { status: "processed"; jobId: string; item: number; count: number }
-  | { status: "failed"; jobId: string; item: number; count: number; reason: string }
-  | { status: "stopped"; jobId: string; item: number; count: number; skipped: number }
+  | ({ status: "processed"; reason?: undefined } & UnitCounts)
+  | ({ status: "failed"; reason: string } & UnitCounts)
+  | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
   | { status: "rejected"; reason: string };
+
+/** A unit's counts in a {@link WorkOutcome}. */
+interface UnitCounts {
+  jobId: string;
+  kind: string;
+  item: number;
+  count: number;
+  itemsDone: number;
+  itemsFailed: number;
+}
 
 /** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
 const MAX_INLINE_RESULT_BYTES = 40 * 1024;
@@ -124,7 +136,8 @@ export async function processWorkMessage(
   const { done, partials, failures } = run;
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
   const count = inputs.length;
-  if (run.skipped === count) return { status: "stopped", jobId, item: first, count, skipped: count };
+  const unitCounts = { jobId, kind: message.kind, item: first, count };
+  if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
   if (message.v === 1) {
     const [failure] = failed;
     const tooLarge = await sendItemResult(
@@ -151,9 +164,15 @@ export async function processWorkMessage(
     );
     if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
-  if (run.skipped > 0) return { status: "stopped", jobId, item: first, count, skipped: run.skipped };
-  if (failed.length === 0) return { status: "processed", jobId, item: first, count };
-  return { status: "failed", jobId, item: first, count, reason: failed.map((failure) => failure.reason).join("; ") };
+  const itemsFailed = failed.reduce((sum, failure) => sum + fromRanges(failure.items).length, 0);
+  const counts = {
+    ...unitCounts,
+    itemsDone: count - run.skipped - itemsFailed,
+    itemsFailed,
+  };
+  if (run.skipped > 0) return { status: "stopped", ...counts, skipped: run.skipped };
+  if (failed.length === 0) return { status: "processed", ...counts };
+  return { status: "failed", ...counts, reason: failed.map((failure) => failure.reason).join("; ") };
 }
 
 /** The items of one unit, as {@link runItems} takes them. */

@@ -44,7 +44,10 @@ export interface HttpOptions {
   routePrefix?: string;
   /** Who may submit and read jobs, read the leader and open the status page. @default "function" */
   authLevel?: AuthLevel;
-  /** Who may cancel a job or ask the leader to step down. @default "function" */
+  /**
+   * Who may cancel a job or ask the leader to step down: more than the key that opens the status page. @default "admin"
+   * (the host's master key)
+   */
   operatorAuthLevel?: AuthLevel;
 }
 
@@ -164,7 +167,7 @@ function httpOptionsOf(http: HttpOptions): Required<HttpOptions> {
   const resolved = {
     routePrefix: http.routePrefix ?? "",
     authLevel: http.authLevel ?? "function",
-    operatorAuthLevel: http.operatorAuthLevel ?? "function",
+    operatorAuthLevel: http.operatorAuthLevel ?? "admin",
   };
   const problems: string[] = [];
   if (!ROUTE_PREFIX.test(resolved.routePrefix))

@@ -2,6 +2,7 @@ import type { InvocationContext, Timer } from "@azure/functions";
 import type { CoordinatorApp } from "../app/context";
 import { handleWakeMessage, handleWorkMessage, runCoordinatorTick } from "../app/operations";
 import { processShutdown } from "../app/shutdown";
+import { getTelemetry } from "../app/telemetry/setupTelemetry";
 import { deliveryOf, sinkFor } from "./invocation";
 
 /** The app of one registration, built on first use (registering connects to nothing). */
@@ -14,9 +15,10 @@ export type AppSource = () => CoordinatorApp;
 export function coordinatorHandler(app: AppSource) {
   return async (timer: Timer, context: InvocationContext): Promise<void> => {
     if (timer.isPastDue) context.warn("Coordinator tick is past due (the app was idle or busy); running it now.");
-    await processShutdown.track(() =>
-      runCoordinatorTick(app(), sinkFor(context), { abortSignal: processShutdown.signal }),
-    );
+    const sink = sinkFor(context);
+    await processShutdown.track(() => runCoordinatorTick(app(), sink, { abortSignal: processShutdown.signal }));
+    // Queue depths and fold lag, once a tick whoever leads (telemetry only).
+    await getTelemetry().sampleQueues(app(), sink, { abortSignal: processShutdown.signal });
   };
 }
 
@@ -30,6 +32,7 @@ export function workerHandler(app: AppSource) {
     const outcome = await processShutdown.track(() =>
       handleWorkMessage(app(), sinkFor(context), payload, delivery, { abortSignal: processShutdown.signal }),
     );
+    getTelemetry().recordWork(outcome);
     context.debug(`Work message ${delivery.id}: ${outcome.status}`);
   };
 }
@@ -65,4 +68,6 @@ export const SHUTDOWN_WAIT_MS = 10_000;
  */
 export async function appTerminateHandler(): Promise<void> {
   await processShutdown.shutdown({ timeoutMs: SHUTDOWN_WAIT_MS });
+  // What telemetry still buffers (records, the metrics of the last interval) is exported before the process ends.
+  await getTelemetry().shutdown();
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InstanceProcess, type InstanceState } from "../../scripts/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/local/instances";
 import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 
@@ -189,12 +189,14 @@ describe("the packed package in a user's project outside the repo (consumer test
         LOCAL_HOST_JSON: join(project, "host.json"),
         LOCAL_MESSAGE_LEASE_SECONDS: "30",
         COORDINATOR_SCHEDULE: "*/2 * * * * *",
+        // A step must end before the next tick: the app refuses a budget as long as the interval.
+        STEP_BUDGET_MS: "1500",
       },
       {
         onReady: (state) => ready.resolve(state),
         onEvent: () => undefined,
         onLog: (_state, line) => logs.push(`${line.level}: ${line.message}`),
-        onExit: (state) => ready.reject(new Error(`the instance exited: ${state.recentLogs.join("\n")}`)),
+        onExit: (state) => ready.reject(new Error(`the instance exited:\n${lastOutput(state)}`)),
       },
     );
     try {

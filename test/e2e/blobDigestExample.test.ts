@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Digest } from "../../examples/blob-digest/digestKind";
-import { InstanceProcess, type InstanceState } from "../../scripts/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/local/instances";
 import type { LogLine } from "../../scripts/local/protocol";
 import { delay } from "../../src/library/util/delay";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
@@ -87,6 +87,8 @@ describe("the blob-digest example on the local host (3 processes, a worker kille
       // A killed worker's messages come back after 10 s (the host's lease is 10 min, renewed while a function runs).
       LOCAL_MESSAGE_LEASE_SECONDS: "10",
       COORDINATOR_SCHEDULE: "*/2 * * * * *",
+      // A step must end before the next tick: the app refuses a budget as long as the interval.
+      STEP_BUDGET_MS: "1500",
     };
     const ready = Array.from({ length: 3 }, () => Promise.withResolvers<InstanceState>());
     for (const [index, started] of ready.entries())
@@ -95,8 +97,7 @@ describe("the blob-digest example on the local host (3 processes, a worker kille
           onReady: (state) => started.resolve(state),
           onEvent: () => undefined,
           onLog,
-          onExit: (state) =>
-            started.reject(new Error(`${state.name} exited while starting: ${state.recentLogs.join("\n")}`)),
+          onExit: (state) => started.reject(new Error(`${state.name} exited while starting:\n${lastOutput(state)}`)),
         }),
       );
     await Promise.all(ready.map((started) => started.promise));

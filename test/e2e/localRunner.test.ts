@@ -46,7 +46,9 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     const result: LocalRunResult = await runLocal({
       instances: 3,
       items: 300,
-      schedule: "*/2 * * * * *",
+      // Every 30 s: the step budget below (20 s, so the kill lands mid-step) must be below the schedule's interval.
+      // Wake-ups from results and their follow-ups carry the job between ticks, and after the kill.
+      schedule: "*/30 * * * * *",
       killLeaderAfterS: 5,
       live: "off",
       settleS: 1,

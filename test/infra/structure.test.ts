@@ -53,6 +53,9 @@ describe("resource types", () => {
     "Microsoft.Authorization/roleAssignments",
     "Microsoft.OperationalInsights/workspaces",
     "Microsoft.Insights/components",
+    "Microsoft.Insights/scheduledQueryRules",
+    "Microsoft.Insights/actionGroups",
+    "Microsoft.Insights/workbooks",
   ])("deploys %s", (type) => {
     expect(deployed(type)).not.toHaveLength(0);
   });

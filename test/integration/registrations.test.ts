@@ -33,7 +33,7 @@ describe("the app's real registrations (captured as the Functions worker does)",
     app = await loadFunctionApp(resolve(__dirname, "..", "..", "functions", "index.ts"));
   });
 
-  it("registers exactly the documented functions with their triggers and settings", () => {
+  it("registers exactly the documented functions with their triggers and settings; changing state needs the admin key", () => {
     expect(app.functions.map((f) => f.metadata.name).sort()).toEqual([
       "cancelJob",
       "coordinator",
@@ -69,17 +69,24 @@ describe("the app's real registrations (captured as the Functions worker does)",
       methods: ["GET"],
       authLevel: "function",
     });
+    // Cancelling any job and stepping the leader down take more than the function key that opens the status page.
     expect(trigger(app, "cancelJob")).toMatchObject({
       type: "httpTrigger",
       route: "jobs/{id}",
       methods: ["DELETE"],
+      authLevel: "admin",
+    });
+    expect(trigger(app, "getLeader")).toMatchObject({
+      type: "httpTrigger",
+      route: "leader",
+      methods: ["GET"],
       authLevel: "function",
     });
-    expect(trigger(app, "getLeader")).toMatchObject({ type: "httpTrigger", route: "leader", methods: ["GET"] });
     expect(trigger(app, "stepDown")).toMatchObject({
       type: "httpTrigger",
       route: "leader/step-down",
       methods: ["POST"],
+      authLevel: "admin",
     });
     expect(trigger(app, "getStatus")).toMatchObject({
       type: "httpTrigger",

@@ -1,6 +1,8 @@
 import { Bitmap } from "../../src/coordination/bitmap";
 import { jobStateSchema, type JobState } from "../../src/coordination/jobState";
 import { StorageError } from "../../src/library/errors";
+import { ACTIVITY_INVARIANTS, ActivityChecks } from "./activityInvariants";
+import { plannedJobCount } from "./activityWorld";
 import { simPartial, simRegistry } from "./kinds";
 import { SIM_TIMING, type SimWorld, type StepRecord, type SubmittedJob } from "./world";
 
@@ -24,6 +26,7 @@ export const INVARIANTS = {
   stepEndsWithoutError:
     "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
   poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
+  ...ACTIVITY_INVARIANTS,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -53,11 +56,16 @@ export class InvariantChecker {
   private readonly jobEtags = new Map<string, string>();
   private readonly endedJobs = new Map<string, JobState>();
   private readonly registry = simRegistry();
+  private readonly activity: ActivityChecks;
 
   constructor(
     private readonly world: SimWorld,
     private readonly enabled: ReadonlySet<InvariantName>,
-  ) {}
+  ) {
+    this.activity = new ActivityChecks(world, (invariant, message) => {
+      this.fail(invariant, message);
+    });
+  }
 
   private fail(invariant: InvariantName, message: string): void {
     if (this.enabled.has(invariant))
@@ -125,6 +133,7 @@ export class InvariantChecker {
     }
     if (stateWritten) for (const job of this.world.jobs) this.checkJob(job);
     this.checkPoisonVisibility();
+    this.activity.afterStep();
   }
 
   private readonly hiddenPoison = new Set<string>();
@@ -256,8 +265,9 @@ export class InvariantChecker {
         `job ${job.id} (${job.plan.kind}, items ${job.plan.items.map((i) => i.t).join(",")}${job.plan.deleteChunk ? ", chunk 0 deleted" : ""}) had not ended ${((endMs - world.faultEndMs) / 1000).toFixed(0)} s after faults stopped (${progress})`,
       );
     }
-    if (world.plan.jobs.length !== world.jobs.length)
-      this.fail("everyJobEnds", `only ${world.jobs.length} of ${world.plan.jobs.length} jobs were submitted`);
+    if (plannedJobCount(world) !== world.jobs.length)
+      this.fail("everyJobEnds", `only ${world.jobs.length} of ${plannedJobCount(world)} jobs were submitted`);
+    this.activity.atEnd();
     const boundMs = SIM_TIMING.leaseDurationS * 1000 + SIM_TIMING.tickMs + LEADERSHIP_SLACK_MS;
     let covered = world.faultEndMs;
     for (const term of [...world.history.terms].sort((a, b) => a.beganMs - b.beganMs)) {
@@ -281,7 +291,7 @@ export class InvariantChecker {
   /** Whether every planned job has been submitted and has ended. */
   allJobsEnded(): boolean {
     const { world } = this;
-    if (world.jobs.length !== world.plan.jobs.length) return false;
+    if (world.jobs.length !== plannedJobCount(world)) return false;
     return world.jobs.every((job) => {
       const status: unknown = (world.jobState(job.id)?.value as { status?: unknown } | undefined)?.status;
       return typeof status === "string" && ENDED.has(status);

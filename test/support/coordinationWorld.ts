@@ -31,6 +31,8 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     dispatchBatchSize: 10,
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
+    maxJobDocumentBytes: readSettings({}).MAX_JOB_DOCUMENT_BYTES,
+    jobRetentionMs: readSettings({}).JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
     workUnitConcurrency: 1,
     jobStops: new JobStopChecks(system),
@@ -55,8 +57,8 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
  */
 export const unawareOfStops: CoordinationDeps["jobStops"] = { isStopped: () => Promise.resolve(false) };
 
-/** A budget that ends the step after its first pass (workers run between steps in these tests). */
-export const ONE_PASS = { budgetMs: 1 };
+/** One pass and no more, with budget to spare (workers run between steps in these tests). */
+export const ONE_PASS = { budgetMs: 60_000, maxPasses: 1 };
 export const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 export const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
 

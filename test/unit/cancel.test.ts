@@ -123,6 +123,8 @@ describe("cancelling a job this version cannot read (unit, in-memory ports)", ()
         key === keys.jobState(id)
           ? Promise.reject(new StorageError("CorruptState", undefined, `State ${key} is not valid JSON (simulated)`))
           : state.read(key),
+      readSummary: state.readSummary.bind(state),
+      delete: state.delete.bind(state),
       write: state.write.bind(state),
     };
     expect(await requestCancel({ ...deps, state: damaged }, id)).toEqual({
@@ -180,6 +182,8 @@ describe("a cancellation request for a job whose state cannot be read", () => {
         if (key === keys.jobState(id)) term.end(); // the term ends while the request is applied
         return read(key);
       },
+      readSummary: deps.state.readSummary.bind(deps.state),
+      delete: deps.state.delete.bind(deps.state),
       write: deps.state.write.bind(deps.state),
     };
     await expect(runCoordinationStep({ ...deps, state }, term, ONE_PASS)).rejects.toThrow(/term \(epoch 1\) is over/);

@@ -101,6 +101,17 @@ describe("coordinator events survive Application Insights sampling", () => {
     }
   });
 
+  it("the host exports OpenTelemetry (Flex Consumption), and the app's own records are not sent twice", () => {
+    // The host exports its logs and requests with OpenTelemetry to APPLICATIONINSIGHTS_CONNECTION_STRING (with the
+    // identity of APPLICATIONINSIGHTS_AUTHENTICATION_STRING); the app exports its events and log lines itself
+    // (src/app/telemetry/) and keeps them in the invocation's log only at debug, which host.json's level drops.
+    expect((host as unknown as { telemetryMode?: string }).telemetryMode).toBe("OpenTelemetry");
+    for (const name of functionNames)
+      expect(LEVELS.indexOf(effectiveLevel(`Function.${name}.User`)), `Function.${name}.User`).toBeGreaterThan(
+        LEVELS.indexOf("Debug"),
+      );
+  });
+
   it("the user logs of every function pass host.json's level filter at Information", () => {
     expect(functionNames).toEqual(
       expect.arrayContaining(["coordinator", "worker", "submitJob", "getJob", "getLeader", "stepDown"]),

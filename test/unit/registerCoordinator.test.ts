@@ -44,7 +44,7 @@ const shapes = (recorded: Recorded) =>
   });
 
 describe("registerCoordinator: one call registers the coordinator in a user's app (issue 20)", () => {
-  it("with no options but the kinds: today's names, queues, routes, schedule and the terminate hook", () => {
+  it("with no options but the kinds: today's names, queues, routes and schedule, the admin key for cancelling and stepping down, and the terminate hook", () => {
     const recorded = register();
     expect(shapes(recorded)).toEqual([
       { kind: "timer", name: "coordinator", schedule: "0 * * * * *" },
@@ -52,9 +52,9 @@ describe("registerCoordinator: one call registers the coordinator in a user's ap
       { kind: "storageQueue", name: "wake", queueName: "coordinator-wake", connection: "COORDINATION_STORAGE" },
       { kind: "http", name: "submitJob", methods: ["POST"], authLevel: "function", route: "jobs" },
       { kind: "http", name: "getJob", methods: ["GET"], authLevel: "function", route: "jobs/{id}" },
-      { kind: "http", name: "cancelJob", methods: ["DELETE"], authLevel: "function", route: "jobs/{id}" },
+      { kind: "http", name: "cancelJob", methods: ["DELETE"], authLevel: "admin", route: "jobs/{id}" },
       { kind: "http", name: "getLeader", methods: ["GET"], authLevel: "function", route: "leader" },
-      { kind: "http", name: "stepDown", methods: ["POST"], authLevel: "function", route: "leader/step-down" },
+      { kind: "http", name: "stepDown", methods: ["POST"], authLevel: "admin", route: "leader/step-down" },
       { kind: "http", name: "getStatus", methods: ["GET"], authLevel: "function", route: "status" },
     ]);
     expect(recorded.hooks).toEqual(["appTerminate"]);

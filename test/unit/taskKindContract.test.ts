@@ -318,7 +318,16 @@ describe("workers check cancellation before each item (issue 20)", () => {
       dequeueCount: 1,
       maxDequeueCount: 5,
     });
-    expect(outcome).toEqual<WorkOutcome>({ status: "stopped", jobId: id, item: 0, count: 10, skipped: 10 });
+    expect(outcome).toEqual<WorkOutcome>({
+      status: "stopped",
+      jobId: id,
+      kind: "count",
+      item: 0,
+      count: 10,
+      itemsDone: 0,
+      itemsFailed: 0,
+      skipped: 10,
+    });
     expect(processed).toEqual([]);
     expect(results.bodies()).toEqual([]);
   });
