@@ -103,7 +103,7 @@ async function main(): Promise<number> {
   const connectionString = azurite.connectionString;
   await ensureAppStorage(connectionString, settings);
   console.log(
-    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${settings.WORK_UNIT_MAX_ITEMS} items (≤ ${settings.WORK_UNIT_MAX_BLOB_ITEMS} naming blobs, a job spread over ≥ ${settings.WORK_UNIT_SPREAD}) and ${settings.WORK_UNIT_MAX_BYTES} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
+    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${settings.WORK_UNIT_MAX_ITEMS} items (≤ ${settings.WORK_UNIT_MAX_BLOB_ITEMS} naming blobs, a job's in-flight window cut into ${settings.WORK_UNIT_SPREAD} units) and ${settings.WORK_UNIT_MAX_BYTES} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
   );
 
   const jobs: Record<ScenarioName, ScenarioJob> = {
