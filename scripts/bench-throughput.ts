@@ -3,8 +3,9 @@
  * ./throughput/cli.ts for every flag).
  *
  * On one Azurite, in one run, three scenarios — `small` (inline items of about 100 bytes of CSV), `blob` (one input
- * blob per item) and `short` (a short job of small items) — each through three implementations per round, the order
- * rotating (the per-item loop only in the first `--per-item-rounds`):
+ * blob per item) and `short` (a short job of small items) — each through three implementations per round, the project
+ * and the batched loop back to back, who goes first alternating (the per-item loop after both, in the first
+ * `--per-item-rounds` only):
  * - the project: fresh instance processes of the real app on the local host, one job submitted through the library
  *   (which wakes the coordinator), at the app's default settings and schedule (./throughput/projectRun.ts);
  * - the per-item loop: the raw SDKs sending one work message per item and one result per item;
@@ -24,7 +25,7 @@ import { parseSchedule } from "./local/timerTrigger";
 import { startAzurite, type Azurite } from "./support/azurite";
 import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
 import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./throughput/cli";
-import { readBefore, type BeforeFigures } from "./throughput/compare";
+import { readBefore, roundOrder, type BeforeFigures } from "./throughput/compare";
 import { PRICES, PRICES_NOTE } from "./throughput/cost";
 import { peerEstimates } from "./throughput/peers";
 import { round, type StorageRoles } from "./throughput/opsBreakdown";
@@ -150,10 +151,8 @@ async function main(): Promise<number> {
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of SCENARIOS) {
       const job = jobs[scenario];
-      // Rotate the order: round 1 project first, round 2 per-item first, round 3 batched first, …
-      const order = IMPLEMENTATIONS.map(
-        (_, index) => IMPLEMENTATIONS[(index + roundNo - 1) % IMPLEMENTATIONS.length] as Implementation,
-      ).filter((impl) => impl !== "perItem" || roundNo <= args.perItemRounds);
+      // The project and the batched loop back to back, alternating who goes first; the per-item loop after both.
+      const order = roundOrder(roundNo, args.perItemRounds);
       for (const [index, impl] of order.entries()) {
         if (aborted()) break;
         const before = load();
@@ -296,7 +295,7 @@ async function main(): Promise<number> {
     prices: { ...PRICES, note: PRICES_NOTE },
     config: {
       rounds: args.rounds,
-      order: `after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates; the per-item loop runs in the first ${args.perItemRounds} round(s) only`,
+      order: `after an uncounted warm-up; the project and the batched loop back to back in every round (odd rounds the project first, even rounds the batched loop), the per-item loop after both in the first ${args.perItemRounds} round(s) only`,
       items: { small: args.smallItems, blob: args.blobItems, short: args.shortItems },
       ...(args.before === undefined ? {} : { before: args.before }),
       instances: args.instances,

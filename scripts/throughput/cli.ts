@@ -17,7 +17,7 @@ export interface ThroughputArgs {
   blobItems: number;
   /** Items of the `short` scenario (a short job of small items). @default 200 */
   shortItems: number;
-  /** Rounds: each runs every scenario's implementations, the order rotating. @default 5 */
+  /** Rounds: each runs every scenario's implementations, the project and the batched loop back to back. @default 5 */
   rounds: number;
   /**
    * Rounds that also run the per-item loop (the first ones): at 20,000 small items it takes some 10 minutes a round.
@@ -51,7 +51,7 @@ million items at list prices; then one large job end to end for the leader's mem
   --small-items N       items of the small scenario, 100–200000 (default 20000)
   --blob-items N        items of the blob scenario, 10–20000 (default 2000)
   --short-items N       items of the short scenario (small items; how soon a short job completes), 10–5000 (default 200)
-  --rounds N            rounds, the implementations' order rotating, 1–10 (default 5)
+  --rounds N            rounds, the project and the batched loop back to back in each, 1–10 (default 5)
   --per-item-rounds N   rounds (the first ones) that also run the per-item loop, 0–10 (default 1; it takes some
                         10 minutes a round at 20,000 small items)
   --before FILE         the JSON report of an earlier run (say, of the code before a change) to set beside this one

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { round } from "./opsBreakdown";
+import type { Implementation } from "./report";
 
 /**
  * The comparisons a scenario's report makes beyond one implementation's medians: the app against the batched loop
@@ -79,4 +80,14 @@ function asNumber(value: unknown): number | undefined {
 
 function asString(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * The implementations of round `roundNo` (from 1), in the order they run: the project and the batched loop back to
+ * back, whoever goes first alternating between rounds, so a ratio's two sides meet the same load; the per-item loop
+ * (in the first `perItemRounds` rounds only) after both, never between them — at 20,000 items it takes minutes.
+ */
+export function roundOrder(roundNo: number, perItemRounds: number): Implementation[] {
+  const pair: Implementation[] = roundNo % 2 === 1 ? ["project", "batched"] : ["batched", "project"];
+  return roundNo <= perItemRounds ? [...pair, "perItem"] : pair;
 }
