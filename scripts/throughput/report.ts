@@ -201,10 +201,13 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
     lines.push(`  ${label.padEnd(34)}${values.map((value) => value.padStart(12)).join("")}`);
   };
   row("", ["project", "per-item", "batched"]);
+  // An implementation that did not run (the per-item loop after --per-item-rounds) has no figures: "—", not zeros.
+  const cell = (summary: ImplementationSummary, pick: (summary: ImplementationSummary) => string): string =>
+    summary.rounds.length === 0 ? "—" : pick(summary);
   const each = (pick: (summary: ImplementationSummary) => string): [string, string, string] => [
-    pick(report.project),
-    pick(report.perItem),
-    pick(report.batched),
+    cell(report.project, pick),
+    cell(report.perItem, pick),
+    cell(report.batched, pick),
   ];
   row(
     "items/s (median)",

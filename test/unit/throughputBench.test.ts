@@ -13,7 +13,12 @@ import {
 import { peerEstimates } from "../../scripts/throughput/peers";
 import { parseThroughputArgs, UsageError } from "../../scripts/throughput/cli";
 import { describeRequest, queueEndpointOf, type RequestCount } from "../../scripts/throughput/requestCounter";
-import { scenarioReport, summarizeImplementation, type RunSample } from "../../scripts/throughput/report";
+import {
+  scenarioReport,
+  scenarioTable,
+  summarizeImplementation,
+  type RunSample,
+} from "../../scripts/throughput/report";
 import { meanItemBytes, scenarioJob } from "../../scripts/throughput/scenarios";
 import { packUnits } from "../../scripts/throughput/units";
 
@@ -264,6 +269,36 @@ describe("throughput benchmark: pure parts (unit)", () => {
       ["batched", "project"],
     ]);
     for (const order of orders) expect(Math.abs(order.indexOf("project") - order.indexOf("batched"))).toBe(1);
+  });
+
+  it("prints '—' for an implementation that did not run (--per-item-rounds 0), not zero operations and dollars", () => {
+    const ran: RunSample = {
+      round: 1,
+      order: 1,
+      ok: true,
+      items: 1000,
+      itemsPerS: 500,
+      submitToFirstDispatchS: 0.5,
+      submitToCompletedS: 2,
+      counts: [count({ requests: 40 })],
+      executions: { worker: 3 },
+      gbSeconds: 2,
+      gbSecondsUpper: 6,
+      loadAverage1m: [1, 1],
+    };
+    const summary = summarizeImplementation([ran], roles);
+    const report = scenarioReport("small", 1000, 91, {
+      project: summary,
+      perItem: summarizeImplementation([], roles),
+      batched: summary,
+    });
+    const cells = (label: string): string[] =>
+      (scenarioTable("small", report).find((line) => line.trimStart().startsWith(label)) ?? "")
+        .slice(label.length + 2)
+        .trim()
+        .split(/\s+/);
+    for (const label of ["storage ops per item", "executions per item", "USD per million items"])
+      expect(cells(label), label).toEqual([expect.not.stringMatching(/—/), "—", expect.not.stringMatching(/—/)]);
   });
 
   it("pairs rounds for the ratio: only rounds both completed, in round order", () => {
