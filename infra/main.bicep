@@ -173,10 +173,20 @@ param activityWakeIntervalMs int = 5000
 @maxValue(10000)
 param dispatchBatchSize int = 8192
 
-@description('WORK_UNIT_MAX_ITEMS: most items one work message (a unit) carries; 1 sends one item per message.')
+@description('WORK_UNIT_MAX_ITEMS: most items one work message (a unit) carries; 1 sends one item per message. A job\'s units carry as many inline items as fit WORK_UNIT_MAX_BYTES up to this, fewer for a small job or one naming blobs.')
 @minValue(1)
 @maxValue(1000)
-param workUnitMaxItems int = 32
+param workUnitMaxItems int = 1000
+
+@description('WORK_UNIT_MAX_BLOB_ITEMS: most items one work message carries when its job names input blobs.')
+@minValue(1)
+@maxValue(1000)
+param workUnitMaxBlobItems int = 32
+
+@description('WORK_UNIT_SPREAD: units a job\'s in-flight window (its items, or twice DISPATCH_BATCH_SIZE if fewer) is cut into.')
+@minValue(1)
+@maxValue(1000)
+param workUnitSpread int = 16
 
 @description('WORK_UNIT_CONCURRENCY: items of one work unit a worker processes at once, for task kinds that set none.')
 @minValue(1)
@@ -296,6 +306,8 @@ module apps 'modules/functionApp.bicep' = [
       workUnitMaxItems: workUnitMaxItems
       workUnitConcurrency: workUnitConcurrency
       workUnitMaxBytes: workUnitMaxBytes
+      workUnitMaxBlobItems: workUnitMaxBlobItems
+      workUnitSpread: workUnitSpread
       maxAggregateGroups: maxAggregateGroups
       maxInputBlobBytes: maxInputBlobBytes
       maxJobDocumentBytes: maxJobDocumentBytes

@@ -2,14 +2,17 @@
  * Throughput benchmark (issue 9): `npm run bench:throughput -- [--rounds N] [--out FILE] [--skip-memory]` (see
  * ./throughput/cli.ts for every flag).
  *
- * On one Azurite, in one run, two scenarios — `small` (inline items of about 100 bytes of CSV) and `blob` (one input
- * blob per item) — each through three implementations per round, the order rotating:
+ * On one Azurite, in one run, three scenarios — `small` (inline items of about 100 bytes of CSV), `blob` (one input
+ * blob per item) and `short` (a short job of small items) — each through three implementations per round, the project
+ * and the batched loop back to back, who goes first alternating (the per-item loop after both, in the first
+ * `--per-item-rounds` only):
  * - the project: fresh instance processes of the real app on the local host, one job submitted through the library
  *   (which wakes the coordinator), at the app's default settings and schedule (./throughput/projectRun.ts);
  * - the per-item loop: the raw SDKs sending one work message per item and one result per item;
  * - the batched loop: the raw SDKs sending the same unit messages as the app's leader (./throughput/baseline.ts).
  * Every storage request is counted by a request policy in each process's SDK pipeline (./throughput/requestCounter.ts)
- * and priced (./throughput/cost.ts). Then one large job end to end for the leader's memory. Prints tables, writes JSON.
+ * and priced (./throughput/cost.ts), beside the peers' estimates (./throughput/peers.ts). Then one large job end to end
+ * for the leader's memory. Prints tables, writes JSON.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { setMaxListeners } from "node:events";
@@ -22,7 +25,9 @@ import { parseSchedule } from "./local/timerTrigger";
 import { startAzurite, type Azurite } from "./support/azurite";
 import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
 import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./throughput/cli";
+import { readBefore, roundOrder, type BeforeFigures } from "./throughput/compare";
 import { PRICES, PRICES_NOTE } from "./throughput/cost";
+import { peerEstimates } from "./throughput/peers";
 import { round, type StorageRoles } from "./throughput/opsBreakdown";
 import { runProject } from "./throughput/projectRun";
 import {
@@ -36,6 +41,7 @@ import {
   type ScenarioReport,
 } from "./throughput/report";
 import { meanItemBytes, scenarioJob, SCENARIOS, type ScenarioJob, type ScenarioName } from "./throughput/scenarios";
+import { appUnitItems } from "./throughput/units";
 
 const REPO_ROOT = resolve(__dirname, "..");
 /** Items of the uncounted warm-up run. */
@@ -69,6 +75,15 @@ async function main(): Promise<number> {
   };
   process.on("SIGINT", interrupt);
   process.on("SIGTERM", interrupt);
+  let before: ((scenario: string) => BeforeFigures | undefined) | undefined;
+  if (args.before !== undefined) {
+    try {
+      before = readBefore(resolve(process.cwd(), args.before));
+    } catch (error) {
+      console.error(`bench:throughput: --before ${args.before}: ${(error as Error).message}`);
+      return 2;
+    }
+  }
   const startedAt = new Date();
   const loadAtStart = load();
   const outputDir = join(REPO_ROOT, ".local", `throughput-${startedAt.toISOString().replace(/[:.]/g, "-")}`);
@@ -83,19 +98,19 @@ async function main(): Promise<number> {
     inputContainers: [settings.INPUT_CONTAINER],
     systemContainers: [settings.SYSTEM_CONTAINER],
   };
-  const unitLimits = { unitMaxItems: settings.WORK_UNIT_MAX_ITEMS, unitMaxBytes: settings.WORK_UNIT_MAX_BYTES };
 
   // On disk: in-memory Azurite stalls for a minute and more in its queue GC after a few thousand messages.
   azurite = await startAzurite({ persistent: true });
   const connectionString = azurite.connectionString;
   await ensureAppStorage(connectionString, settings);
   console.log(
-    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${unitLimits.unitMaxItems} items / ${unitLimits.unitMaxBytes} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
+    `Azurite on blob :${azurite.blobPort} queue :${azurite.queuePort}. ${args.rounds} round(s); ${args.instances} instances / baseline workers; schedule "${args.schedule}"; units of ≤ ${settings.WORK_UNIT_MAX_ITEMS} items (≤ ${settings.WORK_UNIT_MAX_BLOB_ITEMS} naming blobs, a job's in-flight window cut into ${settings.WORK_UNIT_SPREAD} units) and ${settings.WORK_UNIT_MAX_BYTES} bytes. Output: ${outputDir}. Load average ${loadAtStart}.`,
   );
 
   const jobs: Record<ScenarioName, ScenarioJob> = {
     small: scenarioJob("small", args.smallItems, "bench/small"),
     blob: scenarioJob("blob", args.blobItems, "bench/blob"),
+    short: scenarioJob("short", args.shortItems, "bench/short"),
   };
   const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
   const upload = async (blobs: readonly { name: string; text: string }[]): Promise<void> => {
@@ -115,7 +130,8 @@ async function main(): Promise<number> {
       connectionString,
       job,
       inputContainer: settings.INPUT_CONTAINER,
-      ...unitLimits,
+      unitMaxItems: appUnitItems(settings, job.items),
+      unitMaxBytes: settings.WORK_UNIT_MAX_BYTES,
       workers: args.instances,
       label,
       countsPrefix: join(outputDir, "requests"),
@@ -130,14 +146,13 @@ async function main(): Promise<number> {
   const samples: Record<ScenarioName, Record<Implementation, RunSample[]>> = {
     small: { project: [], perItem: [], batched: [] },
     blob: { project: [], perItem: [], batched: [] },
+    short: { project: [], perItem: [], batched: [] },
   };
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of SCENARIOS) {
       const job = jobs[scenario];
-      // Rotate the order: round 1 project first, round 2 per-item first, round 3 batched first, …
-      const order = IMPLEMENTATIONS.map(
-        (_, index) => IMPLEMENTATIONS[(index + roundNo - 1) % IMPLEMENTATIONS.length] as Implementation,
-      );
+      // The project and the batched loop back to back, alternating who goes first; the per-item loop after both.
+      const order = roundOrder(roundNo, args.perItemRounds);
       for (const [index, impl] of order.entries()) {
         if (aborted()) break;
         const before = load();
@@ -171,6 +186,7 @@ async function main(): Promise<number> {
             counts: run.counts,
             executions: run.executions,
             gbSeconds: run.gbSeconds,
+            gbSecondsUpper: run.gbSecondsUpper,
             loadAverage1m: [before, load()] as [number, number],
             extra: {
               jobId: run.jobId,
@@ -218,6 +234,7 @@ async function main(): Promise<number> {
       jobs[scenario].items.length,
       meanItemBytes(jobs[scenario]),
       summaries,
+      before?.(scenario),
     );
   }
 
@@ -270,27 +287,33 @@ async function main(): Promise<number> {
     };
   }
 
+  const peers = peerEstimates();
   const report = {
     scenarios,
     memory,
+    peers,
     prices: { ...PRICES, note: PRICES_NOTE },
     config: {
       rounds: args.rounds,
-      order:
-        "after an uncounted warm-up; round r starts with implementation r of [project, perItem, batched] and rotates",
+      order: `after an uncounted warm-up; the project and the batched loop back to back in every round (odd rounds the project first, even rounds the batched loop), the per-item loop after both in the first ${args.perItemRounds} round(s) only`,
+      items: { small: args.smallItems, blob: args.blobItems, short: args.shortItems },
+      ...(args.before === undefined ? {} : { before: args.before }),
       instances: args.instances,
       baselineWorkers: args.instances,
       schedule: args.schedule,
-      appSettings: `the app's defaults (DISPATCH_BATCH_SIZE ${settings.DISPATCH_BATCH_SIZE}, WORK_UNIT_MAX_ITEMS ${settings.WORK_UNIT_MAX_ITEMS}, WORK_UNIT_MAX_BYTES ${settings.WORK_UNIT_MAX_BYTES}, STEP_BUDGET_MS ${settings.STEP_BUDGET_MS})`,
+      appSettings: `the app's defaults (DISPATCH_BATCH_SIZE ${settings.DISPATCH_BATCH_SIZE}, WORK_UNIT_MAX_ITEMS ${settings.WORK_UNIT_MAX_ITEMS}, WORK_UNIT_MAX_BLOB_ITEMS ${settings.WORK_UNIT_MAX_BLOB_ITEMS}, WORK_UNIT_SPREAD ${settings.WORK_UNIT_SPREAD}, WORK_UNIT_MAX_BYTES ${settings.WORK_UNIT_MAX_BYTES}, STEP_BUDGET_MS ${settings.STEP_BUDGET_MS})`,
+      unitItems: Object.fromEntries(
+        SCENARIOS.map((scenario) => [scenario, appUnitItems(settings, jobs[scenario].items)]),
+      ),
       hostQueues: "host.json extensions.queues (batchSize 16, newBatchThreshold 8, maxPollingInterval 2 s)",
       timing:
         "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",
       counting:
-        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; from the submission's start to 400 ms after completion. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
+        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; project: from the submission's start until 400 ms after the last invocation that ended before the instances were quiet for 8 s after completion (what the job still causes: follow-up wake-ups and their steps, with the idle polling meanwhile); baselines: until the last merge. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
       executions:
-        "project: the host's Executing lines in the same window, every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
+        "project: the host's Executing lines in the same window (to quiet after completion), every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
       gbSeconds:
-        "project only, an estimate: per instance, the time at least one invocation ran (from the local host's Executing/Executed lines), each busy period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule, docs/DEPLOY.md#costs); invocation durations on this loaded 2-core machine, not Azure's",
+        "project only, an estimate: per instance as Flex would place the invocations (it scales each queue- or timer-triggered function on instances of its own: https://learn.microsoft.com/azure/azure-functions/event-driven-scaling): workers one instance per local process, the wake-up function on one instance (a few messages; target-based scaling asks one instance per 16), the timer on one; the time at least one invocation ran (from the local host's Executing/Executed lines), each activity period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule: https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing); computeUpperUSD bills each execution alone (at least 1 s each), the bound should the minimum apply per execution; invocation durations on this loaded 2-core machine, not Azure's",
       azurite: "persistent (on disk in a temporary folder)",
     },
     machine: {
@@ -318,6 +341,11 @@ async function main(): Promise<number> {
   if (memory !== undefined)
     console.log(
       `Memory job: ${String(memory.items)} items — ${memory.ok === true ? "completed" : `FAILED (${String(memory.problem)})`}; leader ${String(memory.leader)} idle ${String(memory.leaderIdleRssMiB)} MiB, peak ${String(memory.leaderPeakRssMiB)} MiB, growth ${String(memory.leaderGrowthMiB)} MiB (target ≤ ${TARGETS.leaderRssGrowthMaxMiB}) — ${memory.met === true ? "met" : "NOT met"}`,
+    );
+  console.log("Peers, USD per million items (estimates from published prices, not measured):");
+  for (const peer of peers)
+    console.log(
+      `  ${peer.name}: ${peer.lowerBound ? "≥ " : ""}$${peer.usdPerMillionItems.toFixed(4)} — ${peer.how} (${peer.sources.join(", ")})`,
     );
   console.log(`Prices: ${PRICES_NOTE}.`);
   console.log(`\nReport: ${outPath}`);

@@ -69,6 +69,8 @@ param dispatchBatchSize int
 param workUnitMaxItems int
 param workUnitConcurrency int
 param workUnitMaxBytes int
+param workUnitMaxBlobItems int
+param workUnitSpread int
 param maxAggregateGroups int
 param maxInputBlobBytes int
 param maxJobDocumentBytes int
@@ -219,6 +221,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
     WORK_UNIT_CONCURRENCY: string(workUnitConcurrency)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
+    WORK_UNIT_MAX_BLOB_ITEMS: string(workUnitMaxBlobItems)
+    WORK_UNIT_SPREAD: string(workUnitSpread)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
     MAX_JOB_DOCUMENT_BYTES: string(maxJobDocumentBytes)

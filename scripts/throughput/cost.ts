@@ -52,21 +52,35 @@ export function requestsByPriceClass(counts: readonly RequestCount[]): Record<Pr
 
 /** One implementation's cost per million items. */
 export interface CostPerMillion {
-  /** Storage requests and executions, at the list prices: the figure the targets compare. */
+  /** Storage requests and executions, at the list prices. */
   totalUSD: number;
   storageUSD: number;
   executionsUSD: number;
-  /** Execution time (GB-s) at list price, when it was estimated; not in totalUSD. */
+  /**
+   * Execution time (GB-s) at list price, when it was estimated ({@link billedGbSeconds}: per instance, each activity
+   * period at least 1 s); not in totalUSD.
+   */
   computeEstimateUSD: number | undefined;
+  /** Storage, executions and execution time: every cost counted (undefined when execution time was not estimated). */
+  allInUSD: number | undefined;
+  /**
+   * Execution time if every execution were billed on its own, at least 1 s each ({@link perExecutionGbSeconds}): the
+   * bound should Flex bill the 1 s minimum per execution rather than per activity period (its docs do not say).
+   */
+  computeUpperUSD: number | undefined;
   byClass: Record<PriceClass, number>;
 }
 
-/** Cost per million items of `items` items that took these requests, executions and (estimated) GB-s. */
+/**
+ * Cost per million items of `items` items that took these requests, executions and (estimated) GB-s; `gbSecondsUpper`
+ * is the per-execution bound of the same executions.
+ */
 export function costPerMillion(
   byClass: Record<PriceClass, number>,
   executions: number,
   items: number,
   gbSeconds?: number,
+  gbSecondsUpper?: number,
 ): CostPerMillion {
   const scale = 1_000_000 / Math.max(1, items);
   const perMillion = (requests: number, price: number): number => (requests * scale * price) / 1_000_000;
@@ -78,11 +92,14 @@ export function costPerMillion(
   };
   const storageUSD = byClassUSD.queue + byClassUSD.blobWrite + byClassUSD.blobReadOther;
   const executionsUSD = perMillion(executions, PRICES.executionPerMillion);
+  const computeUSD = gbSeconds === undefined ? undefined : gbSeconds * scale * PRICES.gbSecond;
   return {
     totalUSD: round4(storageUSD + executionsUSD),
     storageUSD: round4(storageUSD),
     executionsUSD: round4(executionsUSD),
-    computeEstimateUSD: gbSeconds === undefined ? undefined : round4(gbSeconds * scale * PRICES.gbSecond),
+    computeEstimateUSD: computeUSD === undefined ? undefined : round4(computeUSD),
+    allInUSD: computeUSD === undefined ? undefined : round4(storageUSD + executionsUSD + computeUSD),
+    computeUpperUSD: gbSecondsUpper === undefined ? undefined : round4(gbSecondsUpper * scale * PRICES.gbSecond),
     byClass: {
       queue: round4(byClassUSD.queue),
       blobWrite: round4(byClassUSD.blobWrite),
@@ -93,9 +110,16 @@ export function costPerMillion(
 }
 
 /**
- * Billed execution time of invocations, in GB-s, the way Flex Consumption bills an instance: the time at least one
- * invocation runs on it (concurrent invocations share it), each busy period at least 1 s and rounded up to 100 ms,
- * times the instance's memory. `intervals` are [startMs, endMs] per instance.
+ * Billed execution time of invocations, in GB-s, the way Flex Consumption bills an on-demand instance: "the total
+ * amount of memory provisioned while each on demand instance is actively executing functions"; "the minimum billable
+ * execution period … is 1,000 ms. Past that, the billable activity period is rounded up to the nearest 100 ms"
+ * (https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing). So: per instance, the time at
+ * least one invocation runs on it (concurrent invocations share it), each activity period at least 1 s and rounded up
+ * to 100 ms, times the instance's memory. `intervals` are [startMs, endMs] per instance. The benchmark places the
+ * local host's invocations as Flex would: it scales each function but HTTP, Blob and Durable ones on instances of its
+ * own ("per-function scaling", https://learn.microsoft.com/azure/azure-functions/event-driven-scaling), where the local
+ * host runs every function in every instance: the workers one instance per process, the wake-up function on one
+ * instance (target-based scaling asks one instance per 16 queued messages; wake-ups are a few), the timer on one.
  */
 export function billedGbSeconds(
   intervalsByInstance: readonly (readonly [number, number])[][],
@@ -117,6 +141,20 @@ export function billedGbSeconds(
     }
     close();
   }
+  return seconds * instanceGb;
+}
+
+/**
+ * The same invocations' execution time if each were billed on its own — at least 1 s, rounded up to 100 ms — whatever
+ * ran beside it: an upper bound, should the 1 s minimum apply per execution rather than per activity period.
+ */
+export function perExecutionGbSeconds(
+  intervalsByInstance: readonly (readonly [number, number])[][],
+  instanceGb: number = PRICES.instanceGb,
+): number {
+  let seconds = 0;
+  for (const intervals of intervalsByInstance)
+    for (const [start, end] of intervals) seconds += Math.max(1, Math.ceil((end - start) / 100) / 10);
   return seconds * instanceGb;
 }
 

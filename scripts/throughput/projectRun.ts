@@ -6,7 +6,7 @@ import { delay } from "../../src/library/util/delay";
 import { aggregatesMatch, asAggregate } from "../local/demoData";
 import { InstanceProcess, type InstanceHandlers } from "../local/instances";
 import { instanceEnv, waitForReady } from "../local/run";
-import { billedGbSeconds } from "./cost";
+import { billedGbSeconds, perExecutionGbSeconds } from "./cost";
 import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
 import type { ScenarioJob } from "./scenarios";
 
@@ -17,11 +17,21 @@ import type { ScenarioJob } from "./scenarios";
  * the first dispatch (status polled every 50 ms until `dispatched > 0`, then every 500 ms), and completion (the
  * leader's `completedAt`). Counts every storage request of the instances and the submission (./requestCounter.ts;
  * the benchmark's status polls are not counted), every function execution (the host's "Executing" lines) and their
- * billed time. With `memory`, also each instance's idle RSS before the submission and its peak during the job.
+ * billed time. With `memory`, also each instance's idle RSS before the submission and its peak during the job. Writes
+ * the run's timeline — the submission, every app event and every invocation, in ms from the submission's start — to
+ * `timeline-<label>.json` in the output folder, beside the request counts (./requestCounter.ts), to read a slow round.
  */
 
 /** Requests this long after completion still count (the last messages' deletes). */
 export const TAIL_MS = 400;
+/**
+ * After completion the instances run on until none has started or run an invocation for this long: what the job still
+ * causes — wake-ups that found the lease held send follow-ups, visible one ACTIVITY_WAKE_INTERVAL_MS (5 s) later and
+ * then polled within the host's 2 s, and each runs a step — counts, with the instances' idle polling meanwhile.
+ */
+export const QUIET_MS = 8000;
+/** The longest the instances are watched after completion for {@link QUIET_MS} of quiet. */
+const MAX_TRAIL_MS = 60_000;
 const FAST_POLL_MS = 50;
 const SLOW_POLL_MS = 500;
 const INSTANCE_STOP_TIMEOUT_MS = 35_000;
@@ -74,6 +84,8 @@ export interface ProjectRunResult {
   executions: Record<string, number>;
   /** Billed execution time of those executions (estimate, see ./cost.ts billedGbSeconds). */
   gbSeconds: number;
+  /** The same if each execution were billed alone (./cost.ts perExecutionGbSeconds): the upper bound. */
+  gbSecondsUpper: number;
   instances: InstanceReport[];
   status: JobStatus | undefined;
 }
@@ -94,9 +106,13 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   const countsFiles: string[] = [];
   const invocations = new Map<string, Invocation>();
   const leaseAcquired: { instance: string; atMs: number }[] = [];
+  const events: { instance: string; type: string; atMs: number; fields: Record<string, unknown> }[] = [];
   const handlers: InstanceHandlers = {
     onEvent: (instance, line) => {
       if (line.type === "lease-acquired") leaseAcquired.push({ instance: instance.name, atMs: Date.now() });
+      const skip = new Set(["kind", "pid", "type", "atMs", "instanceId"]);
+      const fields = Object.fromEntries(Object.entries(line).filter(([key]) => !skip.has(key)));
+      events.push({ instance: instance.name, type: line.type, atMs: line.atMs, fields });
     },
     onLog: (instance, line) => {
       const started = EXECUTING.exec(line.message);
@@ -133,6 +149,8 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   let jobId: string | undefined;
   let status: JobStatus | undefined;
   let firstDispatchMs: number | undefined;
+  let submittedMs: number | undefined;
+  let quietAtMs: number | undefined;
   let submitStartMs = Date.now();
   try {
     await waitForReady(instances, options.abortSignal);
@@ -155,6 +173,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     submitCounter.take();
     submitStartMs = Date.now();
     const submitted = await submitJob(submitter, body, { abortSignal: options.abortSignal });
+    submittedMs = Date.now();
     if (!submitted.ok)
       throw new Error(
         `The app rejected the job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`,
@@ -173,6 +192,17 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     }
     if (status.status !== "completed")
       problem = `The job ended as ${status.status}${status.failureReason === undefined ? "" : `: ${status.failureReason}`}.`;
+    // What the job still causes after completion (follow-up wake-ups and their steps), until the instances are quiet.
+    const trailEndMs = Date.now() + MAX_TRAIL_MS;
+    for (;;) {
+      const lastActivityMs = Math.max(
+        0,
+        ...[...invocations.values()].map((invocation) => invocation.endMs ?? Number.POSITIVE_INFINITY),
+      );
+      if (Date.now() - lastActivityMs >= QUIET_MS || Date.now() >= trailEndMs) break;
+      await delay(200, { abortSignal: options.abortSignal });
+    }
+    quietAtMs = Date.now();
     // The last deletes, and the instances' last count flushes.
     await delay(TAIL_MS + 1000, { abortSignal: options.abortSignal });
     for (const instance of instances) {
@@ -193,22 +223,44 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   }
   const completedAtMs = status?.completedAt === undefined ? undefined : Date.parse(status.completedAt);
   const fromMs = submitStartMs;
-  const toMs = (completedAtMs ?? Date.now()) + TAIL_MS;
+  // Until the instances were quiet (see QUIET_MS): the last invocation's end, plus the deletes after it.
+  const lastEndMs = Math.max(
+    completedAtMs ?? 0,
+    ...[...invocations.values()]
+      .filter(
+        (invocation) => invocation.startMs >= fromMs && (quietAtMs === undefined || invocation.startMs < quietAtMs),
+      )
+      .map((invocation) => invocation.endMs ?? invocation.startMs),
+  );
+  const toMs = (completedAtMs === undefined ? Date.now() : lastEndMs) + TAIL_MS;
   const inWindow = (atMs: number): boolean => atMs >= fromMs - (fromMs % 200) && atMs < toMs;
   const counts = [...submitCounter.take(), ...readCountFiles(countsFiles)].filter((count) => inWindow(count.atMs));
   const executions: Record<string, number> = {};
+  // As Flex Consumption would place them: it scales each queue- or timer-triggered function on instances of its own.
+  // Workers as the local host ran them, one billed instance per process; the wake-up function on one instance (its
+  // queue holds a few messages: target-based scaling asks one instance per 16) and the timer on one (a singleton).
   const intervals = new Map<string, [number, number][]>();
   for (const invocation of invocations.values()) {
     if (invocation.startMs < fromMs || invocation.startMs >= toMs) continue;
     executions[invocation.functionName] = (executions[invocation.functionName] ?? 0) + 1;
-    const list = intervals.get(invocation.instance) ?? [];
+    const key =
+      invocation.functionName === "worker" ? `${invocation.instance}/worker` : `(one)/${invocation.functionName}`;
+    const list = intervals.get(key) ?? [];
     list.push([invocation.startMs, invocation.endMs ?? invocation.startMs]);
-    intervals.set(invocation.instance, list);
+    intervals.set(key, list);
   }
   for (const report of reports)
     report.termsLed = leaseAcquired.filter(
       (entry) => entry.instance === report.name && entry.atMs >= fromMs && entry.atMs < toMs,
     ).length;
+  writeTimeline(join(options.outputDir, `timeline-${options.label}.json`), submitStartMs, {
+    submittedMs,
+    quietAtMs,
+    firstDispatchMs,
+    completedAtMs,
+    events,
+    invocations: [...invocations.values()],
+  });
   const matches = aggregatesMatch(asAggregate(status?.aggregate), options.job.expected);
   if (problem === undefined && !matches)
     problem = "The job completed, but its aggregate differs from the expected one.";
@@ -233,9 +285,48 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     counts,
     executions,
     gbSeconds: billedGbSeconds([...intervals.values()]),
+    gbSecondsUpper: perExecutionGbSeconds([...intervals.values()]),
     instances: reports,
     status,
   };
+}
+
+/** Writes a run's timeline, every time in ms from the submission's start (`fromMs`), in time order. */
+function writeTimeline(
+  path: string,
+  fromMs: number,
+  run: {
+    submittedMs: number | undefined;
+    quietAtMs: number | undefined;
+    firstDispatchMs: number | undefined;
+    completedAtMs: number | undefined;
+    events: { instance: string; type: string; atMs: number; fields: Record<string, unknown> }[];
+    invocations: Invocation[];
+  },
+): void {
+  const at = (ms: number | undefined): number | undefined => (ms === undefined ? undefined : ms - fromMs);
+  const entries = [
+    ...run.events.map((event) => ({
+      atMs: event.atMs - fromMs,
+      instance: event.instance,
+      event: event.type,
+      ...event.fields,
+    })),
+    ...run.invocations.map((invocation) => ({
+      atMs: invocation.startMs - fromMs,
+      instance: invocation.instance,
+      invocation: invocation.functionName,
+      durationMs: invocation.endMs === undefined ? undefined : invocation.endMs - invocation.startMs,
+    })),
+  ].sort((a, b) => a.atMs - b.atMs);
+  try {
+    writeFileSync(
+      path,
+      `${JSON.stringify({ submittedMs: at(run.submittedMs), quietAtMs: at(run.quietAtMs), firstDispatchSeenMs: at(run.firstDispatchMs), completedAtMs: at(run.completedAtMs), entries }, null, 1)}\n`,
+    );
+  } catch {
+    // A timeline is for reading a slow round; the run's figures do not depend on it.
+  }
 }
 
 /** VmRSS or VmHWM of a process in KiB (Linux); undefined when it cannot be read. */

@@ -1,19 +1,12 @@
+import { roundRatios, type BeforeFigures } from "./compare";
 import { costPerMillion, requestsByPriceClass, type CostPerMillion } from "./cost";
 import { round, summarizeOps, type OpsSummary, type StorageRoles } from "./opsBreakdown";
 import type { RequestCount } from "./requestCounter";
+import { scenarioTargets, type TargetCheck } from "./targets";
 
-/** The JSON report of `bench:throughput`, its targets, and the tables it prints. */
+/** The JSON report of `bench:throughput` and the tables it prints; the targets are in ./targets.ts. */
 
-/** Issue 9's targets. */
-export const TARGETS = {
-  smallVsPerItemMin: 2,
-  smallVsBatchedMin: 0.8,
-  smallOpsPerItemMax: 0.5,
-  smallExecutionsPerItemMax: 0.1,
-  blobVsPerItemMin: 0.9,
-  submitToFirstDispatchMedianMaxS: 2,
-  leaderRssGrowthMaxMiB: 40,
-} as const;
+export { TARGETS } from "./targets";
 
 export type Implementation = "project" | "perItem" | "batched";
 export const IMPLEMENTATIONS: readonly Implementation[] = ["project", "perItem", "batched"];
@@ -32,8 +25,10 @@ export interface RunSample {
   counts: RequestCount[];
   /** Executions by function (the baselines': their worker's messages, as if each were a function execution). */
   executions: Record<string, number>;
-  /** Billed execution time, GB-s (the project only). */
+  /** Billed execution time, GB-s (the project only): per instance activity period (./cost.ts billedGbSeconds). */
   gbSeconds: number | undefined;
+  /** The same, each execution billed on its own (./cost.ts perExecutionGbSeconds): the upper bound. */
+  gbSecondsUpper?: number | undefined;
   loadAverage1m: [number, number];
   extra?: Record<string, unknown>;
 }
@@ -94,10 +89,13 @@ export function summarizeImplementation(samples: readonly RunSample[], roles: St
     for (const [name, count] of Object.entries(sample.executions))
       executionsByFunction[name] = (executionsByFunction[name] ?? 0) + count;
   const executions = Object.values(executionsByFunction).reduce((sum, count) => sum + count, 0);
-  const gbSeconds = samples.every((sample) => sample.gbSeconds !== undefined)
-    ? samples.reduce((sum, sample) => sum + (sample.gbSeconds ?? 0), 0)
-    : undefined;
-  const cost = costPerMillion(requestsByPriceClass(counts), executions, items, gbSeconds);
+  const sum = (pick: (sample: RunSample) => number | undefined): number | undefined =>
+    samples.length > 0 && samples.every((sample) => pick(sample) !== undefined)
+      ? samples.reduce((total, sample) => total + (pick(sample) ?? 0), 0)
+      : undefined;
+  const gbSeconds = sum((sample) => sample.gbSeconds);
+  const gbSecondsUpper = sum((sample) => sample.gbSecondsUpper);
+  const cost = costPerMillion(requestsByPriceClass(counts), executions, items, gbSeconds, gbSecondsUpper);
   const completed = samples.filter((sample) => sample.ok);
   const itemsPerS = median(completed.map((sample) => sample.itemsPerS));
   return {
@@ -131,94 +129,67 @@ export function summarizeImplementation(samples: readonly RunSample[], roles: St
 export interface ScenarioReport {
   items: number;
   meanItemBytes: number;
+  /** The project's median items/s over the per-item loop's, and over the batched loop's. */
   ratioVsPerItem: number | undefined;
   ratioVsBatched: number | undefined;
+  /** The project's items/s over the batched loop's in the same round, for each round both completed. */
+  roundRatiosVsBatched: Spread & { rounds: { round: number; ratio: number }[] };
   opsPerItem: number;
   executionsPerItem: number;
+  /** Storage and executions. */
   costPerMillionItemsUSD: number;
+  /** Storage, executions and execution time (GB-s, estimated): every cost counted. */
+  allInCostPerMillionItemsUSD: number | undefined;
   submitToFirstDispatchS: Spread;
   submitToCompletedS: Spread;
   itemsPerS: Record<Implementation, number | undefined>;
-  targets: Record<string, { target: string; value: number | undefined; met: boolean }>;
+  targets: Record<string, TargetCheck>;
+  /** The same scenario's figures in an earlier run (`--before`), when given. */
+  before?: BeforeFigures | undefined;
   project: ImplementationSummary;
   perItem: ImplementationSummary;
   batched: ImplementationSummary;
 }
 
-/** Builds a scenario's report from its summaries. */
+/** Builds a scenario's report from its summaries (and an earlier run's figures, to set beside them). */
 export function scenarioReport(
-  name: "small" | "blob",
+  name: "small" | "blob" | "short",
   items: number,
   meanItemBytes: number,
   summaries: Record<Implementation, ImplementationSummary>,
+  before?: BeforeFigures,
 ): ScenarioReport {
   const { project, perItem, batched } = summaries;
   const ratio = (other: ImplementationSummary): number | undefined =>
     project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0
       ? round(project.itemsPerS / other.itemsPerS, 3)
       : undefined;
-  const ratioVsPerItem = ratio(perItem);
-  const ratioVsBatched = ratio(batched);
-  const atLeast = (value: number | undefined, min: number): boolean => value !== undefined && value >= min;
-  const atMost = (value: number | undefined, max: number): boolean => value !== undefined && value <= max;
-  const firstDispatch = project.submitToFirstDispatchS.median;
-  const targets: ScenarioReport["targets"] =
-    name === "small"
-      ? {
-          ratioVsPerItem: {
-            target: `≥ ${TARGETS.smallVsPerItemMin}×`,
-            value: ratioVsPerItem,
-            met: atLeast(ratioVsPerItem, TARGETS.smallVsPerItemMin),
-          },
-          ratioVsBatched: {
-            target: `≥ ${TARGETS.smallVsBatchedMin}×`,
-            value: ratioVsBatched,
-            met: atLeast(ratioVsBatched, TARGETS.smallVsBatchedMin),
-          },
-          opsPerItem: {
-            target: `≤ ${TARGETS.smallOpsPerItemMax}`,
-            value: project.opsPerItem,
-            met: atMost(project.opsPerItem, TARGETS.smallOpsPerItemMax),
-          },
-          executionsPerItem: {
-            target: `≤ ${TARGETS.smallExecutionsPerItemMax}`,
-            value: project.executionsPerItem,
-            met: atMost(project.executionsPerItem, TARGETS.smallExecutionsPerItemMax),
-          },
-          submitToFirstDispatchMedianS: {
-            target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`,
-            value: firstDispatch,
-            met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS),
-          },
-        }
-      : {
-          ratioVsPerItem: {
-            target: `≥ ${TARGETS.blobVsPerItemMin}×`,
-            value: ratioVsPerItem,
-            met: atLeast(ratioVsPerItem, TARGETS.blobVsPerItemMin),
-          },
-          submitToFirstDispatchMedianS: {
-            target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`,
-            value: firstDispatch,
-            met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS),
-          },
-        };
-  return {
+  const perRound = roundRatios(project.rounds, batched.rounds);
+  const report: Omit<ScenarioReport, "targets"> = {
     items,
     meanItemBytes: round(meanItemBytes, 1),
-    ratioVsPerItem,
-    ratioVsBatched,
+    ratioVsPerItem: ratio(perItem),
+    ratioVsBatched: ratio(batched),
+    roundRatiosVsBatched: {
+      ...spread(
+        perRound.map((entry) => entry.ratio),
+        3,
+      ),
+      rounds: perRound,
+    },
     opsPerItem: project.opsPerItem,
     executionsPerItem: project.executionsPerItem,
     costPerMillionItemsUSD: project.costPerMillionItemsUSD,
+    allInCostPerMillionItemsUSD: project.cost.allInUSD,
     submitToFirstDispatchS: project.submitToFirstDispatchS,
     submitToCompletedS: project.submitToCompletedS,
     itemsPerS: { project: project.itemsPerS, perItem: perItem.itemsPerS, batched: batched.itemsPerS },
-    targets,
+    ...(before === undefined ? {} : { before }),
     project,
     perItem,
     batched,
   };
+  return { ...report, targets: scenarioTargets(name, report) };
 }
 
 /** The console table of one scenario. */
@@ -230,10 +201,13 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
     lines.push(`  ${label.padEnd(34)}${values.map((value) => value.padStart(12)).join("")}`);
   };
   row("", ["project", "per-item", "batched"]);
+  // An implementation that did not run (the per-item loop after --per-item-rounds) has no figures: "—", not zeros.
+  const cell = (summary: ImplementationSummary, pick: (summary: ImplementationSummary) => string): string =>
+    summary.rounds.length === 0 ? "—" : pick(summary);
   const each = (pick: (summary: ImplementationSummary) => string): [string, string, string] => [
-    pick(report.project),
-    pick(report.perItem),
-    pick(report.batched),
+    cell(report.project, pick),
+    cell(report.perItem, pick),
+    cell(report.batched, pick),
   ];
   row(
     "items/s (median)",
@@ -263,6 +237,22 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
     "  + execution time (GB-s) estimate",
     each((s) => fmt(s.cost.computeEstimateUSD, 3)),
   );
+  row(
+    "  = every cost counted",
+    each((s) => fmt(s.cost.allInUSD, 3)),
+  );
+  row(
+    "  (GB-s if each execution ≥ 1 s alone)",
+    each((s) => fmt(s.cost.computeUpperUSD, 3)),
+  );
+  const ratios = report.roundRatiosVsBatched;
+  lines.push(
+    `  project ÷ batched loop, round by round: ${ratios.rounds.map((entry) => `r${entry.round} ${entry.ratio.toFixed(2)}×`).join(", ") || "—"} (median ${fmt(ratios.median, 2)}, lowest ${fmt(ratios.min, 2)})`,
+  );
+  if (report.before !== undefined)
+    lines.push(
+      `  before (${report.before.source}): ${fmt(report.before.itemsPerS, 1)} items/s, completed ${fmt(report.before.submitToCompletedMedianS, 2)} s (median), ÷ batched ${fmt(report.before.roundRatioVsBatchedMedian, 2)}× (median), ${fmt(report.before.opsPerItem, 3)} ops/item, all in $${fmt(report.before.allInUSDPerMillion, 3)}/M`,
+    );
   for (const [target, entry] of Object.entries(report.targets))
     lines.push(`  target ${target} ${entry.target}: ${fmt(entry.value, 3)} — ${entry.met ? "met" : "NOT met"}`);
   return lines;

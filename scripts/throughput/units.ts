@@ -1,4 +1,6 @@
+import type { Settings } from "../../src/app/settings";
 import type { ItemInput } from "../../src/coordination/messages";
+import { unitItemsFor } from "../../src/coordination/unitSize";
 
 /**
  * How the batched baseline packs items into unit messages: the rule of the leader's dispatch
@@ -6,6 +8,29 @@ import type { ItemInput } from "../../src/coordination/messages";
  * JSON with the envelope (an item larger than that goes alone) — so it sends the same number of messages of the same
  * size as the project.
  */
+
+/**
+ * The most items the app's leader puts in a unit of this job at these settings (the rule of
+ * src/coordination/unitSize.ts, as the job's registration applies it), so the batched loop sends the same units.
+ */
+export function appUnitItems(
+  settings: Pick<
+    Settings,
+    "WORK_UNIT_MAX_ITEMS" | "WORK_UNIT_MAX_BLOB_ITEMS" | "WORK_UNIT_SPREAD" | "DISPATCH_BATCH_SIZE"
+  >,
+  items: readonly ItemInput[],
+): number {
+  return unitItemsFor(
+    {
+      workUnitMaxItems: settings.WORK_UNIT_MAX_ITEMS,
+      workUnitMaxBlobItems: settings.WORK_UNIT_MAX_BLOB_ITEMS,
+      workUnitSpread: settings.WORK_UNIT_SPREAD,
+      // As src/app/operations.ts sets it.
+      maxInFlight: settings.DISPATCH_BATCH_SIZE * 2,
+    },
+    { itemCount: items.length, blobItems: items.filter((item) => "blob" in item).length },
+  );
+}
 
 /** A unit: the inputs of items `first`, `first + 1`, … */
 export interface Unit {

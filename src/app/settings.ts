@@ -108,8 +108,9 @@ export const settingsSchema = z.object({
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /**
    * Most items the leader dispatches per pass of its step (bounded fan-out); at most twice this many items of a job are
-   * on the queue without a result. Sized so the work queue stays ahead of the workers while the leader folds: 8192
-   * items are 256 units of 32, and 512 in flight. @default 8192
+   * on the queue without a result (whole units: the last may go past). Sized so the work queue stays ahead of the
+   * workers while the leader folds; a job's units are also sized to spread this window (WORK_UNIT_SPREAD).
+   * @default 8192
    */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(8192),
   /**
@@ -117,8 +118,22 @@ export const settingsSchema = z.object({
    * for I/O-bound kinds; each item in flight holds its input (up to MAX_INPUT_BLOB_BYTES). @default 1
    */
   WORK_UNIT_CONCURRENCY: intIn(1, 64).default(1),
-  /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
-  WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
+  /**
+   * Most items one work message (a unit) carries; 1 sends one item per message. A job's units carry as many inline
+   * items as fit WORK_UNIT_MAX_BYTES up to this, fewer when the job is small or names blobs (coordination/unitSize.ts);
+   * fixed per job when it registers. @default 1000
+   */
+  WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(1000),
+  /**
+   * Most items one work message carries when its job names input blobs (each a read the worker waits for, and up to
+   * MAX_INPUT_BLOB_BYTES of text it holds). @default 32
+   */
+  WORK_UNIT_MAX_BLOB_ITEMS: intIn(1, 1_000).default(32),
+  /**
+   * Units a job's in-flight window (its items, or twice DISPATCH_BATCH_SIZE if fewer) is cut into, so a small job still
+   * reaches several workers and fits one queue batch (host.json batchSize, the default). @default 16
+   */
+  WORK_UNIT_SPREAD: intIn(1, 1_000).default(16),
   /**
    * Most bytes of JSON one work message holds; its base64 form, with the queue's envelope, must fit 64 KiB. A single
    * item larger than this still goes alone. @default 46080

@@ -28,8 +28,12 @@ export interface CoordinationDeps extends CoordinationPorts {
   dispatchBatchSize: number;
   /** Most items of one job on the queue without a result yet (the last unit sent may go past it). */
   maxInFlight: number;
-  /** Most items per work message (WORK_UNIT_MAX_ITEMS), fixed per job when it registers. */
+  /** Most items per work message (WORK_UNIT_MAX_ITEMS); a job's own limit is fixed when it registers (unitSize.ts). */
   workUnitMaxItems: number;
+  /** Most items per work message of a job with items naming blobs (WORK_UNIT_MAX_BLOB_ITEMS), see `unitSize.ts`. */
+  workUnitMaxBlobItems: number;
+  /** Units a job's in-flight window is cut into (WORK_UNIT_SPREAD), see `unitSize.ts`. */
+  workUnitSpread: number;
   /** Most bytes of JSON per work message (WORK_UNIT_MAX_BYTES), fixed per job when it registers. */
   workUnitMaxBytes: number;
   /**

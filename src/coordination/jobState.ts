@@ -25,6 +25,11 @@ export const jobSpecSchema = z.looseObject({
    * Wall-clock ms after which the leader ends the job as `expired` (from the submission's `deadline` or `timeoutS`).
    */
   deadlineAtMs: z.number().optional(),
+  /**
+   * How many of the items name an input blob (the others are inline), counted by the submitter; the leader keeps
+   * such a job's units small (`unitSize.ts`). Absent in specs written before it was counted: treated as "may".
+   */
+  blobItems: z.number().int().min(0).optional(),
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
@@ -49,9 +54,10 @@ export const jobStateSchema = jobSpecSchema.extend({
   status: z.enum(["running", "completed", "failed", "cancelled", "expired"]) satisfies z.ZodType<RunStatus>,
   failureReason: z.string().optional(),
   /**
-   * How items are packed into work units (WORK_UNIT_MAX_ITEMS and WORK_UNIT_MAX_BYTES when the job registered): fixed
-   * for the job's life, so a unit re-sent after a crash has the same items. A job registered before units had none:
-   * the leader's current settings apply.
+   * How items are packed into work units — at most `unitMaxItems` items (chosen by `unitItemsFor` when the job
+   * registered: WORK_UNIT_MAX_ITEMS or less) and `unitMaxBytes` bytes of JSON (WORK_UNIT_MAX_BYTES then): fixed for the
+   * job's life, so a unit re-sent after a crash has the same items. A job registered before units had none: the
+   * leader's current WORK_UNIT_MAX_ITEMS and WORK_UNIT_MAX_BYTES apply, as before.
    */
   unitMaxItems: z.number().int().min(1).optional(),
   unitMaxBytes: z.number().int().min(1).optional(),

@@ -3,6 +3,7 @@ import { Bitmap } from "./bitmap";
 import type { CoordinationDeps } from "./deps";
 import { JOB_FORMAT_VERSION, formatVersion, jobSpecSchema, keys, type JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
+import { unitItemsFor } from "./unitSize";
 import type { Abortable } from "../library/util/delay";
 
 /** Most new jobs taken from the inbox per pass. */
@@ -78,7 +79,7 @@ export async function registerJobs(
       ...(data.deadlineAtMs !== undefined ? { deadlineAtMs: data.deadlineAtMs } : {}),
       registeredAtMs: deps.now(),
       status: "running",
-      unitMaxItems: deps.workUnitMaxItems,
+      unitMaxItems: unitItemsFor(deps, data),
       unitMaxBytes: deps.workUnitMaxBytes,
       dispatched: 0,
       doneBits: Bitmap.empty(data.itemCount).toBase64(),

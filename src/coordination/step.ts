@@ -26,6 +26,13 @@ const IDLE_POLL_MS = 500;
 /** Most fold batches of one kind per pass. */
 const MAX_FOLD_BATCHES = 20;
 /**
+ * After its first pass, a step lists the inbox (new jobs) and the cancellation requests at most this often: a pass
+ * comes every 50–500 ms while jobs wait on workers, and Azure bills a List Blobs as a write ($5.50 per million), two
+ * per pass — most of a small job's blob writes (issue 24). A job submitted or cancelled during a step is seen within
+ * this much longer.
+ */
+export const LIST_INTERVAL_MS = 1000;
+/**
  * Most active jobs one pass reads (and may dispatch or end), so that results are folded between them however many jobs
  * are active: each read is a whole job document (at most MAX_JOB_DOCUMENT_BYTES). The next pass, or the next step,
  * goes on from the first job not read (the index's `resumeAt`), so every job gets its turn.
@@ -125,6 +132,7 @@ export async function runCoordinationStep(
     });
   };
   let idleMs = MIN_IDLE_POLL_MS;
+  let listedAtMs: number | undefined;
   const chunks = new ChunkCache();
   // Every loop of a pass stops starting new work once the budget is spent (each finishes what it started).
   const pastBudget = (): boolean => monotonicMs() >= endMono;
@@ -155,7 +163,9 @@ export async function runCoordinationStep(
         error: message,
       });
     };
-    const registered = await registerJobs(deps, jobs, epoch, { ...io, pastBudget });
+    const list = listedAtMs === undefined || monotonicMs() - listedAtMs >= LIST_INTERVAL_MS;
+    if (list) listedAtMs = monotonicMs();
+    const registered = list ? await registerJobs(deps, jobs, epoch, { ...io, pastBudget }) : 0;
     report.registered += registered;
     let work = registered > 0;
     // Results in every pass and repeatedly: they free in-flight room for dispatch. Poison once per step (its first
@@ -188,7 +198,7 @@ export async function runCoordinationStep(
     let budget = deps.dispatchBatchSize;
     // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
     // A request it cannot apply is logged and emitted there (job-pass-failed), kept for later, and counted here.
-    if (active.length > 0)
+    if (list && active.length > 0)
       report.jobErrors += (await applyCancelRequests(deps, jobs, { ...io, pastBudget })).failed.length;
     // From where the last pass stopped, round the list, while the budget lasts and at most MAX_JOBS_PER_PASS jobs.
     const start = resumeAt === undefined ? 0 : Math.max(0, active.indexOf(resumeAt));

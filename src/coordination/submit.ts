@@ -170,6 +170,7 @@ export class JobWriter {
   private pending: ItemInput[] = [];
   private chunks = 0;
   private count = 0;
+  private blobItems = 0;
   /** Chunk writes in flight; none rejects: a failure is kept in `failure`. */
   private writes: Promise<void>[] = [];
   /** The first chunk write that failed, if any. */
@@ -189,6 +190,7 @@ export class JobWriter {
     this.throwIfFailed();
     this.pending.push(item);
     this.count++;
+    if ("blob" in item) this.blobItems++;
     if (this.pending.length === CHUNK_SIZE) await this.flush();
   }
 
@@ -208,6 +210,7 @@ export class JobWriter {
       chunkSize: CHUNK_SIZE,
       createdAtMs,
       ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}),
+      blobItems: this.blobItems,
     };
     await this.system.writeText(keys.spec(this.id), JSON.stringify(spec), this.options);
     await this.system.writeText(keys.inbox(this.id), "", this.options);

@@ -119,4 +119,47 @@ export function mergeAll(kind: Pick<RegisteredKind, "merge" | "empty">, partials
   return level[0];
 }
 
+/**
+ * Merges partials as they arrive, in the balanced shape of {@link mergeAll} (a binary counter of merged runs): it holds
+ * at most ⌈log2 n⌉ + 1 partials after n, never all n, so a unit of many items costs the worker the memory of its
+ * merged result, not of every item's partial (issue 24: units carry up to 1,000 items).
+ */
+export class PartialMerger {
+  /** `runs[k]`: the merge of 2^k partials, or undefined. */
+  private readonly runs: unknown[] = [];
+  private readonly filled: boolean[] = [];
+  private added = 0;
+
+  constructor(private readonly kind: Pick<RegisteredKind, "merge" | "empty">) {}
+
+  /** Partials added so far. */
+  get count(): number {
+    return this.added;
+  }
+
+  add(partial: unknown): void {
+    let carry = partial;
+    let level = 0;
+    while (this.filled[level] === true) {
+      carry = this.kind.merge(this.runs[level], carry);
+      this.runs[level] = undefined;
+      this.filled[level] = false;
+      level++;
+    }
+    this.runs[level] = carry;
+    this.filled[level] = true;
+    this.added++;
+  }
+
+  /** The merge of every partial added; `empty()` when there were none. */
+  result(): unknown {
+    let merged: { value: unknown } | undefined;
+    this.runs.forEach((run, level) => {
+      if (this.filled[level] !== true) return;
+      merged = { value: merged === undefined ? run : this.kind.merge(run, merged.value) };
+    });
+    return merged === undefined ? this.kind.empty() : merged.value;
+  }
+}
+
 export type { SchemaIssue };

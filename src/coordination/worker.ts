@@ -17,7 +17,7 @@ import {
 import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { issuesText } from "./standardSchema";
 import { ItemError, type TaskInput } from "./taskKinds";
-import { mergeAll, type RegisteredKind } from "./taskRegistry";
+import { PartialMerger, type RegisteredKind } from "./taskRegistry";
 import { ConfigurationError } from "../library/errors";
 import type { OpenedBlob } from "./ports";
 import { abortReason, delay, type Abortable } from "../library/util/delay";
@@ -143,7 +143,7 @@ export async function processWorkMessage(
     const tooLarge = await sendItemResult(
       deps,
       failure === undefined
-        ? { v: 1, jobId, item: first, ok: true, partial: kind.hasAggregate ? partials[0] : null }
+        ? { v: 1, jobId, item: first, ok: true, partial: kind.hasAggregate ? partials.result() : null }
         : { v: 1, jobId, item: first, ok: false, reason: failure.reason },
       options,
     );
@@ -157,7 +157,7 @@ export async function processWorkMessage(
         first,
         count,
         done: toRanges(done),
-        ...(partials.length > 0 ? { partial: kind.hasAggregate ? mergeAll(kind, partials) : null } : {}),
+        ...(partials.count > 0 ? { partial: kind.hasAggregate ? partials.result() : null } : {}),
         failed,
       },
       options,
@@ -186,7 +186,8 @@ interface UnitItems {
 /** What running a unit's items gave: items done with their partials, items failed by reason, items not processed. */
 interface UnitRun {
   done: number[];
-  partials: unknown[];
+  /** Merged as items finish: a unit of up to 1,000 items never holds every item's partial at once (issue 24). */
+  partials: PartialMerger;
   failures: Map<string, number[]>;
   skipped: number;
 }
@@ -205,7 +206,7 @@ async function runItems(
 ): Promise<UnitRun> {
   const { jobId, first, inputs } = unit;
   const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
-  const run: UnitRun = { done: [], partials: [], failures: new Map(), skipped: 0 };
+  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0 };
   const fail = (item: number, reason: string): void => {
     const items = run.failures.get(reason) ?? [];
     items.push(item);
@@ -243,7 +244,7 @@ async function runItems(
               abortSignal: signal,
               logger: deps.logger,
             });
-            if (kind.hasAggregate) run.partials.push(partial);
+            if (kind.hasAggregate) run.partials.add(partial);
             run.done.push(item);
           } catch (error) {
             if (unitControl.signal.reason instanceof JobStoppedSignal) {

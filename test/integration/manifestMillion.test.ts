@@ -37,21 +37,25 @@ describe("the documented limit: a job of 1,000,000 items, submitted as a manifes
     expect(last).toHaveLength(CHUNK_SIZE);
     expect(last.at(-1)).toEqual({ blob: name(MAX_ITEMS_PER_JOB - 1) });
 
-    // One step registers the job and dispatches its first unit (32 items: the unit is sent whole, past the 20 in
-    // flight that DISPATCH_BATCH_SIZE 10 allows); running all of it is the throughput bench's part.
+    // One step registers the job and dispatches the 20 items in flight that DISPATCH_BATCH_SIZE 10 allows, in units
+    // of two (the window of 20 cut into WORK_UNIT_SPREAD, 16, units); running all of it is the throughput bench's part.
     expect(await runCoordinatorTick(app, sink)).toBe("completed");
     expect(await getJobStatus(app, submitted.id)).toMatchObject({
       status: "running",
-      progress: { total: MAX_ITEMS_PER_JOB, dispatched: 32, done: 0, failed: 0 },
+      progress: { total: MAX_ITEMS_PER_JOB, dispatched: 20, done: 0, failed: 0 },
     });
-    const work = (await app.workQueue.receive(32, 30)).map((message) => JSON.parse(message.text ?? "{}") as unknown);
-    expect(work).toEqual([
-      expect.objectContaining({
-        v: 2,
-        jobId: submitted.id,
-        first: 0,
-        inputs: Array.from({ length: 32 }, (_, item) => ({ blob: name(item) })),
-      }),
-    ]);
+    const work = (await app.workQueue.receive(32, 30))
+      .map((message) => JSON.parse(message.text ?? "{}") as { first: number })
+      .sort((a, b) => a.first - b.first);
+    expect(work).toEqual(
+      Array.from({ length: 10 }, (_, unit): unknown =>
+        expect.objectContaining({
+          v: 2,
+          jobId: submitted.id,
+          first: 2 * unit,
+          inputs: [{ blob: name(2 * unit) }, { blob: name(2 * unit + 1) }],
+        }),
+      ),
+    );
   }, 300_000);
 });

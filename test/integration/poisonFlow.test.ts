@@ -13,8 +13,8 @@ describe("poison on Azurite (issue 14, items 8 and 9)", () => {
   const env = useAzurite();
 
   it("a worker rejection of real items (their task kind removed by a deploy) ends the job with those items failed and the reason", async () => {
-    // Units of two items: the rejected unit's items all fail, the other unit's are done.
-    const { app, sink } = newTestApp(env.azurite.connectionString, { WORK_UNIT_MAX_ITEMS: "2" });
+    // Units of two items (not spread further): the rejected unit's items all fail, the other unit's are done.
+    const { app, sink } = newTestApp(env.azurite.connectionString, { WORK_UNIT_MAX_ITEMS: "2", WORK_UNIT_SPREAD: "1" });
     // The same app deployed without the group-by kind (a kind removed by a deploy): no instance has it.
     const withoutKind: CoordinatorApp = { ...app, registry: new TaskRegistry() };
     const submitted = await submitJob(app, { kind: "group-by", params, items: [csv(1), csv(2), csv(3), csv(4)] });

@@ -14,7 +14,7 @@ export interface Plan {
   faults: FaultEvent[];
   /** Seeds the run's own random source (queue order, latencies, whether an aborted request still lands). */
   randomSeed: number;
-  /** WORK_UNIT_MAX_ITEMS: items per work message (1, a few, or the default 32: a whole small job in one unit). */
+  /** WORK_UNIT_MAX_ITEMS: items per work message (1, a few, or 32: as many as the in-flight window, 8, allows). */
   unitMaxItems: number;
   /** Wake-ups, manifests, racing step-downs, status reads and bursts of jobs (issue 21; `activity.ts`). */
   activity: ActivityPlan;

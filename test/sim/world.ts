@@ -356,6 +356,9 @@ export class SimWorld {
       DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize,
       LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS,
       WORK_UNIT_MAX_ITEMS: plan.unitMaxItems,
+      // The plan's unit size as it is (up to the in-flight window, 2 × 4 items): jobs of 1–16 items are not spread
+      // further (the default, 16 units, would make every unit one item): units of several items meet faults.
+      WORK_UNIT_SPREAD: 1,
     });
     this.client = new SimProcess("client", () => Date.now());
     const ctx: PortContext = { net: this.net, account: this.account, process: this.client };

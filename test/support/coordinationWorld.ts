@@ -36,9 +36,12 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
     workUnitConcurrency: 1,
     jobStops: new JobStopChecks(system),
-    // One item per work message unless a test asks for units (the per-item behaviour most tests check).
+    // One item per work message unless a test asks for units (the per-item behaviour most tests check); a test that
+    // asks gets units of that many items (no spread over several units, no smaller units for blobs) unless it asks.
     workUnitMaxItems: 1,
     workUnitMaxBytes: 45 * 1024,
+    workUnitMaxBlobItems: 1000,
+    workUnitSpread: 1,
     logger: silentLogger,
     emit: (event) => events.push(event),
     instanceId: "unit",

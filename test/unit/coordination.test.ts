@@ -385,6 +385,40 @@ describe("coordination step: dispatch and polling pace (issue 9)", () => {
     expect(progressReports).toBeGreaterThanOrEqual(64); // one per group of 64 units sent
   });
 
+  it("a step lists the inbox and the cancellation requests at its first pass, then at most once a second (issue 24: a List is billed as a write)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const { deps, system } = world({ dispatchBatchSize: 10, maxInFlight: 10 });
+    await storeSubmission(deps.system, {
+      kind: "group-by",
+      params,
+      items: Array.from({ length: 100 }, (_, i) => item("a", i)),
+    });
+    const lists: { prefix: string; atMs: number }[] = [];
+    const list = system.list.bind(system);
+    system.list = (prefix, max) => {
+      lists.push({ prefix, atMs: Date.now() });
+      return list(prefix, max);
+    };
+    const progress = { done: false };
+    // No worker runs: after the first pass the job waits on results (its in-flight items are all out).
+    const step = runCoordinationStep(deps, fakeTerm(1), { budgetMs: 3000, monotonicMs: () => Date.now() }).finally(
+      () => (progress.done = true),
+    );
+    while (!progress.done) {
+      await vi.advanceTimersByTimeAsync(5);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const report = await step;
+    expect(report.passes).toBeGreaterThanOrEqual(8);
+    for (const prefix of [keys.inboxPrefix, keys.cancelPrefix]) {
+      const times = lists.filter((entry) => entry.prefix === prefix).map((entry) => entry.atMs);
+      expect(times.length).toBeGreaterThanOrEqual(3); // the first pass, and again every second of the step
+      expect(times.length).toBeLessThanOrEqual(4);
+      for (let index = 1; index < times.length; index++)
+        expect((times[index] ?? 0) - (times[index - 1] ?? 0)).toBeGreaterThanOrEqual(1000);
+    }
+  });
+
   it("a step reads each chunk of a job once, however many passes dispatch from it", async () => {
     const { deps, work: queue, state, system } = world({ dispatchBatchSize: 10, maxInFlight: 1000 });
     const { id } = await storeSubmission(deps.system, {

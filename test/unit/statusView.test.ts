@@ -248,6 +248,8 @@ describe("reading the status view from the ports (in-memory)", () => {
       jobStops: new JobStopChecks(files),
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,
+      workUnitMaxBlobItems: 32,
+      workUnitSpread: 16,
       logger: silentLogger,
       emit: () => undefined,
       instanceId: "unit",

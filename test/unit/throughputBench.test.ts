@@ -1,8 +1,24 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { billedGbSeconds, costPerMillion, priceClassOf, requestsByPriceClass } from "../../scripts/throughput/cost";
+import { readBefore, roundOrder, roundRatios } from "../../scripts/throughput/compare";
+import {
+  billedGbSeconds,
+  costPerMillion,
+  perExecutionGbSeconds,
+  priceClassOf,
+  requestsByPriceClass,
+} from "../../scripts/throughput/cost";
+import { peerEstimates } from "../../scripts/throughput/peers";
 import { parseThroughputArgs, UsageError } from "../../scripts/throughput/cli";
 import { describeRequest, queueEndpointOf, type RequestCount } from "../../scripts/throughput/requestCounter";
-import { scenarioReport, summarizeImplementation, type RunSample } from "../../scripts/throughput/report";
+import {
+  scenarioReport,
+  scenarioTable,
+  summarizeImplementation,
+  type RunSample,
+} from "../../scripts/throughput/report";
 import { meanItemBytes, scenarioJob } from "../../scripts/throughput/scenarios";
 import { packUnits } from "../../scripts/throughput/units";
 
@@ -78,11 +94,40 @@ describe("throughput benchmark: pure parts (unit)", () => {
     expect(byClass).toEqual({ queue: 4, blobWrite: 2, blobReadOther: 10, free: 0 });
     // 1,000 items: ×1,000 to a million; 4 queue ops → $0.0016, 2 writes → $0.011, 10 reads → $0.0044, 5 executions →
     // $0.002
-    const cost = costPerMillion(byClass, 5, 1000, 2);
+    const cost = costPerMillion(byClass, 5, 1000, 2, 6);
     expect(cost.storageUSD).toBeCloseTo(0.0016 + 0.011 + 0.0044, 4);
     expect(cost.executionsUSD).toBeCloseTo(0.002, 4);
     expect(cost.totalUSD).toBeCloseTo(0.019, 4);
     expect(cost.computeEstimateUSD).toBeCloseTo(2 * 1000 * 0.000026, 4);
+    expect(cost.allInUSD).toBeCloseTo(0.019 + 0.052, 4);
+    expect(cost.computeUpperUSD).toBeCloseTo(6 * 1000 * 0.000026, 4);
+    expect(costPerMillion(byClass, 5, 1000).allInUSD).toBeUndefined();
+  });
+
+  it("bounds execution time from above by billing each execution alone, at least 1 s, rounded up to 100 ms", () => {
+    const intervals: [number, number][][] = [
+      [
+        [0, 300],
+        [100, 500],
+        [2000, 3450],
+      ],
+      [[0, 50]],
+    ];
+    // Activity periods: [0, 500] → 1 s, [2000, 3450] → 1.5 s, [0, 50] → 1 s; alone: 1 + 1 + 1.5 + 1.
+    expect(billedGbSeconds(intervals)).toBeCloseTo(3.5 * 2, 6);
+    expect(perExecutionGbSeconds(intervals)).toBeCloseTo(4.5 * 2, 6);
+  });
+
+  it("estimates the peers from their published prices: Step Functions Express per 32-item batch, Durable Functions per activity", () => {
+    const [express, durable] = peerEstimates();
+    // ($1.00 + 1e6 × 0.1 s × 0.0625 GB × $0.06/3600 per GB-s) per million executions ÷ 32
+    expect(express?.usdPerMillionItems).toBeCloseTo((1 + 1e6 * 0.1 * 0.0625 * (0.06 / 3600)) / 32, 4);
+    expect(express?.usdPerMillionItems).toBeCloseTo(0.0345, 4);
+    // 5 queue transactions at $0.40/M + 1 execution at $0.40/M
+    expect(durable?.usdPerMillionItems).toBe(2.4);
+    expect(
+      [express, durable].every((peer) => peer !== undefined && peer.sources.every((url) => url.startsWith("https://"))),
+    ).toBe(true);
   });
 
   it("bills execution time per instance: overlapping invocations once, each busy period at least 1 s, rounded up to 100 ms, × 2 GB", () => {
@@ -129,34 +174,182 @@ describe("throughput benchmark: pure parts (unit)", () => {
     ).toMatchObject({ name: "coordinator-system", path: "jobs/{id}/items/{n}.json" });
   });
 
-  it("reports a scenario's ratios, per-item figures and targets from its rounds", () => {
-    const sample = (itemsPerS: number, counts: RequestCount[], executions: Record<string, number>): RunSample => ({
+  it("reports a scenario's ratios, round by round against the batched loop, per-item figures and targets", () => {
+    const sample = (
+      round: number,
+      itemsPerS: number,
+      counts: RequestCount[],
+      executions: Record<string, number>,
+      gbSeconds?: number,
+    ): RunSample => ({
+      round,
+      order: 1,
+      ok: true,
+      items: 10_000,
+      itemsPerS,
+      submitToFirstDispatchS: 0.5,
+      submitToCompletedS: 10_000 / itemsPerS,
+      counts,
+      executions,
+      gbSeconds,
+      gbSecondsUpper: gbSeconds === undefined ? undefined : gbSeconds * 3,
+      loadAverage1m: [1, 1],
+    });
+    // 2 rounds of 10,000 items: 800 queue operations (0.04 per item), 60 executions, 8 GB-s.
+    const project = summarizeImplementation(
+      [
+        sample(1, 900, [count({ requests: 400 })], { worker: 25, coordinator: 1, wake: 4 }, 4),
+        sample(2, 600, [count({ requests: 400 })], { worker: 25, coordinator: 1, wake: 4 }, 4),
+      ],
+      roles,
+    );
+    const perItem = summarizeImplementation([sample(1, 100, [count({ requests: 40_000 })], { worker: 10_000 })], roles);
+    const batched = summarizeImplementation(
+      [
+        sample(1, 1000, [count({ requests: 300 })], { worker: 25 }),
+        sample(2, 800, [count({ requests: 300 })], { worker: 25 }),
+      ],
+      roles,
+    );
+    const report = scenarioReport("small", 10_000, 100, { project, perItem, batched });
+    expect(report.ratioVsPerItem).toBe(7.5); // medians: 750 / 100
+    expect(report.ratioVsBatched).toBe(0.833); // 750 / 900
+    expect(report.roundRatiosVsBatched.rounds).toEqual([
+      { round: 1, ratio: 0.9 },
+      { round: 2, ratio: 0.75 },
+    ]);
+    expect(report.roundRatiosVsBatched).toMatchObject({ median: 0.825, min: 0.75 });
+    expect(report.opsPerItem).toBe(0.04);
+    expect(report.executionsPerItem).toBe(0.003);
+    // Per million: 40,000 queue operations × $0.40/M, 3,000 executions × $0.40/M, 400 GB-s × $0.000026.
+    expect(report.costPerMillionItemsUSD).toBeCloseTo(0.016 + 0.0012, 4);
+    expect(report.allInCostPerMillionItemsUSD).toBeCloseTo(0.016 + 0.0012 + 0.0104, 4);
+    expect(report.project.cost.computeUpperUSD).toBeCloseTo(0.0312, 4);
+    expect(Object.fromEntries(Object.entries(report.targets).map(([name, check]) => [name, check.met]))).toEqual({
+      ratioVsPerItem: true,
+      roundRatioVsBatchedMedian: false, // 0.825 < 0.9
+      roundRatioVsBatchedLowest: true, // 0.75 ≥ 0.7
+      opsPerItem: true,
+      executionsPerItem: true,
+      allInUSDPerMillion: true, // $0.0276 ≤ $0.03
+      submitToFirstDispatchMedianS: true,
+    });
+    // Without the per-item loop, its ratio is not a target; an earlier run sets the blob and short scenarios' bars.
+    const none = summarizeImplementation([], roles);
+    const before = {
+      source: "before.json",
+      startedAt: undefined,
+      itemsPerS: 700,
+      roundRatioVsBatchedMedian: 0.85,
+      submitToCompletedMedianS: 15,
+      opsPerItem: 0.1,
+      allInUSDPerMillion: 0.1,
+    };
+    const blob = scenarioReport("blob", 10_000, 100, { project, perItem: none, batched }, before);
+    expect(blob.targets).toEqual({
+      roundRatioVsBatchedNotBelowBefore: { target: "≥ 0.85× (before)", value: 0.825, met: false },
+      submitToFirstDispatchMedianS: { target: "≤ 2 s", value: 0.5, met: true },
+    });
+    const short = scenarioReport("short", 10_000, 100, { project, perItem: none, batched }, before);
+    // Completed in 11.11 s and 16.67 s: median 13.89 s.
+    expect(short.targets).toEqual({
+      submitToCompletedNotAfterBefore: { target: "≤ 15 s (before)", value: 13.89, met: true },
+    });
+  });
+
+  it("runs the project and the batched loop next to each other in every round, the per-item loop after both", () => {
+    // The ratio's two sides are measured back to back, whoever goes first alternating; the per-item loop (minutes at
+    // 20,000 items) never sits between them, where the machine's load may change (a run's round 1: the project at a
+    // load average of 5.3, the batched loop 9 minutes later at 2.1, 0.23×).
+    const orders = [1, 2, 3, 4].map((roundNo) => roundOrder(roundNo, 2));
+    expect(orders).toEqual([
+      ["project", "batched", "perItem"],
+      ["batched", "project", "perItem"],
+      ["project", "batched"],
+      ["batched", "project"],
+    ]);
+    for (const order of orders) expect(Math.abs(order.indexOf("project") - order.indexOf("batched"))).toBe(1);
+  });
+
+  it("prints '—' for an implementation that did not run (--per-item-rounds 0), not zero operations and dollars", () => {
+    const ran: RunSample = {
       round: 1,
       order: 1,
       ok: true,
       items: 1000,
-      itemsPerS,
+      itemsPerS: 500,
       submitToFirstDispatchS: 0.5,
-      submitToCompletedS: 1000 / itemsPerS,
-      counts,
-      executions,
-      gbSeconds: undefined,
+      submitToCompletedS: 2,
+      counts: [count({ requests: 40 })],
+      executions: { worker: 3 },
+      gbSeconds: 2,
+      gbSecondsUpper: 6,
       loadAverage1m: [1, 1],
+    };
+    const summary = summarizeImplementation([ran], roles);
+    const report = scenarioReport("small", 1000, 91, {
+      project: summary,
+      perItem: summarizeImplementation([], roles),
+      batched: summary,
     });
-    const project = summarizeImplementation(
-      [sample(900, [count({ requests: 300 })], { worker: 32, coordinator: 1, wake: 1 })],
-      roles,
+    const cells = (label: string): string[] =>
+      (scenarioTable("small", report).find((line) => line.trimStart().startsWith(label)) ?? "")
+        .slice(label.length + 2)
+        .trim()
+        .split(/\s+/);
+    for (const label of ["storage ops per item", "executions per item", "USD per million items"])
+      expect(cells(label), label).toEqual([expect.not.stringMatching(/—/), "—", expect.not.stringMatching(/—/)]);
+  });
+
+  it("pairs rounds for the ratio: only rounds both completed, in round order", () => {
+    expect(
+      roundRatios(
+        [
+          { round: 3, ok: true, itemsPerS: 50 },
+          { round: 1, ok: true, itemsPerS: 90 },
+          { round: 2, ok: false, itemsPerS: undefined },
+        ],
+        [
+          { round: 1, ok: true, itemsPerS: 100 },
+          { round: 2, ok: true, itemsPerS: 100 },
+          { round: 3, ok: true, itemsPerS: 40 },
+        ],
+      ),
+    ).toEqual([
+      { round: 1, ratio: 0.9 },
+      { round: 3, ratio: 1.25 },
+    ]);
+  });
+
+  it("reads an earlier report's figures per scenario, and nothing for what it lacks", () => {
+    const path = join(mkdtempSync(join(tmpdir(), "bench-before-")), "before.json");
+    writeFileSync(
+      path,
+      JSON.stringify({
+        startedAt: "2026-11-25T00:00:00.000Z",
+        scenarios: {
+          small: {
+            opsPerItem: 0.138,
+            submitToCompletedS: { median: 5.1 },
+            roundRatiosVsBatched: { median: 0.8 },
+            project: { itemsPerS: 3930, cost: { allInUSD: 0.16 } },
+          },
+          blob: { project: { itemsPerS: 616 } },
+        },
+      }),
     );
-    const perItem = summarizeImplementation([sample(100, [count({ requests: 4000 })], { worker: 1000 })], roles);
-    const batched = summarizeImplementation([sample(1000, [count({ requests: 150 })], { worker: 32 })], roles);
-    const report = scenarioReport("small", 1000, 100, { project, perItem, batched });
-    expect(report.ratioVsPerItem).toBe(9);
-    expect(report.ratioVsBatched).toBe(0.9);
-    expect(report.opsPerItem).toBe(0.3);
-    expect(report.executionsPerItem).toBe(0.034);
-    expect(report.submitToFirstDispatchS.median).toBe(0.5);
-    expect(Object.values(report.targets).every((target) => target.met)).toBe(true);
-    expect(report.costPerMillionItemsUSD).toBeCloseTo(300 * 0.4e-3 + 34 * 0.4e-3, 4);
+    const before = readBefore(path);
+    expect(before("small")).toEqual({
+      source: path,
+      startedAt: "2026-11-25T00:00:00.000Z",
+      itemsPerS: 3930,
+      roundRatioVsBatchedMedian: 0.8,
+      submitToCompletedMedianS: 5.1,
+      opsPerItem: 0.138,
+      allInUSDPerMillion: 0.16,
+    });
+    expect(before("blob")).toMatchObject({ itemsPerS: 616, roundRatioVsBatchedMedian: undefined });
+    expect(before("short")).toBeUndefined();
   });
 
   it("generates scenarios of the stated size: small items of about 100 bytes inline, blob items naming one blob each", () => {
@@ -167,6 +360,9 @@ describe("throughput benchmark: pure parts (unit)", () => {
     const blob = scenarioJob("blob", 20, "p");
     expect(blob.items.map((item) => ("blob" in item ? item.blob : ""))).toEqual(blob.blobs.map((entry) => entry.name));
     expect(Object.values(small.expected).reduce((sum, stats) => sum + stats.count, 0)).toBe(500 * 6);
+    const short = scenarioJob("short", 200, "p");
+    expect(short.items).toHaveLength(200);
+    expect(short.items.every((item) => "inline" in item)).toBe(true);
   });
 
   it("refuses a bad command line naming the flag and what is allowed", () => {
@@ -176,12 +372,19 @@ describe("throughput benchmark: pure parts (unit)", () => {
     expect(() => parseThroughputArgs(["--schedule", "* * *"])).toThrow(
       /--schedule must be an NCRONTAB expression with six fields/,
     );
+    expect(() => parseThroughputArgs(["--per-item-rounds", "11"])).toThrow(
+      new UsageError('--per-item-rounds must be a whole number from 0 to 10, got "11".'),
+    );
     expect(parseThroughputArgs([])).toMatchObject({
       smallItems: 20_000,
       blobItems: 2000,
-      rounds: 3,
+      shortItems: 200,
+      rounds: 5,
+      perItemRounds: 1,
+      before: undefined,
       schedule: "0 * * * * *",
       memoryItems: 100_000,
     });
+    expect(parseThroughputArgs(["--before", "bench-results/a.json"]).before).toBe("bench-results/a.json");
   });
 });

@@ -69,9 +69,10 @@ describe("wake-up: a submission wakes the coordinator", () => {
       wakeReason: "job-submitted",
     });
     expect(world.events.find((event) => event.type === "job-registered")).toMatchObject({ jobId: id });
-    // Both items, in one work unit (WORK_UNIT_MAX_ITEMS defaults to 32).
+    // Both items, each in a unit of its own: at the default settings a job is cut into WORK_UNIT_SPREAD (16) units, so
+    // a 2-item job goes out as 2 units of 1.
     expect(world.workQueue.bodies().map((body) => (JSON.parse(body) as { inputs: unknown[] }).inputs.length)).toEqual([
-      2,
+      1, 1,
     ]);
   });
 

@@ -316,3 +316,166 @@ describe("work units (issue 9, part 1)", () => {
     expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0 });
   });
 });
+
+describe("units sized by bytes (issue 24)", () => {
+  /** The app's defaults for units: WORK_UNIT_MAX_ITEMS 1000, blob units of 32, spread over 16, 16,384 in flight. */
+  const defaults = {
+    workUnitMaxItems: 1000,
+    workUnitMaxBlobItems: 32,
+    workUnitSpread: 16,
+    dispatchBatchSize: 8192,
+    maxInFlight: 16_384,
+  };
+  const small = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({ inline: `region,amount\nr${i % 7},${i}.25\nr${(i + 3) % 7},1.5` }));
+
+  it("a large job of small inline items goes out in units as full as WORK_UNIT_MAX_BYTES allows", async () => {
+    const { deps, work: queue, state } = world({ ...defaults, workUnitMaxBytes: 45 * 1024 });
+    const inputs = small(20_000);
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: inputs });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const job = await readJob(state, id);
+    expect(job?.unitMaxItems).toBe(1000);
+    const units = queue.bodies();
+    // The first pass: 8,192 items of budget, whole units, so a little more.
+    expect(units.reduce((sum, body) => sum + shape(body)[1], 0)).toBe(job?.dispatched);
+    expect(job?.dispatched).toBeGreaterThanOrEqual(8192);
+    // Each unit holds as many items as fit 45 KiB: adding the next item would pass it (give or take the few bytes
+    // dispatch reserves for the widest item index in `first`).
+    const itemBytes = Math.max(...inputs.map((input) => Buffer.byteLength(JSON.stringify(input)) + 1));
+    for (const body of units) {
+      expect(Buffer.byteLength(body)).toBeLessThanOrEqual(45 * 1024);
+      expect(Buffer.byteLength(body) + itemBytes + 8).toBeGreaterThan(45 * 1024);
+      expect(shape(body)[1]).toBeGreaterThan(400);
+    }
+  });
+
+  it("a small job is spread over WORK_UNIT_SPREAD units, not one unit on one worker, nor a unit more than a queue batch", async () => {
+    const { deps, work: queue, state } = world(defaults);
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: small(200) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // 16 units, as many as one instance's queue trigger takes at a poll (host.json batchSize): none left over.
+    expect(queue.bodies().map(shape)).toEqual([...Array.from({ length: 15 }, (_, unit) => [unit * 13, 13]), [195, 5]]);
+    expect((await readJob(state, id))?.unitMaxItems).toBe(13);
+  });
+
+  it("the spread is of the in-flight window: with a small DISPATCH_BATCH_SIZE a large job still reaches many workers", async () => {
+    const { deps, work: queue } = world({ ...defaults, dispatchBatchSize: 40, maxInFlight: 80 });
+    await storeSubmission(deps.system, { kind: "group-by", params, items: small(5000) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // 80 items in flight over 16 units: units of 5; a pass of 40 items sends 8 of them (a second pass, 8 more).
+    const units = queue.bodies().map(shape);
+    expect(units.length).toBeGreaterThanOrEqual(8);
+    expect(units).toEqual(Array.from({ length: units.length }, (_, unit) => [unit * 5, 5]));
+  });
+
+  it("a job naming input blobs keeps units of WORK_UNIT_MAX_BLOB_ITEMS; the submitter counts its blob items", async () => {
+    const { deps, work: queue, state, system } = world({ ...defaults, workUnitSpread: 1 });
+    const mixed = [...small(90), { blob: "in/a.csv" }, ...small(9)];
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: mixed });
+    expect(JSON.parse((await system.readText(keys.spec(id))) ?? "{}")).toMatchObject({ itemCount: 100, blobItems: 1 });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.bodies().map(shape)).toEqual([
+      [0, 32],
+      [32, 32],
+      [64, 32],
+      [96, 4],
+    ]);
+    expect((await readJob(state, id))?.unitMaxItems).toBe(32);
+  });
+
+  it("a spec that does not count its blob items (an older submitter) is taken as naming blobs", async () => {
+    const { deps, work: queue, system } = world({ ...defaults, workUnitSpread: 1 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: small(100) });
+    const spec = JSON.parse((await system.readText(keys.spec(id))) ?? "{}") as Record<string, unknown>;
+    delete spec.blobItems;
+    await system.writeText(keys.spec(id), JSON.stringify(spec));
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.bodies().map((body) => shape(body)[1])).toEqual([32, 32, 32, 4]);
+  });
+
+  it("a job registered before this change keeps the units it registered with (32 items), whatever the settings now", async () => {
+    const { deps, work: queue, state } = world({ ...defaults, workUnitMaxItems: 32, workUnitSpread: 1 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: small(100) });
+    // Registered, nothing dispatched yet: the budget of the first step is spent before dispatch.
+    await runCoordinationStep({ ...deps, dispatchBatchSize: 0 }, fakeTerm(1), ONE_PASS);
+    expect((await readJob(state, id))?.unitMaxItems).toBe(32);
+    // The leader is upgraded to the new defaults; the job keeps its 32-item units.
+    const upgraded = { ...deps, ...defaults };
+    await runCoordinationStep(upgraded, fakeTerm(2), ONE_PASS);
+    expect(queue.bodies().map((body) => shape(body)[1])).toEqual([32, 32, 32, 4]);
+  });
+
+  /** Chunk reads of `files` in flight at once, at most, with each read taking a few ms; and reads per chunk. */
+  const watchChunkReads = (files: { readText: (name: string) => Promise<string | undefined> }) => {
+    const seen = { inFlight: 0, most: 0, reads: new Map<string, number>() };
+    const readText = files.readText.bind(files);
+    files.readText = async (name) => {
+      if (!name.includes("/items/")) return readText(name);
+      seen.reads.set(name, (seen.reads.get(name) ?? 0) + 1);
+      seen.inFlight++;
+      seen.most = Math.max(seen.most, seen.inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      try {
+        return await readText(name);
+      } finally {
+        seen.inFlight--;
+      }
+    };
+    return seen;
+  };
+
+  it("a pass reads the chunks it needs ahead, several at once, each once: sending waits for one read, not all", async () => {
+    const { deps, work: queue, system } = world(defaults);
+    await storeSubmission(deps.system, { kind: "group-by", params, items: small(20_000) });
+    const seen = watchChunkReads(system);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.length).toBeGreaterThan(0);
+    // 8,192 items and then some: chunks 0–8, read with up to 8 ahead of the one being packed.
+    expect(seen.most).toBeGreaterThan(4);
+    expect(seen.most).toBeLessThanOrEqual(9);
+    expect([...seen.reads.values()].every((reads) => reads === 1)).toBe(true);
+  });
+
+  it("chunks of large items (over 1 MiB of text) are read one at a time, as before: the leader holds one", async () => {
+    const { deps, system } = world({ ...defaults, dispatchBatchSize: 2500, maxInFlight: 5000 });
+    const large = Array.from({ length: 3000 }, (_, i) => ({ inline: `region,amount\nr${i},1.5\n${"#".repeat(1100)}` }));
+    await storeSubmission(deps.system, { kind: "group-by", params, items: large });
+    const seen = watchChunkReads(system);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(seen.reads.size).toBe(3);
+    expect(seen.most).toBe(1);
+  });
+
+  it("the worker merges a unit's partials as its items finish: it never holds more than ⌈log2 n⌉ + 1 of them", async () => {
+    const { deps, results } = world();
+    let live = 0;
+    let mostLive = 0;
+    deps.registry.register({
+      name: "counting",
+      process: () => {
+        live++;
+        mostLive = Math.max(mostLive, live);
+        return 1;
+      },
+      aggregate: {
+        merge: (a: number, b: number) => {
+          live--; // two partials in, one out
+          return a + b;
+        },
+        empty: () => 0,
+      },
+    });
+    const unit = {
+      v: 2,
+      jobId: "j1",
+      first: 0,
+      kind: "counting",
+      params: null,
+      inputs: Array.from({ length: 1000 }, () => ({ inline: "x" })),
+    };
+    await expect(processWorkMessage(deps, unit, delivery())).resolves.toMatchObject({ status: "processed" });
+    expect(JSON.parse(results.bodies()[0] ?? "{}")).toMatchObject({ count: 1000, partial: 1000 });
+    expect(mostLive).toBeLessThanOrEqual(Math.ceil(Math.log2(1000)) + 1);
+  });
+});

@@ -7,6 +7,7 @@ import {
 } from "../../../src/coordination/messages";
 import { delay } from "../../../src/library/util/delay";
 import { createDemoJob } from "../../local/demoData";
+import { UNIT_DEFAULTS } from "../cluster";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 
 const ITEMS = 80;
@@ -28,7 +29,8 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     // Workers start only once a unit has been seen on the work queue: the leader dispatches a whole job in one pass
     // and workers took it off the queue before a peek could see it (a CI run found "no work unit was seen on the work
     // queue to duplicate"). The coordinators lead and fold from the start; the copies still race the originals.
-    await run.startInstances("instance", 3, { "AzureWebJobs.worker.Disabled": "true" });
+    // Leaders with the app's default units (issue 24): the rule sizes this job's units, not the suite's 8 items.
+    await run.startInstances("instance", 3, { "AzureWebJobs.worker.Disabled": "true", ...UNIT_DEFAULTS });
     let workersStarted = false;
     const startWorkers = (): void => {
       if (workersStarted) return;
@@ -119,7 +121,9 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
         0,
       );
       if (duplicatesSeen === 0) run.fail("the leader never saw a duplicate: the injection had no effect");
-      Object.assign(run.details, { sent, duplicatesFoldedAway: duplicatesSeen });
+      // The units the leader made of the job (issue 24: sized by the app's rule), as seen on the work queue.
+      const unitItems = [...new Set([...units.values()].map((unit) => unit.inputs.length))].sort((a, b) => a - b);
+      Object.assign(run.details, { sent, duplicatesFoldedAway: duplicatesSeen, unitItems });
     });
   });
 }

@@ -1,5 +1,5 @@
 import { delay } from "../../../src/library/util/delay";
-import type { ChaosInstance } from "../cluster";
+import { UNIT_DEFAULTS, type ChaosInstance } from "../cluster";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 
 /**
@@ -13,8 +13,9 @@ const WORKER_ENV = {
 };
 
 /**
- * A worker process killed mid-unit: two coordinator-only instances lead, two worker-only instances process work units
- * of 8 items (each invocation made to take 300 ms longer). A worker is SIGKILLed while it has work invocations in
+ * A worker process killed mid-unit: two coordinator-only instances lead, with the app's default units (the job's
+ * units as the app sizes them: 80–120 items cut into 16 units, 5–8 items each), two worker-only instances process
+ * them (each invocation made to take 300 ms longer). A worker is SIGKILLed while it has work invocations in
  * flight (from the host's Executing/Executed lines); a replacement starts. Checks: the kill landed mid-unit, and the
  * job still counts every item exactly once — the killed worker's units were redelivered whole (their messages were
  * never deleted).
@@ -23,7 +24,8 @@ export function workerKillScenario(options: ScenarioOptions): Promise<ScenarioRe
   return runScenario("worker-kill", options, async (run) => {
     const { cluster } = run;
     const rounds = options.rounds ?? (options.quick ? 1 : 3);
-    await run.startInstances("coord", 2, { "AzureWebJobs.worker.Disabled": "true" });
+    // Leaders with the app's default units (issue 24): the rule sizes the job's units, not the suite's 8 items.
+    await run.startInstances("coord", 2, { "AzureWebJobs.worker.Disabled": "true", ...UNIT_DEFAULTS });
     const workers = await run.startInstances("worker", 2, WORKER_ENV);
     await run.jobs.submitDemo("worker-kill", 60 + rounds * 20, options.seed);
     const inFlightAtKill: number[] = [];

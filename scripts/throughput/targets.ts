@@ -1,0 +1,107 @@
+import type { ScenarioReport } from "./report";
+
+/** The benchmark's targets, and how a scenario's report is checked against them. */
+
+/** Targets of issue 9 (speed against the loops, first dispatch, memory) and issue 24 (cost per item, every round). */
+export const TARGETS = {
+  smallVsPerItemMin: 2,
+  smallExecutionsPerItemMax: 0.1,
+  blobVsPerItemMin: 0.9,
+  submitToFirstDispatchMedianMaxS: 2,
+  leaderRssGrowthMaxMiB: 40,
+  /** Issue 24: storage operations per small item. */
+  smallOpsPerItemMax: 0.05,
+  /** Issue 24: USD per million small items, every cost counted (storage, executions, execution time). */
+  smallAllInUSDPerMillionMax: 0.03,
+  /** Issue 24: the app's items/s over the batched loop's in the same round — their median, and the lowest. */
+  smallRoundRatioMedianMin: 0.9,
+  smallRoundRatioMin: 0.7,
+} as const;
+
+/** One target: what it asks, the value measured, and whether it was met. */
+export interface TargetCheck {
+  target: string;
+  value: number | undefined;
+  met: boolean;
+}
+
+const atLeast = (value: number | undefined, min: number | undefined): boolean =>
+  value !== undefined && min !== undefined && value >= min;
+const atMost = (value: number | undefined, max: number | undefined): boolean =>
+  value !== undefined && max !== undefined && value <= max;
+
+/**
+ * A scenario's targets. `small`: issue 9's and issue 24's; `blob`: issue 9's, and — with an earlier run to compare —
+ * no slower than it (the median of the per-round ratios to the batched loop, which both runs measured against the
+ * same loop under their own load); `short`: completes no later than in the earlier run (median). Without an earlier
+ * run those comparisons are not made. The per-item loop's ratio is checked only when the loop ran.
+ */
+export function scenarioTargets(
+  name: "small" | "blob" | "short",
+  report: Omit<ScenarioReport, "targets">,
+): Record<string, TargetCheck> {
+  const targets: Record<string, TargetCheck> = {};
+  const firstDispatch = report.submitToFirstDispatchS.median;
+  const firstDispatchTarget = (): void => {
+    targets.submitToFirstDispatchMedianS = {
+      target: `≤ ${TARGETS.submitToFirstDispatchMedianMaxS} s`,
+      value: firstDispatch,
+      met: atMost(firstDispatch, TARGETS.submitToFirstDispatchMedianMaxS),
+    };
+  };
+  const vsPerItem = (min: number): void => {
+    if (report.ratioVsPerItem === undefined) return;
+    targets.ratioVsPerItem = {
+      target: `≥ ${min}×`,
+      value: report.ratioVsPerItem,
+      met: atLeast(report.ratioVsPerItem, min),
+    };
+  };
+  const { before } = report;
+  if (name === "small") {
+    vsPerItem(TARGETS.smallVsPerItemMin);
+    const ratios = report.roundRatiosVsBatched;
+    targets.roundRatioVsBatchedMedian = {
+      target: `≥ ${TARGETS.smallRoundRatioMedianMin}×`,
+      value: ratios.median,
+      met: atLeast(ratios.median, TARGETS.smallRoundRatioMedianMin),
+    };
+    targets.roundRatioVsBatchedLowest = {
+      target: `≥ ${TARGETS.smallRoundRatioMin}×`,
+      value: ratios.min,
+      met: atLeast(ratios.min, TARGETS.smallRoundRatioMin),
+    };
+    targets.opsPerItem = {
+      target: `≤ ${TARGETS.smallOpsPerItemMax}`,
+      value: report.opsPerItem,
+      met: atMost(report.opsPerItem, TARGETS.smallOpsPerItemMax),
+    };
+    targets.executionsPerItem = {
+      target: `≤ ${TARGETS.smallExecutionsPerItemMax}`,
+      value: report.executionsPerItem,
+      met: atMost(report.executionsPerItem, TARGETS.smallExecutionsPerItemMax),
+    };
+    targets.allInUSDPerMillion = {
+      target: `≤ $${TARGETS.smallAllInUSDPerMillionMax}`,
+      value: report.allInCostPerMillionItemsUSD,
+      met: atMost(report.allInCostPerMillionItemsUSD, TARGETS.smallAllInUSDPerMillionMax),
+    };
+    firstDispatchTarget();
+  } else if (name === "blob") {
+    vsPerItem(TARGETS.blobVsPerItemMin);
+    if (before?.roundRatioVsBatchedMedian !== undefined)
+      targets.roundRatioVsBatchedNotBelowBefore = {
+        target: `≥ ${before.roundRatioVsBatchedMedian}× (before)`,
+        value: report.roundRatiosVsBatched.median,
+        met: atLeast(report.roundRatiosVsBatched.median, before.roundRatioVsBatchedMedian),
+      };
+    firstDispatchTarget();
+  } else if (before?.submitToCompletedMedianS !== undefined) {
+    targets.submitToCompletedNotAfterBefore = {
+      target: `≤ ${before.submitToCompletedMedianS} s (before)`,
+      value: report.submitToCompletedS.median,
+      met: atMost(report.submitToCompletedS.median, before.submitToCompletedMedianS),
+    };
+  }
+  return targets;
+}
