@@ -67,6 +67,8 @@ export class StorageAccount {
   readonly containers = new Map<string, Container>();
   readonly queues = new Map<string, SimQueue>();
   readonly writes: WriteRecord[] = [];
+  /** Breaks that ended an active lease (the lease id they ended), for the takeover invariant. */
+  readonly breaks: { atMs: number; leaseId: string | undefined }[] = [];
   private version = 0;
 
   constructor(
@@ -215,11 +217,14 @@ export class StorageAccount {
     blob.lease = { id: undefined, status: "available", expiresAtMs: 0, breakEndsAtMs: 0, durationS: 0 };
   }
 
-  breakLease(container: string, name: string, breakPeriodS: number): void {
+  /** `ifMatch`: a conditional break (412 ConditionNotMet when the blob's ETag differs), as a takeover sends it. */
+  breakLease(container: string, name: string, breakPeriodS: number, ifMatch?: string): void {
     const blob = this.blob(container, name);
+    if (ifMatch !== undefined && blob.etag !== ifMatch) throw new AzureError(412, "ConditionNotMet");
     const status = this.leaseStatus(blob);
     const now = this.now();
     if (status === "available") throw new AzureError(409, "LeaseNotPresentWithLeaseOperation");
+    if (status === "leased" || status === "breaking") this.breaks.push({ atMs: now, leaseId: blob.lease.id });
     if (status === "expired" || status === "broken" || breakPeriodS === 0) {
       blob.lease = { ...blob.lease, status: "broken", breakEndsAtMs: now };
       return;
