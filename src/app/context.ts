@@ -6,10 +6,13 @@ import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskKinds";
 import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
+import { LeaderWatch } from "../coordination/leaderWatch";
 import { BlobStateStore } from "../azure/BlobStateStore";
 import { BlobLeaseStore } from "../azure/BlobLeaseStore";
 import type { LeaseStore } from "../library/lease/LeaseStore";
 import { LeaderElector } from "../library/leadership/LeaderElector";
+import type { LeaderElectorOptions } from "../library/leadership/options";
+import type { Abortable } from "../library/util/delay";
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore";
 import {
   connectionFromSettings,
@@ -20,6 +23,7 @@ import {
 import { StorageQueue } from "../azure/StorageQueue";
 import type { Logger } from "../library/util/logger";
 import type { AppEvent } from "./events";
+import { processShutdown } from "./shutdown";
 
 /**
  * host.json `extensions.queues.maxDequeueCount`. The worker needs it to know a delivery is the last; a test proves
@@ -44,6 +48,8 @@ export interface CoordinatorApp extends AppParts {
   elector: LeaderElector;
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
+  /** With takeover: watches the leader while this process is busy, and breaks a silent one's lease. */
+  leaderWatch: LeaderWatch;
 }
 
 /** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
@@ -89,52 +95,84 @@ export interface AppParts extends CoordinationPorts {
 /**
  * Builds the app from settings (by default `process.env`): validates every setting, connects to the coordination
  * storage account (connection string locally, managed identity in Azure), and wires the ports. `options.policies`:
- * request policies for its storage clients (a tool's instrumentation; by default the process's).
+ * request policies for its storage clients (a tool's instrumentation; by default the process's); `abortSignal`: the
+ * process's shutdown, which stops its leader watcher.
  *
  * @throws ConfigurationError naming each bad setting.
  */
 export function createCoordinatorApp(
   env: Record<string, string | undefined> = process.env,
-  options: Pick<StorageClientOptions, "policies"> = {},
+  options: Pick<StorageClientOptions, "policies"> & Abortable = {},
 ): CoordinatorApp {
   const settings = readSettings(env);
+  const { abortSignal, ...clientOptions } = options;
   const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), {
     ...DEFAULT_PIPELINE_OPTIONS,
-    ...options,
+    ...clientOptions,
   });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
-  return assembleCoordinatorApp({
-    settings,
-    instanceId: instanceIdFrom(env),
-    leaseStore: new BlobLeaseStore(clients.blob, {
-      containerName: settings.LEASE_CONTAINER,
-      blobName: settings.LEASE_BLOB,
-    }),
-    state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
-    system: new BlobFilesStore(clients.blob.getContainerClient(settings.SYSTEM_CONTAINER)),
-    inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
-    workQueue: queue(settings.WORK_QUEUE),
-    resultsQueue: queue(settings.RESULTS_QUEUE),
-    workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
-    resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
-    wakeQueue: queue(settings.WAKE_QUEUE),
-    registry: createRegistry(),
-  });
+  return assembleCoordinatorApp(
+    {
+      settings,
+      instanceId: instanceIdFrom(env),
+      leaseStore: new BlobLeaseStore(clients.blob, {
+        containerName: settings.LEASE_CONTAINER,
+        blobName: settings.LEASE_BLOB,
+      }),
+      state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
+      system: new BlobFilesStore(clients.blob.getContainerClient(settings.SYSTEM_CONTAINER)),
+      inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
+      workQueue: queue(settings.WORK_QUEUE),
+      resultsQueue: queue(settings.RESULTS_QUEUE),
+      workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
+      resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
+      wakeQueue: queue(settings.WAKE_QUEUE),
+      registry: createRegistry(),
+    },
+    { abortSignal },
+  );
 }
 
-/**
- * Wires an app from its parts: one elector for the process. It has no logger or event listener of its own: every
- * attempt passes the sink of the invocation that made it (see `runCoordinatorTick`).
- */
-export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
-  const { settings, instanceId, leaseStore, state } = parts;
-  const elector = new LeaderElector({
-    store: leaseStore,
-    instanceId,
+/** The elector's timings and takeover from the app's settings (the app's defaults; docs/FAILOVER.md). */
+export function electorTimings(
+  settings: Settings,
+): Pick<
+  LeaderElectorOptions,
+  | "leaseDurationS"
+  | "renewIntervalMs"
+  | "renewDeadlineMs"
+  | "stallTimeoutMs"
+  | "takeover"
+  | "heartbeatIntervalMs"
+  | "takeoverDeadlineMs"
+> {
+  const takeover = settings.LEASE_TAKEOVER_DEADLINE_MS > 0;
+  return {
     leaseDurationS: settings.LEASE_DURATION_SECONDS,
     renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
     renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
     stallTimeoutMs: settings.STEP_STALL_TIMEOUT_MS,
+    takeover,
+    ...(takeover
+      ? {
+          heartbeatIntervalMs: settings.LEASE_HEARTBEAT_INTERVAL_MS,
+          takeoverDeadlineMs: settings.LEASE_TAKEOVER_DEADLINE_MS,
+        }
+      : {}),
+  };
+}
+
+/**
+ * Wires an app from its parts: one elector for the process. It has no logger or event listener of its own: every
+ * attempt passes the sink of the invocation that made it (see `runCoordinatorTick`). `abortSignal`: the process's
+ * shutdown, which stops the leader watcher.
+ */
+export function assembleCoordinatorApp(parts: AppParts, options: Abortable = {}): CoordinatorApp {
+  const { settings, instanceId, leaseStore, state } = parts;
+  const elector = new LeaderElector({
+    store: leaseStore,
+    instanceId,
+    ...electorTimings(settings),
     // Epochs stay above every stored one even if the lease blob (and its epoch counter) is lost, and unique.
     ...epochOptions(state),
   });
@@ -143,7 +181,14 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
   const maxFollowUps =
     intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
-  return { ...parts, elector, activityWakeUps };
+  // The watcher covers the same three lease durations after this process's last invocation as the follow-ups do.
+  const leaderWatch = new LeaderWatch(elector, parts.wakeQueue, {
+    intervalMs: settings.LEASE_TAKEOVER_DEADLINE_MS > 0 ? settings.LEADER_WATCH_INTERVAL_MS : 0,
+    windowMs: 3 * settings.LEASE_DURATION_SECONDS * 1000,
+    from: instanceId,
+    abortSignal: options.abortSignal,
+  });
+  return { ...parts, elector, activityWakeUps, leaderWatch };
 }
 
 let shared: CoordinatorApp | undefined;
@@ -153,6 +198,7 @@ let shared: CoordinatorApp | undefined;
  * {@link createCoordinatorApp}).
  */
 export function getCoordinatorApp(): CoordinatorApp {
-  shared ??= createCoordinatorApp();
+  // The process's shutdown (the appTerminate hook) also stops its leader watcher.
+  shared ??= createCoordinatorApp(process.env, { abortSignal: processShutdown.signal });
   return shared;
 }

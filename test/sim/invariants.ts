@@ -24,6 +24,8 @@ export const INVARIANTS = {
   stepEndsWithoutError:
     "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
   poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
+  takeoverOnlyOfStoppedHolder:
+    "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock), unless its process was frozen or crashed (test/sim/takeover.ts)",
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -124,6 +126,8 @@ export class InvariantChecker {
       );
     }
     if (stateWritten) for (const job of this.world.jobs) this.checkJob(job);
+    for (const problem of this.world.takeover.check((ms) => this.t(ms)))
+      this.fail("takeoverOnlyOfStoppedHolder", problem);
     this.checkPoisonVisibility();
   }
 
