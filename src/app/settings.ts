@@ -78,8 +78,8 @@ export const settingsSchema = z.object({
   LEASE_TAKEOVER_DEADLINE_MS: intIn(0, 58_000).default(2500),
   /**
    * How often the leader heartbeats (rewrites its record; one storage operation), in ms. Below
-   * LEASE_TAKEOVER_DEADLINE_MS: a heartbeat may take up to their difference without ending the term (1.5 s at the
-   * defaults). @default 1000
+   * LEASE_TAKEOVER_DEADLINE_MS: heartbeats that each take less than the smaller of their difference and half the
+   * deadline (1.25 s at the defaults) never end the term. @default 1000
    */
   LEASE_HEARTBEAT_INTERVAL_MS: intIn(100, 58_000).default(1000),
   /**

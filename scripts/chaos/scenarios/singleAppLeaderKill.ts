@@ -36,6 +36,11 @@ export interface FailoverRound {
   killed: string;
   /** Whether the killed instance held the app's timer listener lock (so no survivor fired the timer). */
   killedHeldTimerLock: boolean;
+  /**
+   * Worker invocations the killed instance was running: their work units come back only after the host's message
+   * visibility (10 s here), and the job cannot complete before.
+   */
+  killedWorkInFlight: number;
   nextTermS: number | null;
   nextStepStartedS: number | null;
   nextStepCompletedS: number | null;
@@ -90,7 +95,7 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
         if (result === undefined) continue;
         figures.push(result);
         run.options.log(
-          `  ${phase} round ${round}: killed ${result.killed}${result.killedHeldTimerLock ? " (held the timer lock)" : ""}; next term ${fmt(result.nextTermS)}, step completed ${fmt(result.nextStepCompletedS)}, job completed ${fmt(result.jobCompletedS)}`,
+          `  ${phase} round ${round}: killed ${result.killed}${result.killedHeldTimerLock ? " (held the timer lock)" : ""} with ${result.killedWorkInFlight} work unit(s) in flight; next term ${fmt(result.nextTermS)}, step completed ${fmt(result.nextStepCompletedS)}, job completed ${fmt(result.jobCompletedS)}`,
         );
         const started = run.cluster.startInstance(`${phase}-${replacement++}`, env);
         instances.push(started);
@@ -143,8 +148,10 @@ async function killRound(
   );
   const ours = (instance: ChaosInstance): boolean => instances.includes(instance);
   let heldLock = false;
+  let workInFlight = 0;
   const kill = (instance: ChaosInstance): void => {
     heldLock = instance.holdsTimerLock;
+    workInFlight = instance.inFlight.size;
     instance.process.kill();
   };
   // The lock holder if it leads a step with the job within 30 s; otherwise whoever does.
@@ -189,6 +196,7 @@ async function killRound(
     round,
     killed: caught.instance.id,
     killedHeldTimerLock: heldLock,
+    killedWorkInFlight: workInFlight,
     nextTermS: seconds(first("lease-acquired")),
     nextStepStartedS: seconds(first("step-started")),
     nextStepCompletedS: seconds(first("step-completed")),

@@ -35,9 +35,9 @@ export interface TakeoverOptions {
   heartbeatIntervalMs?: number;
   /**
    * With `takeover`: the leader stops when no heartbeat has succeeded for this long (from the start of the last
-   * successful one), in ms. Above `heartbeatIntervalMs`, below `renewDeadlineMs`. A heartbeat may take up to
-   * `takeoverDeadlineMs − heartbeatIntervalMs` (1.5 s at the defaults) without ending the term. Written into the
-   * record: contenders count the holder's own deadline, whatever theirs is. @default 2500
+   * successful one), in ms. Above `heartbeatIntervalMs`, below `renewDeadlineMs`. Heartbeats that each take less than
+   * `min(takeoverDeadlineMs − heartbeatIntervalMs, takeoverDeadlineMs / 2)` (1.25 s at the defaults) never end the
+   * term. Written into the record: contenders count the holder's own deadline, whatever theirs is. @default 2500
    */
   takeoverDeadlineMs?: number;
   /**
