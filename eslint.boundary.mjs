@@ -1,10 +1,13 @@
 // The library boundary (CONTRIBUTING.md, "Layout"): which folder of src/ may import what. Used by eslint.config.mjs
 // and by test/unit/boundary.test.ts, which shows each rule refusing an import across it.
 
-/** `src/` never imports the Functions programming model: only `functions/` registers with it. */
+/**
+ * `src/` never imports the Functions programming model at run time: the user's app passes `app` in, so the package never
+ * loads a second copy of it. Only `src/host/` (the registration and its handlers) uses its types.
+ */
 const FUNCTIONS_IMPORT = {
   name: "@azure/functions",
-  message: "Only functions/ may import @azure/functions; src/ is a library.",
+  message: "Only src/host/ may use @azure/functions, and only its types (import type); src/ is a library.",
 };
 
 /** The Azure SDK packages: only `src/azure/` (and the app's wiring) may import them. */
@@ -18,6 +21,51 @@ export const boundary = [
   {
     files: ["src/**/*.ts"],
     rules: { "no-restricted-imports": ["error", { paths: [FUNCTIONS_IMPORT] }] },
+  },
+  {
+    // The registration in a user's Function app and its handlers: the types of @azure/functions (the user passes `app`),
+    // the app's operations; no storage SDK or adapter (the app wires those).
+    files: ["src/host/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: relativeInto("azure"),
+              message: "The registration must not import the Azure adapters: the app (src/app/) wires them.",
+            },
+            { regex: AZURE_SDK, message: "The registration must not talk to an Azure SDK: the app (src/app/) does." },
+          ],
+        },
+      ],
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        { paths: [{ ...FUNCTIONS_IMPORT, allowTypeImports: true }] },
+      ],
+    },
+  },
+  {
+    // The package's entry points re-export the public API of every folder.
+    files: ["src/index.ts"],
+    rules: { "no-restricted-imports": "off" },
+  },
+  {
+    // This repo's own Function app is a consumer of the package like any user's app: the public entry only.
+    files: ["functions/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^\\.\\./(\\.\\./)*src/(?!index$)",
+              message: "functions/ uses the package's public API only: import from ../src/index.",
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     // The library: leadership, the lease and state ports, fencing, helpers, errors. Usable in any Node service, on

@@ -14,6 +14,9 @@ export default tseslint.config(
       "coverage/**",
       ".local/**",
       "bench-results/**",
+      // A user's project, compiled against the packed package by test/consumer/package.test.ts (its own tsconfig).
+      "test/consumer/app/**",
+      ".deploy/**",
     ],
   },
   js.configs.recommended,

@@ -1,9 +1,20 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 // Tests that time real leases run first, two files at a time; the multi-process suites (end-to-end, chaos) run after
 // them, one file at a time, so a 2-core machine never runs a chaos scenario (or the CPU-bound simulator) beside a
 // timing-sensitive test.
 export default defineConfig({
+  // The examples import the package by name, as a user's app does (tsconfig.json maps the same names).
+  resolve: {
+    alias: [
+      {
+        find: /^azure-leader-coordinator\/leader-election$/,
+        replacement: fileURLToPath(new URL("./src/library/index.ts", import.meta.url)),
+      },
+      { find: /^azure-leader-coordinator$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+    ],
+  },
   test: {
     maxWorkers: 2,
     testTimeout: 60_000,
@@ -26,7 +37,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "processes",
-          include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"],
+          include: [
+            "test/e2e/**/*.test.ts",
+            "test/consumer/**/*.test.ts",
+            "test/chaos/**/*.test.ts",
+            "test/sim/**/*.test.ts",
+          ],
           sequence: { groupOrder: 1 },
           fileParallelism: false,
         },

@@ -1,8 +1,9 @@
-/** The app's entry point (package.json `main`): importing each module registers its functions. */
-import "./coordinator";
-import "./worker";
-import "./wake";
-import "./jobsApi";
-import "./leaderApi";
-import "./statusApi";
-import "./hooks";
+/**
+ * This repo's own Function app (package.json `main`): the coordinator with the built-in group-by kind, registered
+ * through the package's public API exactly as a user's app does it. Names, queues, schedule and limits come from the
+ * app settings (see docs/SETTINGS.md).
+ */
+import { app } from "@azure/functions";
+import { groupByKind, registerCoordinator } from "../src/index";
+
+export const coordinator = registerCoordinator(app, { taskKinds: [groupByKind] });

@@ -71,6 +71,35 @@ param logRetentionInDays int = 30
 @description('Tags applied to every resource.')
 param tags object = {}
 
+// ---- Operations: alerts, the deployer's data-plane access, azd (docs/OPERATIONS.md, docs/DEPLOY.md). ----
+
+@description('E-mail address the alerts go to (an action group is created for it). Empty: the alert rules still fire in Azure Monitor, but notify nobody.')
+param alertEmail string = ''
+
+@description('Minutes without a completed coordination step, while jobs run or items wait, before the "stalled" alert fires.')
+@minValue(5)
+@maxValue(1440)
+param noStepAlertMinutes int = 10
+
+@description('Leader changes in one hour above which the "flapping" alert fires (wake-ups hand the lease between instances in normal operation).')
+@minValue(1)
+@maxValue(10000)
+param leaderChangesPerHourAlert int = 60
+
+@description('Object id of the deployer (you, or a pipeline), given the data-plane roles to upload job inputs and run npm run enqueue against the deployed account. Empty: no such roles. azd sets it to the signed-in user.')
+param deployerPrincipalId string = ''
+
+@description('What kind of principal deployerPrincipalId is.')
+@allowed([
+  'User'
+  'Group'
+  'ServicePrincipal'
+])
+param deployerPrincipalType string = 'User'
+
+@description('azd only (infra/azd.bicep sets it): the azure.yaml service name, tagged on the first app so azd deploy finds it. azd deploys one app: keep appRegions to one entry.')
+param azdServiceName string = ''
+
 // ---- Settings read by the app (src/app/settings.ts). Defaults equal the code's defaults (a test checks). ----
 
 @description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE). Idle cost per schedule: docs/DEPLOY.md#costs.')
@@ -164,6 +193,11 @@ param dispatchBatchSize int = 8192
 @maxValue(1000)
 param workUnitMaxItems int = 32
 
+@description('WORK_UNIT_CONCURRENCY: items of one work unit a worker processes at once, for task kinds that set none.')
+@minValue(1)
+@maxValue(64)
+param workUnitConcurrency int = 1
+
 @description('WORK_UNIT_MAX_BYTES: most bytes of JSON in one work message (its base64 form must fit a 64 KiB queue message).')
 @minValue(1024)
 @maxValue(48128)
@@ -178,6 +212,16 @@ param maxAggregateGroups int = 200000
 @minValue(1024)
 @maxValue(268435456)
 param maxInputBlobBytes int = 4194304
+
+@description('MAX_JOB_DOCUMENT_BYTES: most bytes of JSON a job\'s stored document may have; a job whose aggregate would make it larger ends as failed with the reason.')
+@minValue(1048576)
+@maxValue(67108864)
+param maxJobDocumentBytes int = 16777216
+
+@description('JOB_RETENTION_HOURS: how long an ended job is kept; then the leader removes its state and blobs, and its status answers 404.')
+@minValue(1)
+@maxValue(8760)
+param jobRetentionHours int = 168
 
 @description('STEP_STALL_TIMEOUT_MS: the leader gives up leadership when its step makes no progress for this long.')
 @minValue(1000)
@@ -241,6 +285,7 @@ module apps 'modules/functionApp.bicep' = [
       planName: 'plan-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
       identityName: 'id-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
       hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, nameToken(region), string(i)), 8)}'
+      siteTags: i == 0 && !empty(azdServiceName) ? { 'azd-service-name': azdServiceName } : {}
       coordinationStorageName: coordinationStorage.outputs.name
       coordinationBlobEndpoint: coordinationStorage.outputs.blobEndpoint
       coordinationQueueEndpoint: coordinationStorage.outputs.queueEndpoint
@@ -267,13 +312,50 @@ module apps 'modules/functionApp.bicep' = [
       activityWakeIntervalMs: activityWakeIntervalMs
       dispatchBatchSize: dispatchBatchSize
       workUnitMaxItems: workUnitMaxItems
+      workUnitConcurrency: workUnitConcurrency
       workUnitMaxBytes: workUnitMaxBytes
       maxAggregateGroups: maxAggregateGroups
       maxInputBlobBytes: maxInputBlobBytes
+      maxJobDocumentBytes: maxJobDocumentBytes
+      jobRetentionHours: jobRetentionHours
       stepStallTimeoutMs: stepStallTimeoutMs
     }
   }
 ]
+
+module alerts 'modules/alerts.bicep' = {
+  name: 'alerts'
+  params: {
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    location: coordinationLocation
+    tags: tags
+    alertEmail: alertEmail
+    noStepMinutes: noStepAlertMinutes
+    leaderChangesPerHour: leaderChangesPerHourAlert
+  }
+}
+
+module workbook 'modules/workbook.bicep' = {
+  name: 'workbook'
+  params: {
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    location: coordinationLocation
+    tags: tags
+  }
+}
+
+module deployerRoles 'modules/deployerRoles.bicep' = if (!empty(deployerPrincipalId)) {
+  name: 'deployer-roles'
+  params: {
+    principalId: deployerPrincipalId
+    principalType: deployerPrincipalType
+    coordinationStorageName: coordinationStorage.outputs.name
+    inputContainerName: inputContainer
+    systemContainerName: systemContainer
+    stateContainerName: stateContainer
+    wakeQueueName: wakeQueue
+  }
+}
 
 @description('Function app names, one per entry of appRegions (pass one to func azure functionapp publish and infra/smoke.sh).')
 output appNames string[] = [for (region, i) in appRegions: apps[i].outputs.name]
@@ -295,3 +377,6 @@ output coordinationQueueEndpoint string = coordinationStorage.outputs.queueEndpo
 
 @description('Application Insights component that receives every app\'s telemetry.')
 output applicationInsightsName string = monitoring.outputs.applicationInsightsName
+
+@description('Alert rules on the coordinator\'s telemetry (docs/OPERATIONS.md, "Alerts").')
+output alertRuleNames string[] = alerts.outputs.alertRuleNames

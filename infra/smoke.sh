@@ -8,7 +8,8 @@
 # expected one. Exit status: 0 passed, 1 failed (HTTP error, job failed, wrong aggregate, timeout), 2 usage.
 #
 # Environment (optional):
-#   SMOKE_TIMEOUT_SECONDS  give up after this long (default 300: a cold start plus a few 30 s coordinator ticks)
+#   SMOKE_TIMEOUT_SECONDS  give up after this long (default 300: a cold start plus a few of the coordinator's 1-minute
+#                          heartbeat ticks, the default COORDINATOR_SCHEDULE, should the submission's wake-up be lost)
 #   SMOKE_POLL_SECONDS     wait between polls (default 5)
 #
 # The coordinator only runs where some app holds the lease, so with several apps the job may be coordinated by

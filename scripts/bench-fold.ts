@@ -6,7 +6,7 @@ import { Bitmap } from "../src/coordination/bitmap";
 import { foldOutcomes, type FoldCounts, type ItemOutcome } from "../src/coordination/foldResults";
 import { groupByKind, type GroupByPartial } from "../src/coordination/groupBy";
 import { MAX_RECORDED_FAILURES, type JobState } from "../src/coordination/jobState";
-import { TaskRegistry } from "../src/coordination/taskKinds";
+import { TaskRegistry } from "../src/coordination/taskRegistry";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "./support/cli";
 
 /**
@@ -187,7 +187,12 @@ function main(): void {
     return;
   }
   const registry = new TaskRegistry().register(groupByKind);
-  const deps = { registry, now: () => 1, maxAggregateGroups: Number.MAX_SAFE_INTEGER };
+  const deps = {
+    registry,
+    now: () => 1,
+    maxAggregateGroups: Number.MAX_SAFE_INTEGER,
+    maxJobDocumentBytes: Number.MAX_SAFE_INTEGER,
+  };
   const rows = [];
   for (const groups of args.groups) {
     const { state, outcomes } = scenario(groups, args.results);

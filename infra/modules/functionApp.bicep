@@ -14,6 +14,9 @@ param location string
 @description('Tags applied to every resource of this app.')
 param tags object = {}
 
+@description('Tags of the Function App alone, on top of tags (azd finds the app to deploy to by its azd-service-name tag).')
+param siteTags object = {}
+
 @description('Flex Consumption plan name (one app per Flex plan).')
 param planName string
 
@@ -67,9 +70,12 @@ param stepBudgetMs int
 param activityWakeIntervalMs int
 param dispatchBatchSize int
 param workUnitMaxItems int
+param workUnitConcurrency int
 param workUnitMaxBytes int
 param maxAggregateGroups int
 param maxInputBlobBytes int
+param maxJobDocumentBytes int
+param jobRetentionHours int
 param stepStallTimeoutMs int
 
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
@@ -128,7 +134,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
 resource site 'Microsoft.Web/sites@2024-04-01' = {
   name: name
   location: location
-  tags: tags
+  tags: union(tags, siteTags)
   kind: 'functionapp,linux'
   identity: {
     type: 'UserAssigned'
@@ -217,9 +223,12 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     ACTIVITY_WAKE_INTERVAL_MS: string(activityWakeIntervalMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
     WORK_UNIT_MAX_ITEMS: string(workUnitMaxItems)
+    WORK_UNIT_CONCURRENCY: string(workUnitConcurrency)
     WORK_UNIT_MAX_BYTES: string(workUnitMaxBytes)
     MAX_AGGREGATE_GROUPS: string(maxAggregateGroups)
     MAX_INPUT_BLOB_BYTES: string(maxInputBlobBytes)
+    MAX_JOB_DOCUMENT_BYTES: string(maxJobDocumentBytes)
+    JOB_RETENTION_HOURS: string(jobRetentionHours)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
   }
   dependsOn: [

@@ -5,7 +5,7 @@ import { readSettings, type Settings } from "../../src/app/settings";
 import { delay } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { EventLog, recordFromEventLine, type EventRecord } from "../local/eventLog";
-import { InstanceProcess, type InstanceHandlers, type InstanceState } from "../local/instances";
+import { InstanceProcess, lastOutput, type InstanceHandlers, type InstanceState } from "../local/instances";
 import { ensureAppStorage } from "../local/storageSetup";
 
 /**
@@ -20,7 +20,9 @@ import { ensureAppStorage } from "../local/storageSetup";
  * terms.
  */
 export const CHAOS_APP_SETTINGS: Readonly<Record<string, string>> = {
-  COORDINATOR_SCHEDULE: "*/2 * * * * *",
+  // Every 10 s: STEP_BUDGET_MS must be below the schedule's shortest interval (settings.ts), and a 6 s step leaves a
+  // revocation or a kill time to land mid-step.
+  COORDINATOR_SCHEDULE: "*/10 * * * * *",
   DISPATCH_BATCH_SIZE: "5",
   // Units of 8 items: a job spans many units, so duplicates and kills hit whole units mid-job.
   WORK_UNIT_MAX_ITEMS: "8",
@@ -172,8 +174,7 @@ export class ChaosCluster {
     const deadline = Date.now() + 60_000;
     while (instances.some((instance) => instance.process.state.role === "starting")) {
       const dead = instances.find((instance) => instance.process.state.exit !== undefined);
-      if (dead !== undefined)
-        throw new Error(`${dead.id} exited while starting:\n  ${dead.process.state.recentLogs.join("\n  ")}`);
+      if (dead !== undefined) throw new Error(`${dead.id} exited while starting:\n${lastOutput(dead.process.state)}`);
       if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
       await delay(100);
     }

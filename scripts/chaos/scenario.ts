@@ -81,7 +81,7 @@ export interface Fault {
  */
 export const LEADER_AGAIN_SLACK_MS = 3000;
 /** One coordinator tick (CHAOS_APP_SETTINGS schedule). */
-export const TICK_MS = 2000;
+export const TICK_MS = 10_000;
 
 /** The live state of a scenario, handed to its body. */
 export class ScenarioRun {

@@ -47,6 +47,18 @@ export interface InstanceState {
 }
 
 /** Callbacks of an {@link InstanceProcess}. */
+/**
+ * An instance's last output, quoted line by line for an error message. Quoted, its stack lines ("    at …") are not
+ * read as the error's own stack: a test runner mapping them through tsx's loader would fail on its inline source map
+ * and report that instead of the instance's error.
+ */
+export function lastOutput(state: InstanceState): string {
+  return state.recentLogs
+    .flatMap((entry) => entry.split("\n"))
+    .map((line) => `  | ${line}`)
+    .join("\n");
+}
+
 export interface InstanceHandlers {
   onEvent(instance: InstanceState, line: EventLine): void;
   onLog(instance: InstanceState, line: LogLine): void;

@@ -41,7 +41,7 @@ group-by job, a live view, and a leadership timeline (SVG) at the end.
   --duration S            stop gracefully after S seconds (default: a few seconds after the job completes)
   --schedule CRON         COORDINATOR_SCHEDULE, NCRONTAB with seconds (default "*/5 * * * * *")
   --events FILE           append events as JSON lines (default .local/events-<timestamp>.jsonl)
-  --kill-leader-after S   SIGKILL the leader after S seconds; the others carry on
+  --kill-leader-after S   from S seconds on, SIGKILL a leader mid-job (once items are done, before the job ends)
   --items N               demo job items, 1–5000 (default 200)
   --timeline FILE         where to write the SVG (default .local/timeline-<timestamp>.svg)
   --apps N                function apps the instances form, 1–instances (default 1: one app, so the timer fires on
@@ -52,7 +52,7 @@ group-by job, a live view, and a leadership timeline (SVG) at the end.
   --help                  show this text
 
 To see a leader die mid-job, make the job span many passes (one item per work message, a few per pass):
-  WORK_UNIT_MAX_ITEMS=1 DISPATCH_BATCH_SIZE=5 npm run local -- --kill-leader-after 8 --items 300`;
+  WORK_UNIT_MAX_ITEMS=4 npm run local -- --kill-leader-after 0 --items 2000`;
 
 /**
  * Parses `argv` (without node and script).

@@ -3,12 +3,20 @@ import { dirname, join, resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../src/app/jobs";
-import { readSettings, type Settings } from "../../src/app/settings";
+import { readSettings, settingsSchema, type Settings } from "../../src/app/settings";
+import { parseNcrontab } from "../../src/app/schedule";
 import { delay, type Abortable } from "../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../support/azurite";
 import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "./demoData";
 import { EventLog, recordFromEventLine } from "./eventLog";
-import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers, type InstanceState } from "./instances";
+import {
+  InstanceProcess,
+  NODE_WORKER_ARGUMENTS,
+  lastOutput,
+  type InstanceHandlers,
+  type InstanceState,
+} from "./instances";
+import { MidJobLeaderKill } from "./leaderKill";
 import { LiveView, type LiveMode } from "./liveView";
 import type { LocalOptions } from "./options";
 import { aggregateTable, describeEvent } from "./report";
@@ -74,6 +82,10 @@ export interface LocalRunResult {
   timelinePath: string;
   logsDir: string;
   instances: InstanceSummary[];
+  /** Work units each instance's worker finished (its host's "Executed" lines), by instance name. */
+  unitsByInstance: Record<string, number>;
+  /** With `killLeaderAfterS`: who was killed mid-job, with the job how far (or why nobody was). */
+  kill?: string;
 }
 
 /** Runs the coordinator app locally with several instances and a demo job. Never throws: failures are in the result. */
@@ -94,6 +106,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     timelinePath: resolve(options.timelinePath ?? join(outputDir, `timeline-${stamp}.svg`)),
     logsDir,
     instances: [],
+    unitsByInstance: {},
   };
   const live =
     options.live ?? ((out as { isTTY?: boolean }).isTTY === true && baseEnv.CI === undefined ? "tty" : "plain");
@@ -102,6 +115,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
   let azurite: Azurite | undefined;
   let app: CoordinatorApp | undefined;
   const instances: InstanceProcess[] = [];
+  let killer: MidJobLeaderKill | undefined;
   const print = (text: string): void => {
     if (live !== "off") out.write(`${text}\n`);
   };
@@ -151,13 +165,21 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     const startedMs = Date.now();
     const elapsed = (): number => Date.now() - startedMs;
     mkdirSync(logsDir, { recursive: true });
+    if (options.killLeaderAfterS !== undefined)
+      killer = new MidJobLeaderKill(instances, startedMs + options.killLeaderAfterS * 1000, (text) => {
+        view.note(elapsed(), text);
+      });
     const handlers: InstanceHandlers = {
-      onEvent: (_instance, line) => {
+      onEvent: (instance, line) => {
         events.append(recordFromEventLine(line));
+        const from = instances.find((candidate) => candidate.state === instance);
+        if (from !== undefined) killer?.onEvent(line, from);
         const text = describeEvent(line);
         if (text !== undefined) view.note(elapsed(), text);
       },
       onLog: (instance, line) => {
+        if (line.functionName === "worker" && line.message.startsWith("Executed"))
+          result.unitsByInstance[instance.name] = (result.unitsByInstance[instance.name] ?? 0) + 1;
         appendFileSync(
           join(logsDir, `${instance.name}.log`),
           `${line.ts} ${line.level} ${line.functionName === undefined ? "" : `[${line.functionName}] `}${line.message}\n`,
@@ -214,9 +236,10 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
         `The app rejected the demo job: ${submitted.errors.map((error) => `${error.field}: ${error.message}`).join("; ")}`,
       );
     result.jobId = submitted.id;
+    killer?.watch(submitted.id);
     view.note(elapsed(), `submitted job ${submitted.id.slice(0, 8)} (${submitted.itemCount} items)`);
 
-    const watched = await watchRun({ app, jobId: submitted.id, instances, view, startedMs, options });
+    const watched = await watchRun({ app, jobId: submitted.id, instances, view, startedMs, options, killer });
     result.status = watched.status;
     result.problem = watched.problem;
     view.close();
@@ -228,6 +251,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       result.status = (await getJobStatus(app, result.jobId).catch(() => undefined)) ?? result.status;
     await azurite?.stop();
     result.instances = instances.map((instance) => summarize(instance.state));
+    if (killer !== undefined) result.kill = killer.result;
     mkdirSync(dirname(result.timelinePath), { recursive: true });
     writeFileSync(
       result.timelinePath,
@@ -259,6 +283,8 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
     result.problem = `The job did not complete in time (status ${result.status?.status ?? "unknown"}).`;
   else if (result.problem === undefined && !result.matches)
     result.problem = "The job completed, but its aggregate differs from the expected one.";
+  else if (result.problem === undefined && result.kill !== undefined && !result.kill.startsWith("killed"))
+    result.problem = `--kill-leader-after: ${result.kill}.`;
   result.exitCode = result.problem === undefined ? 0 : interrupted ? 130 : 1;
   printSummary(result, print);
   return result;
@@ -267,7 +293,9 @@ function finish(result: LocalRunResult, print: (text: string) => void, interrupt
 /**
  * The instances' app settings: `baseEnv` with the storage and the schedule, and every setting the app reads filled in
  * with its default (bindings name settings such as %WORK_QUEUE%; in Azure the Bicep sets every one). The coordination
- * account doubles as host storage (AzureWebJobsStorage), where the host keeps the timer listener lock.
+ * account doubles as host storage (AzureWebJobsStorage), where the host keeps the timer listener lock. Without a
+ * STEP_BUDGET_MS, a schedule faster than the app's default budget (the runner's 5 s) gets a budget one second below
+ * its shortest interval, which the app requires.
  */
 export function instanceEnv(
   baseEnv: Record<string, string | undefined>,
@@ -289,9 +317,18 @@ export function instanceEnv(
     // The Node flags the app is deployed with (an empty value runs Node's defaults).
     languageWorkers__node__arguments: baseEnv.languageWorkers__node__arguments ?? NODE_WORKER_ARGUMENTS,
   };
+  if ((baseEnv.STEP_BUDGET_MS ?? "").trim() === "") env.STEP_BUDGET_MS = budgetBelow(schedule);
   const settings = readSettings(env);
   for (const [name, value] of Object.entries(settings)) if ((env[name] ?? "").trim() === "") env[name] = String(value);
   return { env, settings };
+}
+
+/** The app's default step budget, or one second below the schedule's shortest interval when that is shorter. */
+function budgetBelow(schedule: string): string | undefined {
+  const parsed = parseNcrontab(schedule);
+  const defaultBudget = settingsSchema.shape.STEP_BUDGET_MS.parse(undefined);
+  if (!parsed.ok || parsed.schedule.shortestIntervalMs > defaultBudget) return undefined;
+  return String(Math.max(1000, parsed.schedule.shortestIntervalMs - 1000));
 }
 
 /** Waits until every instance has reported ready. @throws Error when one exits first or 60 s pass. */
@@ -303,9 +340,7 @@ export async function waitForReady(
   for (;;) {
     const dead = instances.find((instance) => instance.state.exit !== undefined);
     if (dead !== undefined)
-      throw new Error(
-        `${dead.state.name} exited while starting. Its last output:\n  ${dead.state.recentLogs.join("\n  ")}`,
-      );
+      throw new Error(`${dead.state.name} exited while starting. Its last output:\n${lastOutput(dead.state)}`);
     if (instances.every((instance) => instance.state.role !== "starting")) return;
     if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
     await delay(100, { abortSignal });
@@ -339,9 +374,23 @@ function printSummary(result: LocalRunResult, print: (text: string) => void): vo
     `Job ${result.jobId ?? "(not submitted)"}: ${result.status?.status ?? "unknown"}${progress === undefined ? "" : ` — done ${progress.done}/${progress.total}, failed ${progress.failed}`}`,
   );
   for (const line of aggregateTable(result.aggregate, result.expected)) print(line);
+  const seconds = jobSeconds(result.status);
+  if (seconds !== undefined && progress !== undefined)
+    print(
+      `Duration: ${seconds.toFixed(1)} s from submission to ${result.status?.status ?? "end"}, ${Math.round((progress.done + progress.failed) / seconds)} items/s`,
+    );
+  const units = result.instances.map((instance) => `${instance.name} ${result.unitsByInstance[instance.name] ?? 0}`);
+  print(`Work units per instance: ${units.join(", ")}`);
+  if (result.kill !== undefined) print(`Kill: ${result.kill}`);
   print(`Aggregate matches the expected one: ${result.matches ? "yes" : "no"}`);
   print(`Events:   ${result.eventsPath}`);
   print(`Timeline: ${result.timelinePath}`);
   print(`Logs:     ${result.logsDir}`);
   if (result.problem !== undefined) print(`\n${result.problem}`);
+}
+
+/** Seconds from the job's submission to its end, from its status; undefined while it runs. */
+function jobSeconds(status: JobStatus | undefined): number | undefined {
+  if (status?.endedAt === undefined) return undefined;
+  return Math.max(0.001, (Date.parse(status.endedAt) - Date.parse(status.createdAt)) / 1000);
 }

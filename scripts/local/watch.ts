@@ -2,12 +2,13 @@ import type { CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, type JobStatus } from "../../src/app/jobs";
 import { delay } from "../../src/library/util/delay";
 import type { InstanceProcess } from "./instances";
+import type { MidJobLeaderKill } from "./leaderKill";
 import type { LiveView } from "./liveView";
 import type { RunLocalOptions } from "./run";
 
 /**
- * The watching phase of a local run: redraw the live view ~2×/s, read the job's status every second, SIGKILL the
- * leader when `--kill-leader-after` says so, and decide when to stop — at `--duration`, or a few seconds after the
+ * The watching phase of a local run: redraw the live view ~2×/s, read the job's status every second (and tell the
+ * `--kill-leader-after` killer), and decide when to stop — at `--duration`, or a few seconds after the
  * job completed, or at the give-up deadline, or when every instance is gone, or on abort.
  */
 
@@ -19,6 +20,8 @@ export interface WatchInput {
   view: LiveView;
   /** When the instances were started: durations count from here. */
   startedMs: number;
+  /** `--kill-leader-after`: told of each status read. */
+  killer?: MidJobLeaderKill;
   options: RunLocalOptions;
 }
 
@@ -30,18 +33,16 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
   const { app, jobId, instances, view, startedMs, options } = input;
   const durationMs = options.durationS === undefined ? undefined : options.durationS * 1000;
   const deadlineMs = startedMs + (durationMs ?? (options.maxWaitS ?? 300) * 1000);
-  const killAtMs = options.killLeaderAfterS === undefined ? undefined : startedMs + options.killLeaderAfterS * 1000;
   let status: JobStatus | undefined;
   let lastStatusMs = -Infinity;
   let completedAtMs: number | undefined;
-  let killed = false;
-  let waitingForLeaderNoted = false;
   for (;;) {
     const now = Date.now();
     if (options.abortSignal?.aborted === true) return { status };
     if (now - lastStatusMs >= STATUS_EVERY_MS) {
       lastStatusMs = now;
       status = (await getJobStatus(app, jobId).catch(() => undefined)) ?? status;
+      input.killer?.onStatus(status);
       if (status?.status === "failed")
         return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
       // Completed, or ended early (cancelled, expired): either way the job is over.
@@ -62,21 +63,6 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
       return completedAtMs !== undefined || durationMs !== undefined
         ? { status }
         : { status, problem: `The job did not complete within ${seconds} s; give it longer with --duration.` };
-    }
-    if (killAtMs !== undefined && !killed && now >= killAtMs) {
-      // Kill it while it leads (holds a term), which is the case worth surviving: its lease must expire first.
-      const leader = instances.find((instance) => instance.alive && instance.state.role === "leader");
-      if (leader !== undefined) {
-        killed = true;
-        view.note(now - startedMs, `SIGKILL ${leader.state.name} (pid ${leader.state.pid ?? "?"}), the current leader`);
-        leader.kill();
-      } else if (!waitingForLeaderNoted) {
-        waitingForLeaderNoted = true;
-        view.note(
-          now - startedMs,
-          "kill-leader: nobody leads right now; killing the next leader as soon as one acquires the lease",
-        );
-      }
     }
     if (instances.every((instance) => !instance.alive))
       return { status, problem: "Every instance exited; see the logs folder for why." };

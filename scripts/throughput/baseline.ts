@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import type { QueueClient } from "@azure/storage-queue";
-import { groupByKind, groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByView, mergeGroups, type GroupByPartial } from "../../src/coordination/groupBy";
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../src/library/util/delay";
@@ -27,7 +27,7 @@ import { packUnits } from "./units";
 /**
  * The raw-SDK baselines: the same work as the app with nothing else. A producer (this process) sends the work
  * messages, 64 at a time; `workers` worker processes (./baselineWorker.ts) receive, process and report one result
- * per message; a consumer (this process) receives results 32 at a time, merges them with `groupByKind.merge` and
+ * per message; a consumer (this process) receives results 32 at a time, merges them with `mergeGroups` and
  * deletes them. Timed from the first send to the last merge. Two loops:
  * - `per-item`: one message per item (the app before work units);
  * - `batched`: the same unit messages as the app's leader sends (./units.ts: at most `unitMaxItems` items and
@@ -132,7 +132,7 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
           JSON.stringify({ v: 2, ...base, first: unit.first, inputs: unit.inputs } satisfies BaselineWork),
         );
   let problem: string | undefined;
-  let aggregate: GroupByPartial = groupByKind.empty();
+  let aggregate: GroupByPartial = [];
   let duplicates = 0;
   let firstSendMs: number | undefined;
   const startMs = Date.now();
@@ -205,7 +205,7 @@ async function consume(
 ): Promise<{ aggregate: GroupByPartial; duplicates: number }> {
   const seen = new Uint8Array(items);
   let merged = 0;
-  let aggregate = groupByKind.empty();
+  let aggregate: GroupByPartial = [];
   let duplicates = 0;
   const delays = pollDelaysMs();
   while (merged < items) {
@@ -230,7 +230,7 @@ async function consume(
       else {
         seen.fill(1, result.first, result.first + result.count);
         merged += result.count;
-        aggregate = groupByKind.merge(aggregate, result.partial as GroupByPartial);
+        aggregate = mergeGroups(aggregate, result.partial as GroupByPartial);
       }
     }
     await Promise.all(

@@ -1,5 +1,6 @@
 import type { DequeuedMessageItem } from "@azure/storage-queue";
-import { groupByKind, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupRecords, mergeGroups, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByParamsSchema } from "../../src/coordination/groupBySchema";
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../src/library/util/delay";
@@ -17,7 +18,7 @@ import { countProcessRequests } from "./requestCounter";
 /**
  * One baseline worker process: the raw storage SDKs doing what the app's worker does, and nothing else — receive
  * work in batches of 16 (fetching again once no more than 8 are still running, as the host does), read each input
- * blob an item names, `groupByKind.process` each item and merge a unit's partials, send one result per message,
+ * blob an item names, `groupRecords` each item and merge a unit's partials, send one result per message,
  * delete the work message. The same back-off as the host while the queue is empty. No host, no leadership, no state.
  *
  * Environment: BASELINE_STORAGE (connection string), BASELINE_WORK_QUEUE, BASELINE_RESULTS_QUEUE,
@@ -66,12 +67,11 @@ async function main(): Promise<void> {
       const text = decodeBody(item.messageText, "base64");
       if (text === undefined) throw new Error(`message ${item.messageId} is not base64`);
       const message = JSON.parse(text) as BaselineWork;
-      const params = groupByKind.paramsSchema.parse(message.params);
+      const params = groupByParamsSchema.parse(message.params);
       const items = message.v === 1 ? [message.input] : message.inputs;
-      let partial: GroupByPartial = groupByKind.empty();
+      let partial: GroupByPartial = [];
       // One item after another, as the app's worker does a unit's.
-      for (const input of items)
-        partial = groupByKind.merge(partial, groupByKind.process(await readInput(input), params));
+      for (const input of items) partial = mergeGroups(partial, groupRecords(await readInput(input), params));
       const result: BaselineResult = {
         jobId: message.jobId,
         first: message.v === 1 ? message.item : message.first,

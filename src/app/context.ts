@@ -3,10 +3,11 @@ import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from 
 import { groupByKind } from "../coordination/groupBy";
 import type { CoordinationPorts } from "../coordination/deps";
 import type { MessageQueue } from "../coordination/ports";
-import { TaskRegistry } from "../coordination/taskKinds";
+import { TaskRegistry } from "../coordination/taskRegistry";
 import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
 import { LeaderWatch } from "../coordination/leaderWatch";
+import { JobStopChecks } from "../coordination/jobStops";
 import { BlobStateStore } from "../azure/BlobStateStore";
 import { BlobLeaseStore } from "../azure/BlobLeaseStore";
 import type { LeaseStore } from "../library/lease/LeaseStore";
@@ -23,7 +24,6 @@ import {
 import { StorageQueue } from "../azure/StorageQueue";
 import type { Logger } from "../library/util/logger";
 import type { AppEvent } from "./events";
-import { processShutdown } from "./shutdown";
 
 /**
  * host.json `extensions.queues.maxDequeueCount`. The worker needs it to know a delivery is the last; a test proves
@@ -50,11 +50,13 @@ export interface CoordinatorApp extends AppParts {
   activityWakeUps: ActivityWakeUps;
   /** With takeover: watches the leader while this process is busy, and breaks a silent one's lease. */
   leaderWatch: LeaderWatch;
+  /** This process's checks of jobs' stop blobs (worker invocations share them). */
+  jobStops: Pick<JobStopChecks, "isStopped">;
 }
 
-/** The task kinds this app ships. Add yours here (see README, "Adding a task kind"). */
+/** A registry of the built-in kinds (group-by): what the repo's own tools and tests use. */
 export function createRegistry(): TaskRegistry {
-  return new TaskRegistry().register(groupByKind);
+  return new TaskRegistry([groupByKind]);
 }
 
 /** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */
@@ -102,13 +104,13 @@ export interface AppParts extends CoordinationPorts {
  */
 export function createCoordinatorApp(
   env: Record<string, string | undefined> = process.env,
-  options: Pick<StorageClientOptions, "policies"> & Abortable = {},
+  options: AppBuildOptions = {},
 ): CoordinatorApp {
   const settings = readSettings(env);
-  const { abortSignal, ...clientOptions } = options;
-  const clients = createStorageClients(connectionFromSettings(CONNECTION_SETTINGS.coordination, env), {
+  const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies, abortSignal } = options;
+  const clients = createStorageClients(connectionFromSettings(connection, env), {
     ...DEFAULT_PIPELINE_OPTIONS,
-    ...clientOptions,
+    ...(policies === undefined ? {} : { policies }),
   });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
   return assembleCoordinatorApp(
@@ -127,10 +129,21 @@ export function createCoordinatorApp(
       workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
       resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
       wakeQueue: queue(settings.WAKE_QUEUE),
-      registry: createRegistry(),
+      registry,
     },
     { abortSignal },
   );
+}
+
+/** Options of {@link createCoordinatorApp}. */
+export interface AppBuildOptions extends Pick<StorageClientOptions, "policies">, Abortable {
+  /** The task kinds. @default the built-in group-by kind only */
+  registry?: TaskRegistry;
+  /**
+   * The coordination storage account's connection: the name of an app setting holding a connection string (local,
+   * Azurite), or the prefix of identity-based settings (`<name>__blobServiceUri`, …). @default "COORDINATION_STORAGE"
+   */
+  connection?: string;
 }
 
 /** The elector's timings and takeover from the app's settings (the app's defaults; docs/FAILOVER.md). */
@@ -188,17 +201,5 @@ export function assembleCoordinatorApp(parts: AppParts, options: Abortable = {})
     from: instanceId,
     abortSignal: options.abortSignal,
   });
-  return { ...parts, elector, activityWakeUps, leaderWatch };
-}
-
-let shared: CoordinatorApp | undefined;
-
-/**
- * The process-wide app, built on first use (handlers call this; tests build their own with
- * {@link createCoordinatorApp}).
- */
-export function getCoordinatorApp(): CoordinatorApp {
-  // The process's shutdown (the appTerminate hook) also stops its leader watcher.
-  shared ??= createCoordinatorApp(process.env, { abortSignal: processShutdown.signal });
-  return shared;
+  return { ...parts, elector, activityWakeUps, leaderWatch, jobStops: new JobStopChecks(parts.system) };
 }

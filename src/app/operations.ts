@@ -1,17 +1,20 @@
 import { StaleEpochError } from "../library/errors";
-import { requestCancel, type CancelRequestResult } from "../coordination/cancel";
+import { requestCancel } from "../coordination/cancel";
 import type { CoordinationDeps } from "../coordination/deps";
 import { runCoordinationStep, type StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 
 export { UnreadableJobError } from "../coordination/jobState";
-import { storeSubmission, validateSubmission, type FieldError } from "../coordination/submit";
+import { storeSubmission, validateSubmission } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
 import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../library/leadership/LeaderElector";
 import type { Abortable } from "../library/util/delay";
+import type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results";
+
+export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
 import { renderStatusPage, statusPageHeaders } from "./renderStatusPage";
@@ -182,7 +185,11 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
     maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
     maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
+    maxJobDocumentBytes: app.settings.MAX_JOB_DOCUMENT_BYTES,
+    jobRetentionMs: app.settings.JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
+    workUnitConcurrency: app.settings.WORK_UNIT_CONCURRENCY,
+    jobStops: app.jobStops,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
     logger: sink.logger,
@@ -202,15 +209,18 @@ export async function handleWorkMessage(
   sink: Sink,
   payload: unknown,
   delivery: Omit<Delivery, "maxDequeueCount">,
+  options: Abortable = {},
 ): Promise<WorkOutcome> {
   // A job is active: watch the leader, so a dead one is replaced in seconds (with takeover; coordination/leaderWatch).
   app.leaderWatch.activity();
   let outcome: WorkOutcome;
   try {
-    outcome = await processWorkMessage(coordinationDeps(app, sink), payload, {
-      ...delivery,
-      maxDequeueCount: MAX_DEQUEUE_COUNT,
-    });
+    outcome = await processWorkMessage(
+      coordinationDeps(app, sink),
+      payload,
+      { ...delivery, maxDequeueCount: MAX_DEQUEUE_COUNT },
+      options,
+    );
   } catch (error) {
     // On the last delivery the worker reported the item as failed before rethrowing (and the host poisons the message).
     if (delivery.dequeueCount >= MAX_DEQUEUE_COUNT)
@@ -219,6 +229,8 @@ export async function handleWorkMessage(
       );
     throw error;
   }
+  // A unit of a stopped job whose items were all skipped sent nothing the leader needs.
+  if (outcome.status === "stopped" && outcome.skipped === outcome.count) return outcome;
   const reason = outcome.status === "rejected" ? "poison-arrived" : "results-arrived";
   await sendActivityWakeUp(app, sink, reason, () =>
     app.activityWakeUps.activity(reason, "jobId" in outcome ? outcome.jobId : undefined),
@@ -241,25 +253,6 @@ async function sendActivityWakeUp(
     );
   }
 }
-
-/** Options of {@link submitJob} and {@link cancelJob}. */
-export interface SubmitOptions extends Abortable {
-  /**
-   * Send a wake-up so the coordinator acts now (starts the job, applies the cancellation), not at its next tick.
-   * @default true
-   */
-  wake?: boolean;
-}
-
-/** Whether a request's wake-up was sent ("off" when not asked for), and why not. */
-export interface WakeUpReport {
-  wakeUp: "sent" | "failed" | "off";
-  wakeUpError?: string;
-}
-
-/** A submission's outcome: the job, and whether the wake-up was sent. */
-export type SubmitResult =
-  ({ ok: true; id: string; itemCount: number } & WakeUpReport) | { ok: false; errors: FieldError[] };
 
 /** Sends a wake-up unless `wake` is false; a failure is reported, not thrown (the timer is the heartbeat). */
 async function wakeCoordinator(
@@ -308,11 +301,6 @@ export async function submitJob(
     ...(await wakeCoordinator(app, "job-submitted", result.id, options)),
   };
 }
-
-/** A cancellation request's outcome; a stored request also says whether its wake-up was sent. */
-export type CancelResult =
-  | Exclude<CancelRequestResult, { outcome: "requested" }>
-  | (Extract<CancelRequestResult, { outcome: "requested" }> & WakeUpReport);
 
 /**
  * Requests cancellation of a job, then wakes the coordinator: the leader ends the job as `cancelled` at its next step.

@@ -9,6 +9,8 @@ import {
 } from "../azure/azureNames";
 import { keys } from "../coordination/jobState";
 import { TERMS_KEY } from "../coordination/termHistory";
+import type { SettingName } from "./options";
+import { parseNcrontab } from "./schedule";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.
@@ -36,13 +38,17 @@ const intIn = (min: number, max: number) =>
     .min(min, `must be from ${min} to ${max}`)
     .max(max, `must be from ${min} to ${max}`);
 
-/** NCRONTAB with six fields (seconds first), or a `%AppSetting%` reference is not allowed here: this IS the setting. */
+/**
+ * NCRONTAB with six fields, seconds first, as the Functions host parses a timer's schedule (see `schedule.ts`); a
+ * `%AppSetting%` reference is not allowed here: this IS the setting.
+ */
 const ncrontab = z
   .string()
-  .regex(
-    /^\s*\S+(\s+\S+){5}\s*$/,
-    "must be an NCRONTAB expression with six fields, seconds first (e.g. '*/30 * * * * *')",
-  );
+  .trim()
+  .superRefine((value, context) => {
+    const parsed = parseNcrontab(value);
+    if (!parsed.ok) context.addIssue({ code: "custom", message: parsed.reason });
+  });
 
 /**
  * The settings schema. Keys are the app setting names exactly as they appear in Azure and in `local.settings.json`.
@@ -118,7 +124,10 @@ export const settingsSchema = z.object({
    * both off (the timer and submissions alone start steps). @default 5000
    */
   ACTIVITY_WAKE_INTERVAL_MS: intIn(0, 600_000).default(5000),
-  /** Time budget of one coordination step in ms; shorter than the timer's tick. @default 20000 */
+  /**
+   * Time budget of one coordination step in ms; below the shortest interval between two firings of
+   * COORDINATOR_SCHEDULE. @default 20000
+   */
   STEP_BUDGET_MS: intIn(1000, 600_000).default(20_000),
   /**
    * Most items the leader dispatches per pass of its step (bounded fan-out); at most twice this many items of a job are
@@ -126,6 +135,11 @@ export const settingsSchema = z.object({
    * items are 256 units of 32, and 512 in flight. @default 8192
    */
   DISPATCH_BATCH_SIZE: intIn(1, 10_000).default(8192),
+  /**
+   * Items of one work unit a worker processes at once, for task kinds that do not set their own `concurrency`. Raise it
+   * for I/O-bound kinds; each item in flight holds its input (up to MAX_INPUT_BLOB_BYTES). @default 1
+   */
+  WORK_UNIT_CONCURRENCY: intIn(1, 64).default(1),
   /** Most items one work message (a unit) carries; 1 sends one item per message. @default 32 */
   WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(32),
   /**
@@ -145,9 +159,23 @@ export const settingsSchema = z.object({
    * newBatchThreshold 8) each at the limit, in the worst case measured (see the README's limits). @default 4194304
    */
   MAX_INPUT_BLOB_BYTES: intIn(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024),
+  /**
+   * Most bytes of JSON a job's stored document (its state: counts, bitmaps, failures and aggregate) may have; a job
+   * whose aggregate would make it larger ends as failed with the reason, its counts and aggregate as they were. The
+   * leader reads and writes the whole document at every fold of the job's results: 16 MiB holds the largest job the
+   * limits allow (1,000,000 items, 200,000 groups with keys of some 40 characters: about 7.8 MiB) twice over, and
+   * parses in well under a second. @default 16777216
+   */
+  MAX_JOB_DOCUMENT_BYTES: intIn(1024 * 1024, 64 * 1024 * 1024).default(16 * 1024 * 1024),
+  /**
+   * How long an ended job (completed, failed, cancelled, expired) is kept, in hours: its status reads as before for
+   * this long after it ended; then the leader removes everything of it — state, spec, item chunks, outcome blobs,
+   * markers — and GET /api/jobs/{id} answers 404. @default 168 (7 days)
+   */
+  JOB_RETENTION_HOURS: intIn(1, 8760).default(168),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
-});
+} satisfies Record<SettingName, z.ZodType>);
 
 /** The validated settings. */
 export type Settings = z.infer<typeof settingsSchema>;
@@ -213,12 +241,22 @@ export function readSettings(env: Record<string, string | undefined> = process.e
   );
   const problems = [
     ...timing,
+    ...budgetProblems(settings),
     ...poisonNameProblems(settings),
     ...containerProblems(settings),
     ...queueProblems(settings),
   ];
   if (problems.length > 0) throw new ConfigurationError(`Invalid app settings: ${problems.join("; ")}.`);
   return settings;
+}
+
+/** A step must end before the timer's next tick starts one: STEP_BUDGET_MS below the schedule's shortest interval. */
+function budgetProblems(settings: Settings): string[] {
+  const parsed = parseNcrontab(settings.COORDINATOR_SCHEDULE);
+  if (!parsed.ok || settings.STEP_BUDGET_MS < parsed.schedule.shortestIntervalMs) return [];
+  return [
+    `STEP_BUDGET_MS (${settings.STEP_BUDGET_MS}) must be below the shortest interval of COORDINATOR_SCHEDULE ("${settings.COORDINATOR_SCHEDULE}" fires ${parsed.schedule.shortestIntervalMs} ms apart at its closest): a step must end before the next tick starts one`,
+  ];
 }
 
 /** What the Functions host appends to a queue's name for its poison queue (`<name>-poison`). */
@@ -248,7 +286,7 @@ function poisonNameProblems(settings: Settings): string[] {
  */
 export const APP_BLOB_NAMES = {
   STATE_CONTAINER: { names: [keys.index, TERMS_KEY], prefixes: ["jobs/"] },
-  SYSTEM_CONTAINER: { names: [], prefixes: ["jobs/", keys.inboxPrefix, keys.cancelPrefix] },
+  SYSTEM_CONTAINER: { names: [], prefixes: ["jobs/", keys.inboxPrefix, keys.cancelPrefix, keys.endedPrefix] },
 } as const;
 
 /** Whether the app itself uses `blob` in the state or the system container ({@link APP_BLOB_NAMES}). */

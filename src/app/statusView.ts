@@ -1,13 +1,14 @@
 import { ZodError } from "zod";
-import { jobIndexSchema, keys } from "../coordination/jobState";
+import type { ReasonCount } from "../coordination/jobSummary";
 import type { BlobFiles, MessageQueue } from "../coordination/ports";
-import { readJobStatus, type JobStatus } from "../coordination/status";
-import type { TaskRegistry } from "../coordination/taskKinds";
+import type { JobStatus } from "../coordination/status";
+import type { TaskRegistry } from "../coordination/taskRegistry";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
 import type { StateStore } from "../library/fencing/StateStore";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
 import type { LeaseStore } from "../library/lease/LeaseStore";
 import type { Abortable } from "../library/util/delay";
+import { readJobs, type JobLine } from "./statusJobs";
 
 /**
  * The status page's view model: everything the page shows, read from storage without the lease (any instance may
@@ -23,7 +24,6 @@ export const MAX_ACTIVE_JOBS_SHOWN = 25;
 export const MAX_PENDING_JOBS_SHOWN = 10;
 /** Most distinct failure reasons listed (per job and overall). */
 export const MAX_REASONS_SHOWN = 5;
-
 /** What the view reads: a subset of the app's ports (the app itself fits). */
 export interface StatusSources {
   leaseStore: LeaseStore;
@@ -65,11 +65,8 @@ export interface TermView {
   holderIndex: number;
 }
 
-/** A count of failed items with one reason. */
-export interface ReasonCount {
-  reason: string;
-  count: number;
-}
+export type { ReasonCount } from "../coordination/jobSummary";
+export { WHOLE_DOCUMENT_READ_BYTES, lineFromStatus, lineFromSummary, type JobLine } from "./statusJobs";
 
 /** One job's line. */
 export interface JobView {
@@ -157,7 +154,7 @@ export interface StatusSnapshot {
   leader: LeaderInfo | undefined;
   /** The term history, oldest first. */
   terms: TermEntry[];
-  jobs: { active: JobStatus[]; moreActive: number; pending: JobStatus[]; recent: JobStatus[] };
+  jobs: { active: JobLine[]; moreActive: number; pending: JobLine[]; recent: JobLine[] };
   /** Depth NaN: could not be read (the reason is in `problems`). */
   poison: PoisonQueueView[];
   problems: string[];
@@ -166,7 +163,7 @@ export interface StatusSnapshot {
 /** Computes the view from what was read. Pure: the unit tests drive it directly. */
 export function buildStatusView(snapshot: StatusSnapshot): StatusView {
   const { nowMs, leader } = snapshot;
-  const jobView = (job: JobStatus): JobView => toJobView(job, nowMs);
+  const jobView = (job: JobLine): JobView => toJobView(job, nowMs);
   const listed = [...snapshot.jobs.active, ...snapshot.jobs.recent];
   const leaderView: LeaderView | undefined =
     leader === undefined
@@ -197,7 +194,7 @@ export function buildStatusView(snapshot: StatusSnapshot): StatusView {
     failures: {
       items: listed.reduce((sum, job) => sum + job.progress.failed, 0),
       jobsWithFailures: listed.filter((job) => job.progress.failed > 0).length,
-      reasons: countReasons(listed.flatMap((job) => job.failures.map((failure) => failure.reason))),
+      reasons: sumReasons(listed.flatMap((job) => job.reasons)),
     },
     poison: snapshot.poison,
     problems: snapshot.problems,
@@ -236,7 +233,7 @@ function timelineOf(terms: TermEntry[], leader: LeaderInfo | undefined, nowMs: n
   };
 }
 
-function toJobView(job: JobStatus, nowMs: number): JobView {
+function toJobView(job: JobLine, nowMs: number): JobView {
   const { total, dispatched, done, failed } = job.progress;
   const share = (count: number): number => (total > 0 ? Math.round((count / total) * 1000) / 10 : 0);
   // A cancelled or expired job ended without completing: its duration stops at endedAt too.
@@ -256,16 +253,16 @@ function toJobView(job: JobStatus, nowMs: number): JobView {
     completedAt: job.completedAt,
     age: formatDuration(endMs - Date.parse(job.createdAt)),
     lastEpoch: job.lastEpoch,
-    reasons: countReasons(job.failures.map((failure) => failure.reason)),
-    unrecordedFailures: Math.max(0, failed - job.failures.length),
+    reasons: job.reasons.slice(0, MAX_REASONS_SHOWN),
+    unrecordedFailures: Math.max(0, failed - job.recordedFailures),
   };
 }
 
-/** Counts equal reasons, most frequent first (ties by first seen), at most {@link MAX_REASONS_SHOWN}. */
-function countReasons(reasons: readonly string[]): ReasonCount[] {
-  const counts = new Map<string, number>();
-  for (const reason of reasons) counts.set(reason, (counts.get(reason) ?? 0) + 1);
-  return [...counts]
+/** Adds up the counts of equal reasons over jobs, most frequent first, at most {@link MAX_REASONS_SHOWN}. */
+function sumReasons(counts: readonly ReasonCount[]): ReasonCount[] {
+  const sums = new Map<string, number>();
+  for (const { reason, count } of counts) sums.set(reason, (sums.get(reason) ?? 0) + count);
+  return [...sums]
     .map(([reason, count]) => ({ reason, count }))
     .sort((a, b) => b.count - a.count)
     .slice(0, MAX_REASONS_SHOWN);
@@ -275,7 +272,7 @@ function countReasons(reasons: readonly string[]): ReasonCount[] {
  * Runs one read of the view; on failure (but an abort) records `what` and why among the problems and answers
  * `fallback`.
  */
-type Attempt = <T>(what: string, read: () => Promise<T>, fallback: T) => Promise<T>;
+export type Attempt = <T>(what: string, read: () => Promise<T>, fallback: T) => Promise<T>;
 
 /** Why a read failed, in one line: a document of another shape names each field that is wrong. */
 function reasonOf(error: unknown): string {
@@ -284,34 +281,6 @@ function reasonOf(error: unknown): string {
       .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
       .join("; ")}`;
   return error instanceof Error ? error.message : String(error);
-}
-
-/** The jobs to list; one that cannot be read is a problem of its own, and the others still show. */
-async function readJobs(sources: StatusSources, attempt: Attempt, io: Abortable): Promise<StatusSnapshot["jobs"]> {
-  const [stored, markers] = await Promise.all([
-    sources.state.read(keys.index, io),
-    sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io),
-  ]);
-  const index: { active: string[]; recent: string[] } =
-    stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
-  const read = async (ids: readonly string[]): Promise<JobStatus[]> => {
-    const statuses = await Promise.all(
-      ids.map((id) =>
-        attempt(`job ${id}`, () => readJobStatus(sources.state, sources.system, sources.registry, id, io), undefined),
-      ),
-    );
-    return statuses.filter((status): status is JobStatus => status !== undefined);
-  };
-  // A job being registered right now has both a state and its inbox marker: it is listed once, as active.
-  const submitted = markers
-    .map((marker) => marker.slice(keys.inboxPrefix.length))
-    .filter((id) => !index.active.includes(id));
-  const [active, pending, recent] = await Promise.all([
-    read(index.active.slice(0, MAX_ACTIVE_JOBS_SHOWN)),
-    read(submitted),
-    read([...index.recent].reverse()), // newest first
-  ]);
-  return { active, moreActive: Math.max(0, index.active.length - MAX_ACTIVE_JOBS_SHOWN), pending, recent };
 }
 
 function clamp01(value: number): number {

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { BlobClient, BlobServiceClient, ContainerClient } from "@azure/storage-blob";
 import {
   AZURE_CONTAINER_OR_QUEUE_NAME,
@@ -15,6 +16,7 @@ import {
   type BreakOutcome,
   type LeaderRecord,
   type LeaseSnapshot,
+  type HonourOptions,
   type LeaseStore,
   type Revocation,
 } from "../library/lease/LeaseStore";
@@ -182,10 +184,10 @@ export class BlobLeaseStore implements LeaseStore {
 
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
+    // A fresh id per request: the term that honours a request marks only that one (a newer one stops the next term).
+    const metadata = { [REVOCATION_META.revokedEpoch]: String(epoch), [REVOCATION_META.requestId]: randomUUID() };
     const upload = (): Promise<unknown> =>
-      this.revocationBlob
-        .getBlockBlobClient()
-        .upload("", 0, { metadata: { [REVOCATION_META.revokedEpoch]: String(epoch) }, abortSignal });
+      this.revocationBlob.getBlockBlobClient().upload("", 0, { metadata, abortSignal });
     try {
       await upload().catch(async (error: unknown) => {
         if (storageFailure(error).statusCode !== 404) throw error;
@@ -197,13 +199,18 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
-  async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
-    const { abortSignal } = options;
+  async honourRevocation(epoch: number, options: HonourOptions = {}): Promise<void> {
+    const { abortSignal, requestId } = options;
     try {
       const properties = await this.revocationBlob.getProperties({ abortSignal });
-      if (parseRevocation(properties.metadata ?? {})?.epoch !== epoch) return;
+      const stored = parseRevocation(properties.metadata ?? {});
+      if (stored?.epoch !== epoch || (requestId !== undefined && stored.requestId !== requestId)) return;
       // Conditional on the version read: a newer request written meanwhile is kept, not overwritten.
-      const metadata = { [REVOCATION_META.revokedEpoch]: String(epoch), [REVOCATION_META.honoured]: "true" };
+      const metadata = {
+        ...(properties.metadata ?? {}),
+        [REVOCATION_META.revokedEpoch]: String(epoch),
+        [REVOCATION_META.honoured]: "true",
+      };
       await this.revocationBlob.setMetadata(metadata, { conditions: { ifMatch: properties.etag }, abortSignal });
     } catch (error) {
       const { statusCode } = storageFailure(error);

@@ -96,11 +96,14 @@ export class StorageQueue implements MessageQueue {
         numberOfMessages: Math.min(32, Math.max(1, max)),
         abortSignal,
       });
+      // Storage's time of this peek is the response's Date header (whole seconds, like insertedOn).
+      const peekedAtMs = response.date?.getTime();
       return response.peekedMessageItems.map((item) => ({
         id: item.messageId,
         dequeueCount: item.dequeueCount,
         text: decodeBody(item.messageText, this.encoding),
         rawText: item.messageText,
+        ...(peekedAtMs === undefined ? {} : { queuedMs: Math.max(0, peekedAtMs - item.insertedOn.getTime()) }),
       }));
     } catch (error) {
       if (storageFailure(error).code === "QueueNotFound") return [];

@@ -108,3 +108,17 @@ export function connectionFromSettings(
       `or ${prefix}__blobServiceUri and ${prefix}__queueServiceUri (plus ${prefix}__clientId for a user-assigned identity) in Azure.`,
   );
 }
+
+/**
+ * The blob and queue clients of a storage account named by a Functions-style connection setting (see
+ * {@link connectionFromSettings}): what a task kind uses to write its outputs, authenticated as the app is — a
+ * connection string locally, the app's managed identity in Azure. Clients retry as the app's do.
+ *
+ * @throws ConfigurationError when the connection is not configured.
+ */
+export function storageClientsFromSettings(
+  connection = "COORDINATION_STORAGE",
+  env: Record<string, string | undefined> = process.env,
+): StorageClients {
+  return createStorageClients(connectionFromSettings(connection, env), DEFAULT_PIPELINE_OPTIONS);
+}

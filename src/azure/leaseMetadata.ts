@@ -16,10 +16,15 @@ const META = {
   brokenBy: "brokenby",
   revokedEpoch: "revokedepoch",
   honoured: "honoured",
+  requestId: "requestid",
 } as const;
 
 /** The revocation blob's metadata keys. */
-export const REVOCATION_META = { revokedEpoch: META.revokedEpoch, honoured: META.honoured } as const;
+export const REVOCATION_META = {
+  revokedEpoch: META.revokedEpoch,
+  honoured: META.honoured,
+  requestId: META.requestId,
+} as const;
 
 function parseCount(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -44,7 +49,9 @@ export function recordMetadata(record: LeaderRecord): Record<string, string> {
 /** The step-down request in the revocation blob's metadata, if any. */
 export function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
   const epoch = parseCount(metadata[META.revokedEpoch]);
-  return epoch === undefined ? undefined : { epoch, honoured: metadata[META.honoured] === "true" };
+  if (epoch === undefined) return undefined;
+  const requestId = metadata[META.requestId];
+  return { epoch, honoured: metadata[META.honoured] === "true", ...(requestId === undefined ? {} : { requestId }) };
 }
 
 /** The leader record in the lease blob's metadata ({@link EMPTY_RECORD}'s values where a field is absent). */

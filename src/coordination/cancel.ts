@@ -3,6 +3,10 @@ import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps, CoordinationPorts } from "./deps";
 import { isJobId, keys, readJobState, type JobState, type StoppedStatus } from "./jobState";
 import type { JobStore } from "./jobStore";
+import type { CancelRequestResult } from "./jobStatus";
+
+export type { CancelRequestResult } from "./jobStatus";
+import { writeJobStop } from "./jobStops";
 import type { Abortable } from "../library/util/delay";
 
 /**
@@ -10,19 +14,6 @@ import type { Abortable } from "../library/util/delay";
  * inbox), never the leader's fenced state; the leader applies it in its next step. A deadline is part of the job's
  * spec; the leader ends a running job whose deadline has passed. Both end states are final, like `completed`.
  */
-
-/** What a cancellation request found. */
-export type CancelRequestResult =
-  /** The request is stored; the leader applies it at its next step (asking again before then is accepted again). */
-  | { outcome: "requested"; id: string }
-  | { outcome: "not-found" }
-  /** The job had already ended: nothing was stored. */
-  | { outcome: "ended"; status: Exclude<JobState["status"], "running"> }
-  /**
-   * The job's state is not one this version reads (a newer version wrote it during a rolling deploy, or it is
-   * damaged), so whether it can still be cancelled is unknown: nothing was stored. `reason` names the document and why.
-   */
-  | { outcome: "unreadable"; reason: string };
 
 /**
  * Requests cancellation of a job (any instance, no lease). Writes only the request marker, never job state; and none
@@ -47,6 +38,9 @@ export async function requestCancel(
     JSON.stringify({ v: 1, requestedAtMs: (options.now ?? Date.now)() }),
     options,
   );
+  // After the request, so that workers never stop a job the leader will not end. Best effort: the leader writes it too
+  // when it applies the request; until then workers go on with the job's items, as before.
+  await writeJobStop(ports.system, id, options).catch(() => undefined);
   return { outcome: "requested", id };
 }
 
@@ -74,18 +68,21 @@ export interface CancelPassReport {
  * removed. A request for a job still waiting in the inbox is kept until registration; one for an ended job, or for
  * no job, is removed. A crash between the write and the removal leaves the request, which then finds the job ended.
  *
- * One request that cannot be applied — its job's state unreadable (a newer version's, or damaged), storage refusing
+ * Stops once the step's budget is spent (`pastBudget`); the rest wait for the next pass. One request that cannot be
+ * applied — its job's state unreadable (a newer version's, or damaged), storage refusing
  * the write — does not hold up the others or the step: it is logged, emitted as `job-pass-failed`, kept for a later
  * pass, and the next request is applied. Losing leadership, a newer leader's write or an abort still ends the pass.
  */
 export async function applyCancelRequests(
   deps: CoordinationDeps,
   jobs: JobStore,
-  options: Abortable,
+  options: Abortable & { pastBudget?: () => boolean },
 ): Promise<CancelPassReport> {
   const markers = await deps.system.list(keys.cancelPrefix, CANCEL_BATCH, options);
   const report: CancelPassReport = { cancelled: 0, failed: [] };
-  for (const marker of markers) {
+  for (const [applied, marker] of markers.entries()) {
+    // Once the step's budget is spent the rest wait for the next pass (at least one is applied per pass).
+    if (applied > 0 && options.pastBudget?.() === true) break;
     const id = marker.slice(keys.cancelPrefix.length);
     try {
       if (await applyCancelRequest(deps, jobs, marker, id, options)) report.cancelled++;

@@ -2,7 +2,8 @@ import type { CoordinationEvent } from "./events";
 import type { StateStore } from "../library/fencing/StateStore";
 import type { Logger } from "../library/util/logger";
 import type { BlobFiles, InputFiles, MessageQueue } from "./ports";
-import type { TaskRegistry } from "./taskKinds";
+import type { JobStopChecks } from "./jobStops";
+import type { TaskRegistry } from "./taskRegistry";
 
 /** The storage ports and task kinds of the app: the same code runs on Azure Storage and on fakes. */
 export interface CoordinationPorts {
@@ -36,10 +37,23 @@ export interface CoordinationDeps extends CoordinationPorts {
    */
   maxAggregateGroups: number;
   /**
+   * Most bytes of JSON a job's stored document may have (`MAX_JOB_DOCUMENT_BYTES`); a job whose aggregate would make it
+   * larger fails with the reason.
+   */
+  maxJobDocumentBytes: number;
+  /**
    * Most bytes of an input blob a worker reads (`MAX_INPUT_BLOB_BYTES`); an item naming a larger one fails alone, with
    * its size and the limit, before any of it is downloaded.
    */
   maxInputBlobBytes: number;
+  /**
+   * How long an ended job is kept, in ms (`JOB_RETENTION_HOURS`): then the leader removes its state and blobs.
+   */
+  jobRetentionMs: number;
+  /** Items of one unit a worker processes at once, for kinds that do not set their own (WORK_UNIT_CONCURRENCY). */
+  workUnitConcurrency: number;
+  /** This process's checks of jobs' stop blobs (shared by its worker invocations). */
+  jobStops: Pick<JobStopChecks, "isStopped">;
   logger: Logger;
   /** Structured events (job registered, completed, failed, message rejected). */
   emit: (event: CoordinationEvent) => void;

@@ -72,6 +72,26 @@ export interface JobPassFailedEvent extends EventBase {
   error: string;
 }
 
+/**
+ * The leader removed everything of a job that had been ended for JOB_RETENTION_HOURS: its state, spec, item chunks,
+ * outcome blobs and markers. Its status now answers 404.
+ */
+export interface JobRemovedEvent extends EventBase {
+  type: "job-removed";
+  epoch: number;
+  jobId: string;
+  /** When the job ended (wall-clock ms). */
+  endedAtMs: number;
+  /** Blobs of the system container removed with it (in the step that finished the removal). */
+  blobs: number;
+}
+
 /** Every event of the coordination logic. */
 export type CoordinationEvent =
-  JobRegisteredEvent | JobCompletedEvent | JobFailedEvent | JobStoppedEvent | JobPassFailedEvent | MessageRejectedEvent;
+  | JobRegisteredEvent
+  | JobCompletedEvent
+  | JobFailedEvent
+  | JobStoppedEvent
+  | JobPassFailedEvent
+  | JobRemovedEvent
+  | MessageRejectedEvent;

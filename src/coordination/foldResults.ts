@@ -6,7 +6,6 @@ import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { z } from "zod";
 import {
   claimPoison,
-  describeIssues,
   fromRanges,
   MAX_OUTCOME_BYTES,
   outcomeTooLarge,
@@ -22,7 +21,8 @@ import {
 } from "./messages";
 import type { MessageQueue, OpenedBlob, ReceivedMessage } from "./ports";
 import { MAX_REJECTION_REASON_LENGTH, rejectionReason, rejectionText } from "./rejection";
-import { mergeAll, partialSize } from "./taskKinds";
+import { jsonByteLength } from "./jsonSize";
+import { mergeAll } from "./taskRegistry";
 import {
   AbortError,
   ConcurrentUpdateError,
@@ -71,6 +71,15 @@ export interface FoldReport extends FoldCounts {
    * Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed).
    */
   more: boolean;
+}
+
+/** Options of a fold batch ({@link foldResultBatch}, {@link foldPoisonBatch}). */
+export interface FoldOptions extends Abortable {
+  /**
+   * True once the step's budget is spent: the batch folds no more jobs (at least one), and releases the messages of
+   * the others, visible again at once for the next step.
+   */
+  pastBudget?: () => boolean;
 }
 
 /**
@@ -194,7 +203,7 @@ export async function foldResultBatch(
   deps: CoordinationDeps,
   jobs: JobStore,
   epoch: number,
-  options: Abortable,
+  options: FoldOptions,
 ): Promise<FoldReport> {
   const received = await Promise.all(
     Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)),
@@ -229,7 +238,7 @@ interface Batch {
   jobs: JobStore;
   epoch: number;
   source: Source;
-  options: Abortable;
+  options: FoldOptions;
 }
 
 /**
@@ -577,7 +586,7 @@ export async function foldPoisonBatch(
   deps: CoordinationDeps,
   jobs: JobStore,
   epoch: number,
-  options: Abortable,
+  options: FoldOptions,
 ): Promise<FoldReport> {
   const report = emptyReport();
   const queue = deps.workPoisonQueue;
@@ -712,7 +721,12 @@ function addOutcome(byJob: ByJob, jobId: string, entry: Entry): void {
   byJob.set(jobId, entries);
 }
 
-/** Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. */
+/**
+ * Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. Once
+ * the step's budget is spent, the jobs not folded yet (all but the first) have their messages released for the next
+ * step, visible again at once: a batch naming a hundred jobs cannot hold the step a hundred job writes past its
+ * budget.
+ */
 async function applyOutcomes(
   deps: CoordinationDeps,
   jobs: JobStore,
@@ -720,10 +734,19 @@ async function applyOutcomes(
   byJob: ByJob,
   source: Source,
   report: FoldReport,
-  options: Abortable,
+  options: FoldOptions,
 ): Promise<ReceivedMessage[]> {
   const unclaimed: ReceivedMessage[] = [];
+  let started = false;
   for (const [jobId, entries] of byJob) {
+    if (started && options.pastBudget?.() === true) {
+      report.left += entries.length;
+      report.acknowledgements.push(
+        Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
+      );
+      continue;
+    }
+    started = true;
     const read = await readJobOf(jobs, jobId, options);
     if (!read.ok) {
       leaveUnreadable(jobId, read.error, entries, source, report, options);
@@ -873,11 +896,12 @@ function leaveForAnotherLeader(
  * item: a unit's partial is merged only if none of its done items is counted yet, and then every one of them is set
  * in the same state (a replayed or duplicated unit is discarded by its bits). The batch's partials are merged with
  * each other first and then into the aggregate once, so a batch costs one pass over the aggregate, not one per
- * result. A job whose aggregate would exceed `maxAggregateGroups`, or whose stored aggregate its kind refuses, ends
- * as `failed` with the reason and its counts as they were; a job that has ended takes no more.
+ * result. A job whose aggregate would exceed `maxAggregateGroups`, whose document would pass `maxJobDocumentBytes`, or
+ * whose stored aggregate its kind refuses, ends as `failed` with the reason and its counts as they were; a job that
+ * has ended takes no more.
  */
 export function foldOutcomes(
-  deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups">,
+  deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups" | "maxJobDocumentBytes">,
   state: JobState,
   outcomes: Outcome[],
   report: FoldCounts,
@@ -892,12 +916,12 @@ export function foldOutcomes(
   const kind = deps.registry.get(state.kind);
   // A job registered by a leader without its kind has no aggregate yet (null): the first fold with the kind starts
   // from the kind's empty one.
-  const stored = kind?.partialSchema.safeParse(state.aggregate === null ? kind.empty() : state.aggregate);
-  if (stored !== undefined && !stored.success)
+  const stored = kind?.parsePartial(state.aggregate === null ? kind.empty() : state.aggregate);
+  if (stored !== undefined && !stored.ok)
     return endJob(
       deps,
       state,
-      `the stored aggregate is not valid for task kind "${state.kind}": ${describeIssues(stored.error)}`.slice(0, 2000),
+      `the stored aggregate is not valid for task kind "${state.kind}": ${stored.reason}`.slice(0, 2000),
     );
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
@@ -925,21 +949,22 @@ export function foldOutcomes(
         fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
       continue;
     }
-    const partial = kind?.partialSchema.safeParse(outcome.partial);
-    if (partial === undefined || !partial.success) {
+    const partial =
+      kind?.hasAggregate === false ? { ok: true as const, value: null } : kind?.parsePartial(outcome.partial);
+    if (partial === undefined || !partial.ok) {
       for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
       continue;
     }
-    partials.push(partial.data);
+    if (kind?.hasAggregate === true) partials.push(partial.value);
     for (const item of fresh) done.add(item);
     counts.folded += fresh.length;
   }
   report.duplicates += counts.duplicates;
   if (counts.folded === 0 && counts.failed === 0) return undefined;
   let aggregate = state.aggregate;
-  if (kind !== undefined && stored?.success === true && partials.length > 0) {
-    aggregate = kind.merge(stored.data, mergeAll(kind, partials));
-    const groups = partialSize(kind, aggregate);
+  if (kind !== undefined && stored?.ok === true && partials.length > 0) {
+    aggregate = kind.merge(stored.value, mergeAll(kind, partials));
+    const groups = kind.size(aggregate);
     if (groups > deps.maxAggregateGroups) {
       return endJob(
         deps,
@@ -948,12 +973,10 @@ export function foldOutcomes(
       );
     }
   }
-  report.folded += counts.folded;
-  report.failed += counts.failed;
   const doneCount = state.doneCount + counts.folded;
   const failedCount = state.failedCount + counts.failed;
   const complete = doneCount + failedCount === state.itemCount;
-  return {
+  const next: JobState = {
     ...state,
     doneBits: done.toBase64(),
     failedBits: failed.toBase64(),
@@ -964,11 +987,44 @@ export function foldOutcomes(
     status: complete ? "completed" : state.status,
     ...(complete ? { completedAtMs: deps.now() } : {}),
   };
+  // Measured without building it: a document past the bound may be far too large to serialize at all.
+  const limit = deps.maxJobDocumentBytes;
+  if (jsonByteLength(next, limit) > limit) {
+    const groups = kind?.hasAggregate === true ? kind.size(aggregate) : undefined;
+    return endTooLarge(
+      deps,
+      state,
+      `the job's document would be more than MAX_JOB_DOCUMENT_BYTES (${limit} bytes) of JSON${groups === undefined ? "" : `, with an aggregate of ${groups} groups`}: its groups' keys are too long, or there are too many of them; ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`,
+    );
+  }
+  report.folded += counts.folded;
+  report.failed += counts.failed;
+  return next;
 }
 
 /** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */
 function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: string): JobState {
   return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
+}
+
+/**
+ * The job, ended as failed because its document would pass MAX_JOB_DOCUMENT_BYTES: as {@link endJob}, so the write
+ * that ends it is no larger than the document already stored. Should that one be past the bound itself (written by a
+ * version without it, or before the bound was lowered), its aggregate is dropped (null) and the reason says so: the
+ * job must be able to end.
+ */
+function endTooLarge(
+  deps: Pick<CoordinationDeps, "now" | "maxJobDocumentBytes">,
+  state: JobState,
+  reason: string,
+): JobState {
+  const ended = endJob(deps, state, reason);
+  if (jsonByteLength(ended, deps.maxJobDocumentBytes) <= deps.maxJobDocumentBytes) return ended;
+  return {
+    ...ended,
+    aggregate: null,
+    failureReason: `${reason}; its aggregate was dropped: it was past the bound already`,
+  };
 }
 
 /** A v1 partial blob's JSON value; undefined for a missing blob or one that is not JSON (an invalid partial). */

@@ -1,56 +1,30 @@
 import { parse as parseCsv } from "csv-parse/sync";
-import { z } from "zod";
-import { ItemError, type TaskKind } from "./taskKinds";
+import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema";
+import { defineTaskKind, ItemError } from "./taskKinds";
 
 /** Parameters of a group-by job. */
-export const groupByParamsSchema = z.strictObject({
+export interface GroupByParams {
   /** How each item's records are written. */
-  format: z.enum(["csv", "ndjson"]),
-  /** Field whose value names the group. */
-  keyField: z.string().min(1).max(256),
-  /** Numeric field aggregated per group. */
-  valueField: z.string().min(1).max(256),
-});
-export type GroupByParams = z.infer<typeof groupByParamsSchema>;
+  format: "csv" | "ndjson";
+  /** Field whose value names the group (1–256 characters). */
+  keyField: string;
+  /** Numeric field aggregated per group (1–256 characters). */
+  valueField: string;
+}
 
 /**
  * Per-group statistics: `[key, count, sumMicros, min, max]`, sorted by key. Kept as tuples, not an object keyed by
  * group, so keys like `__proto__` are plain data; the sum is an exact integer of millionths (a decimal string), so
  * merging is exactly associative — float addition is not.
  */
-const groupTuple = z.tuple([z.string(), z.number().int().min(0), z.string().regex(/^-?\d+$/), z.number(), z.number()]);
-export type GroupByPartial = z.infer<typeof groupTuple>[];
-
-/** Whether one entry is a valid group tuple: the fast check of {@link groupTuple}, for aggregates of many groups. */
-function isGroupTuple(value: unknown): boolean {
-  if (!Array.isArray(value) || value.length !== 5) return false;
-  const [key, count, sum, min, max] = value as unknown[];
-  return (
-    typeof key === "string" &&
-    Number.isSafeInteger(count) &&
-    (count as number) >= 0 &&
-    typeof sum === "string" &&
-    /^-?\d+$/.test(sum) &&
-    Number.isFinite(min) &&
-    Number.isFinite(max)
-  );
-}
+export type GroupByPartial = [key: string, count: number, sumMicros: string, min: number, max: number][];
 
 /**
- * A group-by partial: an array of group tuples. Checked entry by entry with a plain loop — a job's aggregate may hold
- * 200,000 groups, and the leader validates it on every fold — with zod naming the path of the first bad entry.
+ * Most characters of a group's key: an item with a longer one fails alone, with the reason. A job's aggregate holds
+ * every distinct key (up to MAX_AGGREGATE_GROUPS of them), and the job's document is bounded in bytes
+ * (MAX_JOB_DOCUMENT_BYTES): a key as long as an input blob (megabytes) is not a group, it is a mistake in `keyField`.
  */
-export const groupByPartialSchema = z.custom<GroupByPartial>().superRefine((value, context) => {
-  if (!Array.isArray(value)) {
-    context.addIssue({ code: "custom", message: "expected an array of [key, count, sumMicros, min, max] tuples" });
-    return;
-  }
-  const bad = value.findIndex((entry) => !isGroupTuple(entry));
-  if (bad === -1) return;
-  const parsed = groupTuple.safeParse(value[bad]);
-  for (const issue of parsed.error?.issues ?? [{ path: [], message: "not a group tuple" }])
-    context.addIssue({ code: "custom", path: [bad, ...issue.path], message: issue.message });
-});
+export const MAX_GROUP_KEY_LENGTH = 1024;
 
 /** Largest magnitude accepted for a value: beyond it sums of millionths stop being meaningful. */
 export const MAX_ABS_VALUE = 1e12;
@@ -64,63 +38,73 @@ export interface GroupStats {
 }
 
 /** Built-in task kind: count, sum, min and max of a numeric field per key, over CSV or NDJSON records. */
-export const groupByKind: TaskKind<GroupByParams, GroupByPartial> = {
+export const groupByKind = defineTaskKind<GroupByParams, GroupByPartial>({
   name: "group-by",
-  paramsSchema: groupByParamsSchema,
-  partialSchema: groupByPartialSchema,
-  process(input, params) {
-    const groups = new Map<string, [number, bigint, number, number]>();
-    forEachRecord(input, params.format, (line, record) => {
-      const key = record[params.keyField];
-      const raw = record[params.valueField];
-      if (typeof key !== "string" && typeof key !== "number")
-        throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
-      const value =
-        typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
-      if (!Number.isFinite(value))
-        throw new ItemError(`record ${line}: field "${params.valueField}" is not a number (${JSON.stringify(raw)})`);
-      if (Math.abs(value) > MAX_ABS_VALUE)
-        throw new ItemError(
-          `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
-        );
-      const name = String(key);
-      const micros = BigInt(Math.round(value * 1e6));
-      const current = groups.get(name);
-      groups.set(
-        name,
-        current
-          ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)]
-          : [1, micros, value, value],
+  params: groupByParamsSchema,
+  process: (input, { params }) => groupRecords(input.text, params),
+  aggregate: { schema: groupByPartialSchema, empty: () => [], merge: mergeGroups, view: groupByView },
+});
+
+/**
+ * One input's groups: its records (CSV with a header row, or NDJSON) grouped by `keyField`, with the count, exact sum,
+ * min and max of `valueField`. @throws ItemError naming the record when the input is unusable.
+ */
+export function groupRecords(text: string, params: GroupByParams): GroupByPartial {
+  const groups = new Map<string, [number, bigint, number, number]>();
+  forEachRecord(text, params.format, (line, record) => {
+    const key = record[params.keyField];
+    const raw = record[params.valueField];
+    if (typeof key !== "string" && typeof key !== "number")
+      throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
+    const value =
+      typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
+    if (!Number.isFinite(value))
+      throw new ItemError(`record ${line}: field "${params.valueField}" is not a number (${JSON.stringify(raw)})`);
+    if (Math.abs(value) > MAX_ABS_VALUE)
+      throw new ItemError(
+        `record ${line}: value ${value} is out of range (allowed: -${MAX_ABS_VALUE} to ${MAX_ABS_VALUE})`,
       );
-    });
-    return [...groups]
-      .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
-      .sort(byKey);
-  },
-  merge(a, b) {
-    if (isSortedByKey(a) && isSortedByKey(b)) return mergeSorted(a, b);
-    const merged = new Map<string, GroupByPartial[number]>();
-    for (const tuple of [...a, ...b]) {
-      const [key, count, sum, min, max] = tuple;
-      const current = merged.get(key);
-      merged.set(
-        key,
-        current
-          ? [
-              key,
-              current[1] + count,
-              (BigInt(current[2]) + BigInt(sum)).toString(),
-              Math.min(current[3], min),
-              Math.max(current[4], max),
-            ]
-          : tuple,
+    const name = String(key);
+    if (name.length > MAX_GROUP_KEY_LENGTH)
+      throw new ItemError(
+        `record ${line}: the group key in field "${params.keyField}" has ${name.length} characters; a group key may have at most ${MAX_GROUP_KEY_LENGTH}`,
       );
-    }
-    return [...merged.values()].sort(byKey);
-  },
-  empty: () => [],
-  view: (partial) => groupByView(partial),
-};
+    const micros = BigInt(Math.round(value * 1e6));
+    const current = groups.get(name);
+    groups.set(
+      name,
+      current
+        ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)]
+        : [1, micros, value, value],
+    );
+  });
+  return [...groups]
+    .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
+    .sort(byKey);
+}
+
+/** Merges two group-by partials: associative and commutative, `[]` its identity. */
+export function mergeGroups(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
+  if (isSortedByKey(a) && isSortedByKey(b)) return mergeSorted(a, b);
+  const merged = new Map<string, GroupByPartial[number]>();
+  for (const tuple of [...a, ...b]) {
+    const [key, count, sum, min, max] = tuple;
+    const current = merged.get(key);
+    merged.set(
+      key,
+      current
+        ? [
+            key,
+            current[1] + count,
+            (BigInt(current[2]) + BigInt(sum)).toString(),
+            Math.min(current[3], min),
+            Math.max(current[4], max),
+          ]
+        : tuple,
+    );
+  }
+  return [...merged.values()].sort(byKey);
+}
 
 /** The aggregate as users read it: `{ key: { count, sum, min, max } }` (own properties only, safe for any key). */
 export function groupByView(partial: GroupByPartial): Record<string, GroupStats> {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { StorageError } from "../library/errors";
 import type { StateStore } from "../library/fencing/StateStore";
 import type { Abortable } from "../library/util/delay";
+import type { RunStatus } from "./jobStatus";
 import { describeIssues, type ItemInput } from "./messages";
 
 /**
@@ -45,7 +46,7 @@ export const jobStateSchema = jobSpecSchema.extend({
    * (deadline passed): stopped by the leader. All three are final like `completed`, their counts kept as they were;
    * results arriving later are acknowledged, not counted.
    */
-  status: z.enum(["running", "completed", "failed", "cancelled", "expired"]),
+  status: z.enum(["running", "completed", "failed", "cancelled", "expired"]) satisfies z.ZodType<RunStatus>,
   failureReason: z.string().optional(),
   /**
    * How items are packed into work units (WORK_UNIT_MAX_ITEMS and WORK_UNIT_MAX_BYTES when the job registered): fixed
@@ -98,6 +99,13 @@ export const jobIndexSchema = z.looseObject({
   v: z.literal(1),
   active: z.array(z.string()),
   recent: z.array(z.string()).default([]),
+  /**
+   * The active job the leader's next pass starts at: the first one the last step did not reach before its budget or
+   * its bound of jobs per pass (`MAX_JOBS_PER_PASS`). Absent: from the top of the list.
+   */
+  resumeAt: z.string().optional(),
+  /** When the leader last looked for ended jobs to remove (wall-clock ms; see `RETENTION_SWEEP_INTERVAL_MS`). */
+  sweptAtMs: z.number().optional(),
 });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
@@ -109,6 +117,16 @@ export const keys = {
   chunk: (id: string, chunk: number) => `jobs/${id}/items/${chunk}.json`,
   inboxPrefix: "inbox/",
   inbox: (id: string) => `inbox/${id}`,
+  /** Everything of a job in the system container (spec, chunks, outcomes, …) is under this prefix. */
+  jobPrefix: (id: string) => `jobs/${id}/`,
+  /**
+   * Retention markers of ended jobs (system container), named by when the job ended so a listing yields the oldest
+   * first: `ended/<ms, 15 digits>-<id>`. The leader writes one as it takes a job off the active list, and removes the
+   * job's blobs (the marker last) once it has been ended for JOB_RETENTION_HOURS.
+   */
+  endedPrefix: "ended/",
+  ended: (id: string, endedAtMs: number) =>
+    `ended/${String(Math.max(0, Math.trunc(endedAtMs))).padStart(15, "0")}-${id}`,
   /** Cancellation requests: written by the submitter, applied and removed by the leader. */
   cancelPrefix: "cancel/",
   cancel: (id: string) => `cancel/${id}`,
@@ -120,6 +138,8 @@ export const keys = {
    * name wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
    */
   outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
+  /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
+  stop: (id: string) => `jobs/${id}/stop`,
 } as const;
 
 /** The format version (`v`) of the job specs and job states this version reads. */

@@ -11,6 +11,7 @@ import {
   type JobState,
 } from "./jobState";
 import type { Abortable } from "../library/util/delay";
+import { summarizeJob } from "./jobSummary";
 
 /**
  * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README
@@ -32,10 +33,16 @@ export class JobStore {
   }
 
   /**
-   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list (read-modify-write with
-   * retry, fenced like every write). Fields of the index this version does not know are written back unchanged.
+   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list, forgets removed ones (from
+   * both lists), and sets where the next pass starts (`resumeAt`: a job id, or null for the top; undefined leaves it)
+   * — a read-modify-write with retry, fenced like every write. Fields of the index this version does not know are
+   * written back unchanged.
    */
-  async updateIndex(change: { add?: string[]; remove?: string[] }, options: Abortable = {}): Promise<void> {
+  async updateIndex(
+    change: { add?: string[]; remove?: string[]; forget?: string[]; resumeAt?: string | null; sweptAtMs?: number },
+    options: Abortable = {},
+  ): Promise<void> {
+    const forget = new Set(change.forget ?? []);
     await this.fenced.update(
       keys.index,
       (value) => jobIndexSchema.parse(value),
@@ -43,12 +50,31 @@ export class JobStore {
         const active = new Set(current?.active ?? []);
         const ended = (change.remove ?? []).filter((id) => active.delete(id));
         for (const id of change.add ?? []) active.add(id);
-        if (current !== undefined && ended.length === 0 && active.size === current.active.length) return undefined;
-        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended].slice(
-          -RECENT_JOBS_LIMIT,
-        );
+        for (const id of forget) active.delete(id);
+        const resumeAt = change.resumeAt === undefined ? current?.resumeAt : (change.resumeAt ?? undefined);
+        const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended]
+          .filter((id) => !forget.has(id))
+          .slice(-RECENT_JOBS_LIMIT);
+        if (
+          current !== undefined &&
+          ended.length === 0 &&
+          active.size === current.active.length &&
+          recent.length === current.recent.length &&
+          resumeAt === current.resumeAt &&
+          change.sweptAtMs === undefined
+        )
+          return undefined;
         // Fields this version does not know (a newer version's) are kept, as every stored document's are.
-        return { ...current, v: 1 as const, active: [...active], recent };
+        const next: JobIndex = {
+          ...current,
+          v: 1,
+          active: [...active],
+          recent,
+          ...(change.sweptAtMs === undefined ? {} : { sweptAtMs: change.sweptAtMs }),
+        };
+        if (resumeAt === undefined) delete next.resumeAt;
+        else next.resumeAt = resumeAt;
+        return next;
       },
       options,
     );
@@ -99,12 +125,24 @@ export class JobStore {
     return undefined;
   }
 
-  /** Writes a job state over the version read (or creates it). Throws StaleEpochError / ConcurrentUpdateError. */
+  /**
+   * Deletes a job's state, only if it is still the version read (its ETag and epoch: `StateStore.readSummary`), fenced
+   * like a write. @throws StaleEpochError / ConcurrentUpdateError as a write.
+   */
+  deleteJob(id: string, version: { etag: string; epoch: number }, options: Abortable = {}): Promise<void> {
+    return this.fenced.delete(keys.jobState(id), version, options);
+  }
+
+  /**
+   * Writes a job state over the version read (or creates it), with its summary (`summarizeJob`) in the same write: what
+   * the status page reads instead of the document. Throws StaleEpochError / ConcurrentUpdateError.
+   */
   writeJob(
     state: JobState,
     previous: Versioned<JobState> | undefined,
     options: Abortable = {},
   ): Promise<Versioned<JobState>> {
-    return this.fenced.write(keys.jobState(state.id), { ...state, lastEpoch: this.fenced.epoch }, previous, options);
+    const next = { ...state, lastEpoch: this.fenced.epoch };
+    return this.fenced.write(keys.jobState(state.id), next, previous, { ...options, summary: summarizeJob(next) });
   }
 }

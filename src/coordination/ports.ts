@@ -21,8 +21,8 @@ export interface ReceivedMessage {
   /** The body exactly as stored. */
   rawText: string;
   /**
-   * How long the message had been on the queue when this receive took it, in ms, on storage's own clock (Azure's
-   * times are whole seconds). Undefined from a peek, and from a port that cannot tell.
+   * How long the message had been on the queue when this receive (or peek) saw it, in ms, on storage's own clock
+   * (Azure's times are whole seconds). Undefined from a port that cannot tell.
    */
   queuedMs?: number;
 }

@@ -9,18 +9,42 @@ import type { Abortable } from "../library/util/delay";
 const INBOX_BATCH = 50;
 
 /**
+ * Most jobs active at once: more wait in the inbox (`pending`) until others end. Bounds the job index (its active
+ * list), which every pass reads, and the leader's round of the active jobs (see `MAX_JOBS_PER_PASS`).
+ */
+export const MAX_ACTIVE_JOBS = 1000;
+
+/** Options of {@link registerJobs}. */
+export interface RegisterOptions extends Abortable {
+  /** True once the step's budget is spent: no more jobs are taken (at least one is, so registration goes on). */
+  pastBudget?: () => boolean;
+}
+
+/**
  * Moves submitted jobs from the inbox into the leader's fenced state: creates each job's state (create-if-absent, so
  * a replay after a crash changes nothing), adds it to the index, then removes the inbox marker. Returns how many.
+ * Takes none while {@link MAX_ACTIVE_JOBS} are active, and stops once the step's budget is spent.
  */
 export async function registerJobs(
   deps: CoordinationDeps,
   jobs: JobStore,
   epoch: number,
-  options: Abortable,
+  options: RegisterOptions,
 ): Promise<number> {
-  const markers = await deps.system.list(keys.inboxPrefix, INBOX_BATCH, options);
+  const listed = await deps.system.list(keys.inboxPrefix, INBOX_BATCH, options);
+  if (listed.length === 0) return 0;
+  const room = MAX_ACTIVE_JOBS - ((await jobs.readIndex(options))?.value.active.length ?? 0);
+  if (room <= 0) {
+    deps.logger.verbose(`${MAX_ACTIVE_JOBS} jobs are active; submitted jobs wait in the inbox until some end.`, {
+      instanceId: deps.instanceId,
+      epoch,
+    });
+    return 0;
+  }
+  const markers = listed.slice(0, room);
   const registered: string[] = [];
-  for (const marker of markers) {
+  for (const [taken, marker] of markers.entries()) {
+    if (taken > 0 && options.pastBudget?.() === true) break;
     const id = marker.slice(keys.inboxPrefix.length);
     const specText = await deps.system.readText(keys.spec(id), options);
     const json = specText === undefined ? undefined : safeJson(specText);
@@ -76,10 +100,10 @@ export async function registerJobs(
   }
   if (registered.length === 0) return 0;
   await jobs.updateIndex({ add: registered }, options);
-  for (const id of registered) {
-    await deps.system.delete(keys.inbox(id), options);
+  // The markers go at once, not one after another: a pass that registered 50 jobs is not 50 round trips longer.
+  await Promise.all(registered.map((id) => deps.system.delete(keys.inbox(id), options)));
+  for (const id of registered)
     deps.emit({ type: "job-registered", instanceId: deps.instanceId, atMs: deps.now(), epoch, jobId: id });
-  }
   return registered.length;
 }
 

@@ -10,46 +10,13 @@ import {
   readJobDocument,
   readJobState,
   UnreadableJobError,
-  type ItemFailure,
-  type JobState,
 } from "./jobState";
 import type { BlobFiles } from "./ports";
-import type { TaskRegistry } from "./taskKinds";
+import type { TaskRegistry } from "./taskRegistry";
 import type { Abortable } from "../library/util/delay";
+import type { JobStatus } from "./jobStatus";
 
-/** A job's progress as users read it. */
-export interface JobStatus {
-  id: string;
-  kind: string;
-  /**
-   * `pending`: submitted, not yet picked up by a leader. `completed`: every item done or failed. `failed`: the job
-   * could not go on (see `failureReason`). `cancelled` (on request) and `expired` (deadline passed): stopped by the
-   * leader early; items neither done nor failed then are `skipped`.
-   */
-  status: "pending" | JobState["status"];
-  /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
-  failureReason?: string;
-  progress: { total: number; dispatched: number; done: number; failed: number; skipped: number };
-  /** The aggregate so far (final once completed), in the kind's view. */
-  aggregate: unknown;
-  /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
-  failures: ItemFailure[];
-  createdAt: string;
-  completedAt: string | undefined;
-  /** When the job completed, was cancelled or expired; absent before. */
-  endedAt?: string;
-  /** The job's deadline; absent when it has none. */
-  deadline?: string;
-  /** Present while a cancellation is requested and the leader has not applied it yet (pending or running jobs). */
-  cancelRequested?: true;
-  /** Epoch of the leader that last changed the job. */
-  lastEpoch: number | undefined;
-  /**
-   * Present when this version could read only part of the job, and says why: a pending job whose spec is of a newer
-   * format version (a leader of that version registers it) shows only its kind, item count, creation and deadline.
-   */
-  notice?: string;
-}
+export type { JobStatus } from "./jobStatus";
 
 /**
  * What a spec of a newer format version must still hold for its job to be shown as pending: the fields this version
@@ -83,9 +50,8 @@ export async function readJobStatus(
     if (!stored.ok) throw new UnreadableJobError(id, stored.reason);
     const job = stored.value;
     const kind = registry.get(job.kind);
-    const partial = kind?.partialSchema.safeParse(job.aggregate);
-    const aggregate =
-      kind !== undefined && partial?.success ? (kind.view ? kind.view(partial.data) : partial.data) : job.aggregate;
+    const partial = kind?.parsePartial(job.aggregate);
+    const aggregate = kind !== undefined && partial?.ok === true ? kind.view(partial.value) : job.aggregate;
     return {
       id,
       kind: job.kind,

@@ -8,8 +8,10 @@ import type { CoordinationDeps } from "./deps";
 import { ChunkCache, dispatchJob } from "./dispatch";
 import { awaitAcknowledgements, foldPoisonBatch, foldResultBatch, type FoldReport } from "./foldResults";
 import { isStopped, type JobState } from "./jobState";
+import { writeJobStop } from "./jobStops";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
+import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention";
 import { recordTerm } from "./termHistory";
 
 /**
@@ -21,6 +23,12 @@ const MIN_IDLE_POLL_MS = 50;
 const IDLE_POLL_MS = 500;
 /** Most fold batches of one kind per pass. */
 const MAX_FOLD_BATCHES = 20;
+/**
+ * Most active jobs one pass reads (and may dispatch or end), so that results are folded between them however many jobs
+ * are active: each read is a whole job document (at most MAX_JOB_DOCUMENT_BYTES). The next pass, or the next step,
+ * goes on from the first job not read (the index's `resumeAt`), so every job gets its turn.
+ */
+export const MAX_JOBS_PER_PASS = 32;
 
 /** Options for {@link runCoordinationStep}. */
 export interface StepOptions {
@@ -28,6 +36,8 @@ export interface StepOptions {
   budgetMs: number;
   /** Monotonic clock. @default performance.now */
   monotonicMs?: () => number;
+  /** Most passes the step makes, whatever budget is left (a tool's single pass, a test's). @default no bound */
+  maxPasses?: number;
 }
 
 /** What a step did, for the step-completed event and the logs. */
@@ -47,6 +57,8 @@ export interface StepReport {
    */
   jobErrors: number;
   completedJobs: string[];
+  /** Ended jobs whose state and blobs were removed, their retention period over (JOB_RETENTION_HOURS). */
+  removedJobs: number;
   activeJobs: number;
   /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
   jobs: JobProgress[];
@@ -94,6 +106,7 @@ export async function runCoordinationStep(
     discarded: 0,
     jobErrors: 0,
     completedJobs: [],
+    removedJobs: 0,
     activeJobs: 0,
     jobs: [],
   };
@@ -111,6 +124,11 @@ export async function runCoordinationStep(
   };
   let idleMs = MIN_IDLE_POLL_MS;
   const chunks = new ChunkCache();
+  // Every loop of a pass stops starting new work once the budget is spent (each finishes what it started).
+  const pastBudget = (): boolean => monotonicMs() >= endMono;
+  // Where the next pass starts in the active list: the first job the last pass did not reach (see MAX_JOBS_PER_PASS).
+  let resumeAt: string | undefined;
+  let storedResumeAt: string | undefined;
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
@@ -135,7 +153,7 @@ export async function runCoordinationStep(
         error: message,
       });
     };
-    const registered = await registerJobs(deps, jobs, epoch, io);
+    const registered = await registerJobs(deps, jobs, epoch, { ...io, pastBudget });
     report.registered += registered;
     let work = registered > 0;
     // Results in every pass and repeatedly: they free in-flight room for dispatch. Poison once per step (its first
@@ -145,7 +163,7 @@ export async function runCoordinationStep(
       for (let batch = 0; batch < MAX_FOLD_BATCHES; batch++) {
         // Between batches the event loop runs (renewals, the watchdog), however fast storage answers.
         await yieldToEventLoop();
-        const folded = await fold(deps, jobs, epoch, io);
+        const folded = await fold(deps, jobs, epoch, { ...io, pastBudget });
         acknowledgements.push(...folded.acknowledgements);
         report.folded += folded.folded;
         report.duplicates += folded.duplicates;
@@ -156,23 +174,36 @@ export async function runCoordinationStep(
         for (const { jobId, error } of folded.jobErrors) jobFailed(jobId, error);
         term.reportProgress();
         if (folded.received > 0) work = true;
-        if (!folded.more || monotonicMs() >= endMono) break;
+        if (!folded.more || pastBudget()) break;
       }
       await awaitAcknowledgements(deps, epoch, acknowledgements);
     }
     const index = await jobs.readIndex(io);
-    const finished: string[] = [];
+    const active = index?.value.active ?? [];
+    if (report.passes === 1) resumeAt = storedResumeAt = index?.value.resumeAt;
+    // Jobs taken off the active list in this pass, with when they ended (their retention starts then).
+    const finished: { id: string; endedAtMs: number }[] = [];
     let budget = deps.dispatchBatchSize;
     // Cancellation requests are applied before dispatch, so a cancelled job gets no more items.
     // A request it cannot apply is logged and emitted there (job-pass-failed), kept for later, and counted here.
-    if ((index?.value.active.length ?? 0) > 0)
-      report.jobErrors += (await applyCancelRequests(deps, jobs, io)).failed.length;
-    for (const id of index?.value.active ?? []) {
+    if (active.length > 0)
+      report.jobErrors += (await applyCancelRequests(deps, jobs, { ...io, pastBudget })).failed.length;
+    // From where the last pass stopped, round the list, while the budget lasts and at most MAX_JOBS_PER_PASS jobs.
+    const start = resumeAt === undefined ? 0 : Math.max(0, active.indexOf(resumeAt));
+    const order = [...active.slice(start), ...active.slice(0, start)];
+    resumeAt = undefined;
+    for (const [visited, id] of order.entries()) {
+      if (visited > 0 && (visited >= MAX_JOBS_PER_PASS || pastBudget())) {
+        resumeAt = id;
+        break;
+      }
       try {
         const read = await jobs.readJob(id, io);
         const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
         if (job === undefined || job.value.status !== "running") {
-          finished.push(id);
+          // Workers stop taking its items (a cancellation request wrote this already; an expiry or a failure has not).
+          if (job !== undefined && job.value.status !== "completed") await writeJobStop(deps.system, id, io);
+          finished.push({ id, endedAtMs: job?.value.completedAtMs ?? job?.value.endedAtMs ?? deps.now() });
           if (job !== undefined) {
             noteProgress(job.value, 0, 0);
             emitJobEnded(deps, epoch, job.value);
@@ -200,11 +231,35 @@ export async function runCoordinationStep(
       }
       term.reportProgress();
     }
-    if (finished.length > 0) await jobs.updateIndex({ remove: finished }, io);
-    report.activeJobs = (index?.value.active.length ?? 0) - finished.length;
+    // Once an hour (and in every step while one is unfinished), ended jobs past their retention are removed.
+    let sweptAtMs: number | undefined;
+    if (report.passes === 1 && deps.now() - (index?.value.sweptAtMs ?? 0) >= RETENTION_SWEEP_INTERVAL_MS) {
+      const retention = await removeExpiredJobs(deps, jobs, { ...io, pastBudget });
+      report.removedJobs += retention.removed;
+      if (retention.complete) sweptAtMs = deps.now();
+    }
+    report.activeJobs = active.length - finished.length;
     report.jobs = [...progress.values()];
+    const ending =
+      pastBudget() || (!work && report.activeJobs === 0) || report.passes >= (options.maxPasses ?? Infinity);
+    // Each ended job's retention marker first: a crash before the index write leaves the job active, and the next
+    // pass writes the same marker again.
+    await Promise.all(finished.map(({ id, endedAtMs }) => noteEnded(deps, id, endedAtMs, io)));
+    // The position is written with the index's other changes, or once at the end of a step that did not reach every
+    // job: at most one small write per step for it.
+    if (finished.length > 0 || sweptAtMs !== undefined || (ending && resumeAt !== storedResumeAt)) {
+      await jobs.updateIndex(
+        {
+          remove: finished.map(({ id }) => id),
+          resumeAt: resumeAt ?? null,
+          ...(sweptAtMs === undefined ? {} : { sweptAtMs }),
+        },
+        io,
+      );
+      storedResumeAt = resumeAt;
+    }
+    if (ending) return report;
     const remainingMs = endMono - monotonicMs();
-    if (remainingMs <= 0 || (!work && report.activeJobs === 0)) return report;
     // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.
     if (!work) {
       await delay(Math.min(idleMs, remainingMs), { abortSignal: term.signal });

@@ -8,8 +8,11 @@ import {
   type ItemInput,
 } from "./messages";
 import { keys, type JobSpec } from "./jobState";
+import type { FieldError } from "./jobStatus";
 import type { BlobFiles } from "./ports";
-import type { TaskRegistry } from "./taskKinds";
+
+export type { FieldError } from "./jobStatus";
+import type { TaskRegistry } from "./taskRegistry";
 import type { Abortable } from "../library/util/delay";
 
 /** Most items in one job. */
@@ -27,7 +30,8 @@ export const MAX_DEADLINE_S = 7 * 24 * 3600;
 export const submissionSchema = z
   .strictObject({
     kind: z.string().min(1).max(64),
-    params: z.unknown(),
+    /** The kind's params, validated by its schema; absent for a kind that takes none. */
+    params: z.unknown().optional(),
     items: z
       .array(submittedItemSchema)
       .min(1, "a job needs at least one item")
@@ -63,13 +67,6 @@ export type ItemsSubmission = JobHeader & { items: ItemInput[] };
 /** What a job's spec takes from its submission besides the items. */
 export type JobHeader = Pick<Submission, "kind" | "params" | "deadline" | "timeoutS">;
 
-/** A field-level problem with a submission. */
-export interface FieldError {
-  /** Dotted path of the field, e.g. `items.3.inline` or `params.keyField`. */
-  field: string;
-  message: string;
-}
-
 /** Validation result: the submission, or every field error. */
 export type ValidatedSubmission = { ok: true; value: Submission } | { ok: false; errors: FieldError[] };
 
@@ -97,16 +94,17 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         },
       ],
     };
-  const params = kind.paramsSchema.safeParse(parsed.data.params);
-  if (!params.success)
+  // Stored and sent as null when absent (every stored spec and work message carries params): the kind sees null.
+  const params = kind.parseParams(parsed.data.params ?? null);
+  if (!params.ok)
     return {
       ok: false,
-      errors: params.error.issues.map((issue) => ({
-        field: ["params", ...issue.path].join("."),
+      errors: params.issues.map((issue) => ({
+        field: issue.path === "" ? "params" : `params.${issue.path}`,
         message: issue.message,
       })),
     };
-  const paramsBytes = Buffer.byteLength(JSON.stringify(params.data ?? null));
+  const paramsBytes = Buffer.byteLength(JSON.stringify(params.value ?? null));
   if (paramsBytes > MAX_PARAMS_BYTES)
     return {
       ok: false,
@@ -117,7 +115,7 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         },
       ],
     };
-  return { ok: true, value: { ...parsed.data, params: params.data } };
+  return { ok: true, value: { ...parsed.data, params: params.value } };
 }
 
 /** The wall-clock ms a submission's `deadline` or `timeoutS` stands for, submitted at `nowMs`; undefined for none. */

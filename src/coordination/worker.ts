@@ -1,21 +1,26 @@
+import pLimit from "p-limit";
+import { z } from "zod";
 import type { CoordinationDeps } from "./deps";
 import { keys } from "./jobState";
-import { z } from "zod";
 import {
   itemRefOf,
   MAX_OUTCOME_BYTES,
   outcomeTooLarge,
   parseMessage,
   toRanges,
+  fromRanges,
   workMessageSchema,
   type itemResultMessageSchema,
+  type ItemInput,
   type UnitResultMessage,
 } from "./messages";
 import { originalText, rejectionReason, rejectionText } from "./rejection";
-import { ItemError, mergeAll } from "./taskKinds";
+import { issuesText } from "./standardSchema";
+import { ItemError, type TaskInput } from "./taskKinds";
+import { mergeAll, type RegisteredKind } from "./taskRegistry";
 import { ConfigurationError } from "../library/errors";
 import type { OpenedBlob } from "./ports";
-import type { Abortable } from "../library/util/delay";
+import { abortReason, delay, type Abortable } from "../library/util/delay";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -26,6 +31,8 @@ export type WorkerDeps = Pick<
   | "workPoisonQueue"
   | "registry"
   | "maxInputBlobBytes"
+  | "workUnitConcurrency"
+  | "jobStops"
   | "logger"
   | "emit"
   | "instanceId"
@@ -42,11 +49,26 @@ export interface Delivery {
   maxDequeueCount: number;
 }
 
-/** How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not. */
+/**
+ * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
+ * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not); the
+ * unit's task kind, and how many of its `count` items were reported done and failed.
+ */
 export type WorkOutcome =
-  | { status: "processed"; jobId: string; item: number; count: number }
-  | { status: "failed"; jobId: string; item: number; count: number; reason: string }
+  | ({ status: "processed"; reason?: undefined } & UnitCounts)
+  | ({ status: "failed"; reason: string } & UnitCounts)
+  | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
   | { status: "rejected"; reason: string };
+
+/** A unit's counts in a {@link WorkOutcome}. */
+interface UnitCounts {
+  jobId: string;
+  kind: string;
+  item: number;
+  count: number;
+  itemsDone: number;
+  itemsFailed: number;
+}
 
 /** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
 const MAX_INLINE_RESULT_BYTES = 40 * 1024;
@@ -55,13 +77,31 @@ const MAX_INLINE_RESULT_BYTES = 40 * 1024;
 const NEWEST_WORK_MESSAGE_VERSION = 2;
 
 /**
+ * While a unit runs, how old a "not stopped" answer about its job may be before an item starts (and how often a unit
+ * whose items are still running looks again, to abort them), in ms. Each unit also looks once when it starts.
+ */
+export const STOP_CHECK_INTERVAL_MS = 1000;
+
+/** Why a unit's items were aborted: its job was stopped. Not a failure of any item. */
+class JobStoppedSignal extends Error {
+  constructor(jobId: string) {
+    super(`job ${jobId} was cancelled or has ended`);
+    this.name = "JobStoppedSignal";
+  }
+}
+
+/**
  * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
  * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it) —
  * but one of a task kind this worker lacks only on its last delivery, thrown back before
- * ({@link throwUnlessLastDelivery}); an item whose input is unusable fails alone, with its reason; the partials of the
- * others are merged with the kind's `merge`, and ONE result names the items done and failed. A transient failure of
- * any item is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed
- * instead, with the others' results, so the job can finish.
+ * ({@link throwUnlessLastDelivery}). The unit's items run through the kind's `process`, at most the kind's concurrency
+ * at once; an item whose input is unusable fails alone, with its reason; the partials of the others are merged with the
+ * kind's `merge`, and ONE result names the items done and failed. A transient failure of any item aborts the others and
+ * is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed instead,
+ * with the others' results, so the job can finish. So is a shutdown (`options.abortSignal`): the unit is delivered
+ * again. The job's stop blob is checked when the unit starts and before each item (at most
+ * {@link STOP_CHECK_INTERVAL_MS} old): once the job is stopped, no more of its items start, those running are aborted,
+ * and only the items already processed are reported.
  */
 export async function processWorkMessage(
   deps: WorkerDeps,
@@ -79,50 +119,31 @@ export async function processWorkMessage(
     throwUnlessLastDelivery(deps, delivery, why);
     return reject(deps, payload, delivery, why, options);
   }
-  const params = kind.paramsSchema.safeParse(message.params);
-  if (!params.success)
+  const params = kind.parseParams(message.params);
+  if (!params.ok)
     return reject(
       deps,
       payload,
       delivery,
-      `params are not valid for "${message.kind}": ${params.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      `params are not valid for "${message.kind}": ${issuesText(params.issues)}`,
       options,
     );
 
   const { jobId } = message;
   const first = message.v === 2 ? message.first : message.item;
   const inputs = message.v === 2 ? message.inputs : [message.input];
-  const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
-  const done: number[] = [];
-  const partials: unknown[] = [];
-  const failures = new Map<string, number[]>();
-  const fail = (item: number, reason: string): void => {
-    const items = failures.get(reason) ?? [];
-    items.push(item);
-    failures.set(reason, items);
-  };
-  for (const [offset, input] of inputs.entries()) {
-    const item = first + offset;
-    try {
-      const text = "inline" in input ? input.inline : await readInputBlob(deps, input.blob, options);
-      partials.push(kind.process(text, params.data));
-      done.push(item);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      if (error instanceof ItemError) fail(item, reason);
-      else if (lastDelivery)
-        fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
-      // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
-      else throw error;
-    }
-  }
+  const run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
+  const { done, partials, failures } = run;
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
+  const count = inputs.length;
+  const unitCounts = { jobId, kind: message.kind, item: first, count };
+  if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
   if (message.v === 1) {
     const [failure] = failed;
     const tooLarge = await sendItemResult(
       deps,
       failure === undefined
-        ? { v: 1, jobId, item: first, ok: true, partial: partials[0] }
+        ? { v: 1, jobId, item: first, ok: true, partial: kind.hasAggregate ? partials[0] : null }
         : { v: 1, jobId, item: first, ok: false, reason: failure.reason },
       options,
     );
@@ -134,25 +155,179 @@ export async function processWorkMessage(
         v: 2,
         jobId,
         first,
-        count: inputs.length,
+        count,
         done: toRanges(done),
-        ...(partials.length > 0 ? { partial: mergeAll(kind, partials) } : {}),
+        ...(partials.length > 0 ? { partial: kind.hasAggregate ? mergeAll(kind, partials) : null } : {}),
         failed,
       },
       options,
     );
     if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
-  if (failed.length === 0) return { status: "processed", jobId, item: first, count: inputs.length };
+  const itemsFailed = failed.reduce((sum, failure) => sum + fromRanges(failure.items).length, 0);
+  const counts = {
+    ...unitCounts,
+    itemsDone: count - run.skipped - itemsFailed,
+    itemsFailed,
+  };
+  if (run.skipped > 0) return { status: "stopped", ...counts, skipped: run.skipped };
+  if (failed.length === 0) return { status: "processed", ...counts };
+  return { status: "failed", ...counts, reason: failed.map((failure) => failure.reason).join("; ") };
+}
+
+/** The items of one unit, as {@link runItems} takes them. */
+interface UnitItems {
+  jobId: string;
+  first: number;
+  inputs: readonly ItemInput[];
+  params: unknown;
+}
+
+/** What running a unit's items gave: items done with their partials, items failed by reason, items not processed. */
+interface UnitRun {
+  done: number[];
+  partials: unknown[];
+  failures: Map<string, number[]>;
+  skipped: number;
+}
+
+/**
+ * Runs a unit's items through the kind, at most its concurrency at once, under one signal: the host's shutdown, the
+ * job's stop, or a transient failure of another item. Throws the first transient failure (or the shutdown's reason)
+ * once every item has settled, unless this is the last delivery.
+ */
+async function runItems(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  unit: UnitItems,
+  delivery: Delivery,
+  options: Abortable,
+): Promise<UnitRun> {
+  const { jobId, first, inputs } = unit;
+  const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
+  const run: UnitRun = { done: [], partials: [], failures: new Map(), skipped: 0 };
+  const fail = (item: number, reason: string): void => {
+    const items = run.failures.get(reason) ?? [];
+    items.push(item);
+    run.failures.set(reason, items);
+  };
+  if (await deps.jobStops.isStopped(jobId, { maxAgeMs: 0 })) return { ...run, skipped: inputs.length };
+  const unitControl = new AbortController();
+  const signal =
+    options.abortSignal === undefined ? unitControl.signal : AbortSignal.any([options.abortSignal, unitControl.signal]);
+  let transient: { error: unknown } | undefined;
+  const watch = watchForStop(deps, jobId, unitControl);
+  const limit = pLimit(kind.concurrency ?? deps.workUnitConcurrency);
+  try {
+    await Promise.all(
+      inputs.map((input, offset) =>
+        limit(async () => {
+          const item = first + offset;
+          if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
+            unitControl.abort(new JobStoppedSignal(jobId));
+          if (signal.aborted) {
+            // Stopped: skipped. Shut down, or another item failed transiently: the unit is delivered again.
+            if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
+            return;
+          }
+          try {
+            const data =
+              "inline" in input
+                ? inputOf(undefined, input.inline)
+                : await readInputBlob(deps, input.blob, { abortSignal: signal });
+            const partial = await kind.process(data, {
+              params: unit.params,
+              jobId,
+              index: item,
+              idempotencyKey: `${jobId}/${item}`,
+              abortSignal: signal,
+              logger: deps.logger,
+            });
+            if (kind.hasAggregate) run.partials.push(partial);
+            run.done.push(item);
+          } catch (error) {
+            if (unitControl.signal.reason instanceof JobStoppedSignal) {
+              run.skipped++;
+              return;
+            }
+            if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
+            const reason = error instanceof Error ? error.message : String(error);
+            if (error instanceof ItemError) fail(item, reason);
+            else if (lastDelivery)
+              fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
+            else {
+              // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
+              transient ??= { error };
+              unitControl.abort(error);
+            }
+          }
+        }),
+      ),
+    );
+  } finally {
+    await watch.stop();
+  }
+  if (transient !== undefined) throw transient.error;
+  const settled = run.done.length + [...run.failures.values()].reduce((sum, items) => sum + items.length, 0);
+  if (options.abortSignal?.aborted === true && settled + run.skipped < inputs.length)
+    throw abortReason(options.abortSignal);
+  run.done.sort((a, b) => a - b);
+  for (const items of run.failures.values()) items.sort((a, b) => a - b);
+  return run;
+}
+
+/**
+ * While a unit runs, looks at its job's stop blob every {@link STOP_CHECK_INTERVAL_MS} and aborts the unit's items when
+ * it appears. `stop()` ends the watch and waits for it.
+ */
+function watchForStop(
+  deps: Pick<WorkerDeps, "jobStops">,
+  jobId: string,
+  unit: AbortController,
+): { stop: () => Promise<void> } {
+  const done = new AbortController();
+  const watching = (async () => {
+    const signal = AbortSignal.any([done.signal, unit.signal]);
+    while (!signal.aborted) {
+      try {
+        await delay(STOP_CHECK_INTERVAL_MS, { abortSignal: signal });
+      } catch {
+        return;
+      }
+      if (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS }))
+        unit.abort(new JobStoppedSignal(jobId));
+    }
+  })();
   return {
-    status: "failed",
-    jobId,
-    item: first,
-    count: inputs.length,
-    reason: failed.map((failure) => failure.reason).join("; "),
+    stop: async () => {
+      done.abort();
+      await watching;
+    },
   };
 }
 
+/**
+ * An item's input for the kind: its bytes and its text, each made from the other on first use (an inline item is text,
+ * a blob's content bytes).
+ */
+function inputOf(bytes: Uint8Array | undefined, text: string | undefined, blob?: string): TaskInput {
+  let cachedBytes = bytes;
+  let cachedText = text;
+  return {
+    blob,
+    get bytes(): Uint8Array {
+      cachedBytes ??= Buffer.from(cachedText ?? "", "utf8");
+      return cachedBytes;
+    },
+    get text(): string {
+      cachedText ??=
+        cachedBytes === undefined
+          ? ""
+          : Buffer.from(cachedBytes.buffer, cachedBytes.byteOffset, cachedBytes.byteLength).toString("utf8");
+      return cachedText;
+    },
+  };
+}
 /**
  * Throws for a work message of a version newer than this worker knows — sent, in a rolling deploy, by a leader already
  * upgraded — instead of rejecting it: a rejection would fail all its items at once, though an upgraded worker would do
@@ -288,7 +463,7 @@ async function readInputBlob(
   deps: Pick<CoordinationDeps, "inputs" | "maxInputBlobBytes">,
   name: string,
   options: Abortable,
-): Promise<string> {
+): Promise<TaskInput> {
   let opened: OpenedBlob | undefined;
   try {
     opened = await deps.inputs.open(name, options);
@@ -314,7 +489,7 @@ async function readInputBlob(
   } finally {
     opened.close();
   }
-  return Buffer.concat(pieces, length).toString("utf8");
+  return inputOf(Buffer.concat(pieces, length), undefined, name);
 }
 
 /** A size in bytes, for people: `25165824 bytes (24 MiB)`, `1536 bytes (1.5 KiB)`, `100 bytes`. */

@@ -8,7 +8,7 @@ import { JobTracker } from "../../scripts/chaos/jobs";
 import type { EventRecord } from "../../scripts/local/eventLog";
 
 /** One tick of the schedule below. */
-const TICK_MS = 1000;
+const TICK_MS = 5000;
 /** Process scheduling and request latency on a 2-core machine. */
 const SLACK_MS = 1500;
 
@@ -25,10 +25,11 @@ describe("graceful shutdown on the local host (2 OS processes on Azurite)", () =
       eventsPath: join(outDir, "events.jsonl"),
       logsDir: join(outDir, "logs"),
       env: {
-        COORDINATOR_SCHEDULE: "*/1 * * * * *",
-        // No worker runs, so the job never finishes and every step polls for its whole (long) budget: the SIGTERM
-        // always lands mid-step, and without a shutdown signal the step would hold the lease for up to 30 s.
-        STEP_BUDGET_MS: "30000",
+        COORDINATOR_SCHEDULE: "*/5 * * * * *",
+        // No worker runs, so the job never finishes and every step polls for its whole budget (below the 5 s tick, as
+        // the settings require): the SIGTERM lands mid-step, and without a shutdown signal the step would hold the
+        // lease until its budget ran out and end as completed, not aborted.
+        STEP_BUDGET_MS: "4000",
         "AzureWebJobs.worker.Disabled": "true",
       },
     });

@@ -46,7 +46,9 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     const result: LocalRunResult = await runLocal({
       instances: 3,
       items: 300,
-      schedule: "*/2 * * * * *",
+      // Every 30 s: the step budget below (20 s, so the kill lands mid-step) must be below the schedule's interval.
+      // Wake-ups from results and their follow-ups carry the job between ticks, and after the kill.
+      schedule: "*/30 * * * * *",
       killLeaderAfterS: 5,
       live: "off",
       settleS: 1,
@@ -70,6 +72,7 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
     expect(result.status?.progress).toEqual({ total: 300, dispatched: 300, done: 300, failed: 0, skipped: 0 });
     expect(result.statusUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/status$/);
 
+    expect(result.kill).toMatch(/^killed instance-\d, the leader \(epoch \d+\), with the job at \d+\/300 items$/);
     const killed = result.instances.filter((i) => i.exit?.killedByRunner === true);
     expect(killed).toHaveLength(1);
     expect(killed[0]?.exit?.signal).toBe("SIGKILL");

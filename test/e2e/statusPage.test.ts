@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InstanceProcess, type InstanceState } from "../../scripts/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/local/instances";
 import { createCoordinatorApp } from "../../src/app/context";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import type { JobStatus } from "../../src/coordination/status";
@@ -125,7 +125,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
           else resolve(line.httpPort);
         },
         onExit: (state: InstanceState) => {
-          reject(new Error(`the instance exited before it was ready: ${state.recentLogs.join("\n")}`));
+          reject(new Error(`the instance exited before it was ready:\n${lastOutput(state)}`));
         },
       });
     });

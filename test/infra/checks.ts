@@ -5,6 +5,7 @@ import {
   commentsOnLine,
   descendants,
   objectEntries,
+  parameterDeclarations,
   resourceDeclarations,
   stringLiteral,
   valueAt,
@@ -38,6 +39,10 @@ export const API_VERSION_FLOORS: Readonly<Record<string, { floor: string; reason
     reason: "first GA version after 2018-11-30 for user-assigned identities",
   },
   "Microsoft.Authorization": { floor: "2022-04-01", reason: "GA roleAssignments with principalType and description" },
+  "Microsoft.Resources": {
+    floor: "2022-09-01",
+    reason: "GA resourceGroups, created by azd's subscription-scope entry",
+  },
   "Microsoft.OperationalInsights": { floor: "2022-10-01", reason: "GA workspaces with features.disableLocalAuth" },
   "Microsoft.Insights": {
     floor: "2020-02-02",
@@ -165,19 +170,25 @@ export const DOCUMENTED_ROLES: Readonly<Record<string, string>> = {
 
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** One role assignment, resolved: which role, on which resource (by symbol and type). */
+/** One role assignment, resolved: which role, on which resource (by symbol and type), for whom. */
 export interface RoleAssignment {
   readonly file: string;
   readonly symbol: string;
   readonly roleName: string;
   readonly scopeSymbol: string;
   readonly scopeType: string;
+  /** A managed identity ('ServicePrincipal'), or a person or pipeline the deployment names (a principalType param). */
+  readonly principal: "managed identity" | "named principal";
 }
+
+/** The principal types a deployment may name for a person or a pipeline (a `principalType` parameter allows these). */
+const NAMED_PRINCIPAL_TYPES = new Set(["User", "Group", "ServicePrincipal"]);
 
 /**
  * Resolves every `Microsoft.Authorization/roleAssignments` resource, and reports: role ids that are not documented
  * built-in roles or cannot be resolved to a literal id; role-id literals without a same-line comment naming the role;
- * assignments without a resource scope or not to a 'ServicePrincipal'.
+ * assignments without a resource scope, or whose principalType is neither 'ServicePrincipal' (a managed identity) nor a
+ * parameter that allows only 'User', 'Group' and 'ServicePrincipal' (a person or pipeline the deployment names).
  */
 export function roleAssignments(files: readonly BicepFile[]): { assignments: RoleAssignment[]; violations: string[] } {
   const assignments: RoleAssignment[] = [];
@@ -226,8 +237,12 @@ export function roleAssignments(files: readonly BicepFile[]): { assignments: Rol
         );
         continue;
       }
-      if (stringLiteral(valueAt(resource.body, "properties", "principalType")) !== "ServicePrincipal") {
-        violations.push(`${where}: principalType must be 'ServicePrincipal' (a managed identity)`);
+      const principalType = valueAt(resource.body, "properties", "principalType");
+      const named = principalType?.type === "identifier" && namedPrincipalParameter(file, principalType.text);
+      if (stringLiteral(principalType) !== "ServicePrincipal" && !named) {
+        violations.push(
+          `${where}: principalType must be 'ServicePrincipal' (a managed identity), or a parameter allowing only 'User', 'Group', 'ServicePrincipal'`,
+        );
       }
       const scopeSymbol = valueAt(resource.body, "scope")?.text ?? "";
       const scopeResource = resources.find((r) => r.symbol === scopeSymbol);
@@ -243,10 +258,23 @@ export function roleAssignments(files: readonly BicepFile[]): { assignments: Rol
         roleName,
         scopeSymbol,
         scopeType: scopeResource.type,
+        principal: named ? "named principal" : "managed identity",
       });
     }
   }
   return { assignments, violations };
+}
+
+/** Whether `name` is a parameter of `file` whose `@allowed` values are principal types a deployment may name. */
+function namedPrincipalParameter(file: BicepFile, name: string): boolean {
+  const allowed = parameterDeclarations(file).get(name)?.decorators.get("allowed")?.[0];
+  if (allowed === undefined) return false;
+  const values = evaluate(allowed, new Map());
+  return (
+    Array.isArray(values) &&
+    values.length > 0 &&
+    values.every((value) => typeof value === "string" && NAMED_PRINCIPAL_TYPES.has(value))
+  );
 }
 
 /** Storage accounts (deployed, not `existing`) that are not hardened, and containers open to anonymous reads. */

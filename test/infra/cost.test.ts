@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { CronExpressionParser } from "cron-parser";
 import { describe, expect, it } from "vitest";
@@ -85,5 +85,88 @@ describe("DEPLOY.md idle cost table", () => {
     expect(defaultRow).toBeDefined();
     const summary = `**${defaultRow?.ticks.toLocaleString("en-US")} idle executions and ${defaultRow?.gbSeconds.toLocaleString("en-US")} GB-s per app per month**`;
     expect(DEPLOY_MD).toContain(summary);
+  });
+});
+
+/**
+ * Every idle-cost figure in README.md, docs/*.md and infra/smoke.sh comes from the table above: a paragraph (or
+ * table row) about the idle timer may state only the figures of the rows it names — by schedule (`*\/30 * * * * *`) or
+ * in words ("every 30 s") — or, naming none, of the default schedule's row; besides them only the free grant and unit
+ * prices. (DEPLOY.md once said idle costs $4.53 a month, the 30 s row, beside a table whose default row said $2.26.)
+ */
+describe("idle-cost figures across the docs come from DEPLOY.md's table", () => {
+  const FILES = [
+    "README.md",
+    ...readdirSync(path.join(REPO_ROOT, "docs"))
+      .filter((name) => name.endsWith(".md"))
+      .map((name) => `docs/${name}`),
+    "infra/smoke.sh",
+  ];
+  /** The free grant, and list prices ($ per GB-s, per million executions or operations), which are not cost figures. */
+  const CONSTANTS = new Set([100_000, 250_000, 0.000026, 0.4, 0.44, 5.5]);
+  const ABOUT_IDLE = /\bidle\b|heartbeat|\btimer\b|\bticks?\b/i;
+  const TABLE_ROW = /^\| `[^`]+` \([^)]*\) \|/;
+
+  /** Paragraphs of a file (split at blank lines), each table row apart; not the idle-cost table's own rows. */
+  function paragraphs(text: string): string[] {
+    return text
+      .split(/\n\s*\n/)
+      .flatMap((block) => (block.trimStart().startsWith("|") ? block.split("\n") : [block]))
+      .filter((paragraph) => !TABLE_ROW.test(paragraph.trim()));
+  }
+
+  /** The rows a paragraph names, by schedule or in words; the default row when it names none. */
+  function rowsNamedIn(paragraph: string) {
+    const rows = costRows();
+    const defaultSchedule = settingsSchema.parse({}).COORDINATOR_SCHEDULE;
+    const named = rows.filter((row) => {
+      const words = intervalSeconds(row.schedule) < 60 ? `every ${intervalSeconds(row.schedule)} s` : "";
+      const minutes = intervalSeconds(row.schedule) / 60;
+      const inMinutes = minutes === 1 ? /every minute|1-minute/ : new RegExp(`every ${minutes} minutes`);
+      return (
+        paragraph.includes(`\`${row.schedule}\``) ||
+        (words !== "" && paragraph.includes(words)) ||
+        (minutes >= 1 && inMinutes.test(paragraph))
+      );
+    });
+    return named.length > 0 ? named : rows.filter((row) => row.schedule === defaultSchedule);
+  }
+
+  /**
+   * The monthly figures a paragraph states: dollar amounts of a cent or more that are not a unit price (per million,
+   * per GB-s), and counts of executions, ticks or GB-s with "month" after them in the same sentence.
+   */
+  function figures(paragraph: string): number[] {
+    const dollars = [...paragraph.matchAll(/\$(\d[\d,]*(?:\.\d+)?)(?![\d.])([^\n$]{0,16})/g)]
+      .filter((match) => !/^\s*(?:per million|per GB-s|\/M\b|\/GB-s)/.test(match[2] ?? ""))
+      .map((match) => number(match[1] ?? ""))
+      .filter((amount) => amount >= 0.01);
+    const counts = [
+      ...paragraph.matchAll(/\b(\d{1,3}(?:,\d{3})+|\d{4,})\s+(?:idle\s+)?(?:executions|ticks|GB-s)\b([^.;]*)/g),
+    ]
+      .filter((match) => /\bmonth\b/.test(match[2] ?? ""))
+      .map((match) => number(match[1] ?? ""));
+    return [...dollars, ...counts];
+  }
+
+  it.each(FILES)("%s states only figures of the rows it speaks of", (file) => {
+    const text = readFileSync(path.join(REPO_ROOT, file), "utf8");
+    const stray: string[] = [];
+    for (const paragraph of paragraphs(text).filter((candidate) => ABOUT_IDLE.test(candidate))) {
+      const allowed = new Set(
+        rowsNamedIn(paragraph).flatMap((row) => [row.ticks, row.gbSeconds, row.listPrice, row.afterGrant]),
+      );
+      for (const figure of figures(paragraph))
+        if (!allowed.has(figure) && !CONSTANTS.has(figure))
+          stray.push(`${figure} in: ${paragraph.replace(/\s+/g, " ").slice(0, 160)}…`);
+    }
+    expect(stray).toEqual([]);
+  });
+
+  it("the check would have caught DEPLOY.md's old idle figure", () => {
+    const old = "Idle, each app costs about $4.53 a month at list prices before the free grant (the timer alone).";
+    const allowed = rowsNamedIn(old).flatMap((row) => [row.listPrice, row.afterGrant]);
+    expect(figures(old)).toEqual([4.53]);
+    expect(allowed).not.toContain(4.53);
   });
 });

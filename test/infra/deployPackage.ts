@@ -1,14 +1,5 @@
 import { execFile } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  symlinkSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -17,9 +8,9 @@ import { promisify } from "node:util";
 import { REPO_ROOT } from "./bicep";
 
 /**
- * Building the deploy package the way the tools do: the project folder (here: the repository's files plus a fresh
- * `npm run build` output) filtered by `.funcignore`, read either as Azure Functions Core Tools reads it or with git's
- * semantics (azd and the usual ignore libraries), then production dependencies installed from the lockfile.
+ * Helpers of the deploy-package tests: a fresh clone of the repository, the documented bash blocks run in it, the
+ * package's size and what its `main` registers; and `.funcignore` read as Azure Functions Core Tools reads it and with
+ * git's semantics (azd and the usual ignore libraries), for a publish from the project folder itself.
  */
 
 const exec = promisify(execFile);
@@ -149,32 +140,17 @@ export async function gitFiles(root: string, funcignorePath: string): Promise<st
 }
 
 /**
- * The project folder a publish starts from: every file of the repository (tracked, or new and not git-ignored; as
- * they are in the working tree) plus the output of the project's build (`tsconfig.build.json`) in `dist/`.
- * No `node_modules`: production dependencies are installed into each package.
+ * A fresh clone of the project: every file of the repository (tracked, or new and not git-ignored; as they are in the
+ * working tree), no node_modules, no build output.
  */
-export async function stageProject(): Promise<string> {
-  const stage = mkdtempSync(path.join(tmpdir(), "deploy-stage-"));
+export async function stageClone(): Promise<string> {
+  const stage = mkdtempSync(path.join(tmpdir(), "deploy-clone-"));
   const listed = await runOrThrow("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], REPO_ROOT);
   for (const name of listed.split("\0")) {
     if (name === "" || !existsSync(path.join(REPO_ROOT, name))) continue;
     copyInto(REPO_ROOT, stage, name);
   }
-  const tsc = requireHere.resolve("typescript/bin/tsc");
-  // The build runs in the repository (where the type packages are installed) and writes into the stage.
-  await runOrThrow(
-    process.execPath,
-    [tsc, "-p", path.join(REPO_ROOT, "tsconfig.build.json"), "--outDir", path.join(stage, "dist")],
-    REPO_ROOT,
-  );
   return stage;
-}
-
-/** Copies `files` (relative to `from`) into a new package folder, as the zip would hold them. */
-export function assemblePackage(from: string, files: readonly string[], reading: Reading): string {
-  const target = mkdtempSync(path.join(tmpdir(), `deploy-package-${reading}-`));
-  for (const name of files) copyInto(from, target, name);
-  return target;
 }
 
 function copyInto(from: string, to: string, relative: string): void {
@@ -182,26 +158,22 @@ function copyInto(from: string, to: string, relative: string): void {
   copyFileSync(path.join(from, relative), path.join(to, relative));
 }
 
-/** Installs production dependencies only, exactly as the lockfile says (from npm's cache when it has them). */
-export function installProductionDependencies(packageDir: string): Promise<RunResult> {
-  return run("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--prefer-offline"], {
-    cwd: packageDir,
-    timeoutMs: 180_000,
-  });
+/** Every fenced bash block of a Markdown file of the repository, unindented, whose text `matches`. */
+export function bashBlocks(file: string, matches: (block: string) => boolean): string[] {
+  const text = readFileSync(path.join(REPO_ROOT, file), "utf8");
+  return [...text.matchAll(/^( *)```bash\n([\s\S]*?)^\1```/gm)]
+    .map((match) => (match[2] ?? "").replace(new RegExp(`^${match[1] ?? ""}`, "gm"), ""))
+    .filter(matches);
 }
 
-/** Whether two packages have byte-identical package.json and package-lock.json (and so install the same tree). */
-export function sameManifests(a: string, b: string): boolean {
-  return ["package.json", "package-lock.json"].every((name) => {
-    const [left, right] = [path.join(a, name), path.join(b, name)];
-    return existsSync(left) && existsSync(right) && readFileSync(left).equals(readFileSync(right));
+/** Runs bash code in `cwd` (with `-e`: the first failing command fails it), with the given PATH first. */
+export function runBash(code: string, cwd: string, options: { path?: string; timeoutMs?: number } = {}) {
+  const PATH = [options.path, process.env.PATH ?? ""].filter((part) => part !== undefined).join(path.delimiter);
+  return run("bash", ["-e", "-c", code], {
+    cwd,
+    env: { ...process.env, PATH },
+    timeoutMs: options.timeoutMs ?? 600_000,
   });
-}
-
-/** Gives `target` the production dependencies installed in `installed`, through a symbolic link to its node_modules. */
-export function linkDependencies(installed: string, target: string): RunResult {
-  symlinkSync(path.join(installed, "node_modules"), path.join(target, "node_modules"), "dir");
-  return { code: 0, stdout: "", stderr: "" };
 }
 
 /** The entry the Functions worker loads: package.json `main`, resolved in the package. */
@@ -222,26 +194,4 @@ const TSX_LOADER = pathToFileURL(requireHere.resolve("tsx")).href;
 export function captureRegistrations(entry: string, cwd: string): Promise<RunResult> {
   const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir() };
   return run(process.execPath, ["--import", TSX_LOADER, CAPTURE_SCRIPT, entry], { cwd, env, timeoutMs: 60_000 });
-}
-
-/**
- * Total size in bytes of the files under `dir` (through a linked `dir` itself, not links inside), and how many there
- * are.
- */
-export function sizeOf(dir: string, options: { skip?: string } = {}): { files: number; bytes: number } {
-  let files = 0;
-  let bytes = 0;
-  const walk = (current: string): void => {
-    for (const entry of readdirSync(current, { withFileTypes: true })) {
-      const full = path.join(current, entry.name);
-      if (current === dir && entry.name === options.skip) continue;
-      if (entry.isDirectory()) walk(full);
-      else if (entry.isFile()) {
-        files += 1;
-        bytes += statSync(full).size;
-      }
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return { files, bytes };
 }

@@ -1,5 +1,14 @@
 import type { Node } from "web-tree-sitter";
-import { type BicepFile, callArguments, calledFunctionName, descendants, objectEntries, unescapeBicep } from "./bicep";
+import {
+  type BicepFile,
+  callArguments,
+  calledFunctionName,
+  descendants,
+  objectEntries,
+  parameterDeclarations,
+  unescapeBicep,
+  variableDeclarations,
+} from "./bicep";
 
 /** A value of the small expression subset {@link evaluate} understands. */
 export type BicepValue = string | number | boolean | null | BicepValue[] | { [key: string]: BicepValue };
@@ -253,4 +262,23 @@ function call(node: Node, scope: ReadonlyMap<string, BicepValue>, functions: Bic
 /** How Bicep turns a value into text in `string(x)` and `'${x}'`: strings as they are, anything else as JSON. */
 function bicepString(value: BicepValue): string {
   return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/**
+ * A template's parameters bound to their defaults (after `overrides`), then its variables, each as far as it is a
+ * constant: a deployment-time default (`resourceGroup().location`) or a variable that refers to a resource is left out.
+ */
+export function templateScope(file: BicepFile, overrides: Record<string, BicepValue> = {}): Map<string, BicepValue> {
+  const scope = new Map<string, BicepValue>(Object.entries(overrides));
+  const bind = (name: string, value: Node): void => {
+    try {
+      scope.set(name, evaluate(value, scope));
+    } catch {
+      // not a constant
+    }
+  };
+  for (const [name, declaration] of parameterDeclarations(file))
+    if (!scope.has(name) && declaration.defaultValue !== undefined) bind(name, declaration.defaultValue);
+  for (const [name, value] of variableDeclarations(file)) bind(name, value);
+  return scope;
 }

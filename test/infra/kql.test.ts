@@ -2,14 +2,18 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { METRIC_NAMES } from "../../src/app/telemetry/metrics";
 import type { JobProgress } from "../../src/coordination/step";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
-import { REPO_ROOT } from "./bicep";
+import { INFRA_DIR, REPO_ROOT, parseBicepFile, variableDeclarations } from "./bicep";
+import { type BicepValue, templateScope } from "./evaluate";
 
 /**
- * The KQL queries in the README (leader history, step outcomes, a job's progress) parse and bind against the schema of
- * Application Insights' `traces` table, checked with Kusto's own language service (Kusto.Language, the parser and
- * binder of Azure Data Explorer, compiled to JavaScript), and only name event types and fields the app emits.
+ * The KQL the project ships — the queries of docs/OPERATIONS.md, and those of the alert rules and the workbook in
+ * infra/ with their thresholds substituted as deployed — parse and bind against the schemas of Application Insights'
+ * customEvents, customMetrics and traces tables, checked with Kusto's own language service (Kusto.Language, the parser
+ * and binder of Azure Data Explorer, compiled to JavaScript). They read the events' and metrics' attributes
+ * (customDimensions), never a substring of a log message, and name only event types, fields and metrics the app emits.
  */
 
 /** The slice of the Kusto.Language bridge used here (the package's typings are a global namespace of ~30k lines). */
@@ -33,25 +37,58 @@ interface KustoLanguage {
   };
 }
 
-/** Columns of Application Insights' `traces` table (classic schema, as the Logs blade of the component shows it). */
-const TRACES_SCHEMA =
-  "(timestamp:datetime, message:string, severityLevel:int, itemType:string, customDimensions:dynamic, customMeasurements:dynamic, " +
-  "operation_Name:string, operation_Id:string, operation_ParentId:string, cloud_RoleName:string, cloud_RoleInstance:string, " +
-  "appId:string, appName:string, iKey:string, sdkVersion:string, itemId:string, itemCount:int)";
+/** Columns common to Application Insights' tables (classic schema, as the Logs blade of the component shows them). */
+const COMMON =
+  "timestamp:datetime, itemType:string, customDimensions:dynamic, operation_Name:string, operation_Id:string, " +
+  "operation_ParentId:string, cloud_RoleName:string, cloud_RoleInstance:string, appId:string, appName:string, " +
+  "iKey:string, sdkVersion:string, itemId:string, itemCount:int";
+const TABLES: Readonly<Record<string, string>> = {
+  traces: `(${COMMON}, message:string, severityLevel:int, customMeasurements:dynamic)`,
+  customEvents: `(${COMMON}, name:string, customMeasurements:dynamic)`,
+  customMetrics: `(${COMMON}, name:string, value:real, valueCount:int, valueSum:real, valueMin:real, valueMax:real, valueStdDev:real)`,
+};
 
-const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
-const queries = [...readme.matchAll(/^```kusto\n([\s\S]*?)^```/gm)].map((match) => match[1] ?? "");
+const DOC = "docs/OPERATIONS.md";
+const docQueries = [...readFileSync(path.join(REPO_ROOT, DOC), "utf8").matchAll(/^```kusto\n([\s\S]*?)^```/gm)].map(
+  (match) => match[1] ?? "",
+);
+
+/**
+ * Every string at a `query` key of what a template's variables evaluate to, with its parameters at their defaults:
+ * the alert rules' queries (thresholds substituted as deployed) and the workbook's panels.
+ */
+async function bicepQueries(file: string): Promise<string[]> {
+  const template = await parseBicepFile(path.join(INFRA_DIR, "modules", file));
+  const found: string[] = [];
+  const collect = (value: BicepValue): void => {
+    if (Array.isArray(value)) value.forEach(collect);
+    else if (value !== null && typeof value === "object")
+      for (const [key, inner] of Object.entries(value)) {
+        if (key === "query" && typeof inner === "string") found.push(inner);
+        else collect(inner);
+      }
+  };
+  const scope = templateScope(template);
+  for (const name of variableDeclarations(template).keys()) {
+    const value = scope.get(name);
+    if (value !== undefined) collect(value);
+  }
+  return found;
+}
 
 let analyze: (query: string) => string[];
+let alertQueries: string[] = [];
+let workbookQueries: string[] = [];
 
-beforeAll(() => {
+beforeAll(async () => {
   const load = createRequire(__filename);
   load("@kusto/language-service-next/bridge.min.js");
   load("@kusto/language-service-next/Kusto.Language.Bridge.min.js");
   const kusto = (globalThis as unknown as { Kusto: { Language: KustoLanguage } }).Kusto.Language;
-  const database = new kusto.Symbols.DatabaseSymbol.ctor("appinsights", [
-    new kusto.Symbols.TableSymbol.$ctor7("traces", TRACES_SCHEMA, null),
-  ]);
+  const database = new kusto.Symbols.DatabaseSymbol.ctor(
+    "appinsights",
+    Object.entries(TABLES).map(([name, schema]) => new kusto.Symbols.TableSymbol.$ctor7(name, schema, null)),
+  );
   const globals = kusto.GlobalState.Default.WithCluster(
     new kusto.Symbols.ClusterSymbol.ctor("cluster", [database]),
   ).WithDatabase(database);
@@ -65,6 +102,8 @@ beforeAll(() => {
     }
     return errors;
   };
+  alertQueries = await bicepQueries("alerts.bicep");
+  workbookQueries = await bicepQueries("workbook.bicep");
 }, 60_000);
 
 /** The text of every TypeScript file under src/. */
@@ -77,33 +116,66 @@ function sourceText(dir = path.join(REPO_ROOT, "src")): string {
     .join("\n");
 }
 
-describe("the README's KQL queries", () => {
-  it("cover leader history, step outcomes and a job's progress", () => {
-    expect(queries.length).toBeGreaterThanOrEqual(4);
-    expect(queries.some((query) => query.includes("lease-acquired") && query.includes("by epoch"))).toBe(true);
-    expect(queries.some((query) => query.includes("step-aborted"))).toBe(true);
-    expect(queries.some((query) => query.includes("mv-expand progress = e.jobs"))).toBe(true);
+const everyQuery = (): { where: string; query: string }[] => [
+  ...docQueries.map((query) => ({ where: DOC, query })),
+  ...alertQueries.map((query) => ({ where: "infra/modules/alerts.bicep", query })),
+  ...workbookQueries.map((query) => ({ where: "infra/modules/workbook.bicep", query })),
+];
+
+describe("the KQL of docs/OPERATIONS.md, the alert rules and the workbook", () => {
+  it("covers leader history, step outcomes, a job's progress, throughput and queues; four alerts; seven panels", () => {
+    expect(docQueries.length).toBeGreaterThanOrEqual(6);
+    expect(docQueries.some((query) => query.includes("lease-acquired") && query.includes("by epoch"))).toBe(true);
+    expect(docQueries.some((query) => query.includes("step-aborted"))).toBe(true);
+    expect(
+      docQueries.some((query) => query.includes("mv-expand progress = parse_json(tostring(customDimensions.jobs))")),
+    ).toBe(true);
+    expect(docQueries.some((query) => query.includes("coordinator.items"))).toBe(true);
+    expect(docQueries.some((query) => query.includes("coordinator.queue.depth"))).toBe(true);
+    expect(alertQueries).toHaveLength(4);
+    expect(workbookQueries).toHaveLength(7);
+    // The thresholds are substituted as deployed: the stalled rule's window is the default, 10 minutes.
+    expect(alertQueries.filter((query) => query.includes("let window = 10m;"))).toHaveLength(1);
+    expect(alertQueries.join("\n")).not.toContain("__WINDOW__");
   });
 
-  it("each parses and binds against the traces table with no error", () => {
-    for (const query of queries) expect(analyze(query), query).toEqual([]);
+  it("each parses and binds against the customEvents, customMetrics and traces tables with no error", () => {
+    for (const { where, query } of everyQuery()) expect(analyze(query), `${where}:\n${query}`).toEqual([]);
   });
 
   it("the language service does report a wrong column, an unknown function and a syntax error (the check can fail)", () => {
-    expect(analyze("traces | where mesage startswith 'x'")).toEqual([expect.stringMatching(/mesage/)]);
-    expect(analyze("traces | extend e = parse_jsn(message)")).toEqual([expect.stringMatching(/parse_jsn/)]);
-    expect(analyze("traces | where | take 1")).not.toEqual([]);
+    expect(analyze("customEvents | where nmae == 'x'")).toEqual([expect.stringMatching(/nmae/)]);
+    expect(analyze("customEvents | extend e = parse_jsn(tostring(customDimensions))")).toEqual([
+      expect.stringMatching(/parse_jsn/),
+    ]);
+    expect(analyze("customMetrics | where | take 1")).not.toEqual([]);
   });
 
-  it("name only event types the app emits, and fields its events or job progress carry", () => {
-    const text = queries.join("\n");
-    const eventTypes = [...text.matchAll(/"([a-z]+-[a-z]+)"/g)].map((match) => match[1] ?? "");
-    expect(eventTypes.length).toBeGreaterThan(0);
-    for (const type of eventTypes) expect(Object.keys(EVERY_EVENT_TYPE), type).toContain(type);
+  it("they read attributes, never a substring of a log message", () => {
+    for (const { where, query } of everyQuery()) {
+      expect(query, where).not.toMatch(/\[coordinator-event\]|substring\(message|parse_json\(message/);
+      expect(query, where).toMatch(/customDimensions|\bvalue(Sum|Count|Max)?\b/);
+    }
+  });
+
+  it("they name only event types the app emits, attributes its records carry, job progress fields and its metrics", () => {
+    const text = everyQuery()
+      .map(({ query }) => query)
+      .join("\n");
+    const names = [...text.matchAll(/"([a-z]+-[a-z]+)"/g)].map((match) => match[1] ?? "");
+    expect(names.length).toBeGreaterThan(0);
+    // Besides event types, a query may name the poison queues' roles (coordinator.queue.depth's `queue` attribute).
+    for (const name of names)
+      expect([...Object.keys(EVERY_EVENT_TYPE), "work-poison", "results-poison"], name).toContain(name);
+    const metrics = new Set([...text.matchAll(/"(coordinator\.[a-z.]+)"/g)].map((match) => match[1] ?? ""));
+    expect(metrics.size).toBeGreaterThan(0);
+    for (const metric of metrics) expect(Object.values(METRIC_NAMES), metric).toContain(metric);
 
     const source = sourceText();
-    for (const field of new Set([...text.matchAll(/\be\.([A-Za-z]+)/g)].map((match) => match[1] ?? ""))) {
-      expect(new RegExp(`\\b${field}\\b`).test(source), `event field ${field} is not in src/`).toBe(true);
+    for (const field of new Set(
+      [...text.matchAll(/\bcustomDimensions\.([A-Za-z]+)/g)].map((match) => match[1] ?? ""),
+    )) {
+      expect(new RegExp(`\\b${field}\\b`).test(source), `attribute ${field} is not in src/`).toBe(true);
     }
     const progressFields: Record<keyof JobProgress, true> = {
       id: true,

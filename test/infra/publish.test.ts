@@ -5,6 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "./bicep";
+import { bashBlocks } from "./deployPackage";
 
 /**
  * The documented publish commands must work on a fresh clone. Core Tools cannot be installed here, so they run against
@@ -12,8 +13,8 @@ import { REPO_ROOT } from "./bicep";
  * (azure-functions-core-tools: GlobalCoreToolsSettings.Init, PublishFunctionAppAction.ValidateFunctionAppPublish): a
  * runtime flag (`--typescript`, `--javascript`, `--node`, …) first, else FUNCTIONS_WORKER_RUNTIME from the environment
  * or from local.settings.json; with none of them it stops with "Worker runtime is not set". A fresh clone has no
- * local.settings.json (only local.settings.example.json, which Core Tools does not read). Stand-ins for `az` and
- * `npm` answer the deployment-output queries and skip the install and build.
+ * local.settings.json (only local.settings.example.json, which Core Tools does not read). A stand-in for `az` answers
+ * the deployment-output queries; the package it publishes is built by DEPLOY.md's step 4 (deployPackage.test.ts).
  */
 
 const run = promisify(execFile);
@@ -44,7 +45,7 @@ fi
 if [[ "$runtime" != node ]]; then
   echo "Your Azure Function App has 'FUNCTIONS_WORKER_RUNTIME' set to 'node' while your local project is set to '$runtime'." >&2; exit 1
 fi
-echo "publish $4 runtime=$runtime" >> "$STUB_LOG"
+echo "publish $4 runtime=$runtime from=$(basename "$PWD")" >> "$STUB_LOG"
 `;
 
 /** Answers the deployment-output queries the docs use: the first app name, or every app name (tsv, one a line). */
@@ -56,6 +57,7 @@ case "$*" in
 esac
 `;
 
+/** Records the build steps (`npm ci`, `npm run build`, `npm run package`) instead of running them. */
 const FAKE_NPM = `#!/usr/bin/env bash
 echo "npm $*" >> "$STUB_LOG"
 `;
@@ -78,9 +80,11 @@ beforeEach(() => {
     writeFileSync(path.join(bin, name), text);
     chmodSync(path.join(bin, name), 0o755);
   }
-  // A fresh clone: the example settings file, no local.settings.json.
+  // A fresh clone: the example settings file, no local.settings.json; and the deploy package step 4 builds.
   const clone = path.join(dir, "clone");
   mkdirSync(path.join(clone, "infra"), { recursive: true });
+  mkdirSync(path.join(clone, ".deploy"), { recursive: true });
+  writeFileSync(path.join(clone, ".deploy", "host.json"), "{}");
   copyFileSync(path.join(REPO_ROOT, "local.settings.example.json"), path.join(clone, "local.settings.example.json"));
   writeFileSync(path.join(clone, "infra", "smoke.sh"), FAKE_SMOKE);
   chmodSync(path.join(clone, "infra", "smoke.sh"), 0o755);
@@ -120,10 +124,7 @@ async function inFreshClone(code: string, env: Record<string, string> = {}) {
 
 /** Every fenced bash block of a Markdown file that publishes with Core Tools. */
 function publishBlocks(file: string): string[] {
-  const text = readFileSync(path.join(REPO_ROOT, file), "utf8");
-  return [...text.matchAll(/^( *)```bash\n([\s\S]*?)^\1```/gm)]
-    .map((match) => (match[2] ?? "").replace(new RegExp(`^${match[1] ?? ""}`, "gm"), ""))
-    .filter((block) => block.includes("functionapp publish"));
+  return bashBlocks(file, (block) => block.includes("functionapp publish"));
 }
 
 describe("the stand-in func decides the runtime like Core Tools' publish", () => {
@@ -136,45 +137,52 @@ describe("the stand-in func decides the runtime like Core Tools' publish", () =>
   it.each([["--typescript"], ["--javascript"], ["--node"]])("publishes with %s", async (flag) => {
     const result = await inFreshClone(`func azure functionapp publish my-app ${flag}`);
     expect(result.stderr).toBe("");
-    expect(result.calls).toBe("publish my-app runtime=node\n");
+    expect(result.calls).toBe("publish my-app runtime=node from=clone\n");
   });
 
   it("publishes with FUNCTIONS_WORKER_RUNTIME=node in the environment or in local.settings.json", async () => {
     expect(
       (await inFreshClone("func azure functionapp publish my-app", { FUNCTIONS_WORKER_RUNTIME: "node" })).calls,
-    ).toBe("publish my-app runtime=node\n");
+    ).toBe("publish my-app runtime=node from=clone\n");
     expect(
       (
         await inFreshClone(
           "cp local.settings.example.json local.settings.json && func azure functionapp publish my-app",
         )
       ).calls,
-    ).toBe("publish my-app runtime=node\n");
+    ).toBe("publish my-app runtime=node from=clone\n");
   });
 });
 
-describe("every documented publish command works on a fresh clone", () => {
-  it("README's deploy section publishes the first app and smoke-checks it", async () => {
-    const blocks = publishBlocks("README.md");
-    expect(blocks).toHaveLength(1);
-    const result = await inFreshClone(blocks[0] ?? "");
-    expect(result.stderr).toBe("");
-    expect(result.code).toBe(0);
-    expect(result.calls).toContain("publish func-leader-swedencentral-0-abc123 runtime=node\n");
-    expect(result.calls).toContain("smoke rg-leader func-leader-swedencentral-0-abc123\n");
-  });
-
-  it("DEPLOY.md publishes to every app of the deployment", async () => {
+describe("the documented publish works on a fresh clone (docs/DEPLOY.md; the README links there)", () => {
+  it("publishes the deploy package (.deploy/, not the project folder) to every app of the deployment", async () => {
     const blocks = publishBlocks("docs/DEPLOY.md");
     expect(blocks.length).toBeGreaterThan(0);
     for (const block of blocks) {
       const result = await inFreshClone(block);
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
-      expect(result.calls.match(/^publish .* runtime=node$/gm)).toEqual([
-        "publish func-leader-swedencentral-0-abc123 runtime=node",
-        "publish func-leader-northeurope-1-abc123 runtime=node",
+      expect(result.calls.match(/^publish .*$/gm)).toEqual([
+        "publish func-leader-swedencentral-0-abc123 runtime=node from=.deploy",
+        "publish func-leader-northeurope-1-abc123 runtime=node from=.deploy",
       ]);
     }
+  });
+});
+
+describe("the README's deploy block works on a fresh clone", () => {
+  it("deploys, builds the deploy package, publishes .deploy/ to the first app and smoke-checks it", async () => {
+    const blocks = publishBlocks("README.md");
+    expect(blocks).toHaveLength(1);
+    const result = await inFreshClone(blocks[0] ?? "");
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.calls.split("\n").filter((line) => /^(npm|publish|smoke)/.test(line))).toEqual([
+      "npm ci",
+      "npm run build",
+      "npm run package",
+      "publish func-leader-swedencentral-0-abc123 runtime=node from=.deploy",
+      "smoke rg-leader func-leader-swedencentral-0-abc123",
+    ]);
   });
 });

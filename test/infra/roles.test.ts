@@ -28,7 +28,8 @@ describe("role assignments", () => {
   it("grant exactly the least-privilege set: inputs read-only, blob contributor only on the containers the app writes, queue contributor on coordination, blob owner and table contributor on own host storage, telemetry publisher", async () => {
     const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
     const granted = roleAssignments(templates)
-      .assignments.map(({ scopeSymbol, scopeType, roleName }) => `${scopeSymbol} (${scopeType}): ${roleName}`)
+      .assignments.filter(({ principal }) => principal === "managed identity")
+      .map(({ scopeSymbol, scopeType, roleName }) => `${scopeSymbol} (${scopeType}): ${roleName}`)
       .sort();
     expect(granted).toEqual([
       "applicationInsights (Microsoft.Insights/components): Monitoring Metrics Publisher",
@@ -42,6 +43,35 @@ describe("role assignments", () => {
       "stateContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
       "systemContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
     ]);
+  });
+
+  it("the deployer (optional) gets what npm run enqueue needs and no more: write inputs and submissions, read state, send wake-ups", async () => {
+    const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
+    const granted = roleAssignments(templates)
+      .assignments.filter(({ principal }) => principal === "named principal")
+      .map(({ file, scopeSymbol, scopeType, roleName }) => `${file} ${scopeSymbol} (${scopeType}): ${roleName}`)
+      .sort();
+    expect(granted).toEqual([
+      "infra/modules/deployerRoles.bicep inputContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
+      "infra/modules/deployerRoles.bicep stateContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Reader",
+      "infra/modules/deployerRoles.bicep systemContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
+      "infra/modules/deployerRoles.bicep wakeQueue (Microsoft.Storage/storageAccounts/queueServices/queues): Storage Queue Data Message Sender",
+    ]);
+    // Deployed only when main.bicep names a deployer, and to the containers and queue the app settings name.
+    const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
+    const module = moduleDeclarations(main).find((m) => m.path === "modules/deployerRoles.bicep");
+    expect(main.source).toContain(
+      "module deployerRoles 'modules/deployerRoles.bicep' = if (!empty(deployerPrincipalId))",
+    );
+    for (const [param, value] of [
+      ["principalId", "deployerPrincipalId"],
+      ["inputContainerName", "inputContainer"],
+      ["systemContainerName", "systemContainer"],
+      ["stateContainerName", "stateContainer"],
+      ["wakeQueueName", "wakeQueue"],
+      ["coordinationStorageName", "coordinationStorage.outputs.name"],
+    ] as const)
+      expect(valueAt(module?.body, "params", param)?.text, param).toBe(value);
   });
 
   it("the container-scoped grants name the same containers as the app settings, in the shared coordination account", async () => {

@@ -53,6 +53,9 @@ describe("resource types", () => {
     "Microsoft.Authorization/roleAssignments",
     "Microsoft.OperationalInsights/workspaces",
     "Microsoft.Insights/components",
+    "Microsoft.Insights/scheduledQueryRules",
+    "Microsoft.Insights/actionGroups",
+    "Microsoft.Insights/workbooks",
   ])("deploys %s", (type) => {
     expect(deployed(type)).not.toHaveLength(0);
   });
@@ -166,7 +169,8 @@ describe("Function App on Flex Consumption", () => {
       JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { engines: { node: string } }
     ).engines.node;
     expect(defaultVersion).toBe("22");
-    expect(engines).toBe(">=22");
+    // 22.12: the first 22 that loads an ES module dependency (p-limit) from the package's CommonJS without a flag.
+    expect(engines).toBe(">=22.12");
     // Passed to every app, and the site's runtime version is that parameter, not a literal.
     expect(
       valueAt(

@@ -40,7 +40,7 @@ describe("Bicep syntax (tree-sitter-bicep)", () => {
     expect(problems[0]?.line).toBe(4);
   });
 
-  it("parses the modules that main.bicep and its modules reference, and every module file is referenced", async () => {
+  it("parses the modules that main.bicep, azd.bicep and their modules reference, and every module file is referenced", async () => {
     const referenced = new Set<string>();
     for (const file of templates) {
       const parsed = await parseBicepFile(file);
@@ -50,8 +50,11 @@ describe("Bicep syntax (tree-sitter-bicep)", () => {
         referenced.add(path.resolve(path.dirname(file), target ?? ""));
       }
     }
-    const modules = templates.filter((file) => path.basename(file) !== "main.bicep");
-    expect([...referenced].sort()).toEqual(modules);
+    // Two entry points: main.bicep (az deployment group create) and azd.bicep (azd up), which deploys main.bicep.
+    const entryPoints = ["main.bicep", "azd.bicep"].map((name) => path.join(INFRA_DIR, name));
+    const modules = templates.filter((file) => !entryPoints.includes(file));
+    expect([...referenced].filter((file) => !entryPoints.includes(file)).sort()).toEqual(modules);
+    expect(referenced).toContain(path.join(INFRA_DIR, "main.bicep"));
   });
 });
 

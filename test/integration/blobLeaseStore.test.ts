@@ -91,13 +91,28 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     expect(await store.readRevocation()).toBeUndefined();
     await store.breakLease(0); // nobody holds it: a no-op, not an error
     await store.revoke(4);
-    expect(await store.readRevocation()).toEqual({ epoch: 4, honoured: false });
+    expect(await store.readRevocation()).toMatchObject({ epoch: 4, honoured: false });
     await store.honourRevocation(3); // names another epoch: left as it is
-    expect(await store.readRevocation()).toEqual({ epoch: 4, honoured: false });
+    expect(await store.readRevocation()).toMatchObject({ epoch: 4, honoured: false });
     await store.honourRevocation(4);
-    expect(await store.readRevocation()).toEqual({ epoch: 4, honoured: true });
+    expect(await store.readRevocation()).toMatchObject({ epoch: 4, honoured: true });
     await store.revoke(5); // a new request is pending again
-    expect(await store.readRevocation()).toEqual({ epoch: 5, honoured: false });
+    expect(await store.readRevocation()).toMatchObject({ epoch: 5, honoured: false });
+  });
+
+  it("gives each request its own id, and marks honoured only the request with the id the term read (issue 21)", async () => {
+    const store = newStore();
+    await store.revoke(7);
+    const first = await store.readRevocation();
+    expect(first?.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    await store.revoke(7); // a second request for the same epoch lands before the first is marked
+    const second = await store.readRevocation();
+    expect(second).toMatchObject({ epoch: 7, honoured: false });
+    expect(second?.requestId).not.toBe(first?.requestId);
+    await store.honourRevocation(7, { requestId: first?.requestId ?? "" }); // the term read the first: no-op
+    expect(await store.readRevocation()).toEqual(second);
+    await store.honourRevocation(7, { requestId: second?.requestId ?? "" });
+    expect(await store.readRevocation()).toEqual({ ...second, honoured: true });
   });
 
   it("rejects with the caller's reason when already aborted, and mid-call", async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError, StorageError } from "../../src/library/errors";
+import {
+  ConcurrentUpdateError,
+  ConfigurationError,
+  LeadershipLostError,
+  StaleEpochError,
+  StorageError,
+} from "../../src/library/errors";
+import { MAX_SUMMARY_BYTES } from "../../src/library/fencing/StateStore";
 import { BlobStateStore } from "../../src/azure/BlobStateStore";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
@@ -36,6 +43,43 @@ describe("BlobStateStore on Azurite (adapter)", () => {
     const { etag: etag2 } = await store.write("job/1", { n: 2 }, 4, { ifMatch: etag });
     await expect(store.write("job/1", { n: 9 }, 4, { ifMatch: etag })).rejects.toBeInstanceOf(ConcurrentUpdateError);
     expect(await store.read("job/1")).toEqual({ value: { n: 2 }, etag: etag2, epoch: 4 });
+  });
+
+  it("keeps a summary beside a document, written in the same upload and read without the document (issue 21)", async () => {
+    const store = new BlobStateStore(env.blobService(), uniqueName("state"));
+    expect(await store.readSummary("jobs/a.json")).toBeUndefined();
+    const summary = JSON.stringify({ status: "failed", reason: 'clé € 🚀 "quoted"\nnext line' });
+    const document = { big: "x".repeat(100_000) };
+    const { etag } = await store.write("jobs/a.json", document, 5, { ifNoneMatch: "*" }, { summary });
+    expect(await store.readSummary("jobs/a.json")).toEqual({
+      summary,
+      etag,
+      epoch: 5,
+      bytes: Buffer.byteLength(JSON.stringify(document)),
+    });
+    // A write without one (an earlier version's) leaves none: never the previous version's.
+    const { etag: etag2 } = await store.write("jobs/a.json", { small: 1 }, 6, { ifMatch: etag });
+    expect(await store.readSummary("jobs/a.json")).toEqual({ summary: undefined, etag: etag2, epoch: 6, bytes: 11 });
+    // The largest summary allowed fits the blob's metadata; a larger one is refused before anything is sent.
+    const largest = "€".repeat(MAX_SUMMARY_BYTES / 3) + "x".repeat(MAX_SUMMARY_BYTES % 3);
+    await store.write("jobs/a.json", { n: 3 }, 6, { ifMatch: etag2 }, { summary: largest });
+    expect((await store.readSummary("jobs/a.json"))?.summary).toBe(largest);
+    await expect(
+      store.write("jobs/b.json", { n: 1 }, 6, { ifNoneMatch: "*" }, { summary: `${largest}x` }),
+    ).rejects.toBeInstanceOf(ConfigurationError);
+    expect(await store.readSummary("jobs/b.json")).toBeUndefined();
+  });
+
+  it("deletes a document only while it is the version read; one already gone is a no-op (issue 21)", async () => {
+    const store = new BlobStateStore(env.blobService(), uniqueName("state"));
+    const { etag } = await store.write("jobs/a.json", { n: 1 }, 2, { ifNoneMatch: "*" });
+    const { etag: newer } = await store.write("jobs/a.json", { n: 2 }, 2, { ifMatch: etag });
+    await expect(store.delete("jobs/a.json", { ifMatch: etag })).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect((await store.read("jobs/a.json"))?.value).toEqual({ n: 2 });
+    await store.delete("jobs/a.json", { ifMatch: newer });
+    expect(await store.read("jobs/a.json")).toBeUndefined();
+    await store.delete("jobs/a.json", { ifMatch: newer }); // gone: nothing to do
+    await new BlobStateStore(env.blobService(), uniqueName("missing")).delete("x", { ifMatch: newer }); // no container
   });
 
   it("reports a blob that is not JSON as CorruptState instead of guessing", async () => {

@@ -1,11 +1,10 @@
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { getCoordinatorApp } from "../../src/app/context";
-import { cancelJobHandler, getJobHandler, submitJobHandler } from "../../functions/jobsApi";
-import { getLeaderHandler, stepDownHandler } from "../../functions/leaderApi";
-import { getStatusHandler } from "../../functions/statusApi";
-import { coordinatorHandler } from "../../functions/coordinator";
-import { sinkFor } from "../../functions/invocation";
+import { resolveSetup } from "../../src/app/setup";
+import { groupByKind } from "../../src/coordination/groupBy";
+import * as http from "../../src/host/httpHandlers";
+import { sinkFor } from "../../src/host/invocation";
+import { coordinatorHandler as timerHandler } from "../../src/host/triggers";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
@@ -25,10 +24,27 @@ const good = {
   items: [{ inline: "region,amount\neu,2\nus,3" }, { inline: "region,amount\neu,5" }],
 };
 
-describe("HTTP API handlers (exported handlers, real Azurite)", () => {
+/** The handlers `registerCoordinator` registers, over one app built from process.env as a registration builds it. */
+function handlersOf() {
+  const setup = resolveSetup({ taskKinds: [groupByKind] });
+  return {
+    app: setup.app,
+    submitJobHandler: http.submitJobHandler(setup.app),
+    getJobHandler: http.getJobHandler(setup.app),
+    cancelJobHandler: http.cancelJobHandler(setup.app),
+    getLeaderHandler: http.getLeaderHandler(setup.app),
+    stepDownHandler: http.stepDownHandler(setup.app),
+    getStatusHandler: http.getStatusHandler(setup.app),
+    coordinatorHandler: timerHandler(setup.app),
+  };
+}
+
+describe("HTTP API handlers (the registered handlers, real Azurite)", () => {
   const env = useAzurite();
+  let handlers: ReturnType<typeof handlersOf>;
   beforeAll(() => {
     Object.assign(process.env, testAppSettings(env.azurite.connectionString), { WEBSITE_INSTANCE_ID: "http-test" });
+    handlers = handlersOf();
   });
 
   it.each([
@@ -79,31 +95,34 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     ],
     ["a timeout over 7 days", JSON.stringify({ ...good, timeoutS: 8 * 86_400 }), "timeoutS", /at most 604800 s/],
   ])("POST /api/jobs with %s answers 400 naming the field", async (_name, body, field, message) => {
-    const response = await submitJobHandler(post(body), context());
+    const response = await handlers.submitJobHandler(post(body), context());
     expect(response.status).toBe(400);
     const errors = (response.jsonBody as { errors: { field: string; message: string }[] }).errors;
     expect(errors.find((e) => e.field === field)?.message).toMatch(message);
   });
 
   it("POST /api/jobs with a body over the limit answers 413 without reading it, pointing to manifests", async () => {
-    const response = await submitJobHandler(post("{}", { "content-length": String(64 * 1024 * 1024) }), context());
+    const response = await handlers.submitJobHandler(
+      post("{}", { "content-length": String(64 * 1024 * 1024) }),
+      context(),
+    );
     expect(response.status).toBe(413);
     expect((response.jsonBody as { error: string }).error).toMatch(/name the items in a manifest/);
   });
 
   it("a good job submitted after bad ones completes, undisturbed; GET /api/jobs/{id} shows progress and the aggregate", async () => {
-    const submitted = await submitJobHandler(post(JSON.stringify(good)), context());
+    const submitted = await handlers.submitJobHandler(post(JSON.stringify(good)), context());
     expect(submitted.status).toBe(202);
     const { id } = submitted.jsonBody as { id: string };
     const get = (): Promise<{ status?: number; jsonBody?: unknown }> =>
-      getJobHandler(
+      handlers.getJobHandler(
         new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }),
         context(),
       );
     expect((await get()).jsonBody).toMatchObject({ status: "pending", progress: { total: 2 } });
-    const app = getCoordinatorApp();
+    const app = handlers.app();
     for (let round = 0; round < 5; round++) {
-      await coordinatorHandler(
+      await handlers.coordinatorHandler(
         {
           isPastDue: false,
           schedule: { adjustForDST: false },
@@ -121,7 +140,7 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     expect((await get()).status).toBe(200);
     expect(
       (
-        await getJobHandler(
+        await handlers.getJobHandler(
           new HttpRequest({ method: "GET", url: "http://localhost/api/jobs/none", params: { id: "none" } }),
           context(),
         )
@@ -131,19 +150,19 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
 
   it("DELETE /api/jobs/{id}: 404 for no such job; 202 with the id (again until the leader applies it); then the job is cancelled and DELETE answers 409", async () => {
     const del = (id: string): Promise<{ status?: number; jsonBody?: unknown }> =>
-      cancelJobHandler(
+      handlers.cancelJobHandler(
         new HttpRequest({ method: "DELETE", url: `http://localhost/api/jobs/${id}`, params: { id } }),
         context(),
       );
     const get = async (id: string): Promise<unknown> =>
       (
-        await getJobHandler(
+        await handlers.getJobHandler(
           new HttpRequest({ method: "GET", url: `http://localhost/api/jobs/${id}`, params: { id } }),
           context(),
         )
       ).jsonBody;
     expect(await del("no-such-job")).toMatchObject({ status: 404, jsonBody: { error: 'No job "no-such-job".' } });
-    const submitted = await submitJobHandler(post(JSON.stringify({ ...good, timeoutS: 3600 })), context());
+    const submitted = await handlers.submitJobHandler(post(JSON.stringify({ ...good, timeoutS: 3600 })), context());
     const { id } = submitted.jsonBody as { id: string };
     expect(await del(id)).toMatchObject({ status: 202, jsonBody: { id, cancelRequested: true } });
     expect(await del(id)).toMatchObject({ status: 202, jsonBody: { id, cancelRequested: true } });
@@ -152,7 +171,7 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
       cancelRequested: true,
       deadline: expect.any(String) as unknown,
     });
-    await coordinatorHandler(
+    await handlers.coordinatorHandler(
       { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } },
       context(),
     );
@@ -167,17 +186,24 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
   });
 
   it("GET /api/leader describes the last term; POST /api/leader/step-down answers 409 when nobody holds the lease", async () => {
-    const leader = await getLeaderHandler();
+    const leader = await handlers.getLeaderHandler();
     expect(leader.jsonBody).toMatchObject({
       epoch: expect.any(Number) as unknown,
       transitions: expect.any(Number) as unknown,
     });
     expect((leader.jsonBody as { epoch: number }).epoch).toBeGreaterThanOrEqual(1);
-    expect((await stepDownHandler(undefined, context())).status).toBe(409);
+    expect(
+      (
+        await handlers.stepDownHandler(
+          new HttpRequest({ method: "POST", url: "http://localhost/api/leader/step-down" }),
+          context(),
+        )
+      ).status,
+    ).toBe(409);
   });
 
   it("GET /api/status serves the self-contained page: HTML under a nonce CSP, the last epoch and the ended job", async () => {
-    const response = await getStatusHandler();
+    const response = await handlers.getStatusHandler();
     expect(response.status).toBe(200);
     const headers = response.headers as Record<string, string>;
     expect(headers["content-type"]).toBe("text/html; charset=utf-8");
@@ -185,24 +211,24 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     const page = response.body as string;
     expect(typeof page).toBe("string");
     expect(page).toContain(`<script nonce="${nonce}">`);
-    const { epoch } = (await getLeaderHandler()).jsonBody as { epoch: number };
+    const { epoch } = (await handlers.getLeaderHandler()).jsonBody as { epoch: number };
     expect(page).toContain(`<dd data-field="leader-epoch">${epoch}</dd>`);
     expect(page).toMatch(
       /<tr data-job="[a-z0-9-]+">[\s\S]*?<span class="status completed">completed<\/span>[\s\S]*?data-field="done">2</,
     );
     // A second response gets a fresh nonce.
-    const again = (await getStatusHandler()).headers as Record<string, string>;
+    const again = (await handlers.getStatusHandler()).headers as Record<string, string>;
     expect(again["content-security-policy"]).not.toContain(nonce);
   });
 
   it("a job whose state this instance cannot read (a newer version's, during a rolling deploy): GET and DELETE answer 503 naming why, and DELETE stores nothing", async () => {
-    const submitted = await submitJobHandler(post(JSON.stringify(good)), context());
+    const submitted = await handlers.submitJobHandler(post(JSON.stringify(good)), context());
     const { id } = submitted.jsonBody as { id: string };
-    await coordinatorHandler(
+    await handlers.coordinatorHandler(
       { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: "", next: "", lastUpdated: "" } },
       context(),
     );
-    const app = getCoordinatorApp();
+    const app = handlers.app();
     const stored = await app.state.read(`jobs/${id}.json`);
     if (stored === undefined) throw new Error("not registered");
     await app.state.write(`jobs/${id}.json`, { ...(stored.value as object), status: "paused" }, stored.epoch + 1, {
@@ -211,10 +237,10 @@ describe("HTTP API handlers (exported handlers, real Azurite)", () => {
     const request = (method: string): HttpRequest =>
       new HttpRequest({ method, url: `http://localhost/api/jobs/${id}`, params: { id } });
     const why = /its state is not in a shape this version reads \(status: .*\): a newer version wrote it/;
-    const got = await getJobHandler(request("GET"), context());
+    const got = await handlers.getJobHandler(request("GET"), context());
     expect(got).toMatchObject({ status: 503, headers: { "retry-after": "60" } });
     expect((got.jsonBody as { error: string }).error).toMatch(why);
-    const deleted = await cancelJobHandler(request("DELETE"), context());
+    const deleted = await handlers.cancelJobHandler(request("DELETE"), context());
     expect(deleted).toMatchObject({ status: 503, headers: { "retry-after": "60" } });
     expect((deleted.jsonBody as { error: string }).error).toMatch(/cannot be cancelled by this instance: its state/);
     expect(await app.system.readText(`cancel/${id}`)).toBeUndefined();

@@ -224,9 +224,12 @@ describe("inline items and the queue's message limit (Azurite)", () => {
     const { app, sink } = newTestApp(env.azurite.connectionString);
     const keyField = "k".repeat(256);
     const wide = { format: "csv", keyField, valueField: "v".repeat(256) } as const;
-    const head = `"${keyField}","${"v".repeat(256)}"\n"a\tb","1"\n"pad`;
-    const tail = '","2"';
-    const inline = `${head}${"x".repeat(40 * 1024 - Buffer.byteLength(JSON.stringify({ inline: head + tail })))}${tail}`;
+    // Padded with rows whose keys stay within MAX_GROUP_KEY_LENGTH, the last one sized to land on the limit exactly.
+    const asJson = (text: string): number => Buffer.byteLength(JSON.stringify({ inline: text }));
+    const pad = `"${"x".repeat(1000)}","2"`;
+    let rows = `"${keyField}","${"v".repeat(256)}"\n"a\tb","1"`;
+    while (asJson(`${rows}\n${pad}\n"","2"`) < 40 * 1024) rows = `${rows}\n${pad}`;
+    const inline = `${rows}\n"${"y".repeat(40 * 1024 - asJson(`${rows}\n"","2"`))}","2"`;
     expect(Buffer.byteLength(JSON.stringify({ inline }))).toBe(40 * 1024);
     const job = await submitJob(app, { kind: "group-by", params: wide, items: [{ inline }, { inline }] });
     if (!job.ok) throw new Error(JSON.stringify(job.errors));

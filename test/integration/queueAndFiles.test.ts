@@ -49,6 +49,20 @@ describe("StorageQueue on Azurite (adapter)", () => {
     expect(await queue.peek(32)).toEqual([]);
   });
 
+  it("a peek tells how long the message has been on the queue, on storage's clock (the fold lag's source)", async () => {
+    const { queue } = newQueue();
+    await queue.send(["a"]);
+    const [fresh] = await queue.peek(1);
+    expect(fresh?.queuedMs).toBeGreaterThanOrEqual(0);
+    // Storage's times are whole seconds: wait for the age to tick over rather than for a fixed time.
+    let age = fresh?.queuedMs ?? 0;
+    for (let attempt = 0; attempt < 50 && age < 1000; attempt++) {
+      await new Promise((done) => setTimeout(done, 100));
+      age = (await queue.peek(1))[0]?.queuedMs ?? 0;
+    }
+    expect(age).toBeGreaterThanOrEqual(1000);
+  });
+
   it("releases a received message (visible again at once); releasing or deleting with a stale pop receipt answers false", async () => {
     const { queue } = newQueue();
     await queue.send(["a"]);

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadFunctionApp, type FunctionApp } from "../../scripts/local/registrations";
-import { getCoordinatorApp } from "../../src/app/context";
+import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { parseEventLine, type AppEvent } from "../../src/app/events";
 import { submitJob } from "../../src/app/operations";
 import { useAzurite } from "../support/azuriteFixture";
@@ -21,6 +21,9 @@ function trigger(app: FunctionApp, name: string): Record<string, unknown> {
 describe("the app's real registrations (captured as the Functions worker does)", () => {
   const env = useAzurite();
   let app: FunctionApp;
+  let built: CoordinatorApp | undefined;
+  /** An app on the same storage names as the registered one (both read process.env). */
+  const storage = (): CoordinatorApp => (built ??= createCoordinatorApp(process.env));
   beforeAll(async () => {
     // A long step budget: the shutdown test below must find the step still running when the hook fires.
     Object.assign(process.env, testAppSettings(env.azurite.connectionString), {
@@ -30,7 +33,7 @@ describe("the app's real registrations (captured as the Functions worker does)",
     app = await loadFunctionApp(resolve(__dirname, "..", "..", "functions", "index.ts"));
   });
 
-  it("registers exactly the documented functions with their triggers and settings", () => {
+  it("registers exactly the documented functions with their triggers and settings; changing state needs the admin key", () => {
     expect(app.functions.map((f) => f.metadata.name).sort()).toEqual([
       "cancelJob",
       "coordinator",
@@ -42,15 +45,16 @@ describe("the app's real registrations (captured as the Functions worker does)",
       "wake",
       "worker",
     ]);
-    expect(trigger(app, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "%COORDINATOR_SCHEDULE%" });
+    // Names and the schedule as the settings resolve them at registration (COORDINATOR_SCHEDULE's default here).
+    expect(trigger(app, "coordinator")).toMatchObject({ type: "timerTrigger", schedule: "0 * * * * *" });
     expect(trigger(app, "worker")).toMatchObject({
       type: "queueTrigger",
-      queueName: "%WORK_QUEUE%",
+      queueName: process.env.WORK_QUEUE,
       connection: "COORDINATION_STORAGE",
     });
     expect(trigger(app, "wake")).toMatchObject({
       type: "queueTrigger",
-      queueName: "%WAKE_QUEUE%",
+      queueName: process.env.WAKE_QUEUE,
       connection: "COORDINATION_STORAGE",
     });
     expect(trigger(app, "submitJob")).toMatchObject({
@@ -65,17 +69,24 @@ describe("the app's real registrations (captured as the Functions worker does)",
       methods: ["GET"],
       authLevel: "function",
     });
+    // Cancelling any job and stepping the leader down take more than the function key that opens the status page.
     expect(trigger(app, "cancelJob")).toMatchObject({
       type: "httpTrigger",
       route: "jobs/{id}",
       methods: ["DELETE"],
+      authLevel: "admin",
+    });
+    expect(trigger(app, "getLeader")).toMatchObject({
+      type: "httpTrigger",
+      route: "leader",
+      methods: ["GET"],
       authLevel: "function",
     });
-    expect(trigger(app, "getLeader")).toMatchObject({ type: "httpTrigger", route: "leader", methods: ["GET"] });
     expect(trigger(app, "stepDown")).toMatchObject({
       type: "httpTrigger",
       route: "leader/step-down",
       methods: ["POST"],
+      authLevel: "admin",
     });
     expect(trigger(app, "getStatus")).toMatchObject({
       type: "httpTrigger",
@@ -95,7 +106,7 @@ describe("the app's real registrations (captured as the Functions worker does)",
       logHandler: (_level, ...args) => logs.push(args.map(String).join(" ")),
     });
     await worker?.callback({ v: 1, jobId: "NOT VALID", item: 0 }, context);
-    const poison = await getCoordinatorApp().workPoisonQueue.receive(32, 1);
+    const poison = await storage().workPoisonQueue.receive(32, 1);
     const rejected = poison.map(
       (m) => JSON.parse(m.text ?? "{}") as { rejected?: { reason?: string; messageId?: string } },
     );
@@ -130,7 +141,7 @@ describe("the app's real registrations (captured as the Functions worker does)",
       scheduleStatus: { last: "", next: "", lastUpdated: "" },
     };
     // A job nobody works on keeps the leader's step polling for its whole budget.
-    const submitted = await submitJob(getCoordinatorApp(), {
+    const submitted = await submitJob(storage(), {
       kind: "group-by",
       params: { format: "csv", keyField: "region", valueField: "amount" },
       items: [{ inline: "region,amount\neu,1" }],
@@ -153,7 +164,7 @@ describe("the app's real registrations (captured as the Functions worker does)",
     expect(events.find((event) => event.type === "step-aborted")).toMatchObject({ epoch, reason: "shutdown" });
     expect(events.some((event) => event.type === "lease-released" && event.epoch === epoch)).toBe(true);
     expect(hookMs).toBeLessThan(5_000);
-    expect((await getCoordinatorApp().leaseStore.read()).state).toBe("available");
+    expect((await storage().leaseStore.read()).state).toBe("available");
 
     const before = events.length;
     await coordinator?.callback(timer, context("tick-2"));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { aggregatesMatch, createDemoJob } from "../../scripts/local/demoData";
 import { parseLocalArgs, UsageError } from "../../scripts/local";
+import { instanceEnv } from "../../scripts/local/run";
 
 describe("npm run local flags", () => {
   it("has defaults for a quick demo", () => {
@@ -93,5 +94,24 @@ describe("demo job", () => {
     expect(aggregatesMatch({ ...expected, [first]: { count: 0, sum: 0, min: 0, max: 0 } }, expected)).toBe(false);
     expect(aggregatesMatch({ ...expected, extra: { count: 1, sum: 1, min: 1, max: 1 } }, expected)).toBe(false);
     expect(aggregatesMatch(undefined, expected)).toBe(false);
+  });
+});
+
+describe("the local runner's instance settings (instanceEnv)", () => {
+  const connection = "UseDevelopmentStorage=true";
+
+  it("the default 5 s schedule starts: without STEP_BUDGET_MS the budget is set below the tick", () => {
+    const { env, settings } = instanceEnv({}, connection, "*/5 * * * * *");
+    expect(settings.STEP_BUDGET_MS).toBe(4000);
+    expect(env.STEP_BUDGET_MS).toBe("4000");
+    // A slow schedule keeps the app's default.
+    expect(instanceEnv({}, connection, "0 * * * * *").settings.STEP_BUDGET_MS).toBe(20_000);
+  });
+
+  it("a STEP_BUDGET_MS given is kept, and refused with its reason when it does not fit the schedule", () => {
+    expect(instanceEnv({ STEP_BUDGET_MS: "3000" }, connection, "*/5 * * * * *").settings.STEP_BUDGET_MS).toBe(3000);
+    expect(() => instanceEnv({ STEP_BUDGET_MS: "20000" }, connection, "*/5 * * * * *")).toThrow(
+      /STEP_BUDGET_MS \(20000\) must be below the shortest interval of COORDINATOR_SCHEDULE/,
+    );
   });
 });

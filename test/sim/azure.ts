@@ -166,10 +166,12 @@ export class StorageAccount {
     blob.etag = this.nextEtag();
   }
 
-  deleteBlob(container: string, name: string, by: string): void {
+  deleteBlob(container: string, name: string, by: string, conditions: { ifMatch?: string } = {}): void {
     const c = this.container(container);
     const blob = c.blobs.get(name);
     if (blob === undefined) throw new AzureError(404, "BlobNotFound");
+    if (conditions.ifMatch !== undefined && conditions.ifMatch !== blob.etag)
+      throw new AzureError(412, "ConditionNotMet");
     const status = this.leaseStatus(blob);
     if (status === "leased" || status === "breaking") throw new AzureError(412, "LeaseIdMissing");
     c.blobs.delete(name);

@@ -1,7 +1,9 @@
 import { Bitmap } from "../../src/coordination/bitmap";
 import { jobStateSchema, type JobState } from "../../src/coordination/jobState";
 import { StorageError } from "../../src/library/errors";
-import { simRegistry } from "./kinds";
+import { ACTIVITY_INVARIANTS, ActivityChecks } from "./activityInvariants";
+import { plannedJobCount } from "./activityWorld";
+import { simPartial, simRegistry } from "./kinds";
 import { SIM_TIMING, type SimWorld, type StepRecord, type SubmittedJob } from "./world";
 
 /** Longest a poison message may be hidden by a receive (the leader's own hold while it folds one is 30 s). */
@@ -26,6 +28,7 @@ export const INVARIANTS = {
   poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
   takeoverOnlyOfStoppedHolder:
     "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock), unless its process was frozen or crashed (test/sim/takeover.ts)",
+  ...ACTIVITY_INVARIANTS,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -55,11 +58,16 @@ export class InvariantChecker {
   private readonly jobEtags = new Map<string, string>();
   private readonly endedJobs = new Map<string, JobState>();
   private readonly registry = simRegistry();
+  private readonly activity: ActivityChecks;
 
   constructor(
     private readonly world: SimWorld,
     private readonly enabled: ReadonlySet<InvariantName>,
-  ) {}
+  ) {
+    this.activity = new ActivityChecks(world, (invariant, message) => {
+      this.fail(invariant, message);
+    });
+  }
 
   private fail(invariant: InvariantName, message: string): void {
     if (this.enabled.has(invariant))
@@ -129,6 +137,7 @@ export class InvariantChecker {
     for (const problem of this.world.takeover.check((ms) => this.t(ms)))
       this.fail("takeoverOnlyOfStoppedHolder", problem);
     this.checkPoisonVisibility();
+    this.activity.afterStep();
   }
 
   private readonly hiddenPoison = new Set<string>();
@@ -227,7 +236,7 @@ export class InvariantChecker {
       const input = job.inputs[item];
       if (input === undefined) return `item ${item} is done but its input blob does not exist`;
       try {
-        expected = kind.merge(expected, kind.process(input, kind.paramsSchema.parse(job.params)));
+        expected = kind.merge(expected, simPartial(state.kind, input, job.params));
       } catch (error) {
         return `item ${item} is done but its input cannot be processed (${error instanceof Error ? error.message : String(error)})`;
       }
@@ -236,11 +245,11 @@ export class InvariantChecker {
       return `counts done ${state.doneCount} / failed ${state.failedCount}, bitmaps ${doneBits} / ${failedBits}`;
     if (state.doneCount + state.failedCount > state.itemCount) return "more items counted than the job has";
     if (state.doneCount === 0) return undefined;
-    const aggregate = kind.partialSchema.safeParse(state.aggregate);
-    if (!aggregate.success)
+    const aggregate = kind.parsePartial(state.aggregate);
+    if (!aggregate.ok)
       return `aggregate is not valid for ${state.kind}: ${JSON.stringify(state.aggregate).slice(0, 120)}`;
-    if (JSON.stringify(aggregate.data) !== JSON.stringify(expected))
-      return `aggregate ${JSON.stringify(aggregate.data).slice(0, 200)} is not the merge of the ${state.doneCount} done items ${JSON.stringify(expected).slice(0, 200)}`;
+    if (JSON.stringify(aggregate.value) !== JSON.stringify(expected))
+      return `aggregate ${JSON.stringify(aggregate.value).slice(0, 200)} is not the merge of the ${state.doneCount} done items ${JSON.stringify(expected).slice(0, 200)}`;
     return undefined;
   }
 
@@ -260,8 +269,9 @@ export class InvariantChecker {
         `job ${job.id} (${job.plan.kind}, items ${job.plan.items.map((i) => i.t).join(",")}${job.plan.deleteChunk ? ", chunk 0 deleted" : ""}) had not ended ${((endMs - world.faultEndMs) / 1000).toFixed(0)} s after faults stopped (${progress})`,
       );
     }
-    if (world.plan.jobs.length !== world.jobs.length)
-      this.fail("everyJobEnds", `only ${world.jobs.length} of ${world.plan.jobs.length} jobs were submitted`);
+    if (plannedJobCount(world) !== world.jobs.length)
+      this.fail("everyJobEnds", `only ${world.jobs.length} of ${plannedJobCount(world)} jobs were submitted`);
+    this.activity.atEnd();
     const boundMs = SIM_TIMING.leaseDurationS * 1000 + SIM_TIMING.tickMs + LEADERSHIP_SLACK_MS;
     let covered = world.faultEndMs;
     for (const term of [...world.history.terms].sort((a, b) => a.beganMs - b.beganMs)) {
@@ -285,7 +295,7 @@ export class InvariantChecker {
   /** Whether every planned job has been submitted and has ended. */
   allJobsEnded(): boolean {
     const { world } = this;
-    if (world.jobs.length !== world.plan.jobs.length) return false;
+    if (world.jobs.length !== plannedJobCount(world)) return false;
     return world.jobs.every((job) => {
       const status: unknown = (world.jobState(job.id)?.value as { status?: unknown } | undefined)?.status;
       return typeof status === "string" && ENDED.has(status);

@@ -1,24 +1,32 @@
 import { z } from "zod";
-import { groupByKind } from "../../src/coordination/groupBy";
-import { ItemError, TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
+import { groupByKind, groupRecords } from "../../src/coordination/groupBy";
+import { groupByParamsSchema } from "../../src/coordination/groupBySchema";
+import { ItemError, type TaskKind } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
 
 /**
  * A second task kind for the simulator, whose partial is an object (not an array like group-by's), so a leader that
  * lacks the kind and stores some other kind's "empty" shows up. Input: a whole number as text; "crash" throws an
  * ordinary Error on every delivery (a worker that dies on one item: the host poisons it after 5 deliveries).
  */
+const sumParams = z.strictObject({ scale: z.number().int().min(1).max(3) });
 export const sumKind: TaskKind<{ scale: number }, { n: number; total: number }> = {
   name: "sim-sum",
-  paramsSchema: z.strictObject({ scale: z.number().int().min(1).max(3) }),
-  partialSchema: z.strictObject({ n: z.number().int().min(0), total: z.number().int() }),
-  process(input, { scale }) {
-    if (input === "crash" || input === "kill") throw new Error("simulated worker crash on this item");
-    if (!/^-?\d{1,6}$/.test(input)) throw new ItemError(`not a whole number: ${JSON.stringify(input.slice(0, 20))}`);
-    return { n: 1, total: Number(input) * scale };
+  params: sumParams,
+  process: ({ text }, { params }) => sumOf(text, params),
+  aggregate: {
+    schema: z.strictObject({ n: z.number().int().min(0), total: z.number().int() }),
+    merge: (a, b) => ({ n: a.n + b.n, total: a.total + b.total }),
+    empty: () => ({ n: 0, total: 0 }),
   },
-  merge: (a, b) => ({ n: a.n + b.n, total: a.total + b.total }),
-  empty: () => ({ n: 0, total: 0 }),
 };
+
+/** What {@link sumKind} makes of one input. */
+export function sumOf(input: string, { scale }: { scale: number }): { n: number; total: number } {
+  if (input === "crash" || input === "kill") throw new Error("simulated worker crash on this item");
+  if (!/^-?\d{1,6}$/.test(input)) throw new ItemError(`not a whole number: ${JSON.stringify(input.slice(0, 20))}`);
+  return { n: 1, total: Number(input) * scale };
+}
 
 /** Kind names the simulator submits jobs of. */
 export const SIM_KINDS = [groupByKind.name, sumKind.name] as const;
@@ -30,4 +38,11 @@ export function simRegistry(missing: readonly string[] = []): TaskRegistry {
   if (!missing.includes(groupByKind.name)) registry.register(groupByKind);
   if (!missing.includes(sumKind.name)) registry.register(sumKind);
   return registry;
+}
+
+/** A simulated kind's partial of one input, computed synchronously (the invariants recompute aggregates with it). */
+export function simPartial(kind: string, input: string, params: unknown): unknown {
+  return kind === sumKind.name
+    ? sumOf(input, sumParams.parse(params))
+    : groupRecords(input, groupByParamsSchema.parse(params));
 }

@@ -19,6 +19,8 @@ export class SimProcess {
   frozenTotalMs = 0;
   outage: "none" | "refuse" | "hang" = "none";
   latencyMs = 0;
+  /** Every request of the process takes this long on the wire, faults or not (storage's own latency). */
+  baseLatencyMs = 0;
   /** A fault that strikes when this process's `count`-th next request is about to land (so: at any await). */
   armed: { count: number; fire: () => void } | undefined;
   private readonly waiters: (() => void)[] = [];
@@ -161,6 +163,7 @@ export class Network {
         ok: false,
         error: new StorageError("StorageUnavailable", undefined, `${label}: connect ECONNREFUSED (simulated outage)`),
       };
+    if (process.baseLatencyMs > 0) await sleep(process.baseLatencyMs);
     if (process.latencyMs > 0) await sleep(Math.round(this.random() * process.latencyMs));
     const tag = `${((Date.now() - this.startMs) / 1000).toFixed(3)} s ${process.name} ${label}`;
     await this.scheduler.schedule(Promise.resolve(), tag);

@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { ACTIVITY_FAULTS, activityArb, type ActivityPlan } from "./activity";
 import type { SimKindName } from "./kinds";
 
 /**
@@ -15,6 +16,8 @@ export interface Plan {
   randomSeed: number;
   /** WORK_UNIT_MAX_ITEMS: items per work message (1, a few, or the default 32: a whole small job in one unit). */
   unitMaxItems: number;
+  /** Wake-ups, manifests, racing step-downs, status reads and bursts of jobs (issue 21; `activity.ts`). */
+  activity: ActivityPlan;
 }
 
 /** One item of a job, as the simulator writes it. */
@@ -55,13 +58,14 @@ export const FAULT_KINDS = [
   "badItems",
   "missingKind",
   "cancel",
+  ...ACTIVITY_FAULTS,
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** A fault on one instance (-1: the next leader, in its step) or the storage account, from `atS` for `forS` seconds. */
 export interface FaultEvent {
   atS: number;
-  kind: Exclude<FaultKind, JobFault>;
+  kind: Exclude<FaultKind, JobFault | (typeof ACTIVITY_FAULTS)[number]>;
   instance: number;
   forS: number;
   /** Latency of a "slow" fault, ms. */
@@ -71,7 +75,10 @@ export interface FaultEvent {
 /** Faults that shape the jobs (or the deploy), not timed events on an instance. */
 type JobFault = "deleteChunk" | "badItems" | "missingKind" | "cancel";
 const JOB_FAULTS: readonly FaultKind[] = ["deleteChunk", "badItems", "missingKind", "cancel"] satisfies JobFault[];
-const TIMED_FAULTS = FAULT_KINDS.filter((kind): kind is FaultEvent["kind"] => !JOB_FAULTS.includes(kind));
+const TIMED_FAULTS = FAULT_KINDS.filter(
+  (kind): kind is FaultEvent["kind"] =>
+    !JOB_FAULTS.includes(kind) && !(ACTIVITY_FAULTS as readonly FaultKind[]).includes(kind),
+);
 
 /** Faults start in the first this many seconds (and last up to 30 s); then the run heals and checks liveness. */
 export const FAULT_WINDOW_S = 60;
@@ -133,6 +140,8 @@ export function planArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Plan> {
       randomSeed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
       // Last, so adding it left every earlier field of a seed's plan as it was.
       unitMaxItems: fc.constantFrom(1, 3, 32),
+      // After it, for the same reason.
+      activity: activityArb(faults),
     }),
   );
 }

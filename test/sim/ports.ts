@@ -1,12 +1,20 @@
+import { randomUUID } from "node:crypto";
 import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
-import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
+import type {
+  StateStore,
+  StoredState,
+  StoredSummary,
+  WriteCondition,
+  WriteOptions,
+} from "../../src/library/fencing/StateStore";
 import {
   EMPTY_RECORD,
   type AcquireResult,
   type BreakOutcome,
   type LeaderRecord,
   type LeaseSnapshot,
+  type HonourOptions,
   type LeaseStore,
   type Revocation,
 } from "../../src/library/lease/LeaseStore";
@@ -54,6 +62,7 @@ const META = {
   transitions: "transitions",
   revokedEpoch: "revokedepoch",
   honoured: "honoured",
+  requestId: "requestid",
 } as const;
 
 function count(value: string | undefined): number | undefined {
@@ -242,12 +251,13 @@ export class SimLeaseStore implements LeaseStore {
   }
 
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
+    const metadata = { [META.revokedEpoch]: String(epoch), [META.requestId]: randomUUID() };
     const upload = (): Promise<unknown> =>
       this.call(
-        "revoke",
+        `revoke e${epoch}`,
         () =>
           this.ctx.account.putBlob(this.containerName, this.revocationBlob, "", {
-            metadata: { [META.revokedEpoch]: String(epoch) },
+            metadata,
             by: this.ctx.process.name,
           }),
         options,
@@ -263,15 +273,17 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
-  async honourRevocation(epoch: number, options: Abortable = {}): Promise<void> {
+  async honourRevocation(epoch: number, options: HonourOptions = {}): Promise<void> {
+    const { requestId } = options;
     try {
       const blob = await this.call(
         "readRevocation",
         () => this.ctx.account.getBlob(this.containerName, this.revocationBlob),
         options,
       );
-      if (parseRevocation(blob.metadata)?.epoch !== epoch) return;
-      const metadata = { [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
+      const stored = parseRevocation(blob.metadata);
+      if (stored?.epoch !== epoch || (requestId !== undefined && stored.requestId !== requestId)) return;
+      const metadata = { ...blob.metadata, [META.revokedEpoch]: String(epoch), [META.honoured]: "true" };
       await this.call(
         "honourRevocation",
         () => {
@@ -306,7 +318,9 @@ export class SimLeaseStore implements LeaseStore {
 
 function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
   const epoch = count(metadata[META.revokedEpoch]);
-  return epoch === undefined ? undefined : { epoch, honoured: metadata[META.honoured] === "true" };
+  if (epoch === undefined) return undefined;
+  const requestId = metadata[META.requestId];
+  return { epoch, honoured: metadata[META.honoured] === "true", ...(requestId === undefined ? {} : { requestId }) };
 }
 
 /** Creates a container when a request finds it missing (OnDemandCreation + createIfNotExists). */
@@ -347,21 +361,64 @@ export class SimStateStore implements StateStore {
     }
   }
 
+  async readSummary(key: string, options: Abortable = {}): Promise<StoredSummary | undefined> {
+    try {
+      const blob = await this.ctx.net.call(
+        this.ctx.process,
+        `state.readSummary ${key}`,
+        () => this.ctx.account.getBlob(this.container, key),
+        options.abortSignal,
+      );
+      const encoded = blob.metadata.summary;
+      return {
+        summary: encoded === undefined ? undefined : Buffer.from(encoded, "base64").toString("utf8"),
+        etag: blob.etag,
+        epoch: Number(blob.metadata.epoch ?? 0),
+        bytes: Buffer.byteLength(blob.text),
+      };
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw libraryError(error, `Reading the summary of state ${key}`, options.abortSignal);
+    }
+  }
+
+  async delete(key: string, condition: { ifMatch: string }, options: Abortable = {}): Promise<void> {
+    try {
+      await this.ctx.net.call(
+        this.ctx.process,
+        `state.delete ${key}`,
+        () => {
+          this.ctx.account.deleteBlob(this.container, key, this.ctx.process.name, condition);
+        },
+        options.abortSignal,
+      );
+    } catch (error) {
+      if (status(error) === 404) return;
+      if (status(error) === 412)
+        throw new ConcurrentUpdateError(`State ${key} changed since it was read; it was not deleted.`, {
+          cause: error,
+        });
+      throw libraryError(error, `Deleting state ${key}`, options.abortSignal);
+    }
+  }
+
   async write(
     key: string,
     value: unknown,
     epoch: number,
     condition: WriteCondition,
-    options: Abortable = {},
+    options: WriteOptions = {},
   ): Promise<{ etag: string }> {
     const body = JSON.stringify(value);
+    const metadata: Record<string, string> = { epoch: String(epoch) };
+    if (options.summary !== undefined) metadata.summary = Buffer.from(options.summary, "utf8").toString("base64");
     const upload = (): Promise<{ etag: string }> =>
       this.ctx.net.call(
         this.ctx.process,
         `state.write ${key} e${epoch}`,
         () =>
           this.ctx.account.putBlob(this.container, key, body, {
-            metadata: { epoch: String(epoch) },
+            metadata,
             ...condition,
             by: this.ctx.process.name,
             epoch,

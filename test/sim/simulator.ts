@@ -56,6 +56,10 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
         await scheduler.waitNext(1);
         continue;
       }
+      // A process may be one macrotask behind (the step yields to the event loop with setImmediate between fold
+      // batches): let it go on before the clock jumps, or virtual time passes while it merely yielded.
+      await flush();
+      if (scheduler.count() > 0) continue;
       const now = Date.now();
       if (now >= hardEndMs || (now >= minEndMs && checker.allJobsEnded())) {
         checker.atEnd(now);

@@ -6,9 +6,11 @@ import { eventEpoch, type AppEvent } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
 import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
+import { storeManifestSubmission } from "../../src/coordination/manifest";
 import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
 import { epochOptions } from "../../src/coordination/termHistory";
-import { ActivityWakeUps } from "../../src/coordination/wake";
+import { JobStopChecks } from "../../src/coordination/jobStops";
+import { ActivityWakeUps, sendWakeUp } from "../../src/coordination/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
 import {
   LeaderElector,
@@ -20,6 +22,8 @@ import type { LeaderElectorOptions } from "../../src/library/leadership/options"
 import { requestStepDown } from "../../src/library/leadership/leaderInfo";
 import type { LeadershipTerm } from "../../src/library/leadership/Term";
 import { silentLogger } from "../../src/library/util/logger";
+import { activityEndMs } from "./activity";
+import { emptyActivityLog, pollLikeTheHost, runWakeTrigger, startActivity, type ActivityLog } from "./activityWorld";
 import { StorageAccount } from "./azure";
 import { simRegistry, sumKind } from "./kinds";
 import { Network, SimProcess, sleep } from "./network";
@@ -144,6 +148,7 @@ export class SimInstance {
   readonly sink: Sink;
   readonly workQueue: SimMessageQueue;
   readonly workPoison: SimMessageQueue;
+  readonly wakeQueue: SimMessageQueue;
   ticking = 0;
 
   constructor(
@@ -178,15 +183,18 @@ export class SimInstance {
       },
     );
     const wakeQueue = new SimMessageQueue(ctx, "coordinator-wake");
+    this.wakeQueue = wakeQueue;
+    // With the wake-ups model on, workers wake the coordinator (at most every 5 s per process) and a wake-up that finds
+    // the lease held sends follow-ups, as the app's defaults do; off, nothing sends one.
+    const wakeIntervalMs = world.plan.activity.wakeUps ? 5000 : 0;
+    const system = new SimFiles(ctx, CONTAINERS.system);
     this.app = {
       settings: world.settings,
       instanceId: this.process.name,
       leaseStore,
       state,
-      system: new SimFiles(ctx, CONTAINERS.system),
+      system,
       inputs: new SimFiles(ctx, CONTAINERS.inputs),
-      // Wake-ups are not simulated: the timer is the heartbeat; activity wake-ups are off (interval 0), nothing sends
-      // one.
       wakeQueue,
       workQueue: this.workQueue,
       resultsQueue: new SimMessageQueue(ctx, QUEUES.results),
@@ -194,8 +202,13 @@ export class SimInstance {
       resultsPoisonQueue: new SimMessageQueue(ctx, `${QUEUES.results}-poison`),
       registry: simRegistry(lacksSum ? [sumKind.name] : []),
       elector,
-      activityWakeUps: new ActivityWakeUps(wakeQueue, { intervalMs: 0, maxFollowUps: 0, from: this.process.name }),
+      activityWakeUps: new ActivityWakeUps(wakeQueue, {
+        intervalMs: wakeIntervalMs,
+        maxFollowUps: wakeIntervalMs === 0 ? 0 : Math.ceil((3 * SIM_TIMING.leaseDurationS * 1000) / wakeIntervalMs),
+        from: this.process.name,
+      }),
       leaderWatch: simLeaderWatch(world, this, elector, wakeQueue, world.settings),
+      jobStops: new JobStopChecks(system, () => this.process.clock.monotonicMs()),
     };
   }
 
@@ -224,25 +237,13 @@ export class SimInstance {
   }
 
   /** The queue trigger as the Functions host runs it (batch, retry with visibility, poison after maxDequeueCount). */
-  async runWorker(): Promise<void> {
-    const { process, world } = this;
-    let idleMs = 100;
-    while (!process.crashed && !world.over) {
-      let messages: Awaited<ReturnType<SimMessageQueue["receive"]>> = [];
-      try {
-        messages = await this.workQueue.receive(4, SIM_TIMING.workerVisibilityS);
-      } catch {
-        // storage trouble: poll again
-      }
-      if (messages.length === 0) {
-        // The host's backoff on an empty queue: from 100 ms, doubling, up to maxPollingInterval (2 s), randomised.
-        await sleep(Math.round(idleMs * (0.8 + 0.4 * world.random())));
-        idleMs = Math.min(idleMs * 2, 2000);
-        continue;
-      }
-      idleMs = 100;
-      for (const message of messages) await this.deliver(message);
-    }
+  runWorker(): Promise<void> {
+    return pollLikeTheHost(
+      this.world,
+      this.process,
+      () => this.workQueue.receive(4, SIM_TIMING.workerVisibilityS),
+      (message) => this.deliver(message),
+    );
   }
 
   private async deliver(message: Awaited<ReturnType<SimMessageQueue["receive"]>>[number]): Promise<void> {
@@ -333,6 +334,14 @@ export class SimWorld {
   private readonly clientSystem: SimFiles;
   private readonly clientState: SimStateStore;
   private readonly clientLease: SimLeaseStore;
+  private readonly clientWake: SimMessageQueue;
+  /** Issue 21's models: what they did (`activityWorld.ts`). */
+  readonly activityLog: ActivityLog = emptyActivityLog();
+  /** Processes of operators and of the status page: they stop with the run. */
+  readonly operators: SimProcess[] = [];
+  /** Every storage request of the instances takes this long (set by a burst of jobs). */
+  storageLatencyMs = 0;
+  readonly containers = CONTAINERS;
   private generation = 0;
   faultEndMs = 0;
   startMs = 0;
@@ -358,6 +367,7 @@ export class SimWorld {
     this.clientSystem = new SimFiles(ctx, CONTAINERS.system);
     this.clientState = new SimStateStore(ctx, CONTAINERS.state);
     this.clientLease = new SimLeaseStore(ctx, CONTAINERS.leases);
+    this.clientWake = new SimMessageQueue(ctx, "coordinator-wake");
   }
 
   onEvent(process: SimProcess, event: AppEvent): void {
@@ -366,6 +376,8 @@ export class SimWorld {
     const now = Date.now();
     const epoch = eventEpoch(event) ?? 0;
     if (event.type === "lease-acquired") this.history.terms.push({ epoch, process, beganMs: now, endedMs: undefined });
+    if (event.type === "lease-lost" && event.reason === "revoked")
+      this.activityLog.revokedStops.push({ atMs: now, epoch });
     if (event.type === "lease-lost" || event.type === "lease-released") {
       const term = this.history.terms.find(
         (t) => t.process === process && t.epoch === epoch && t.endedMs === undefined,
@@ -400,11 +412,14 @@ export class SimWorld {
       !this.deployed && (this.plan.lacksSum[index] ?? false),
     );
     this.instances[index] = instance;
+    instance.process.baseLatencyMs = this.storageLatencyMs;
     void instance.runWorker();
+    if (this.plan.activity.wakeUps) void runWakeTrigger(this, instance, instance.wakeQueue);
     return instance;
   }
 
-  private at(ms: number, action: () => void): void {
+  /** Runs `action` at `ms` after the start of the run. */
+  at(ms: number, action: () => void): void {
     setTimeout(action, Math.max(0, ms - (Date.now() - this.startMs)));
   }
 
@@ -437,14 +452,16 @@ export class SimWorld {
         this.inject(fault);
       });
     }
-    const lastJobMs = Math.max(0, ...this.plan.jobs.map((job) => job.atS * 1000));
+    const lastJobMs = Math.max(activityEndMs(this.plan.activity), ...this.plan.jobs.map((job) => job.atS * 1000));
     this.faultEndMs = this.startMs + Math.max(end + 2000, lastJobMs); // + 2 s: an armed fault strikes up to 2 s late
     this.at(this.faultEndMs - this.startMs, () => {
       this.heal();
     });
+    startActivity(this);
   }
 
-  private async submit(n: number, job: JobPlan): Promise<void> {
+  /** Submits job `n` of the plan (or of a burst): inline, or through a manifest; with a wake-up when those are on. */
+  async submit(n: number, job: JobPlan): Promise<void> {
     const items = job.items.map((item, i) => itemFor(job.kind, item, `data/j${n}-${i}.ndjson`));
     for (const item of items) {
       if (item.blob !== undefined && item.text !== undefined) {
@@ -459,12 +476,28 @@ export class SimWorld {
     );
     if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
     const timeout = job.timeoutS === null ? {} : { timeoutS: job.timeoutS };
-    const { id } = await storeSubmission(
-      this.clientSystem,
-      { kind: validated.value.kind, params: validated.value.params, items: validated.value.items ?? [], ...timeout },
-      { now: () => Date.now() },
-    );
+    const header = { kind: validated.value.kind, params: validated.value.params, ...timeout };
+    const now = { now: () => Date.now() };
+    let id: string;
+    if (this.plan.activity.viaManifest[n] === true) {
+      // The user uploads the manifest to the input container; the submission reads it into the job's chunks.
+      const manifest = `manifests/j${n}.ndjson`;
+      const text = `${items.map((item) => JSON.stringify(item.input)).join("\n")}\n`;
+      this.userBlobs.set(manifest, text);
+      await this.clientFiles.writeText(manifest, text);
+      const stored = await storeManifestSubmission(
+        { system: this.clientSystem, inputs: this.clientFiles },
+        { ...header, manifest },
+        now,
+      );
+      if (!stored.ok) throw new Error(`simulator built an invalid manifest: ${JSON.stringify(stored.errors)}`);
+      id = stored.id;
+    } else {
+      ({ id } = await storeSubmission(this.clientSystem, { ...header, items: validated.value.items ?? [] }, now));
+    }
     this.jobs.push({ id, plan: job, inputs: items.map((item) => item.text), params });
+    if (this.plan.activity.wakeUps)
+      await sendWakeUp(this.clientWake, { reason: "job-submitted", jobId: id, from: "client" }).catch(() => undefined);
     if (job.deleteChunk) await this.clientSystem.delete(keys.chunk(id, 0));
     if (job.cancelAfterS !== null) {
       setTimeout(() => {
@@ -518,12 +551,14 @@ export class SimWorld {
         return;
       case "outage":
       case "hang":
+        this.impaired(process, fault.forS);
         process.outage = fault.kind === "outage" ? "refuse" : "hang";
         until(() => {
           process.outage = "none";
         });
         return;
       case "slow":
+        this.impaired(process, fault.forS);
         process.latencyMs = fault.latencyMs;
         until(() => {
           process.latencyMs = 0;
@@ -538,6 +573,7 @@ export class SimWorld {
         return;
       case "deleteLease":
         this.history.leaseInterventions.push(Date.now());
+        this.activityLog.leaseDeletions.push(Date.now());
         this.account.deleteContainer(CONTAINERS.leases);
         return;
       case "overlapTick":
@@ -551,6 +587,11 @@ export class SimWorld {
         });
         return;
     }
+  }
+
+  /** Logs that a fault slows or stops the process's storage requests for the next `forS` seconds. */
+  private impaired(process: SimProcess, forS: number): void {
+    this.activityLog.impairments.push({ process, fromMs: Date.now(), toMs: Date.now() + forS * 1000 });
   }
 
   /** A worker process died on an item: it is restarted a moment later, as the host restarts a crashed worker. */
@@ -648,6 +689,7 @@ export class SimWorld {
   stop(): void {
     this.over = true;
     for (const instance of this.instances) instance.process.crash();
+    for (const process of this.operators) process.crash();
     this.client.crash();
   }
 }

@@ -6,6 +6,7 @@ import {
   type BreakOutcome,
   type LeaderRecord,
   type LeaseSnapshot,
+  type HonourOptions,
   type LeaseStore,
   type Revocation,
 } from "../../src/library/lease/LeaseStore";
@@ -110,15 +111,20 @@ export class FakeLeaseStore implements LeaseStore {
     );
   }
 
+  private requests = 0;
+
   revoke(epoch: number, options?: Abortable): Promise<void> {
     return this.op("revoke", options, () => {
-      this.revocation = { epoch, honoured: false };
+      this.revocation = { epoch, honoured: false, requestId: `request-${++this.requests}` };
     });
   }
 
-  honourRevocation(epoch: number, options?: Abortable): Promise<void> {
+  honourRevocation(epoch: number, options?: HonourOptions): Promise<void> {
     return this.op("honourRevocation", options, () => {
-      if (this.revocation?.epoch === epoch) this.revocation = { epoch, honoured: true };
+      const current = this.revocation;
+      if (current?.epoch !== epoch) return;
+      if (options?.requestId !== undefined && current.requestId !== options.requestId) return;
+      this.revocation = { ...current, honoured: true };
     });
   }
 

@@ -3,6 +3,7 @@ import { createRegistry } from "../../src/app/context";
 import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/jobState";
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "./MemoryStateStore";
@@ -30,7 +31,11 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     dispatchBatchSize: 10,
     maxInFlight: 20,
     maxAggregateGroups: 200_000,
+    maxJobDocumentBytes: readSettings({}).MAX_JOB_DOCUMENT_BYTES,
+    jobRetentionMs: readSettings({}).JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
+    workUnitConcurrency: 1,
+    jobStops: new JobStopChecks(system),
     // One item per work message unless a test asks for units (the per-item behaviour most tests check).
     workUnitMaxItems: 1,
     workUnitMaxBytes: 45 * 1024,
@@ -43,8 +48,14 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
   return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
 }
 
-/** A budget that ends the step after its first pass (workers run between steps in these tests). */
-export const ONE_PASS = { budgetMs: 1 };
+/**
+ * Stop checks of a worker that does not know a job was stopped: an older version's (before stop checks), or one whose
+ * last check predates the request. Its late results are what the leader must discard.
+ */
+export const unawareOfStops: CoordinationDeps["jobStops"] = { isStopped: () => Promise.resolve(false) };
+
+/** One pass and no more, with budget to spare (workers run between steps in these tests). */
+export const ONE_PASS = { budgetMs: 60_000, maxPasses: 1 };
 export const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 export const item = (k: string, v: number): { inline: string } => ({ inline: JSON.stringify({ k, v }) });
 

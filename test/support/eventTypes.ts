@@ -18,5 +18,6 @@ export const EVERY_EVENT_TYPE: Readonly<Record<AppEventType, true>> = {
   "job-cancelled": true,
   "job-expired": true,
   "job-pass-failed": true,
+  "job-removed": true,
   "message-rejected": true,
 };

@@ -99,6 +99,7 @@ export class MemoryQueue implements MessageQueue {
         dequeueCount: message.dequeueCount,
         text: message.text,
         rawText: message.text,
+        queuedMs: this.nowMs - message.insertedAtMs,
       })),
     );
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
-import { TaskRegistry } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { Recorder } from "../support/recorder";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";

@@ -19,24 +19,51 @@ beforeAll(async () => {
   eslint = new ESLint({
     cwd: root,
     overrideConfigFile: true,
-    overrideConfig: [{ files: ["**/*.ts"], languageOptions: { parser: tseslint.parser } }, ...boundary],
+    overrideConfig: [
+      {
+        files: ["**/*.ts"],
+        languageOptions: { parser: tseslint.parser },
+        plugins: { "@typescript-eslint": tseslint.plugin },
+      },
+      ...boundary,
+    ],
   });
 });
 
-/** The import specifiers lint refuses in `code` placed at `file`. */
-async function refused(file: string, imports: string[]): Promise<string[]> {
-  const code = imports.map((spec, i) => `import * as m${i} from "${spec}";\nexport { m${i} };`).join("\n");
+/** The import specifiers lint refuses in `code` placed at `file` (`typeOnly`: as `import type`). */
+async function refused(file: string, imports: string[], typeOnly = false): Promise<string[]> {
+  const code = imports
+    .map(
+      (spec, i) =>
+        `import ${typeOnly ? "type " : ""}* as m${i} from "${spec}";\nexport ${typeOnly ? "type " : ""}{ m${i} };`,
+    )
+    .join("\n");
   const [result] = await eslint.lintText(code, { filePath: resolve(root, file) });
   const messages = result?.messages ?? [];
-  for (const m of messages) expect(m.ruleId, m.message).toBe("no-restricted-imports");
+  for (const m of messages) expect(m.ruleId, m.message).toMatch(/^(@typescript-eslint\/)?no-restricted-imports$/);
   return messages.map((m) => imports[Math.floor((m.line - 1) / 2)] ?? `line ${m.line}`);
 }
 
 describe("the library boundary, enforced by lint", () => {
-  it("nothing in src/ imports @azure/functions", async () => {
+  it("nothing in src/ imports @azure/functions but src/host/, and that only its types (the user passes `app` in)", async () => {
     for (const file of ["src/app/x.ts", "src/library/x.ts", "src/azure/x.ts", "src/coordination/x.ts"]) {
       expect(await refused(file, ["@azure/functions"]), file).toEqual(["@azure/functions"]);
+      expect(await refused(file, ["@azure/functions"], true), file).toEqual(["@azure/functions"]);
     }
+    expect(await refused("src/host/x.ts", ["@azure/functions"])).toEqual(["@azure/functions"]);
+    expect(await refused("src/host/x.ts", ["@azure/functions"], true)).toEqual([]);
+  });
+
+  it("the registration uses the app's operations, not the Azure adapters or an Azure SDK", async () => {
+    const across = ["../azure/clients", "@azure/storage-queue"];
+    const allowed = ["../app/operations", "../library/errors", "../coordination/taskKinds", "./triggers"];
+    expect(await refused("src/host/x.ts", [...allowed, ...across])).toEqual(across);
+  });
+
+  it("this repo's Function app (functions/) uses only the package's public entry, as a user's app does", async () => {
+    const across = ["../src/app/context", "../src/host/registerCoordinator", "../src/library/index"];
+    const allowed = ["../src/index", "@azure/functions", "./other"];
+    expect(await refused("functions/x.ts", [...allowed, ...across])).toEqual(across);
   });
 
   it("the library imports neither the app, the Azure adapters, the coordination logic nor an Azure SDK", async () => {

@@ -6,7 +6,7 @@ import { readJobStatus } from "../../src/coordination/status";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { MAX_DEADLINE_S, storeSubmission, validateSubmission } from "../../src/coordination/submit";
 import { StorageError } from "../../src/library/errors";
-import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { ONE_PASS, item, params, readJob, unawareOfStops, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 const items = (n: number): { inline: string }[] => Array.from({ length: n }, (_, i) => item(`k${i % 3}`, i));
@@ -49,12 +49,12 @@ describe("cancelling a job (unit, in-memory ports)", () => {
     await requestCancel(deps, id);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const cancelled = await readJob(state, id);
-    // The queued work still runs (the worker does not know), and one item is poisoned by the host.
+    // The queued work still runs on a worker that does not know (see unawareOfStops), and one item is poisoned.
     const [poisoned] = await queue.receive(1, 60);
     if (poisoned === undefined) throw new Error("expected a queued work message");
     await poison.send([poisoned.rawText]);
     await queue.delete(poisoned);
-    expect(await work(deps, queue)).toBe(6);
+    expect(await work(deps, queue, { ...deps, jobStops: unawareOfStops })).toBe(6);
     const report = await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
     expect(report).toMatchObject({ discarded: 7, folded: 0, failed: 0, dispatched: 0 });
     expect(results.length).toBe(0);
@@ -123,6 +123,8 @@ describe("cancelling a job this version cannot read (unit, in-memory ports)", ()
         key === keys.jobState(id)
           ? Promise.reject(new StorageError("CorruptState", undefined, `State ${key} is not valid JSON (simulated)`))
           : state.read(key),
+      readSummary: state.readSummary.bind(state),
+      delete: state.delete.bind(state),
       write: state.write.bind(state),
     };
     expect(await requestCancel({ ...deps, state: damaged }, id)).toEqual({
@@ -179,6 +181,8 @@ describe("a cancellation request for a job whose state cannot be read", () => {
         if (key === keys.jobState(id)) term.end(); // the term ends while the request is applied
         return read(key);
       },
+      readSummary: deps.state.readSummary.bind(deps.state),
+      delete: deps.state.delete.bind(deps.state),
       write: deps.state.write.bind(deps.state),
     };
     await expect(runCoordinationStep({ ...deps, state }, term, ONE_PASS)).rejects.toThrow(/term \(epoch 1\) is over/);
@@ -217,7 +221,7 @@ describe("job deadlines (unit, in-memory ports)", () => {
     expect(events.filter((e) => e.type === "job-expired")).toEqual([
       expect.objectContaining({ jobId: id, done: 5, failed: 0, skipped: 7 }),
     ]);
-    expect(await work(deps, queue)).toBe(2); // the two still queued
+    expect(await work(deps, queue, { ...deps, jobStops: unawareOfStops })).toBe(2); // the two still queued
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ discarded: 2, folded: 0, dispatched: 0 });
     expect(results.length).toBe(0);

@@ -5,7 +5,8 @@ import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy
 import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/jobState";
 import { runCoordinationStep, type JobProgress } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
-import type { TaskKind, TaskRegistry } from "../../src/coordination/taskKinds";
+import type { TaskKind } from "../../src/coordination/taskKinds";
+import type { TaskRegistry } from "../../src/coordination/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { StaleEpochError } from "../../src/library/errors";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
@@ -191,11 +192,13 @@ describe("coordination step (unit, in-memory ports)", () => {
 /** A kind whose partial is an object, unlike group-by's array: what some processes of a mixed deploy lack. */
 const tallyKind: TaskKind<Record<string, never>, { n: number }> = {
   name: "tally",
-  paramsSchema: z.strictObject({}),
-  partialSchema: z.strictObject({ n: z.number().int() }),
+  params: z.strictObject({}),
   process: () => ({ n: 1 }),
-  merge: (a, b) => ({ n: a.n + b.n }),
-  empty: () => ({ n: 0 }),
+  aggregate: {
+    schema: z.strictObject({ n: z.number().int() }),
+    merge: (a, b) => ({ n: a.n + b.n }),
+    empty: () => ({ n: 0 }),
+  },
 };
 const withTally = (): TaskRegistry => createRegistry().register(tallyKind);
 

@@ -6,7 +6,8 @@ import { keys } from "../../src/coordination/jobState";
 import { MAX_OUTCOME_BYTES } from "../../src/coordination/messages";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
-import { TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
+import type { TaskKind } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { runOnHeap } from "../support/heapChild";
 import { fakeTerm } from "../support/memoryPorts";
@@ -31,11 +32,12 @@ function leaderStep(items: number, groups: number, heapMb: number) {
  */
 const padKind: TaskKind<unknown, string> = {
   name: "pad",
-  paramsSchema: z.unknown(),
-  partialSchema: z.string(),
-  process: (input) => "x".repeat(Number(input)),
-  merge: (a, b) => (a.length !== b.length ? (a.length > b.length ? a : b) : a > b ? a : b),
-  empty: () => "",
+  process: (input) => "x".repeat(Number(input.text)),
+  aggregate: {
+    schema: z.string(),
+    merge: (a, b) => (a.length !== b.length ? (a.length > b.length ? a : b) : a > b ? a : b),
+    empty: () => "",
+  },
 };
 
 /** A job of the pad kind, one item per unit, of items whose partials have these many characters; dispatched. */

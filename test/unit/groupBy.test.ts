@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { groupByKind, groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByPartialSchema } from "../../src/coordination/groupBySchema";
 import { ItemError } from "../../src/coordination/taskKinds";
 
 const csv = { format: "csv", keyField: "region", valueField: "amount" } as const;
@@ -7,7 +8,7 @@ const ndjson = { format: "ndjson", keyField: "region", valueField: "amount" } as
 
 describe("group-by task kind (unit)", () => {
   it("aggregates count, sum, min and max per key over CSV with quoted fields", () => {
-    const partial = groupByKind.process('region,amount\neu,3\n"us, east",4.25\neu,-1\n', csv);
+    const partial = groupRecords('region,amount\neu,3\n"us, east",4.25\neu,-1\n', csv);
     expect(groupByView(partial)).toEqual({
       eu: { count: 2, sum: 2, min: -1, max: 3 },
       "us, east": { count: 1, sum: 4.25, min: 4.25, max: 4.25 },
@@ -21,7 +22,7 @@ describe("group-by task kind (unit)", () => {
       "",
       '{"region":"__proto__","amount":5}',
     ].join("\n");
-    const view = groupByView(groupByKind.process(input, ndjson));
+    const view = groupByView(groupRecords(input, ndjson));
     expect(Object.keys(view).sort()).toEqual(["__proto__", "constructor"]);
     expect(Object.getOwnPropertyDescriptor(view, "__proto__")?.value).toEqual({ count: 2, sum: 6, min: 1, max: 5 });
     expect(Object.getPrototypeOf(view)).toBe(Object.prototype);
@@ -33,21 +34,21 @@ describe("group-by task kind (unit)", () => {
     ["a missing key field", '{"amount":3}', /"region" is missing/],
     ["a line that is not JSON", "{nope", /line 1 is not valid JSON/],
   ])("rejects %s with an ItemError that says which record", (_name, input, message) => {
-    expect(() => groupByKind.process(input, ndjson)).toThrow(ItemError);
-    expect(() => groupByKind.process(input, ndjson)).toThrow(message);
+    expect(() => groupRecords(input, ndjson)).toThrow(ItemError);
+    expect(() => groupRecords(input, ndjson)).toThrow(message);
   });
 
   it("merges partials exactly the same in any order and grouping (associative, commutative, exact sums)", () => {
     const partials: GroupByPartial[] = Array.from({ length: 30 }, (_, i) =>
-      groupByKind.process(`region,amount\n${["a", "b", "c"][i % 3] ?? "a"},${(i * 0.1).toFixed(1)}\nb,0.7\n`, csv),
+      groupRecords(`region,amount\n${["a", "b", "c"][i % 3] ?? "a"},${(i * 0.1).toFixed(1)}\nb,0.7\n`, csv),
     );
-    const leftFold = partials.reduce((acc, p) => groupByKind.merge(acc, p), groupByKind.empty());
+    const leftFold = partials.reduce<GroupByPartial>((acc, p) => mergeGroups(acc, p), []);
     let seed = 7;
     const shuffled = [...partials].sort(() => ((seed = (seed * 16807) % 2147483647) % 3) - 1);
     const pairwise = (list: GroupByPartial[]): GroupByPartial =>
       list.length === 1
         ? (list[0] ?? [])
-        : groupByKind.merge(pairwise(list.slice(0, list.length >> 1)), pairwise(list.slice(list.length >> 1)));
+        : mergeGroups(pairwise(list.slice(0, list.length >> 1)), pairwise(list.slice(list.length >> 1)));
     expect(pairwise(shuffled)).toEqual(leftFold);
     expect(groupByView(leftFold).b?.sum).toBe(
       Number((0.1 * (1 + 4 + 7 + 10 + 13 + 16 + 19 + 22 + 25 + 28) + 0.7 * 30).toFixed(6)),
@@ -64,24 +65,24 @@ describe("group-by task kind (unit)", () => {
       ["a", 1, "-1000000", -1, -1],
       ["b", 1, "1000000", 1, 1],
     ];
-    expect(groupByKind.merge(sorted, unsorted)).toEqual([
+    expect(mergeGroups(sorted, unsorted)).toEqual([
       ["a", 2, "0", -1, 1],
       ["b", 4, "10000000", 1, 4],
     ]);
-    expect(groupByKind.merge(unsorted, sorted)).toEqual(groupByKind.merge(sorted, unsorted));
+    expect(mergeGroups(unsorted, sorted)).toEqual(mergeGroups(sorted, unsorted));
   });
 
   it("validates a partial entry by entry, naming the path of the first bad one", () => {
-    expect(groupByKind.partialSchema.safeParse([["a", 1, "1000000", 1, 1]]).success).toBe(true);
-    const bad = groupByKind.partialSchema.safeParse([
+    expect(groupByPartialSchema.safeParse([["a", 1, "1000000", 1, 1]]).success).toBe(true);
+    const bad = groupByPartialSchema.safeParse([
       ["a", 1, "1000000", 1, 1],
       ["b", -2, "1", 1, 1],
     ]);
     expect(bad.error?.issues[0]).toMatchObject({ path: [1, 1] });
-    expect(groupByKind.partialSchema.safeParse({ a: 1 }).error?.issues[0]?.message).toMatch(/expected an array/);
-    expect(groupByKind.partialSchema.safeParse([["a", 1, "1.5", 1, 1]]).error?.issues[0]).toMatchObject({
+    expect(groupByPartialSchema.safeParse({ a: 1 }).error?.issues[0]?.message).toMatch(/expected an array/);
+    expect(groupByPartialSchema.safeParse([["a", 1, "1.5", 1, 1]]).error?.issues[0]).toMatchObject({
       path: [0, 2],
     });
-    expect(groupByKind.partialSchema.safeParse([["a", 1, "1", Number.NaN, 1]]).success).toBe(false);
+    expect(groupByPartialSchema.safeParse([["a", 1, "1", Number.NaN, 1]]).success).toBe(false);
   });
 });

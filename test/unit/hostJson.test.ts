@@ -1,8 +1,10 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { groupByKind } from "../../src/coordination/groupBy";
+import { registerCoordinator, type FunctionsApp } from "../../src/host/registerCoordinator";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
-import { sinkFor } from "../../functions/invocation";
+import { sinkFor } from "../../src/host/invocation";
 import { parseEventLine, type AppEvent, type AppEventType } from "../../src/app/events";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { MAX_DEQUEUE_COUNT } from "../../src/app/context";
@@ -83,16 +85,8 @@ describe("coordinator events survive Application Insights sampling", () => {
     return logging.logLevel[longest ?? "default"] ?? "Information";
   }
 
-  /** Every function the app registers (`app.timer("name", …)`, `app.storageQueue(…)`, `app.http(…)`, …). */
-  const functionNames = readdirSync(join(__dirname, "..", "..", "functions"))
-    .filter((file) => file.endsWith(".ts"))
-    .flatMap((file) =>
-      [
-        ...readFileSync(join(__dirname, "..", "..", "functions", file), "utf8").matchAll(
-          /\bapp\.[a-zA-Z]+\(\s*"([^"]+)"/g,
-        ),
-      ].map((match) => match[1] ?? ""),
-    );
+  /** Every function the coordinator registers, by the names it registers them under. */
+  const functionNames = registeredNames();
 
   it("sampling leaves Trace telemetry (where the events land) alone", () => {
     const settings = logging.applicationInsights.samplingSettings;
@@ -105,6 +99,17 @@ describe("coordinator events survive Application Insights sampling", () => {
       expect(types(settings.excludedTypes)).toContain("trace");
       expect(types(settings.includedTypes)).not.toContain("trace");
     }
+  });
+
+  it("the host exports OpenTelemetry (Flex Consumption), and the app's own records are not sent twice", () => {
+    // The host exports its logs and requests with OpenTelemetry to APPLICATIONINSIGHTS_CONNECTION_STRING (with the
+    // identity of APPLICATIONINSIGHTS_AUTHENTICATION_STRING); the app exports its events and log lines itself
+    // (src/app/telemetry/) and keeps them in the invocation's log only at debug, which host.json's level drops.
+    expect((host as unknown as { telemetryMode?: string }).telemetryMode).toBe("OpenTelemetry");
+    for (const name of functionNames)
+      expect(LEVELS.indexOf(effectiveLevel(`Function.${name}.User`)), `Function.${name}.User`).toBeGreaterThan(
+        LEVELS.indexOf("Debug"),
+      );
   });
 
   it("the user logs of every function pass host.json's level filter at Information", () => {
@@ -148,3 +153,19 @@ describe("coordinator events survive Application Insights sampling", () => {
     }
   });
 });
+
+/** The names `registerCoordinator` gives the functions it registers with its defaults, on a recording `app`. */
+function registeredNames(): string[] {
+  const names: string[] = [];
+  const record = (name: string): void => {
+    names.push(name);
+  };
+  const app: FunctionsApp = {
+    timer: record,
+    storageQueue: record,
+    http: record,
+    hook: { appTerminate: () => undefined },
+  };
+  registerCoordinator(app, { taskKinds: [groupByKind], env: {} });
+  return names;
+}

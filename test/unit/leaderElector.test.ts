@@ -89,7 +89,7 @@ describe("LeaderElector (unit, fake timers)", () => {
     await vi.advanceTimersByTimeAsync(3_000);
     expect(await result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 1 });
     expect(world.recorder.ofType("lease-released")).toHaveLength(1);
-    expect(world.store.revocation).toEqual({ epoch: 1, honoured: true });
+    expect(world.store.revocation).toMatchObject({ epoch: 1, honoured: true });
     // The successor runs through several revocation checks: a request its predecessor honoured does not stop it.
     const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
     const second = b.tryLead(async (term) => {

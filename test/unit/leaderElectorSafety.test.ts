@@ -52,6 +52,17 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     void first;
   });
 
+  it("a task that returns after its renew deadline passed unseen (the process was frozen) ends aborted, not completed", async () => {
+    // SIGSTOP mid-step for longer than the lease: the clock moves on, no timer runs, so no renewal fails and nothing
+    // ends the term; when the process wakes, the task's next check (its budget) returns at once (chaos zombie-leader).
+    const result = await elector(world.store, world.recorder).tryLead(() => {
+      vi.setSystemTime(Date.now() + 20_000);
+      return Promise.resolve("the step's report");
+    });
+    expect(result).toMatchObject({ outcome: "aborted", epoch: 1, reason: "deadline" });
+    expect(world.recorder.ofType("lease-lost")).toEqual([expect.objectContaining({ reason: "deadline", epoch: 1 })]);
+  });
+
   it("never has two live terms: not from one elector, and not after the end of one term releases the lease", async () => {
     const live = new Set<LeadershipTerm>();
     let overlaps = 0;
@@ -197,6 +208,80 @@ describe("LeaderElector safety (unit, fake timers)", () => {
     await vi.advanceTimersByTimeAsync(4_000);
     expect(world.recorder.ofType("lease-lost")).toMatchObject([{ reason: "revoked", epoch: 2 }]);
     expect(await result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 2 });
+  });
+
+  /**
+   * Holds the operator's revocation write until `land()` is called (its read has happened already): a request whose
+   * write is slow to land.
+   */
+  function holdRevocationWrite(): { land: () => Promise<void> } {
+    const revoke = world.store.revoke.bind(world.store);
+    let release: (() => void) | undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let landed: Promise<void> | undefined;
+    world.store.revoke = (epoch, options) => {
+      landed = gate.then(() => revoke(epoch, options));
+      return landed;
+    };
+    return {
+      land: async () => {
+        release?.();
+        await landed;
+      },
+    };
+  }
+
+  it("a step-down whose write lands after the revoked term and a whole short term after it have ended still stops the next term (issue 21)", async () => {
+    const write = holdRevocationWrite();
+    let accepted: Promise<number | undefined> | undefined;
+    const a = elector(world.store, world.recorder);
+    // Term 1: the operator's request reads the lease while it is held (epoch 1); its write is slow.
+    expect(
+      await a.tryLead(async () => {
+        accepted = requestStepDown(world.store);
+        await vi.advanceTimersByTimeAsync(10);
+      }),
+    ).toMatchObject({ outcome: "completed", epoch: 1 });
+    // Term 2: a short idle step (a wake-up) begins, checks, finds nothing, ends.
+    const b = elector(world.store, new Recorder(), { instanceId: "unit-b" });
+    expect(await b.tryLead(() => Promise.resolve())).toMatchObject({ outcome: "completed", epoch: 2 });
+    await write.land(); // only now does the request land; the API answered 202 {revokedEpoch: 1}
+    expect(await accepted).toBe(1);
+    const result = a.tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(world.recorder.ofType("lease-lost")).toMatchObject([{ reason: "revoked", epoch: 3 }]);
+    expect(await result).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 3 });
+    expect(world.store.revocation).toMatchObject({ epoch: 1, honoured: true });
+    // Once honoured, it stops nobody else.
+    const next = b.tryLead(async (term) => {
+      await delay(7_000, { abortSignal: term.signal });
+      return term.epoch;
+    });
+    await vi.advanceTimersByTimeAsync(8_000);
+    expect(await next).toEqual({ outcome: "completed", epoch: 4, value: 4 });
+  });
+
+  it("a term marks honoured only the request it read: a second request that lands before the mark stops the next term too (issue 21)", async () => {
+    const a = elector(world.store, world.recorder);
+    const honour = world.store.honourRevocation.bind(world.store);
+    world.store.honourRevocation = async (epoch, options) => {
+      // A second operator's request (same epoch, read before term 1 stepped down) lands between the check and the mark.
+      await world.store.revoke(1);
+      return honour(epoch, options);
+    };
+    const first = a.tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await requestStepDown(world.store)).toBe(1);
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(await first).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 1 });
+    world.store.honourRevocation = honour;
+    expect(world.store.revocation).toMatchObject({ epoch: 1, honoured: false });
+    const second = elector(world.store, new Recorder(), { instanceId: "unit-b" }).tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await second).toMatchObject({ outcome: "aborted", reason: "revoked", epoch: 2 });
+    expect(world.store.revocation).toMatchObject({ epoch: 1, honoured: true });
   });
 
   it("a new term's epoch exceeds the epoch floor when the record is behind it (lease blob lost)", async () => {

@@ -1,11 +1,15 @@
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { groupByKind, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } from "../../src/coordination/groupBy";
+
+/** The group-by kind's aggregate (it has one). */
+const groupByAggregate = groupByKind.aggregate ?? { empty: () => [], merge: mergeGroups };
 import { keys } from "../../src/coordination/jobState";
 import { readJobStatus } from "../../src/coordination/status";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
-import { TaskRegistry, type TaskKind } from "../../src/coordination/taskKinds";
+import type { TaskKind } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { ConcurrentUpdateError, StorageError } from "../../src/library/errors";
 import type { Logger } from "../../src/library/util/logger";
@@ -257,11 +261,14 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
 
   it("folds a batch of results with one merge into the aggregate, not one merge of the whole aggregate per result", async () => {
     let largeMerges = 0;
-    const counting: TaskKind<unknown, GroupByPartial> = {
-      ...(groupByKind as TaskKind<unknown, GroupByPartial>),
-      merge: (a, b) => {
-        if (a.length + b.length >= 1000) largeMerges++;
-        return groupByKind.merge(a, b);
+    const counting: TaskKind<GroupByParams, GroupByPartial> = {
+      ...groupByKind,
+      aggregate: {
+        ...groupByAggregate,
+        merge: (a, b) => {
+          if (a.length + b.length >= 1000) largeMerges++;
+          return mergeGroups(a, b);
+        },
       },
     };
     const {
@@ -538,11 +545,15 @@ describe("a result the leader rejects still lets its job end", () => {
 
 describe("a result the leader keeps failing on", () => {
   /** group-by, except that merging a partial with the group "cursed" throws (a bug in a kind, say). */
-  const cursed: TaskKind<unknown, GroupByPartial> = {
-    ...(groupByKind as TaskKind<unknown, GroupByPartial>),
-    merge: (a, b) => {
-      if ([...a, ...b].some(([group]) => group === "cursed")) throw new TypeError("merge cannot take the cursed group");
-      return groupByKind.merge(a, b);
+  const cursed: TaskKind<GroupByParams, GroupByPartial> = {
+    ...groupByKind,
+    aggregate: {
+      ...groupByAggregate,
+      merge: (a, b) => {
+        if ([...a, ...b].some(([group]) => group === "cursed"))
+          throw new TypeError("merge cannot take the cursed group");
+        return mergeGroups(a, b);
+      },
     },
   };
 

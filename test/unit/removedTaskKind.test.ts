@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
-import { TaskRegistry } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

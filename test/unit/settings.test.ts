@@ -27,6 +27,17 @@ describe("settings", () => {
     expect(() => readSettings({ MAX_INPUT_BLOB_BYTES: "100" })).toThrow(/MAX_INPUT_BLOB_BYTES="100" must be from 1024/);
   });
 
+  it("defaults MAX_JOB_DOCUMENT_BYTES to 16 MiB and refuses one below 1 MiB or above 64 MiB, naming it (issue 21)", () => {
+    expect(readSettings({}).MAX_JOB_DOCUMENT_BYTES).toBe(16 * 1024 * 1024);
+    expect(readSettings({ MAX_JOB_DOCUMENT_BYTES: "67108864" }).MAX_JOB_DOCUMENT_BYTES).toBe(64 * 1024 * 1024);
+    expect(() => readSettings({ MAX_JOB_DOCUMENT_BYTES: "67108865" })).toThrow(
+      /MAX_JOB_DOCUMENT_BYTES="67108865" must be from 1048576 to 67108864/,
+    );
+    expect(() => readSettings({ MAX_JOB_DOCUMENT_BYTES: "1000" })).toThrow(
+      /MAX_JOB_DOCUMENT_BYTES="1000" must be from/,
+    );
+  });
+
   it("names every bad setting, its value and what is allowed", () => {
     const read = (): unknown =>
       readSettings({ LEASE_DURATION_SECONDS: "90", WORK_QUEUE: "Bad_Name", COORDINATOR_SCHEDULE: "* * *" });
@@ -102,12 +113,13 @@ describe("settings", () => {
   });
 
   const STATE_NAMES = "index.json, terms.json, jobs/…";
-  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…";
+  const SYSTEM_NAMES = "jobs/…, inbox/…, cancel/…, ended/…";
   it.each([
     ["coordinator-state", "index.json", "STATE_CONTAINER", STATE_NAMES],
     ["coordinator-state", "jobs/leader", "STATE_CONTAINER", STATE_NAMES],
     ["coordinator-system", "inbox/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
     ["coordinator-system", "cancel/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
+    ["coordinator-system", "ended/leader", "SYSTEM_CONTAINER", SYSTEM_NAMES],
   ])("refuses a lease blob among the app's own blobs: %s/%s", (container, blob, shared, names) => {
     expect(() => readSettings({ LEASE_CONTAINER: container, LEASE_BLOB: blob })).toThrow(
       `LEASE_BLOB="${blob}" in LEASE_CONTAINER="${container}", which is also ${shared}, where the app writes and deletes ${names}: name the lease blob outside those (as the default "MyLeaderCoordinatorTask" is), or give LEASE_CONTAINER a container of its own`,
@@ -124,7 +136,7 @@ describe("settings", () => {
     for (const blob of [keys.index, TERMS_KEY, keys.jobState("j")])
       expect(isAppBlobName("STATE_CONTAINER", blob), blob).toBe(true);
     const system = [keys.spec("j"), keys.chunk("j", 0), keys.partial("j", 0), keys.outcome("j", 0)];
-    for (const blob of [...system, keys.inbox("j"), keys.cancel("j")])
+    for (const blob of [...system, keys.inbox("j"), keys.cancel("j"), keys.ended("j", 1)])
       expect(isAppBlobName("SYSTEM_CONTAINER", blob), blob).toBe(true);
     expect(isAppBlobName("SYSTEM_CONTAINER", "MyLeaderCoordinatorTask")).toBe(false);
   });
@@ -156,5 +168,61 @@ describe("settings", () => {
     expect(() => connectionFromSettings("X", {})).toThrow(
       /set X to a connection string \(local\/Azurite only\), or X__blobServiceUri and X__queueServiceUri/,
     );
+  });
+});
+
+describe("COORDINATOR_SCHEDULE is read as the Functions host reads it (NCRONTAB, six fields, seconds first)", () => {
+  it.each([
+    ["a b c d e f", /COORDINATOR_SCHEDULE="a b c d e f" .*field 1 \(second\) "a"/],
+    ["0 99 * * * *", /COORDINATOR_SCHEDULE="0 99 \* \* \* \*" .*field 2 \(minute\) "99": 99 is outside 0–59/],
+    ["0 0 25 * * *", /field 3 \(hour\) "25": 25 is outside 0–23/],
+    ["0 0 0 * * 7", /field 6 \(day of week\) "7": 7 is outside 0–6 \(Sunday is 0\)/],
+    ["0 0 0 L * *", /field 4 \(day of month\) "L": .*NCRONTAB allows \*, numbers, names/],
+    ["0 0 0 ? * MON", /field 4 \(day of month\) "\?"/],
+    ["0 0 0 * * 1#2", /field 6 \(day of week\) "1#2"/],
+    ["H * * * * *", /field 1 \(second\) "H": names are allowed only for months and days of the week/],
+    ["0 0 0 * * Funday", /field 6 \(day of week\) "Funday" is not the start of a day's name/],
+    ["0 0 0 30 2 *", /is not a schedule the host can run: Invalid explicit day of month/],
+    ["0 0 0 29 2 Mon", /fires at most once in eight years/],
+    ["@daily", /must be an NCRONTAB expression with six fields/],
+    ["0 */5 * * *", /must be an NCRONTAB expression with six fields, seconds first.*got 5/],
+    ["00:05:00", /a TimeSpan.*App Service plan/],
+    ["%MY_SCHEDULE%", /app setting reference.*resolved only in a function's own schedule/],
+  ])("refuses %j, naming the setting and why", (schedule, why) => {
+    expect(() => readSettings({ COORDINATOR_SCHEDULE: schedule })).toThrow(ConfigurationError);
+    expect(() => readSettings({ COORDINATOR_SCHEDULE: schedule })).toThrow(why);
+  });
+
+  it.each([
+    ["0 */5 * * * *"],
+    ["*/30 * * * * *"],
+    ["0 0 9 * * Mon-Fri"],
+    ["0 30 9 * Jan,Jul Monday"],
+    ["5/15 * * * * *"],
+    ["0 0 0 1,15 * *"],
+    ["  0   0 * * * *  "],
+  ])("accepts %j, a form the host accepts", (schedule) => {
+    const settings = readSettings({ COORDINATOR_SCHEDULE: schedule, STEP_BUDGET_MS: "1000" });
+    expect(settings.COORDINATOR_SCHEDULE).toBe(schedule.trim());
+  });
+
+  it("refuses a STEP_BUDGET_MS that is not below the schedule's shortest interval, naming both", () => {
+    expect(() => readSettings({ COORDINATOR_SCHEDULE: "*/5 * * * * *", STEP_BUDGET_MS: "600000" })).toThrow(
+      'Invalid app settings: STEP_BUDGET_MS (600000) must be below the shortest interval of COORDINATOR_SCHEDULE ("*/5 * * * * *" fires 5000 ms apart at its closest): a step must end before the next tick starts one.',
+    );
+    expect(() => readSettings({ COORDINATOR_SCHEDULE: "*/5 * * * * *", STEP_BUDGET_MS: "5000" })).toThrow(
+      /STEP_BUDGET_MS \(5000\) must be below/,
+    );
+    expect(readSettings({ COORDINATOR_SCHEDULE: "*/5 * * * * *", STEP_BUDGET_MS: "4999" }).STEP_BUDGET_MS).toBe(4999);
+  });
+
+  it("takes the shortest interval, not the first one: minutes 0 and 1 of each hour are 60 s apart", () => {
+    expect(() => readSettings({ COORDINATOR_SCHEDULE: "0 0,1 * * * *", STEP_BUDGET_MS: "90000" })).toThrow(
+      /fires 60000 ms apart at its closest/,
+    );
+    // Day of month AND day of week, as NCRONTAB reads them: Fridays the 13th are months apart, not days.
+    expect(
+      readSettings({ COORDINATOR_SCHEDULE: "0 0 0 13 * Fri", STEP_BUDGET_MS: "600000" }).COORDINATOR_SCHEDULE,
+    ).toBe("0 0 0 13 * Fri");
   });
 });

@@ -1,3 +1,4 @@
+import { JobStopChecks } from "../../src/coordination/jobStops";
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
 import { renderStatusPage, statusPageHeaders } from "../../src/app/renderStatusPage";
@@ -6,7 +7,9 @@ import {
   STATUS_REFRESH_MS,
   buildStatusView,
   formatDuration,
+  lineFromStatus,
   readStatusView,
+  type JobLine,
   type StatusSnapshot,
   type StatusSources,
 } from "../../src/app/statusView";
@@ -24,8 +27,9 @@ import { MemoryFiles, MemoryQueue, fakeTerm } from "../support/memoryPorts";
 
 const T0 = Date.parse("2026-05-01T12:00:00.000Z");
 
-function job(overrides: Partial<JobStatus> & { id: string }): JobStatus {
-  return {
+/** A job's line as the page lists it, from a status like GET /api/jobs/{id}'s. */
+function job(overrides: Partial<JobStatus> & { id: string }): JobLine {
+  return lineFromStatus({
     kind: "group-by",
     status: "running",
     progress: { total: 10, dispatched: 8, done: 4, failed: 1, skipped: 0 },
@@ -35,7 +39,7 @@ function job(overrides: Partial<JobStatus> & { id: string }): JobStatus {
     completedAt: undefined,
     lastEpoch: 7,
     ...overrides,
-  };
+  });
 }
 
 function leader(overrides: Partial<LeaderInfo> = {}): LeaderInfo {
@@ -237,7 +241,11 @@ describe("reading the status view from the ports (in-memory)", () => {
       dispatchBatchSize: 2,
       maxInFlight: 2,
       maxAggregateGroups: 200_000,
+      maxJobDocumentBytes: 16 * 1024 * 1024,
+      jobRetentionMs: 7 * 24 * 3_600_000,
       maxInputBlobBytes: 1024 * 1024,
+      workUnitConcurrency: 1,
+      jobStops: new JobStopChecks(files),
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,
       logger: silentLogger,
@@ -255,7 +263,7 @@ describe("reading the status view from the ports (in-memory)", () => {
     };
     return { deps, sources, work, workPoison, leaseStore, state };
   }
-  const ONE_PASS = { budgetMs: 1 };
+  const ONE_PASS = { budgetMs: 60_000, maxPasses: 1 };
   const params = { format: "ndjson", keyField: "k", valueField: "v" } as const;
 
   async function runWorkers(deps: CoordinationDeps, queue: MemoryQueue): Promise<void> {

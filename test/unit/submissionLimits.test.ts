@@ -4,7 +4,7 @@ import { createRegistry } from "../../src/app/context";
 import { parseManifestLine } from "../../src/coordination/manifest";
 import type { UnitWorkMessage } from "../../src/coordination/messages";
 import { MAX_ITEMS_PER_JOB, validateSubmission } from "../../src/coordination/submit";
-import { TaskRegistry } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
 
 /**
  * An inline item travels JSON-escaped — quotes, backslashes and line breaks take two bytes, other control characters
@@ -73,11 +73,8 @@ describe("submission limits: an inline item counts as a work message carries it 
   it(`refuses params over ${PARAMS_LIMIT} bytes as JSON (every work message carries them), naming the limit`, () => {
     const registry = new TaskRegistry().register({
       name: "echo",
-      paramsSchema: z.strictObject({ note: z.string() }),
-      partialSchema: z.string(),
-      process: (text: string) => text,
-      merge: (a: string, b: string) => a + b,
-      empty: () => "",
+      params: z.strictObject({ note: z.string() }),
+      process: (input) => input.text,
     });
     const note = (bytes: number): string => "n".repeat(bytes - jsonBytes({ note: "" }));
     const submit = (bytes: number) =>

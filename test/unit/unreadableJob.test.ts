@@ -56,6 +56,11 @@ function damaged(inner: StateStore, key: string): StateStore {
       k === key
         ? Promise.reject(new StorageError("CorruptState", undefined, `State ${k} is not valid JSON (simulated)`))
         : inner.read(k, o),
+    readSummary: (k, o) =>
+      k === key
+        ? Promise.reject(new StorageError("CorruptState", undefined, `State ${k} is not valid JSON (simulated)`))
+        : inner.readSummary(k, o),
+    delete: (k, c, o) => inner.delete(k, c, o),
     write: (k, v, e, c, o) => inner.write(k, v, e, c, o),
   };
 }
@@ -171,6 +176,8 @@ describe("a job whose state the leader cannot read is isolated in every part of 
           term.end(); // the lease was lost while this read was under way: it rejects with the signal's reason
           return Promise.reject(term.signal.reason as Error);
         },
+        readSummary: w.state.readSummary.bind(w.state),
+        delete: w.state.delete.bind(w.state),
         write: w.state.write.bind(w.state),
       } satisfies StateStore,
     };

@@ -6,7 +6,7 @@ import { keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { processWorkMessage } from "../../src/coordination/worker";
-import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { ONE_PASS, item, params, readJob, unawareOfStops, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 /** A unit's work message as sent: its first item and how many it carries. */
@@ -262,7 +262,8 @@ describe("work units (issue 9, part 1)", () => {
       skippedCount: 25,
       dispatched: 15,
     });
-    expect(await work(deps, queue)).toBe(2); // the worker does not know: it still runs the queued units
+    // A worker that does not know (an older version's): it still runs the queued units.
+    expect(await work(deps, queue, { ...deps, jobStops: unawareOfStops })).toBe(2);
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report).toMatchObject({ discarded: 2, folded: 0, dispatched: 0 });
     expect(results.length).toBe(0);

@@ -1,11 +1,10 @@
 import { QueueClient } from "@azure/storage-queue";
-import { groupByKind, type GroupByParams } from "../../../src/coordination/groupBy";
+import { groupRecords, mergeGroups, type GroupByParams } from "../../../src/coordination/groupBy";
 import {
   unitWorkMessageSchema,
   type UnitResultMessage,
   type UnitWorkMessage,
 } from "../../../src/coordination/messages";
-import { mergeAll } from "../../../src/coordination/taskKinds";
 import { delay } from "../../../src/library/util/delay";
 import { createDemoJob } from "../../local/demoData";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
@@ -44,7 +43,7 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
     /** The result a worker sends for a unit (every item of the demo job succeeds). */
     const resultText = (unit: UnitWorkMessage): string => {
       const partials = unit.inputs.map((input) =>
-        groupByKind.process("inline" in input ? input.inline : (texts.get(input.blob) ?? ""), params),
+        groupRecords("inline" in input ? input.inline : (texts.get(input.blob) ?? ""), params),
       );
       return JSON.stringify({
         v: 2,
@@ -52,7 +51,7 @@ export function duplicatesScenario(options: ScenarioOptions): Promise<ScenarioRe
         first: unit.first,
         count: unit.inputs.length,
         done: [[unit.first, unit.first + unit.inputs.length - 1]],
-        partial: mergeAll(groupByKind, partials),
+        partial: partials.reduce(mergeGroups, []),
         failed: [],
       } satisfies UnitResultMessage);
     };

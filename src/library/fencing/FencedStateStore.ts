@@ -1,5 +1,5 @@
 import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../errors";
-import type { StateStore } from "./StateStore";
+import type { StateStore, WriteOptions } from "./StateStore";
 import type { Abortable } from "../util/delay";
 
 /** The part of a leadership term the fenced store needs: its epoch and a live check. */
@@ -51,7 +51,8 @@ export class FencedStateStore {
   }
 
   /**
-   * Writes `value` over `previous` (the version read), or creates the document when `previous` is undefined.
+   * Writes `value` over `previous` (the version read), or creates the document when `previous` is undefined, with
+   * `options.summary` beside it when given.
    *
    * @throws StaleEpochError when this writer's term is over or a newer epoch wrote the document (nothing written).
    * @throws ConcurrentUpdateError when a writer of the same or an older epoch got in first (read again and retry).
@@ -60,7 +61,7 @@ export class FencedStateStore {
     key: string,
     value: T,
     previous: Versioned<unknown> | undefined,
-    options: Abortable = {},
+    options: WriteOptions = {},
   ): Promise<Versioned<T>> {
     const { epoch } = this.fence;
     this.assertLive(key);
@@ -89,6 +90,25 @@ export class FencedStateStore {
       }
       throw error;
     }
+  }
+
+  /**
+   * Deletes a document, only if it is still the version read (`previous`: its ETag and epoch, e.g. from
+   * `StateStore.readSummary`). Fenced like a write: refused once this writer's term is over, or when a newer epoch
+   * wrote the document. A document already gone is a no-op.
+   *
+   * @throws StaleEpochError as {@link write}; ConcurrentUpdateError when another version is stored.
+   */
+  async delete(key: string, previous: { etag: string; epoch: number }, options: Abortable = {}): Promise<void> {
+    const { epoch } = this.fence;
+    this.assertLive(key);
+    if (previous.epoch > epoch)
+      throw new StaleEpochError(
+        epoch,
+        previous.epoch,
+        `Delete of ${key} refused: it was written by epoch ${previous.epoch}, newer than this writer's ${epoch}.`,
+      );
+    await this.store.delete(key, { ifMatch: previous.etag }, options);
   }
 
   /**

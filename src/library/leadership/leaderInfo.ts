@@ -40,10 +40,11 @@ export async function describeLeader(store: LeaseStore, options: Abortable = {})
  * its task with reason "revoked", marks the request honoured, releases, and another instance takes over. Returns the
  * revoked epoch, or undefined when nobody holds the lease.
  *
- * The record read here may still name the previous epoch while a new holder is between its acquire and its record
- * write. So a request for epoch e binds the leader of e, or — when that leader ended without honouring it — the term
- * that directly follows e: that term checks right after writing its record and at every renewal. A returned epoch
- * therefore always means that someone steps down; later terms are not affected.
+ * The epoch is read first and the request written after; by the time the write lands, the leader read here may have
+ * ended (every tick's leader releases), and short terms after it may have come and gone. So a request for epoch e binds
+ * the leader of e if it still leads, or else the first term after e to read the request — every term reads it right
+ * after writing its record and at every renewal — until a term marks it honoured. A returned epoch therefore always
+ * means that someone steps down (at the latest the next term to begin); only the term that honours it is affected.
  */
 export async function requestStepDown(store: LeaseStore, options: Abortable = {}): Promise<number | undefined> {
   const { state, record } = await store.read(options);

@@ -4,21 +4,25 @@ import type { ResolvedElectorOptions } from "./options";
 import type { Term } from "./Term";
 
 /**
- * Whether a step-down request binds this term: it names the term's own epoch, or the epoch of the term it directly
- * followed and no leader has honoured it yet. The second case closes the race in which an operator read the record
- * between a new holder's acquire and its record write: the request names the previous epoch, whose leader is gone,
- * so its successor steps down instead (and "accepted" still means "someone steps down").
+ * Whether a step-down request binds this term: it names the term's own epoch, or it names an earlier epoch and no term
+ * has honoured it yet. An operator's request reads the epoch of the lease's record and then writes the request; by the
+ * time that write lands the leader it read may have ended, and whole short terms after it (an idle wake-up step) may
+ * have begun, checked and ended. So a request that nobody has honoured binds whichever term reads it next with an
+ * epoch of at least the one it names — the leader it named if that one still leads, else the next term to begin — and
+ * every term reads it right after writing its record and once per renew interval. "Accepted" (HTTP 202) therefore
+ * always means that someone steps down after the request landed; the term that does marks it honoured, so later terms
+ * are not affected.
  */
 export function bindsTerm(revocation: Revocation | undefined, term: Term): boolean {
   if (revocation === undefined || !term.hasBegun) return false;
   if (revocation.epoch === term.epoch) return true;
-  return !revocation.honoured && term.previousEpoch > 0 && revocation.epoch === term.previousEpoch;
+  return !revocation.honoured && revocation.epoch < term.epoch;
 }
 
 /**
- * Reads the latest step-down request and, when it binds the term, ends the term with reason "revoked" and marks the
- * request honoured — before the caller releases the lease, so the next term is not stopped by it too. A failed read
- * is logged, not fatal: the next renewal checks again.
+ * Reads the latest step-down request and, when it binds the term, ends the term with reason "revoked" and marks that
+ * request (by its id) honoured — before the caller releases the lease, so the next term is not stopped by it too. A
+ * failed read is logged, not fatal: the next renewal checks again.
  */
 export async function checkRevocation(
   term: Term,
@@ -45,11 +49,17 @@ export async function checkRevocation(
   const whose =
     revocation.epoch === epoch
       ? "this leader"
-      : `the leader of epoch ${revocation.epoch}, which ended before it could, so its successor steps down instead`;
+      : `the leader of epoch ${revocation.epoch}, which ended before the request landed, so the next term steps down instead`;
   term.end("revoked", `an operator asked ${whose} to step down`);
   try {
     // The term's signal has fired; this write has its own time limit, and the release waits for it.
-    await withTimeout(requestTimeoutMs, (signal) => store.honourRevocation(revocation.epoch, { abortSignal: signal }));
+    const { requestId } = revocation;
+    await withTimeout(requestTimeoutMs, (signal) =>
+      store.honourRevocation(revocation.epoch, {
+        abortSignal: signal,
+        ...(requestId === undefined ? {} : { requestId }),
+      }),
+    );
   } catch (error) {
     logger.warn(
       `Leader ${instanceId} stepped down but could not mark the request honoured; the next leader may step down too: ${error instanceof Error ? error.message : String(error)}`,

@@ -152,6 +152,9 @@ async function runTask<T>(
   abortSignal?.addEventListener("abort", onShutdown, { once: true });
   try {
     const value = await task(term);
+    // A task may return after the renew deadline passed unseen (the process was frozen, no timer ran): the lease may
+    // be another's by now, so the term did not complete. Checked on the clock, now.
+    term.checkDeadline();
     const reason = term.endReason;
     return reason === undefined
       ? { outcome: "completed", epoch, value }

@@ -48,16 +48,30 @@ export interface LeaseSnapshot {
 /** How {@link LeaseStore.breakIfUnchanged} ended: losing the race (the version moved on) is a value. */
 export type BreakOutcome = "broken" | "changed";
 
-/** An operator's request that the leader of `epoch` step down. */
+/**
+ * An operator's request that the leader of `epoch` step down. Until a term marks it honoured it binds the first term
+ * with an epoch of at least `epoch` that reads it (see `bindsTerm`), so a request that was accepted always makes
+ * someone step down, however late its write lands.
+ */
 export interface Revocation {
-  /** The epoch whose leader was asked to step down. */
+  /** The epoch the request read: the leader of it, or the first term after it to read the request, steps down. */
   epoch: number;
-  /**
-   * True once a leader has stepped down for it (the leader of `epoch`, or its immediate successor when that leader
-   * ended before seeing the request). Until then the successor of `epoch` steps down in its place, so a request that
-   * was accepted always makes someone step down.
-   */
+  /** True once a term has stepped down for it and marked it honoured; later terms are not affected. */
   honoured: boolean;
+  /**
+   * Identifies this request among requests for the same epoch, so a term marks honoured only the request it read (a
+   * newer one that lands meanwhile stops the next term). Absent from requests written by earlier versions.
+   */
+  requestId?: string;
+}
+
+/** Options of {@link LeaseStore.honourRevocation}. */
+export interface HonourOptions extends Abortable {
+  /**
+   * The id of the request the term read ({@link Revocation.requestId}): the mark is a no-op when the stored request
+   * has another id. @default the mark applies to whatever request names `epoch`
+   */
+  requestId?: string;
 }
 
 /** Result of an acquire attempt: losing the race is a value, not an exception. */
@@ -104,14 +118,16 @@ export interface LeaseStore {
   /** Reads the latest step-down request, if any. One cheap request; the leader calls it at each renewal. */
   readRevocation(options?: Abortable): Promise<Revocation | undefined>;
   /**
-   * Asks the leader of `epoch` (or, if it has already ended, its immediate successor) to step down. Not yet honoured.
+   * Asks the leader of `epoch` (or, if it has already ended, the first term after it to read the request) to step
+   * down: stores a new, not yet honoured request with a fresh {@link Revocation.requestId}, replacing any earlier one.
    */
   revoke(epoch: number, options?: Abortable): Promise<void>;
   /**
    * Marks the request for `epoch` honoured, before the leader that honours it releases the lease. A no-op when the
-   * latest request names another epoch (a newer request must not be lost).
+   * latest request names another epoch, or another request id than `options.requestId` (a newer request must not be
+   * lost: it stops the next term).
    */
-  honourRevocation(epoch: number, options?: Abortable): Promise<void>;
+  honourRevocation(epoch: number, options?: HonourOptions): Promise<void>;
 }
 
 /** The record of a blob on which no term has begun. */

@@ -1,13 +1,26 @@
 import type { InvocationContext } from "@azure/functions";
-import type { Sink } from "../src/app/context";
-import { formatEventLine } from "../src/app/events";
+import type { Sink } from "../app/context";
+import { formatEventLine } from "../app/events";
+import { getTelemetry } from "../app/telemetry/setupTelemetry";
 
 // What the handlers take from an invocation's context for the app: where it logs, and a queue message's delivery.
 
 /**
- * Sends the library's logs and the app's structured events to the invocation's log (and so to Application Insights).
+ * Sends the library's logs and the app's structured events to the invocation's log (and so to Application Insights),
+ * or, when the app exports OpenTelemetry (`src/app/telemetry/`), as records with attributes and as metrics.
  */
 export function sinkFor(context: InvocationContext): Sink {
+  const { functionName, invocationId, traceContext } = context;
+  const invocation = {
+    functionName,
+    invocationId,
+    traceParent: traceContext?.traceParent,
+    traceState: traceContext?.traceState,
+  };
+  return getTelemetry().instrument(contextSink(context), invocation);
+}
+
+function contextSink(context: InvocationContext): Sink {
   return {
     logger: {
       verbose: (message) => context.debug(message),

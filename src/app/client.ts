@@ -1,0 +1,66 @@
+import type { JobStatus } from "../coordination/jobStatus";
+import type { Abortable } from "../library/util/delay";
+import type { LeaderInfo } from "../library/leadership/leaderInfo";
+import type { CoordinatorSetupOptions } from "./options";
+import type { CancelResult, SubmitOptions, SubmitResult } from "./results";
+import { resolveSetup } from "./setup";
+
+/** A job submission: `items` inline or naming blobs in the input container, or a `manifest` blob naming them. */
+export interface JobSubmission {
+  /** A registered task kind's name. */
+  kind: string;
+  /** The kind's params (validated by its schema). */
+  params?: unknown;
+  /** Up to 1,000,000 items: each `{ inline: "text" }` (≤ 40 KiB as JSON) or `{ blob: "<input container blob>" }`. */
+  items?: ({ inline: string } | { blob: string })[];
+  /** An NDJSON blob in the input container with one item per line; instead of `items`. */
+  manifest?: string;
+  /** ISO 8601 time (with a zone) after which the leader ends the job as `expired`; at most 7 days ahead. */
+  deadline?: string;
+  /** The same, in whole seconds from now (1–604800); not with `deadline`. */
+  timeoutS?: number;
+}
+
+/** Options of {@link CoordinatorClient.waitForJob}. */
+export interface WaitOptions extends Abortable {
+  /** How often the job's status is read, in ms. @default 1000 */
+  pollIntervalMs?: number;
+}
+
+/**
+ * Talks to a coordinator through its storage: submits, cancels and reads jobs, tells who leads, asks the leader to step
+ * down. Any process with access to the coordination storage account can hold one — a function of the same app, a
+ * script, another service — and none needs the lease.
+ */
+export interface CoordinatorClient {
+  /**
+   * Validates and stores a job, then wakes the coordinator so it starts within about a second. Field errors are a
+   * value (`ok: false`), not an exception.
+   */
+  submitJob(submission: JobSubmission, options?: SubmitOptions): Promise<SubmitResult>;
+  /** The job's status, progress, failures and aggregate; undefined for no such job. */
+  getJob(id: string, options?: Abortable): Promise<JobStatus | undefined>;
+  /** Requests the job's cancellation: the leader ends it as `cancelled`; workers stop taking its items at once. */
+  cancelJob(id: string, options?: SubmitOptions): Promise<CancelResult>;
+  /**
+   * Reads the job's status until it has ended (completed, failed, cancelled or expired) and returns it.
+   *
+   * @throws Error when there is no such job; the signal's reason when `abortSignal` fires first.
+   */
+  waitForJob(id: string, options?: WaitOptions): Promise<JobStatus>;
+  /** Who leads, since when, with which epoch. */
+  getLeader(options?: Abortable): Promise<LeaderInfo>;
+  /** Asks the current leader to step down; returns the revoked epoch, or undefined when nobody leads. */
+  requestStepDown(options?: Abortable): Promise<number | undefined>;
+}
+
+/**
+ * A client of a coordinator from outside its Function app (a script, a service): the same options as its
+ * registration (task kinds to validate submissions, connection, settings), nothing registered, nothing connected until
+ * the first call. Inside the app, use the `client` that `registerCoordinator` returns.
+ *
+ * @throws ConfigurationError naming each bad option or setting.
+ */
+export function createCoordinatorClient(options: CoordinatorSetupOptions): CoordinatorClient {
+  return resolveSetup(options).client;
+}

@@ -1,0 +1,28 @@
+import type { CancelRequestResult, FieldError } from "../coordination/jobStatus";
+import type { Abortable } from "../library/util/delay";
+
+/** What submitting and cancelling answer (plain types: part of the package's public declarations). */
+
+/** Options of submitting and cancelling a job. */
+export interface SubmitOptions extends Abortable {
+  /**
+   * Send a wake-up so the coordinator acts now (starts the job, applies the cancellation), not at its next tick.
+   * @default true
+   */
+  wake?: boolean;
+}
+
+/** Whether a request's wake-up was sent ("off" when not asked for), and why not. */
+export interface WakeUpReport {
+  wakeUp: "sent" | "failed" | "off";
+  wakeUpError?: string;
+}
+
+/** A submission's outcome: the job, and whether the wake-up was sent. */
+export type SubmitResult =
+  ({ ok: true; id: string; itemCount: number } & WakeUpReport) | { ok: false; errors: FieldError[] };
+
+/** A cancellation request's outcome; a stored request also says whether its wake-up was sent. */
+export type CancelResult =
+  | Exclude<CancelRequestResult, { outcome: "requested" }>
+  | (Extract<CancelRequestResult, { outcome: "requested" }> & WakeUpReport);

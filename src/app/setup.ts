@@ -1,0 +1,75 @@
+import { TaskRegistry } from "../coordination/taskRegistry";
+import { ConfigurationError } from "../library/errors";
+import { delay } from "../library/util/delay";
+import type { CoordinatorClient } from "./client";
+import { createCoordinatorApp, type CoordinatorApp } from "./context";
+import { cancelJob, getJobStatus, getLeader, stepDown, submitJob } from "./operations";
+import { SETTING_NAMES, type CoordinatorSetupOptions } from "./options";
+import { CONNECTION_SETTINGS, readSettings, type Settings } from "./settings";
+import { processShutdown } from "./shutdown";
+
+/** A coordinator's validated setup: its settings, its kinds, and its app, built on first use. */
+export interface CoordinatorSetup {
+  settings: Settings;
+  connection: string;
+  registry: TaskRegistry;
+  /** The app (storage clients, elector, …), built on the first call and shared after. */
+  app: () => CoordinatorApp;
+  client: CoordinatorClient;
+}
+
+/** A connection name, as the host accepts app setting names: letters, digits, `_` and `:`. */
+const CONNECTION_NAME = /^[A-Za-z_][\w:]{0,127}$/;
+
+/**
+ * Validates a coordinator's options and settings up front (so a bad value fails at start, not at the first tick), and
+ * prepares its app without connecting to anything.
+ *
+ * @throws ConfigurationError naming each bad option or setting and what is allowed.
+ */
+export function resolveSetup(options: CoordinatorSetupOptions): CoordinatorSetup {
+  const { taskKinds, connection = CONNECTION_SETTINGS.coordination, settings: values = {} } = options;
+  if (!Array.isArray(taskKinds) || taskKinds.length === 0)
+    throw new ConfigurationError("taskKinds must name at least one task kind (e.g. [groupByKind] or your own).");
+  if (!CONNECTION_NAME.test(connection))
+    throw new ConfigurationError(
+      `connection ${JSON.stringify(connection)} must be the name of an app setting: a letter or '_', then up to 127 letters, digits, '_' or ':'.`,
+    );
+  const known = new Set<string>(SETTING_NAMES);
+  const unknown = Object.keys(values).filter((name) => !known.has(name));
+  if (unknown.length > 0)
+    throw new ConfigurationError(
+      `settings has ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which ${unknown.length === 1 ? "is not a setting" : "are not settings"}; known settings: ${[...known].join(", ")}.`,
+    );
+  const env: Record<string, string | undefined> = { ...(options.env ?? process.env) };
+  for (const [name, value] of Object.entries(values)) env[name] = String(value);
+  const registry = new TaskRegistry(taskKinds);
+  const settings = readSettings(env);
+  let built: CoordinatorApp | undefined;
+  const app = (): CoordinatorApp =>
+    (built ??= createCoordinatorApp(env, { registry, connection, abortSignal: processShutdown.signal }));
+  return { settings, connection, registry, app, client: clientOf(app) };
+}
+
+/** Job statuses after which nothing more happens to a job. */
+const FINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled", "expired"]);
+
+/** A client over an app's storage ports (built lazily: nothing connects until the first call). */
+export function clientOf(app: () => CoordinatorApp): CoordinatorClient {
+  const client: CoordinatorClient = {
+    submitJob: (submission, options) => submitJob(app(), submission, options),
+    getJob: (id, options) => getJobStatus(app(), id, options),
+    cancelJob: (id, options) => cancelJob(app(), id, options),
+    async waitForJob(id, options = {}) {
+      for (;;) {
+        const status = await client.getJob(id, options);
+        if (status === undefined) throw new Error(`No job "${id}".`);
+        if (FINAL_STATUSES.has(status.status)) return status;
+        await delay(options.pollIntervalMs ?? 1000, options);
+      }
+    },
+    getLeader: (options) => getLeader(app(), options),
+    requestStepDown: (options) => stepDown(app(), options),
+  };
+  return client;
+}

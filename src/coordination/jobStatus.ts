@@ -1,0 +1,67 @@
+/**
+ * What users read about jobs — statuses, progress, field errors of a submission, the outcome of a cancellation — in
+ * plain types: the package's public declarations (and so its users' compilers) never see a schema library.
+ */
+
+/** A registered job's status: `running`, or one of the final {@link EndedStatus}es. */
+export type RunStatus = "running" | EndedStatus;
+
+/**
+ * Final statuses: `completed` (every item done or failed), `failed` (the job as a whole could not go on),
+ * `cancelled` (on request) and `expired` (its deadline passed).
+ */
+export type EndedStatus = "completed" | "failed" | "cancelled" | "expired";
+
+/** A job's progress as users read it. */
+export interface JobStatus {
+  id: string;
+  kind: string;
+  /**
+   * `pending`: submitted, not yet picked up by a leader. `completed`: every item done or failed. `failed`: the job
+   * could not go on (see `failureReason`). `cancelled` (on request) and `expired` (deadline passed): stopped by the
+   * leader early; items neither done nor failed then are `skipped`.
+   */
+  status: "pending" | RunStatus;
+  /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
+  failureReason?: string;
+  progress: { total: number; dispatched: number; done: number; failed: number; skipped: number };
+  /** The aggregate so far (final once completed), in the kind's view. */
+  aggregate: unknown;
+  /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
+  failures: { item: number; reason: string }[];
+  createdAt: string;
+  completedAt: string | undefined;
+  /** When the job completed, was cancelled or expired; absent before. */
+  endedAt?: string;
+  /** The job's deadline; absent when it has none. */
+  deadline?: string;
+  /** Present while a cancellation is requested and the leader has not applied it yet (pending or running jobs). */
+  cancelRequested?: true;
+  /** Epoch of the leader that last changed the job. */
+  lastEpoch: number | undefined;
+  /**
+   * Present when this version could read only part of the job, and says why: a pending job whose spec is of a newer
+   * format version (a leader of that version registers it) shows only its kind, item count, creation and deadline.
+   */
+  notice?: string;
+}
+
+/** What a cancellation request found. */
+export type CancelRequestResult =
+  /** The request is stored; the leader applies it at its next step (asking again before then is accepted again). */
+  | { outcome: "requested"; id: string }
+  | { outcome: "not-found" }
+  /** The job had already ended: nothing was stored. */
+  | { outcome: "ended"; status: EndedStatus }
+  /**
+   * The job's state is not one this version reads (a newer version wrote it during a rolling deploy, or it is
+   * damaged), so whether it can still be cancelled is unknown: nothing was stored. `reason` names the document and why.
+   */
+  | { outcome: "unreadable"; reason: string };
+
+/** A field-level problem with a submission. */
+export interface FieldError {
+  /** Dotted path of the field, e.g. `items.3.inline` or `params.keyField`. */
+  field: string;
+  message: string;
+}

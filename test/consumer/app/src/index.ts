@@ -1,0 +1,32 @@
+// A user's Function app: the coordinator with the user's own async task kind, registered in one call.
+import { app } from "@azure/functions";
+import { defineTaskKind, ItemError, registerCoordinator, type JobStatus } from "azure-leader-coordinator";
+import { LeaderElector, type LeadershipTerm } from "azure-leader-coordinator/leader-election";
+
+/** Counts words and letters of each text item; an item that is not text fails alone. */
+export const wordCount = defineTaskKind({
+  name: "word-count",
+  concurrency: 4,
+  async process(input, context) {
+    // Stands for real I/O: the kind awaits, honours the signal, and names its output by the item's key.
+    await new Promise<void>((resolve) => setTimeout(resolve, 2));
+    context.abortSignal.throwIfAborted();
+    if (input.bytes.includes(0)) throw new ItemError(`item ${context.index} is not text`);
+    const words = input.text.split(/\s+/).filter((word) => word !== "");
+    return { words: words.length, letters: words.join("").length, keys: [context.idempotencyKey] };
+  },
+  aggregate: {
+    empty: () => ({ words: 0, letters: 0, keys: [] as string[] }),
+    merge: (a, b) => ({ words: a.words + b.words, letters: a.letters + b.letters, keys: [...a.keys, ...b.keys] }),
+    view: (total) => ({ words: total.words, letters: total.letters, distinctKeys: new Set(total.keys).size }),
+  },
+});
+
+export const coordinator = registerCoordinator(app, {
+  taskKinds: [wordCount],
+  functionNames: { coordinator: "wordsLeader" },
+  http: { routePrefix: "words" },
+});
+
+// The types a user reaches for are exported, with the leader-election library beside them.
+export type Checks = [JobStatus, LeadershipTerm, typeof LeaderElector];
