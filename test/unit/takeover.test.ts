@@ -12,6 +12,8 @@ import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { LeaseStoreView } from "../support/LeaseStoreView";
 import { MemoryStateStore } from "../support/MemoryStateStore";
 import { Recorder } from "../support/recorder";
+import { electorTimings } from "../../src/app/context";
+import { readSettings } from "../../src/app/settings";
 
 /**
  * Issue 22: a contender takes over as soon as it KNOWS the holder has stopped by its own takeover deadline — it breaks
@@ -101,13 +103,15 @@ describe("takeover below the lease (unit, fake timers)", () => {
     shutdown.abort();
   });
 
-  it("never breaks a leader whose heartbeats succeed, when every request takes 1 s (0.5 s to land, 0.5 s back)", async () => {
+  it("at the app's defaults, never breaks a leader whose heartbeats succeed when every request takes 1 s (0.5 s to land, 0.5 s back)", async () => {
+    // The app's elector settings (lease 15 s, renew 3 s / 10 s, heartbeat 1 s, takeover deadline 2.5 s).
+    const APP = electorTimings(readSettings({}));
     const watch = new TermWatch(world.store);
     const views = [0, 1, 2].map(() =>
       Object.assign(new LeaseStoreView(world.store), { landAfterMs: 500, answerAfterMs: 500 }),
     );
     const [viewA, viewB, viewC] = views as [LeaseStoreView, LeaseStoreView, LeaseStoreView];
-    const a = on(viewA, world.store, world.recorder, { instanceId: "unit-a", ...TAKEOVER });
+    const a = on(viewA, world.store, world.recorder, { instanceId: "unit-a", ...APP });
     const shutdown = new AbortController();
     const held = a.tryLead(async (term) => {
       await delay(60_000, { abortSignal: term.signal });
@@ -118,7 +122,7 @@ describe("takeover below the lease (unit, fake timers)", () => {
       ["unit-b", viewB],
       ["unit-c", viewC],
     ] as const)
-      void on(view, world.store, new Recorder(), { instanceId: id, ...TAKEOVER })
+      void on(view, world.store, new Recorder(), { instanceId: id, ...APP })
         .lead(watch.hold(id), { abortSignal: shutdown.signal })
         .catch(() => undefined);
     await vi.advanceTimersByTimeAsync(65_000);
