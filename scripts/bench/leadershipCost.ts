@@ -145,13 +145,22 @@ async function measureMode(
   let leaderCounts: RequestCount[] = [];
   const held = await leader.elector.tryLead(async (term) => {
     leaderCounter.take(); // the term's one-off requests: not part of an hour of leading
-    await delay(holdMs, { abortSignal: term.signal });
+    // A busy leader's step reports progress as it works: without it the stall watchdog (STEP_STALL_TIMEOUT_MS, 60 s
+    // by default) could end a hold of 60 s or more.
+    const endMs = performance.now() + holdMs;
+    while (performance.now() < endMs) {
+      await delay(Math.min(1000, endMs - performance.now()), { abortSignal: term.signal });
+      term.reportProgress();
+    }
     leaderCounts = leaderCounter.take();
   });
   busy.abort();
   await armed;
   await watcher.leaderWatch.stop();
-  if (held.outcome !== "completed") throw new Error(`The cost leader did not hold its term: ${held.outcome}.`);
+  if (held.outcome !== "completed")
+    throw new Error(
+      `The cost leader did not hold its term: ${held.outcome}${held.outcome === "aborted" ? ` (${held.reason}: ${String(held.error)})` : ""}.`,
+    );
   const watcherCounts = watcherCounter.take();
   const perHour = 3_600_000 / holdMs;
   const leaseBlob = (count: RequestCount): boolean => count.name === names.LEASE_CONTAINER;

@@ -1,10 +1,16 @@
 import { delay } from "../../../src/library/util/delay";
 import { writesOfEpochAfter } from "../invariants";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
-import { catchLeaderMidStep } from "./faults";
+import { catchStepWithJob } from "./faults";
 
 /** How long the leader stays frozen: past its takeover deadline and a contender's wait, well short of its lease. */
 const FREEZE_MS = 8_000;
+/**
+ * Extra time each worker invocation takes, so the round's job is still being worked on when its step is caught
+ * 0.2–1.5 s in: unpaced, a job of 120 items can be dispatched and done within one short step (a run after the 10 s
+ * tick and issue 21's passes failed "round 1: no leader was in a step to freeze").
+ */
+const WORKER_DELAY_MS = 1000;
 
 /**
  * A leader frozen past its takeover deadline but not past its lease (issue 22): SIGSTOP mid-step for 8 s — its
@@ -18,88 +24,95 @@ const FREEZE_MS = 8_000;
  * the latest, the takeover deadline after the freeze).
  */
 export function frozenTakeoverScenario(options: ScenarioOptions): Promise<ScenarioResult> {
-  return runScenario("frozen-leader-takeover", options, async (run) => {
-    const { cluster } = run;
-    const rounds = options.rounds ?? (options.quick ? 1 : 3);
-    if (cluster.settings.LEASE_TAKEOVER_DEADLINE_MS <= 0) {
-      run.fail("takeover is off (LEASE_TAKEOVER_DEADLINE_MS=0): this scenario needs it");
-      return;
-    }
-    await run.startInstances("instance", 3);
-    const figures: Record<string, unknown>[] = [];
-    for (let round = 1; round <= rounds; round++) {
-      const marker = cluster.records.length;
-      await run.jobs.submitDemo(`frozen-${round}`, 120, options.seed + round);
-      const caught = await catchLeaderMidStep(run, (instance) => {
-        instance.process.signal("SIGSTOP");
-        instance.frozen = true;
-      });
-      if (caught === undefined) {
-        run.fail(`round ${round}: no leader was in a step to freeze`);
-        continue;
+  return runScenario(
+    "frozen-leader-takeover",
+    options,
+    async (run) => {
+      const { cluster } = run;
+      const rounds = options.rounds ?? (options.quick ? 1 : 3);
+      if (cluster.settings.LEASE_TAKEOVER_DEADLINE_MS <= 0) {
+        run.fail("takeover is off (LEASE_TAKEOVER_DEADLINE_MS=0): this scenario needs it");
+        return;
       }
-      const { instance: frozen, epoch, atMs: frozenAt } = caught;
-      options.log(`  round ${round}: SIGSTOP ${frozen.id} in its step of epoch ${epoch} for ${FREEZE_MS / 1000} s`);
-      // Its lease was renewed at most one renew interval before the freeze: it cannot expire sooner than this.
-      const leaseValidUntilMs =
-        frozenAt - cluster.settings.LEASE_RENEW_INTERVAL_MS + cluster.settings.LEASE_DURATION_SECONDS * 1000;
-      const successor = await cluster.waitForEvent(
-        (record) =>
-          record.type === "lease-acquired" &&
-          record.instance !== frozen.id &&
-          (record.epoch ?? 0) > epoch &&
-          Date.parse(record.ts) >= frozenAt,
-        FREEZE_MS,
-        marker,
-      );
-      await delay(Math.max(0, frozenAt + FREEZE_MS - Date.now()));
-      const wokeMarker = cluster.records.length;
-      frozen.process.signal("SIGCONT");
-      frozen.frozen = false;
-      const resumedAt = Date.now();
-      run.freezes.push({ instance: frozen.id, fromMs: frozenAt, toMs: resumedAt });
-      run.recordFault(
-        { kind: "SIGSTOP", target: frozen.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true },
-        { epoch, frozenMs: resumedAt - frozenAt },
-      );
-      if (successor === undefined) run.fail(`round ${round}: no successor took over while ${frozen.id} was frozen`);
-      else if (typeof successor.brokenBy !== "string")
-        run.fail(`round ${round}: the successor of epoch ${epoch} did not take over by breaking its lease`);
-      else if (Date.parse(successor.ts) >= leaseValidUntilMs)
-        run.fail(`round ${round}: the successor came only when the frozen leader's lease could have expired`);
-      const ended = await cluster.waitForEvent(
-        (record) =>
-          record.instance === frozen.id &&
-          record.epoch === epoch &&
-          (record.type === "step-completed" || record.type === "step-aborted"),
-        15_000,
-        wokeMarker,
-      );
-      if (ended === undefined) run.fail(`round ${round}: the frozen leader's step did not end within 15 s of SIGCONT`);
-      else if (ended.type === "step-completed")
-        run.fail(
-          `round ${round}: the frozen leader's step (epoch ${epoch}) COMPLETED after waking instead of aborting`,
+      await run.startInstances("instance", 3);
+      const figures: Record<string, unknown>[] = [];
+      for (let round = 1; round <= rounds; round++) {
+        const marker = cluster.records.length;
+        const job = await run.jobs.submitDemo(`frozen-${round}`, 120, options.seed + round);
+        // A step that has the job to work on (not any step: one without work ends within milliseconds).
+        const caught = await catchStepWithJob(run, job.id, marker, (instance) => {
+          instance.process.signal("SIGSTOP");
+          instance.frozen = true;
+        });
+        if (caught === undefined) {
+          run.fail(`round ${round}: no leader was in a step to freeze`);
+          continue;
+        }
+        const { instance: frozen, epoch, atMs: frozenAt } = caught;
+        options.log(`  round ${round}: SIGSTOP ${frozen.id} in its step of epoch ${epoch} for ${FREEZE_MS / 1000} s`);
+        // Its lease was renewed at most one renew interval before the freeze: it cannot expire sooner than this.
+        const leaseValidUntilMs =
+          frozenAt - cluster.settings.LEASE_RENEW_INTERVAL_MS + cluster.settings.LEASE_DURATION_SECONDS * 1000;
+        const successor = await cluster.waitForEvent(
+          (record) =>
+            record.type === "lease-acquired" &&
+            record.instance !== frozen.id &&
+            (record.epoch ?? 0) > epoch &&
+            Date.parse(record.ts) >= frozenAt,
+          FREEZE_MS,
+          marker,
         );
-      run.afterJobs.push(() => {
-        const late = writesOfEpochAfter(run.observer.versions, epoch, resumedAt);
-        run.staleWrites += late.length;
-        for (const version of late) run.fail(`the frozen leader's epoch ${epoch} wrote ${version.key} after it woke`);
-        return Promise.resolve();
-      });
-      figures.push({
-        round,
-        frozen: frozen.id,
-        epoch,
-        frozenMs: resumedAt - frozenAt,
-        successor: successor?.instance,
-        successorEpoch: successor?.epoch,
-        brokenBy: successor?.brokenBy,
-        takeoverAfterFreezeMs: successor === undefined ? undefined : Date.parse(successor.ts) - frozenAt,
-        frozenStepEnd:
-          ended === undefined ? undefined : { type: ended.type, reason: ended.reason, detail: ended.detail },
-      });
-      await run.jobs.waitAllCompleted(run.completionTimeoutMs);
-    }
-    Object.assign(run.details, { rounds, freezeMs: FREEZE_MS, figures });
-  });
+        await delay(Math.max(0, frozenAt + FREEZE_MS - Date.now()));
+        const wokeMarker = cluster.records.length;
+        frozen.process.signal("SIGCONT");
+        frozen.frozen = false;
+        const resumedAt = Date.now();
+        run.freezes.push({ instance: frozen.id, fromMs: frozenAt, toMs: resumedAt });
+        run.recordFault(
+          { kind: "SIGSTOP", target: frozen.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true },
+          { epoch, frozenMs: resumedAt - frozenAt },
+        );
+        if (successor === undefined) run.fail(`round ${round}: no successor took over while ${frozen.id} was frozen`);
+        else if (typeof successor.brokenBy !== "string")
+          run.fail(`round ${round}: the successor of epoch ${epoch} did not take over by breaking its lease`);
+        else if (Date.parse(successor.ts) >= leaseValidUntilMs)
+          run.fail(`round ${round}: the successor came only when the frozen leader's lease could have expired`);
+        const ended = await cluster.waitForEvent(
+          (record) =>
+            record.instance === frozen.id &&
+            record.epoch === epoch &&
+            (record.type === "step-completed" || record.type === "step-aborted"),
+          15_000,
+          wokeMarker,
+        );
+        if (ended === undefined)
+          run.fail(`round ${round}: the frozen leader's step did not end within 15 s of SIGCONT`);
+        else if (ended.type === "step-completed")
+          run.fail(
+            `round ${round}: the frozen leader's step (epoch ${epoch}) COMPLETED after waking instead of aborting`,
+          );
+        run.afterJobs.push(() => {
+          const late = writesOfEpochAfter(run.observer.versions, epoch, resumedAt);
+          run.staleWrites += late.length;
+          for (const version of late) run.fail(`the frozen leader's epoch ${epoch} wrote ${version.key} after it woke`);
+          return Promise.resolve();
+        });
+        figures.push({
+          round,
+          frozen: frozen.id,
+          epoch,
+          frozenMs: resumedAt - frozenAt,
+          successor: successor?.instance,
+          successorEpoch: successor?.epoch,
+          brokenBy: successor?.brokenBy,
+          takeoverAfterFreezeMs: successor === undefined ? undefined : Date.parse(successor.ts) - frozenAt,
+          frozenStepEnd:
+            ended === undefined ? undefined : { type: ended.type, reason: ended.reason, detail: ended.detail },
+        });
+        await run.jobs.waitAllCompleted(run.completionTimeoutMs);
+      }
+      Object.assign(run.details, { rounds, freezeMs: FREEZE_MS, figures });
+    },
+    { LOCAL_INVOKE_DELAY_MS: `worker=${WORKER_DELAY_MS}` },
+  );
 }
