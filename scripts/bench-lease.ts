@@ -1,12 +1,14 @@
 /**
- * Lease benchmark: `npm run bench:lease -- [--rounds N] [--out FILE]` (see ./bench/cli.ts for the usage).
+ * Lease benchmark: `npm run bench:lease -- [--rounds N] [--cost-seconds S] [--out FILE]` (./bench/cli.ts: the usage).
  *
- * On one Azurite, in one run, measures how fast leadership moves on — for this library (`LeaderElector`, default
- * timings) and for a baseline that behaves like the Leader Election pattern's C# sample (./bench/baselineMutex.ts) —
- * with three contender processes per implementation, each a real OS process (./bench/contender.ts):
+ * On one Azurite, in one run, measures how fast leadership moves on — for this library (`LeaderElector` at its
+ * defaults, "project", and with takeover as the app runs it, "takeover") and for a baseline that behaves like the
+ * Leader Election pattern's C# sample (./bench/baselineMutex.ts) — with three contender processes per implementation,
+ * each a real OS process (./bench/contender.ts):
  * - graceful handover: the leader is told to shut down and releases; time until another contender holds the lease;
  * - crash takeover: the leader process is SIGKILLed; time until another contender holds the lease.
- * Prints progress and a table, and writes a JSON report (`{ project: { gracefulHandoverS: { median, max }, … }, … }`).
+ * Then what leadership costs with takeover and without (./bench/leadershipCost.ts). Prints progress and tables, and
+ * writes a JSON report (`{ project: { gracefulHandoverS: { median, max }, … }, takeover: …, baseline: …, cost: … }`).
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus, platform, release, totalmem } from "node:os";
@@ -14,6 +16,8 @@ import { dirname, join, resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { BlobLeaseStore } from "../src/library/index";
 import { resolveElectorOptions } from "../src/library/leadership/options";
+import { silenceNeededMs } from "../src/library/leadership/takeover";
+import { formatCost, measureLeadershipCost } from "./bench/leadershipCost";
 import { DEFAULT_PIPELINE_OPTIONS } from "../src/azure/clients";
 import { BASELINE_PIPELINE_OPTIONS, BASELINE_TIMINGS } from "./bench/baselineMutex";
 import { parseBenchArgs, USAGE, UsageError, type BenchArgs } from "./bench/cli";
@@ -25,9 +29,11 @@ import { formatTable, ratio, SCENARIO_KEYS, summarise, type ImplementationResult
 import { startAzurite, type Azurite } from "./support/azurite";
 
 const CONTENDERS = 3;
-/** The issue's targets for the project: graceful handover, and crash takeover beyond the lease duration, in s. */
+/** Issue 9's targets for the project: graceful handover, and crash takeover beyond the lease duration, in s. */
 const GRACEFUL_TARGET_S = 1.5;
 const CRASH_MARGIN_S = 1.5;
+/** Issue 22's targets with takeover: crash takeover median and max, graceful handover median, in s. */
+const TAKEOVER_TARGETS = { crashMedianS: 4, crashMaxS: 6, gracefulMedianS: 0.3 } as const;
 
 let azurite: Azurite | undefined;
 
@@ -47,7 +53,7 @@ async function main(): Promise<number> {
   const outPath = resolve(process.cwd(), args.out);
   const startedAt = new Date();
   console.log(
-    `Lease benchmark: ${args.rounds} round(s) per scenario and implementation, ${CONTENDERS} contender processes each; expect about ${Math.ceil((args.rounds * 70 + 20) / 60)} min.`,
+    `Lease benchmark: ${args.rounds} round(s) per scenario and implementation, ${CONTENDERS} contender processes each; expect about ${Math.ceil((args.rounds * 80 + 20 + 2.2 * args.costSeconds) / 60)} min.`,
   );
   azurite = await startAzurite();
   const { connectionString } = azurite;
@@ -65,14 +71,29 @@ async function main(): Promise<number> {
     jitterRatio: defaults.jitterRatio,
     requestTimeoutMs: defaults.requestTimeoutMs,
   };
+  const withTakeover = resolveElectorOptions({
+    store: new BlobLeaseStore(BlobServiceClient.fromConnectionString(connectionString)),
+    takeover: true,
+  });
+  const takeover = {
+    ...project,
+    takeover: true,
+    heartbeatIntervalMs: withTakeover.heartbeatIntervalMs,
+    takeoverDeadlineMs: withTakeover.takeoverDeadlineMs,
+    clockDriftRatio: withTakeover.clockDriftRatio,
+    takeoverMarginMs: withTakeover.takeoverMarginMs,
+    silenceNeededMs: silenceNeededMs(withTakeover.takeoverDeadlineMs, withTakeover),
+  };
   /** The longest periodic cycle of each implementation: a random hold over it puts the leader's exit anywhere in it. */
   const cycleMs: Record<Implementation, number> = {
     project: Math.max(project.renewIntervalMs, project.retryIntervalMs),
+    takeover: Math.max(project.renewIntervalMs, project.retryIntervalMs, takeover.heartbeatIntervalMs),
     baseline: Math.max(BASELINE_TIMINGS.renewIntervalMs, BASELINE_TIMINGS.acquireAttemptIntervalMs),
   };
 
   const samples: Record<Implementation, Record<Scenario, RoundSample[]>> = {
     project: { graceful: [], crash: [] },
+    takeover: { graceful: [], crash: [] },
     baseline: { graceful: [], crash: [] },
   };
   const anomalies: string[] = [];
@@ -109,26 +130,38 @@ async function main(): Promise<number> {
 
   const results: Record<Implementation, ImplementationResults> = {
     project: summarise(samples.project),
+    takeover: summarise(samples.takeover),
     baseline: summarise(samples.baseline),
   };
-  const ratios = {
-    graceful: ratio(results.baseline.gracefulHandoverS, results.project.gracefulHandoverS),
-    crash: ratio(results.baseline.crashTakeoverS, results.project.crashTakeoverS),
-  };
+  const ratiosOf = (impl: "project" | "takeover") => ({
+    graceful: ratio(results.baseline.gracefulHandoverS, results[impl].gracefulHandoverS),
+    crash: ratio(results.baseline.crashTakeoverS, results[impl].crashTakeoverS),
+  });
+  const ratios = { project: ratiosOf("project"), takeover: ratiosOf("takeover") };
   const targets = buildTargets(results, project.leaseDurationS);
+  const cost =
+    args.costSeconds > 0 ? await measureLeadershipCost(connectionString, args.costSeconds, console.log) : undefined;
   const finishedAt = new Date();
+  const keyed = (impl: "project" | "takeover") => ({
+    [SCENARIO_KEYS.graceful]: ratios[impl].graceful,
+    [SCENARIO_KEYS.crash]: ratios[impl].crash,
+  });
   const report = {
     project: results.project,
+    takeover: results.takeover,
     baseline: results.baseline,
     /** baseline ÷ project: how many times longer the baseline takes. */
-    ratio: { [SCENARIO_KEYS.graceful]: ratios.graceful, [SCENARIO_KEYS.crash]: ratios.crash },
+    ratio: keyed("project"),
+    /** baseline ÷ takeover. */
+    ratioTakeover: keyed("takeover"),
     targets,
+    cost,
     rounds: args.rounds,
     anomalies,
     config: {
       contendersPerImplementation: CONTENDERS,
       order:
-        "one Azurite; scenarios in sequence (graceful, then crash); within a scenario the rounds are interleaved (project round, then baseline round), " +
+        "one Azurite; scenarios in sequence (graceful, then crash); within a scenario the rounds are interleaved (project, takeover, then baseline round), " +
         "the contenders of both implementations running throughout, each implementation in its own container",
       containers: Object.fromEntries(
         SCENARIOS.flatMap((scenario) =>
@@ -150,6 +183,12 @@ async function main(): Promise<number> {
       },
       project: {
         ...project,
+        readBeforeAcquire: true,
+        epoch: true,
+        storageRetryOptions: DEFAULT_PIPELINE_OPTIONS.retryOptions,
+      },
+      takeover: {
+        ...takeover,
         readBeforeAcquire: true,
         epoch: true,
         storageRetryOptions: DEFAULT_PIPELINE_OPTIONS.retryOptions,
@@ -189,6 +228,12 @@ async function main(): Promise<number> {
   console.log(
     `Ahead of the baseline (median and max): graceful handover ${verdict(targets.aheadOfBaseline.gracefulHandoverS)}; crash takeover ${verdict(targets.aheadOfBaseline.crashTakeoverS)}.`,
   );
+  const t = targets.takeover;
+  console.log(
+    `Targets with takeover: crash takeover median <= ${TAKEOVER_TARGETS.crashMedianS} s: ${verdict(t.crashMedianMet)}, max <= ${TAKEOVER_TARGETS.crashMaxS} s: ${verdict(t.crashMaxMet)}, ahead of the baseline (median and max): ${verdict(t.crashAheadOfBaseline)}; graceful handover median <= ${TAKEOVER_TARGETS.gracefulMedianS} s: ${verdict(t.gracefulMedianMet)}.`,
+  );
+  if (cost !== undefined)
+    console.log(`\nWhat leadership costs (list prices; ${args.costSeconds} s per measurement):\n${formatCost(cost)}\n`);
   if (anomalies.length > 0) console.log(`Anomalies:\n  ${anomalies.join("\n  ")}`);
   console.log(`Report written to ${outPath} (${report.durationS} s).`);
   return 0;
@@ -203,12 +248,20 @@ function buildTargets(results: Record<Implementation, ImplementationResults>, le
   });
   const ahead = (p: { median: number; max: number }, b: { median: number; max: number }): boolean =>
     p.median < b.median && p.max < b.max;
+  const { takeover } = results;
   return {
     gracefulHandoverS: within(project.gracefulHandoverS, GRACEFUL_TARGET_S),
     crashTakeoverS: within(project.crashTakeoverS, leaseDurationS + CRASH_MARGIN_S),
     aheadOfBaseline: {
       gracefulHandoverS: ahead(project.gracefulHandoverS, baseline.gracefulHandoverS),
       crashTakeoverS: ahead(project.crashTakeoverS, baseline.crashTakeoverS),
+    },
+    takeover: {
+      ...TAKEOVER_TARGETS,
+      crashMedianMet: takeover.crashTakeoverS.median <= TAKEOVER_TARGETS.crashMedianS,
+      crashMaxMet: takeover.crashTakeoverS.max <= TAKEOVER_TARGETS.crashMaxS,
+      crashAheadOfBaseline: ahead(takeover.crashTakeoverS, baseline.crashTakeoverS),
+      gracefulMedianMet: takeover.gracefulHandoverS.median <= TAKEOVER_TARGETS.gracefulMedianS,
     },
   };
 }

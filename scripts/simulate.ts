@@ -63,10 +63,14 @@ async function main(): Promise<void> {
   const byInvariant = new Map<string, number>();
   let virtualS = 0;
   let requests = 0;
+  let takeovers = 0;
+  let runsWithTakeover = 0;
   for (let run = 0; run < runs; run++) {
     const outcome = await runSeed(seed + run, { invariants, faults }, shrinkMs);
     virtualS += outcome.stats?.virtualS ?? 0;
     requests += outcome.stats?.requests ?? 0;
+    takeovers += outcome.stats?.takeovers ?? 0;
+    if ((outcome.stats?.takeovers ?? 0) > 0) runsWithTakeover++;
     if (outcome.failed) {
       failing.push(outcome.seed);
       for (const name of new Set(outcome.violations.map((v) => v.invariant)))
@@ -87,14 +91,14 @@ async function main(): Promise<void> {
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(
-    `\n${runs} runs from seed ${seed} in ${seconds.toFixed(1)} s (${(virtualS / 3600).toFixed(1)} h simulated, ${requests} requests): ${failing.length} failing`,
+    `\n${runs} runs from seed ${seed} in ${seconds.toFixed(1)} s (${(virtualS / 3600).toFixed(1)} h simulated, ${requests} requests, ${takeovers} takeovers in ${runsWithTakeover} runs): ${failing.length} failing`,
   );
   for (const [name, count] of byInvariant) console.log(`  ${name}: ${count} run(s)`);
   if (failing.length > 0) console.log(`  failing seeds: ${failing.join(", ")}`);
   if (out !== undefined) {
     writeFileSync(
       out,
-      `${JSON.stringify({ runs, failures: failing.length, invariants: [...invariants], seeds: failing }, null, 2)}\n`,
+      `${JSON.stringify({ runs, failures: failing.length, takeovers, runsWithTakeover, invariants: [...invariants], seeds: failing }, null, 2)}\n`,
     );
     console.log(`Wrote ${out}`);
   }

@@ -57,6 +57,9 @@ param leaseBlob string
 param leaseDurationSeconds int
 param leaseRenewIntervalMs int
 param leaseRenewDeadlineMs int
+param leaseTakeoverDeadlineMs int
+param leaseHeartbeatIntervalMs int
+param leaderWatchIntervalMs int
 param stateContainer string
 param inputContainer string
 param systemContainer string
@@ -209,6 +212,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     LEASE_DURATION_SECONDS: string(leaseDurationSeconds)
     LEASE_RENEW_INTERVAL_MS: string(leaseRenewIntervalMs)
     LEASE_RENEW_DEADLINE_MS: string(leaseRenewDeadlineMs)
+    LEASE_TAKEOVER_DEADLINE_MS: string(leaseTakeoverDeadlineMs)
+    LEASE_HEARTBEAT_INTERVAL_MS: string(leaseHeartbeatIntervalMs)
+    LEADER_WATCH_INTERVAL_MS: string(leaderWatchIntervalMs)
     STATE_CONTAINER: stateContainer
     INPUT_CONTAINER: inputContainer
     SYSTEM_CONTAINER: systemContainer

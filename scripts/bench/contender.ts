@@ -1,8 +1,8 @@
 /**
  * One contender of the lease benchmark, run as its own OS process by scripts/bench-lease.ts:
  *
- *   node --import tsx scripts/bench/contender.ts --impl project|baseline --connection-string CS --container NAME --id
- *   ID
+ *   node --import tsx scripts/bench/contender.ts --impl project|takeover|baseline --connection-string CS --container
+ *   NAME --id ID
  *
  * Prints the protocol of ./protocol.ts on stdout (library and baseline diagnostics go to stderr) and reads commands
  * on stdin. Exits when told to release, and at once when stdin closes (the benchmark is gone).
@@ -76,7 +76,8 @@ function untilAborted(signal: AbortSignal): Promise<void> {
 }
 
 /**
- * The project: `LeaderElector` with its default timings, leading in a loop until shutdown.
+ * The project: `LeaderElector` with its default timings — and with `takeover` on for the `takeover` implementation (its
+ * defaults are the app's) — leading in a loop until shutdown.
  * @returns when the lease release completed (wall-clock ms, from the library's own event), or undefined if not leading.
  */
 async function runProject(args: ContenderArgs, shutdown: AbortSignal): Promise<number | undefined> {
@@ -92,7 +93,13 @@ async function runProject(args: ContenderArgs, shutdown: AbortSignal): Promise<n
     trace(args.id, message);
   };
   const logger: Logger = { verbose: () => undefined, info: log, warn: log, error: log };
-  const elector = new LeaderElector({ store, instanceId: args.id, onEvent, logger });
+  const elector = new LeaderElector({
+    store,
+    instanceId: args.id,
+    onEvent,
+    logger,
+    takeover: args.impl === "takeover",
+  });
   emit({ type: "ready", id: args.id, t: Date.now() });
   while (!shutdown.aborted) {
     try {
@@ -150,7 +157,7 @@ async function main(): Promise<void> {
     else trace(args.id, `unknown command ${JSON.stringify(line)}`);
   });
   commands.on("close", () => process.exit(0));
-  const run = args.impl === "project" ? runProject : runBaseline;
+  const run = args.impl === "baseline" ? runBaseline : runProject;
   const releasedAtMs = await run(args, shutdown.signal);
   emit(
     releasedAtMs === undefined

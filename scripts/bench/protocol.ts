@@ -6,8 +6,11 @@ import { z } from "zod";
  * line, on stdin. Every `t` is `Date.now()` in the contender; all processes run on one machine, so they compare.
  */
 
-/** The implementations under test. */
-export const IMPLEMENTATIONS = ["project", "baseline"] as const;
+/**
+ * The implementations under test: this library at its defaults (takeover off), this library with takeover (the app's
+ * defaults: heartbeat 1 s, takeover deadline 2.5 s), and the pattern's C# sample.
+ */
+export const IMPLEMENTATIONS = ["project", "takeover", "baseline"] as const;
 export type Implementation = (typeof IMPLEMENTATIONS)[number];
 
 /** The blob both implementations lease (each implementation and scenario has its own container). */

@@ -20,7 +20,7 @@ export interface ImplementationResults {
   crashTakeoverS: Stats & { rounds: RoundSample[] };
 }
 
-/** baseline ÷ project, per figure (null when the project's figure is 0). */
+/** baseline ÷ an implementation of this library, per figure (null when its figure is 0). */
 export interface Ratio {
   median: number | null;
   max: number | null;
@@ -71,16 +71,16 @@ export function ratio(baseline: Stats, project: Stats): Ratio {
   return { median: divide(baseline.median, project.median), max: divide(baseline.max, project.max) };
 }
 
-/** The results table: implementation × scenario with median and max, and baseline ÷ project. */
+/** The results table: implementation × scenario with median and max, and baseline ÷ each of this library's. */
 export function formatTable(
   results: Record<Implementation, ImplementationResults>,
-  ratios: Record<Scenario, Ratio>,
+  ratios: Record<"project" | "takeover", Record<Scenario, Ratio>>,
 ): string {
   const header = ["scenario", "implementation", "median", "max", "min", "rounds"];
   const rows: string[][] = [];
   for (const scenario of Object.keys(SCENARIO_KEYS) as Scenario[]) {
     const key = SCENARIO_KEYS[scenario];
-    for (const impl of ["project", "baseline"] as const) {
+    for (const impl of ["project", "takeover", "baseline"] as const) {
       const figures = results[impl][key];
       rows.push([
         SCENARIO_TITLES[scenario],
@@ -91,14 +91,15 @@ export function formatTable(
         String(figures.samplesS.length),
       ]);
     }
-    rows.push([
-      SCENARIO_TITLES[scenario],
-      "baseline/project",
-      times(ratios[scenario].median),
-      times(ratios[scenario].max),
-      "",
-      "",
-    ]);
+    for (const impl of ["project", "takeover"] as const)
+      rows.push([
+        SCENARIO_TITLES[scenario],
+        `baseline/${impl}`,
+        times(ratios[impl][scenario].median),
+        times(ratios[impl][scenario].max),
+        "",
+        "",
+      ]);
   }
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),

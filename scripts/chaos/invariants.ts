@@ -8,10 +8,16 @@ import type { StateVersion } from "./observer";
  * A step is the interval from `step-started` to the `step-completed`/`step-aborted` of the same instance and epoch,
  * or to that instance's `instance-exited` when it died first, or to the end of the run when neither came. The one
  * documented exception is a FROZEN instance (SIGSTOP): it cannot log while frozen, so its step is taken to end at the
- * last moment its term could still write — the last renewal it sent (or its acquisition) plus the renew deadline,
+ * last moment its term could still write — the last renewal it sent (or its acquisition) plus the renew deadline, and
+ * with takeover no later than the freeze plus the takeover deadline (its last heartbeat was sent before the freeze),
  * after which the library's `assertLeader()` refuses every write — and the stored state is checked to prove that no
  * write of its epoch landed after it woke.
  */
+
+/**
+ * Slack on "sent before the freeze": the harness notes the time it sent SIGSTOP; the process may run a moment longer.
+ */
+export const FREEZE_SIGNAL_SLACK_MS = 250;
 
 /** A step as an interval of wall-clock time. */
 export interface StepInterval {
@@ -34,7 +40,13 @@ const ms = (record: EventRecord): number => Date.parse(record.ts);
 /** The steps of a run (see the module comment for where each ends). */
 export function stepIntervals(
   records: readonly EventRecord[],
-  options: { renewDeadlineMs: number; endOfRunMs: number; freezes?: readonly FreezeWindow[] },
+  options: {
+    renewDeadlineMs: number;
+    /** With takeover: the leaders' takeover deadline (LEASE_TAKEOVER_DEADLINE_MS). */
+    takeoverDeadlineMs?: number;
+    endOfRunMs: number;
+    freezes?: readonly FreezeWindow[];
+  },
 ): StepInterval[] {
   const sorted = [...records].sort((a, b) => ms(a) - ms(b));
   const intervals: StepInterval[] = [];
@@ -63,7 +75,11 @@ export function stepIntervals(
     for (const freeze of options.freezes ?? []) {
       if (freeze.instance !== start.instance || freeze.fromMs >= interval.endMs || freeze.toMs <= startMs) continue;
       const lastProof = termProofBefore(sorted, start.instance, start.epoch, freeze.fromMs) ?? startMs;
-      const capMs = lastProof + options.renewDeadlineMs;
+      const { takeoverDeadlineMs } = options;
+      const capMs = Math.min(
+        lastProof + options.renewDeadlineMs,
+        takeoverDeadlineMs === undefined ? Infinity : freeze.fromMs + FREEZE_SIGNAL_SLACK_MS + takeoverDeadlineMs,
+      );
       if (capMs < interval.endMs) interval = { ...interval, endMs: capMs, end: "frozen-deadline" };
     }
     intervals.push(interval);
@@ -184,6 +200,16 @@ export function leaderAgainAfterMs(
     return 0;
   const next = terms.filter((term) => term.startMs >= faultEndMs).sort((a, b) => a.startMs - b.startMs)[0];
   return next === undefined ? undefined : next.startMs - faultEndMs;
+}
+
+/**
+ * Takeovers: terms that began after a contender broke the previous holder's lease because it had fallen silent
+ * (their `lease-acquired` names who broke it).
+ */
+export function takeoversByBreak(records: readonly EventRecord[]): EventRecord[] {
+  return records.filter(
+    (record) => record.type === "lease-acquired" && typeof record.brokenBy === "string" && record.brokenBy !== "",
+  );
 }
 
 /** Terms' epochs in the order they began: each must exceed the one before. */

@@ -10,6 +10,7 @@ import {
   leaderAgainAfterMs,
   overlappingSteps,
   stepIntervals,
+  takeoversByBreak,
   type FreezeWindow,
 } from "./invariants";
 import { JobTracker, type JobVerdict } from "./jobs";
@@ -55,6 +56,8 @@ export interface ScenarioResult {
   passed: boolean;
   durationMs: number;
   invariants: InvariantCounts;
+  /** Terms that began after a takeover (the previous holder's lease broken after it fell silent). Not a violation. */
+  takeoversByBreak: number;
   violations: string[];
   details: Record<string, unknown>;
   timelinePath: string;
@@ -184,8 +187,10 @@ function check(
   const { cluster, observer } = run;
   const records = cluster.records;
   const endOfRunMs = Date.now();
+  const takeoverDeadlineMs = cluster.settings.LEASE_TAKEOVER_DEADLINE_MS;
   const intervals = stepIntervals(records, {
     renewDeadlineMs: cluster.settings.LEASE_RENEW_DEADLINE_MS,
+    ...(takeoverDeadlineMs > 0 ? { takeoverDeadlineMs } : {}),
     endOfRunMs,
     freezes: run.freezes,
   });
@@ -225,6 +230,7 @@ function check(
     passed: run.violations.length === 0,
     durationMs,
     invariants,
+    takeoversByBreak: takeoversByBreak(records).length,
     violations: run.violations,
     details: {
       ...run.details,

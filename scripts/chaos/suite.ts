@@ -28,6 +28,8 @@ export interface ChaosReport {
   passed: boolean;
   scenarios: ScenarioResult[];
   invariants: InvariantCounts;
+  /** Takeovers by break over all scenarios (terms that began after a silent holder's lease was broken). */
+  takeoversByBreak: number;
 }
 
 /** Runs the suite; never throws for a failing scenario (see `passed`). */
@@ -61,6 +63,7 @@ export async function runChaosSuite(options: ChaosSuiteOptions): Promise<ChaosRe
     passed: scenarios.every((scenario) => scenario.passed) && Object.values(invariants).every((count) => count === 0),
     scenarios,
     invariants,
+    takeoversByBreak: scenarios.reduce((sum, scenario) => sum + scenario.takeoversByBreak, 0),
   };
   writeFileSync(outPath, `${JSON.stringify(report, null, 2)}\n`);
   out.write(`\n${formatTable(report).join("\n")}\nReport: ${outPath}\n`);
@@ -95,6 +98,7 @@ export function formatTable(report: ChaosReport): string[] {
     "unreported",
     "stale",
     "late leader",
+    "takeovers",
   ];
   const rows = report.scenarios.map((s) => [
     s.name,
@@ -102,6 +106,7 @@ export function formatTable(report: ChaosReport): string[] {
     s.passed ? "passed" : "FAILED",
     `${(s.durationMs / 1000).toFixed(0)} s`,
     ...counts(s.invariants),
+    String(s.takeoversByBreak),
   ]);
   rows.push([
     "total",
@@ -109,6 +114,7 @@ export function formatTable(report: ChaosReport): string[] {
     report.passed ? "passed" : "FAILED",
     `${(report.durationMs / 1000).toFixed(0)} s`,
     ...counts(report.invariants),
+    String(report.takeoversByBreak),
   ]);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),

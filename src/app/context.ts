@@ -6,11 +6,14 @@ import type { MessageQueue } from "../coordination/ports";
 import { TaskRegistry } from "../coordination/taskRegistry";
 import { epochOptions } from "../coordination/termHistory";
 import { ActivityWakeUps } from "../coordination/wake";
+import { LeaderWatch } from "../coordination/leaderWatch";
 import { JobStopChecks } from "../coordination/jobStops";
 import { BlobStateStore } from "../azure/BlobStateStore";
 import { BlobLeaseStore } from "../azure/BlobLeaseStore";
 import type { LeaseStore } from "../library/lease/LeaseStore";
 import { LeaderElector } from "../library/leadership/LeaderElector";
+import type { LeaderElectorOptions } from "../library/leadership/options";
+import type { Abortable } from "../library/util/delay";
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore";
 import {
   connectionFromSettings,
@@ -45,6 +48,8 @@ export interface CoordinatorApp extends AppParts {
   elector: LeaderElector;
   /** This process's wake-ups from queue activity and their follow-ups (throttled per process). */
   activityWakeUps: ActivityWakeUps;
+  /** With takeover: watches the leader while this process is busy, and breaks a silent one's lease. */
+  leaderWatch: LeaderWatch;
   /** This process's checks of jobs' stop blobs (worker invocations share them). */
   jobStops: Pick<JobStopChecks, "isStopped">;
 }
@@ -92,7 +97,8 @@ export interface AppParts extends CoordinationPorts {
 /**
  * Builds the app from settings (by default `process.env`): validates every setting, connects to the coordination
  * storage account (connection string locally, managed identity in Azure), and wires the ports. `options.policies`:
- * request policies for its storage clients (a tool's instrumentation; by default the process's).
+ * request policies for its storage clients (a tool's instrumentation; by default the process's); `abortSignal`: the
+ * process's shutdown, which stops its leader watcher.
  *
  * @throws ConfigurationError naming each bad setting.
  */
@@ -101,33 +107,36 @@ export function createCoordinatorApp(
   options: AppBuildOptions = {},
 ): CoordinatorApp {
   const settings = readSettings(env);
-  const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies } = options;
+  const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies, abortSignal } = options;
   const clients = createStorageClients(connectionFromSettings(connection, env), {
     ...DEFAULT_PIPELINE_OPTIONS,
     ...(policies === undefined ? {} : { policies }),
   });
   const queue = (name: string): MessageQueue => new StorageQueue(clients.queue.getQueueClient(name));
-  return assembleCoordinatorApp({
-    settings,
-    instanceId: instanceIdFrom(env),
-    leaseStore: new BlobLeaseStore(clients.blob, {
-      containerName: settings.LEASE_CONTAINER,
-      blobName: settings.LEASE_BLOB,
-    }),
-    state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
-    system: new BlobFilesStore(clients.blob.getContainerClient(settings.SYSTEM_CONTAINER)),
-    inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
-    workQueue: queue(settings.WORK_QUEUE),
-    resultsQueue: queue(settings.RESULTS_QUEUE),
-    workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
-    resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
-    wakeQueue: queue(settings.WAKE_QUEUE),
-    registry,
-  });
+  return assembleCoordinatorApp(
+    {
+      settings,
+      instanceId: instanceIdFrom(env),
+      leaseStore: new BlobLeaseStore(clients.blob, {
+        containerName: settings.LEASE_CONTAINER,
+        blobName: settings.LEASE_BLOB,
+      }),
+      state: new BlobStateStore(clients.blob, settings.STATE_CONTAINER),
+      system: new BlobFilesStore(clients.blob.getContainerClient(settings.SYSTEM_CONTAINER)),
+      inputs: new ReadOnlyBlobFiles(clients.blob.getContainerClient(settings.INPUT_CONTAINER)),
+      workQueue: queue(settings.WORK_QUEUE),
+      resultsQueue: queue(settings.RESULTS_QUEUE),
+      workPoisonQueue: queue(poisonQueueOf(settings.WORK_QUEUE)),
+      resultsPoisonQueue: queue(poisonQueueOf(settings.RESULTS_QUEUE)),
+      wakeQueue: queue(settings.WAKE_QUEUE),
+      registry,
+    },
+    { abortSignal },
+  );
 }
 
 /** Options of {@link createCoordinatorApp}. */
-export interface AppBuildOptions extends Pick<StorageClientOptions, "policies"> {
+export interface AppBuildOptions extends Pick<StorageClientOptions, "policies">, Abortable {
   /** The task kinds. @default the built-in group-by kind only */
   registry?: TaskRegistry;
   /**
@@ -137,19 +146,46 @@ export interface AppBuildOptions extends Pick<StorageClientOptions, "policies"> 
   connection?: string;
 }
 
-/**
- * Wires an app from its parts: one elector for the process. It has no logger or event listener of its own: every
- * attempt passes the sink of the invocation that made it (see `runCoordinatorTick`).
- */
-export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
-  const { settings, instanceId, leaseStore, state } = parts;
-  const elector = new LeaderElector({
-    store: leaseStore,
-    instanceId,
+/** The elector's timings and takeover from the app's settings (the app's defaults; docs/FAILOVER.md). */
+export function electorTimings(
+  settings: Settings,
+): Pick<
+  LeaderElectorOptions,
+  | "leaseDurationS"
+  | "renewIntervalMs"
+  | "renewDeadlineMs"
+  | "stallTimeoutMs"
+  | "takeover"
+  | "heartbeatIntervalMs"
+  | "takeoverDeadlineMs"
+> {
+  const takeover = settings.LEASE_TAKEOVER_DEADLINE_MS > 0;
+  return {
     leaseDurationS: settings.LEASE_DURATION_SECONDS,
     renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
     renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
     stallTimeoutMs: settings.STEP_STALL_TIMEOUT_MS,
+    takeover,
+    ...(takeover
+      ? {
+          heartbeatIntervalMs: settings.LEASE_HEARTBEAT_INTERVAL_MS,
+          takeoverDeadlineMs: settings.LEASE_TAKEOVER_DEADLINE_MS,
+        }
+      : {}),
+  };
+}
+
+/**
+ * Wires an app from its parts: one elector for the process. It has no logger or event listener of its own: every
+ * attempt passes the sink of the invocation that made it (see `runCoordinatorTick`). `abortSignal`: the process's
+ * shutdown, which stops the leader watcher.
+ */
+export function assembleCoordinatorApp(parts: AppParts, options: Abortable = {}): CoordinatorApp {
+  const { settings, instanceId, leaseStore, state } = parts;
+  const elector = new LeaderElector({
+    store: leaseStore,
+    instanceId,
+    ...electorTimings(settings),
     // Epochs stay above every stored one even if the lease blob (and its epoch counter) is lost, and unique.
     ...epochOptions(state),
   });
@@ -158,5 +194,12 @@ export function assembleCoordinatorApp(parts: AppParts): CoordinatorApp {
   const maxFollowUps =
     intervalMs === 0 ? 0 : Math.ceil((3 * settings.LEASE_DURATION_SECONDS * 1000) / Math.max(1000, intervalMs));
   const activityWakeUps = new ActivityWakeUps(parts.wakeQueue, { intervalMs, maxFollowUps, from: instanceId });
-  return { ...parts, elector, activityWakeUps, jobStops: new JobStopChecks(parts.system) };
+  // The watcher covers the same three lease durations after this process's last invocation as the follow-ups do.
+  const leaderWatch = new LeaderWatch(elector, parts.wakeQueue, {
+    intervalMs: settings.LEASE_TAKEOVER_DEADLINE_MS > 0 ? settings.LEADER_WATCH_INTERVAL_MS : 0,
+    windowMs: 3 * settings.LEASE_DURATION_SECONDS * 1000,
+    from: instanceId,
+    abortSignal: options.abortSignal,
+  });
+  return { ...parts, elector, activityWakeUps, leaderWatch, jobStops: new JobStopChecks(parts.system) };
 }

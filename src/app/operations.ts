@@ -125,6 +125,8 @@ export async function handleWakeMessage(
     return "rejected";
   }
   const wake: WakeMessage = parsed.value;
+  // This process is busy with a job: watch the leader, so a dead one is replaced in seconds (with takeover).
+  app.leaderWatch.activity();
   if (app.elector.busy) {
     sink.logger.info(
       `Instance ${instanceId} already runs a leadership attempt or a step; wake-up (${wake.reason}) coalesced into it.`,
@@ -211,6 +213,8 @@ export async function handleWorkMessage(
   delivery: Omit<Delivery, "maxDequeueCount">,
   options: Abortable = {},
 ): Promise<WorkOutcome> {
+  // A job is active: watch the leader, so a dead one is replaced in seconds (with takeover; coordination/leaderWatch).
+  app.leaderWatch.activity();
   let outcome: WorkOutcome;
   try {
     outcome = await processWorkMessage(

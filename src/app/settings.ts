@@ -74,6 +74,29 @@ export const settingsSchema = z.object({
    * @default 10000
    */
   LEASE_RENEW_DEADLINE_MS: intIn(1000, 59_000).default(10_000),
+  /**
+   * Takeover below the lease (docs/FAILOVER.md): the leader stops when no heartbeat has succeeded for this long, in ms,
+   * and another instance that has seen its record unchanged for longer (3.1 s at the default, margins included) breaks
+   * its lease and takes over — a crashed leader is replaced in seconds, not at its lease's expiry. Above
+   * LEASE_HEARTBEAT_INTERVAL_MS and below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off (heartbeats too). A shorter
+   * deadline fails over faster and ends terms on shorter storage trouble. @default 2500
+   */
+  LEASE_TAKEOVER_DEADLINE_MS: intIn(0, 58_000).default(2500),
+  /**
+   * How often the leader heartbeats (rewrites its record; one storage operation), in ms. Below
+   * LEASE_TAKEOVER_DEADLINE_MS: heartbeats that each take less than the smaller of their difference and half the
+   * deadline (1.25 s at the defaults) never end the term. @default 1000
+   */
+  LEASE_HEARTBEAT_INTERVAL_MS: intIn(100, 58_000).default(1000),
+  /**
+   * With takeover: how often a process that ran a worker or wake-up invocation in the last three lease durations reads
+   * the lease, in ms, to notice a leader that fell silent and break its lease (then one wake-up starts the next step).
+   * 0 turns the watcher off (the timer, wake-ups and their follow-ups still take over, at their own pace).
+   * @default 1000
+   */
+  LEADER_WATCH_INTERVAL_MS: intIn(0, 60_000)
+    .refine((ms) => ms === 0 || ms >= 250, "must be 0 (off) or from 250 to 60000")
+    .default(1000),
   /** Container for the coordinator's fenced state (jobs, progress, aggregates). @default "coordinator-state" */
   STATE_CONTAINER: containerName.default("coordinator-state"),
   /**
@@ -210,16 +233,25 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     throw new ConfigurationError(`Invalid app settings: ${problems.join("; ")}.`);
   }
   const settings = parsed.data;
+  const takeover = settings.LEASE_TAKEOVER_DEADLINE_MS > 0;
   const timing = leaseTimingProblems(
     {
       leaseDurationS: settings.LEASE_DURATION_SECONDS,
       renewIntervalMs: settings.LEASE_RENEW_INTERVAL_MS,
       renewDeadlineMs: settings.LEASE_RENEW_DEADLINE_MS,
+      ...(takeover
+        ? {
+            heartbeatIntervalMs: settings.LEASE_HEARTBEAT_INTERVAL_MS,
+            takeoverDeadlineMs: settings.LEASE_TAKEOVER_DEADLINE_MS,
+          }
+        : {}),
     },
     {
       leaseDurationS: "LEASE_DURATION_SECONDS × 1000",
       renewIntervalMs: "LEASE_RENEW_INTERVAL_MS",
       renewDeadlineMs: "LEASE_RENEW_DEADLINE_MS",
+      heartbeatIntervalMs: "LEASE_HEARTBEAT_INTERVAL_MS",
+      takeoverDeadlineMs: "LEASE_TAKEOVER_DEADLINE_MS",
     },
   );
   const problems = [

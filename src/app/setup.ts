@@ -6,6 +6,7 @@ import { createCoordinatorApp, type CoordinatorApp } from "./context";
 import { cancelJob, getJobStatus, getLeader, stepDown, submitJob } from "./operations";
 import { SETTING_NAMES, type CoordinatorSetupOptions } from "./options";
 import { CONNECTION_SETTINGS, readSettings, type Settings } from "./settings";
+import { processShutdown } from "./shutdown";
 
 /** A coordinator's validated setup: its settings, its kinds, and its app, built on first use. */
 export interface CoordinatorSetup {
@@ -45,7 +46,8 @@ export function resolveSetup(options: CoordinatorSetupOptions): CoordinatorSetup
   const registry = new TaskRegistry(taskKinds);
   const settings = readSettings(env);
   let built: CoordinatorApp | undefined;
-  const app = (): CoordinatorApp => (built ??= createCoordinatorApp(env, { registry, connection }));
+  const app = (): CoordinatorApp =>
+    (built ??= createCoordinatorApp(env, { registry, connection, abortSignal: processShutdown.signal }));
   return { settings, connection, registry, app, client: clientOf(app) };
 }
 

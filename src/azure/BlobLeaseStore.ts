@@ -13,6 +13,7 @@ import { retryAfterCreating } from "./OnDemandCreation";
 import {
   EMPTY_RECORD,
   type AcquireResult,
+  type BreakOutcome,
   type LeaderRecord,
   type LeaseSnapshot,
   type HonourOptions,
@@ -20,6 +21,7 @@ import {
   type Revocation,
 } from "../library/lease/LeaseStore";
 import type { Abortable } from "../library/util/delay";
+import { parseRecord, parseRevocation, recordMetadata, REVOCATION_META } from "./leaseMetadata";
 
 /** Options for {@link BlobLeaseStore}. */
 export interface BlobLeaseStoreOptions {
@@ -28,17 +30,6 @@ export interface BlobLeaseStoreOptions {
   /** The lease blob. @default "MyLeaderCoordinatorTask" */
   blobName?: string;
 }
-
-// Metadata keys come back lower-cased from storage, so they are written lower-case.
-const META = {
-  holder: "holder",
-  epoch: "epoch",
-  sinceMs: "sincems",
-  transitions: "transitions",
-  revokedEpoch: "revokedepoch",
-  honoured: "honoured",
-  requestId: "requestid",
-} as const;
 
 /**
  * The lease port on Azure Blob Storage: the leader record lives in the lease blob's metadata (writable only with the
@@ -137,11 +128,33 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  async breakIfUnchanged(version: string, record: LeaderRecord, options: Abortable = {}): Promise<BreakOutcome> {
+    const { abortSignal } = options;
+    const conditions = { ifMatch: version };
+    try {
+      await this.blob.getBlobLeaseClient().breakLease(0, { conditions, abortSignal });
+    } catch (error) {
+      const { statusCode } = storageFailure(error);
+      // 412: a heartbeat or a record write landed since `version` was read; 404: the blob is gone (and its version).
+      if (statusCode === 412 || statusCode === 404) return "changed";
+      // 409 LeaseNotPresentWithLeaseOperation: nobody holds the lease; it is as good as broken.
+      if (statusCode !== 409) throw toLibraryError(error, `Breaking lease ${this.name}`, abortSignal);
+    }
+    // No lease id: the lease is broken, so the blob takes writes without one. A contender that acquired meanwhile holds
+    // it again and this write is refused (412): that term's own record write moves the version on instead.
+    await this.blob.setMetadata(recordMetadata(record), { conditions, abortSignal }).catch(() => undefined);
+    return "broken";
+  }
+
   async read(options: Abortable = {}): Promise<LeaseSnapshot> {
     const { abortSignal } = options;
     try {
       const properties = await this.blob.getProperties({ abortSignal });
-      return { state: properties.leaseState ?? "available", record: parseRecord(properties.metadata ?? {}) };
+      return {
+        state: properties.leaseState ?? "available",
+        record: parseRecord(properties.metadata ?? {}),
+        version: properties.etag,
+      };
     } catch (error) {
       // Not created yet: nobody has led. The first acquire creates it.
       if (storageFailure(error).statusCode === 404) return { state: "available", record: EMPTY_RECORD };
@@ -151,14 +164,8 @@ export class BlobLeaseStore implements LeaseStore {
 
   async writeRecord(leaseId: string, record: LeaderRecord, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
-    const metadata = {
-      [META.holder]: record.holder,
-      [META.epoch]: String(record.epoch),
-      [META.sinceMs]: String(record.sinceMs),
-      [META.transitions]: String(record.transitions),
-    };
     try {
-      await this.blob.setMetadata(metadata, { conditions: { leaseId }, abortSignal });
+      await this.blob.setMetadata(recordMetadata(record), { conditions: { leaseId }, abortSignal });
     } catch (error) {
       throw this.lostOr(error, `Writing leader record to ${this.name}`, abortSignal, record.epoch);
     }
@@ -178,7 +185,7 @@ export class BlobLeaseStore implements LeaseStore {
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     // A fresh id per request: the term that honours a request marks only that one (a newer one stops the next term).
-    const metadata = { [META.revokedEpoch]: String(epoch), [META.requestId]: randomUUID() };
+    const metadata = { [REVOCATION_META.revokedEpoch]: String(epoch), [REVOCATION_META.requestId]: randomUUID() };
     const upload = (): Promise<unknown> =>
       this.revocationBlob.getBlockBlobClient().upload("", 0, { metadata, abortSignal });
     try {
@@ -201,8 +208,8 @@ export class BlobLeaseStore implements LeaseStore {
       // Conditional on the version read: a newer request written meanwhile is kept, not overwritten.
       const metadata = {
         ...(properties.metadata ?? {}),
-        [META.revokedEpoch]: String(epoch),
-        [META.honoured]: "true",
+        [REVOCATION_META.revokedEpoch]: String(epoch),
+        [REVOCATION_META.honoured]: "true",
       };
       await this.revocationBlob.setMetadata(metadata, { conditions: { ifMatch: properties.etag }, abortSignal });
     } catch (error) {
@@ -229,26 +236,4 @@ export class BlobLeaseStore implements LeaseStore {
     }
     return toLibraryError(error, operation, abortSignal);
   }
-}
-
-function parseCount(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const parsed = Number(value);
-  return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : undefined;
-}
-
-function parseRevocation(metadata: Record<string, string>): Revocation | undefined {
-  const epoch = parseCount(metadata[META.revokedEpoch]);
-  if (epoch === undefined) return undefined;
-  const requestId = metadata[META.requestId];
-  return { epoch, honoured: metadata[META.honoured] === "true", ...(requestId === undefined ? {} : { requestId }) };
-}
-
-function parseRecord(metadata: Record<string, string>): LeaderRecord {
-  return {
-    holder: metadata[META.holder] ?? EMPTY_RECORD.holder,
-    epoch: parseCount(metadata[META.epoch]) ?? EMPTY_RECORD.epoch,
-    sinceMs: parseCount(metadata[META.sinceMs]) ?? EMPTY_RECORD.sinceMs,
-    transitions: parseCount(metadata[META.transitions]) ?? EMPTY_RECORD.transitions,
-  };
 }

@@ -7,8 +7,15 @@ export { systemClock } from "./util/clock";
 export { delay, type Abortable } from "./util/delay";
 export * from "./lease/LeaseStore";
 export { BlobLeaseStore, type BlobLeaseStoreOptions } from "../azure/BlobLeaseStore";
-export { LeaderElector, type LeadOptions, type LeadResult, type LeaderTask } from "./leadership/LeaderElector";
+export {
+  LeaderElector,
+  type LeadOptions,
+  type LeadResult,
+  type LeaderTask,
+  type LeaderWatch,
+} from "./leadership/LeaderElector";
 export type { EpochClaim, LeaderElectorOptions } from "./leadership/options";
+export type { TakeoverOptions } from "./leadership/takeover";
 export type { LeadershipTerm } from "./leadership/Term";
 export type * from "./leadership/events";
 export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/leaderInfo";

@@ -6,6 +6,7 @@ import {
   leaderAgainAfterMs,
   overlappingSteps,
   stepIntervals,
+  takeoversByBreak,
   writesOfEpochAfter,
 } from "../../scripts/chaos/invariants";
 import type { StateVersion } from "../../scripts/chaos/observer";
@@ -81,6 +82,32 @@ describe("step intervals and overlap", () => {
     expect(overlappingSteps(stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 30_000 }))).toHaveLength(
       1,
     );
+  });
+
+  it("with takeover, ends a frozen leader's step no later than the freeze plus the takeover deadline (its last heartbeat was sent before it)", () => {
+    const records = [
+      event(0, "a", "lease-acquired", { epoch: 1 }),
+      event(0, "a", "step-started", { epoch: 1 }),
+      event(3100, "a", "lease-renewed", { epoch: 1, latencyMs: 100 }),
+      event(8000, "b", "lease-acquired", { epoch: 2, brokenBy: "b" }),
+      event(8000, "b", "step-started", { epoch: 2 }),
+      event(10_000, "b", "step-completed", { epoch: 2 }),
+      event(12_500, "a", "step-aborted", { epoch: 1, reason: "deadline" }),
+    ];
+    const freezes = [{ instance: "a", fromMs: T0 + 4000, toMs: T0 + 12_000 }];
+    const intervals = stepIntervals(records, {
+      renewDeadlineMs: 10_000,
+      takeoverDeadlineMs: 2500,
+      endOfRunMs: T0 + 30_000,
+      freezes,
+    });
+    expect(intervals[0]).toMatchObject({ endMs: T0 + 4000 + 250 + 2500, end: "frozen-deadline" });
+    expect(overlappingSteps(intervals)).toEqual([]);
+    // Without takeover the frozen step may still write until its renew deadline: the takeover at 8 s is an overlap.
+    expect(
+      overlappingSteps(stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 30_000, freezes })),
+    ).toHaveLength(1);
+    expect(takeoversByBreak(records).map((record) => record.instance)).toEqual(["b"]);
   });
 });
 

@@ -67,6 +67,16 @@ export class StorageAccount {
   readonly containers = new Map<string, Container>();
   readonly queues = new Map<string, SimQueue>();
   readonly writes: WriteRecord[] = [];
+  /**
+   * Breaks that ended an active lease, for the takeover invariant: the lease id they ended, the blob's metadata then
+   * (the record of the term that wrote last), and whether the break was conditional (a takeover's).
+   */
+  readonly breaks: {
+    atMs: number;
+    leaseId: string | undefined;
+    metadata: Record<string, string>;
+    conditional: boolean;
+  }[] = [];
   private version = 0;
 
   constructor(
@@ -217,11 +227,20 @@ export class StorageAccount {
     blob.lease = { id: undefined, status: "available", expiresAtMs: 0, breakEndsAtMs: 0, durationS: 0 };
   }
 
-  breakLease(container: string, name: string, breakPeriodS: number): void {
+  /** `ifMatch`: a conditional break (412 ConditionNotMet when the blob's ETag differs), as a takeover sends it. */
+  breakLease(container: string, name: string, breakPeriodS: number, ifMatch?: string): void {
     const blob = this.blob(container, name);
+    if (ifMatch !== undefined && blob.etag !== ifMatch) throw new AzureError(412, "ConditionNotMet");
     const status = this.leaseStatus(blob);
     const now = this.now();
     if (status === "available") throw new AzureError(409, "LeaseNotPresentWithLeaseOperation");
+    if (status === "leased" || status === "breaking")
+      this.breaks.push({
+        atMs: now,
+        leaseId: blob.lease.id,
+        metadata: { ...blob.metadata },
+        conditional: ifMatch !== undefined,
+      });
     if (status === "expired" || status === "broken" || breakPeriodS === 0) {
       blob.lease = { ...blob.lease, status: "broken", breakEndsAtMs: now };
       return;

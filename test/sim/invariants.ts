@@ -26,6 +26,8 @@ export const INVARIANTS = {
   stepEndsWithoutError:
     "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
   poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
+  takeoverOnlyOfStoppedHolder:
+    "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock), unless its process was frozen or crashed (test/sim/takeover.ts)",
   ...ACTIVITY_INVARIANTS,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
@@ -132,6 +134,8 @@ export class InvariantChecker {
       );
     }
     if (stateWritten) for (const job of this.world.jobs) this.checkJob(job);
+    for (const problem of this.world.takeover.check((ms) => this.t(ms)))
+      this.fail("takeoverOnlyOfStoppedHolder", problem);
     this.checkPoisonVisibility();
     this.activity.afterStep();
   }

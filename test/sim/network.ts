@@ -7,10 +7,14 @@ import type { Clock } from "../../src/library/util/clock";
  * One OS process of an instance, as the network sees it. A frozen process sends nothing and hears nothing, and its
  * clock stops (it resumes believing no time passed: a stale leader). A crashed process never hears an answer again;
  * requests it had sent may still land. `outage` makes its requests fail ("refuse") or go unanswered while it lasts
- * ("hang"); `latencyMs` makes each request take up to that long on the wire.
+ * ("hang"); `latencyMs` makes each request take up to that long on the wire. `clockRate`: how fast its monotonic
+ * clock runs against the simulation's (1: exactly; 1.04: 4 % fast) — the drift takeover's clock assumption bounds. At
+ * least 1: the processes' timers run on the simulation's clock, and one whose clock ran slow would wake before its own
+ * deadline over and over (only the ratio of two processes' rates matters to takeover).
  */
 export class SimProcess {
   crashed = false;
+  clockRate = 1;
   frozenSinceMs: number | undefined;
   frozenTotalMs = 0;
   outage: "none" | "refuse" | "hang" = "none";
@@ -21,14 +25,22 @@ export class SimProcess {
   armed: { count: number; fire: () => void } | undefined;
   private readonly waiters: (() => void)[] = [];
 
+  private readonly bornMs: number;
+
   constructor(
     readonly name: string,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.bornMs = now();
+  }
 
-  /** The process's own clock (monotonic and wall alike): it stops while the process is frozen. */
+  /**
+   * The process's own clocks: they stop while the process is frozen (a VM paused: it resumes believing no time
+   * passed). The monotonic one runs at `clockRate` from the process's start, in whole ms: the fake timers drop a
+   * fraction of a ms, so a wait of 0.4 ms would fire at once, again and again, with the clock standing still.
+   */
   readonly clock: Clock = {
-    monotonicMs: () => (this.frozenSinceMs ?? this.now()) - this.frozenTotalMs,
+    monotonicMs: () => Math.floor(this.bornMs + this.clockRate * (this.clock.wallMs() - this.bornMs)),
     wallMs: () => (this.frozenSinceMs ?? this.now()) - this.frozenTotalMs,
   };
 

@@ -11,6 +11,7 @@ import type {
 import {
   EMPTY_RECORD,
   type AcquireResult,
+  type BreakOutcome,
   type LeaderRecord,
   type LeaseSnapshot,
   type HonourOptions,
@@ -18,6 +19,7 @@ import {
   type Revocation,
 } from "../../src/library/lease/LeaseStore";
 import { decodeBody, encodeBody } from "../../src/azure/StorageQueue";
+import { parseRecord, recordMetadata } from "../../src/azure/leaseMetadata";
 import { abortReason } from "../../src/library/util/delay";
 import { AzureError, type StorageAccount } from "./azure";
 import type { Network, SimProcess } from "./network";
@@ -184,17 +186,35 @@ export class SimLeaseStore implements LeaseStore {
     }
   }
 
+  async breakIfUnchanged(version: string, record: LeaderRecord, options: Abortable = {}): Promise<BreakOutcome> {
+    const { account } = this.ctx;
+    try {
+      await this.call(
+        "breakIfUnchanged",
+        () => {
+          account.breakLease(this.containerName, this.blobName, 0, version);
+        },
+        options,
+      );
+    } catch (error) {
+      const s = status(error);
+      if (s === 412 || s === 404) return "changed";
+      if (s !== 409) throw libraryError(error, `Breaking lease ${this.name}`, options.abortSignal);
+    }
+    await this.call(
+      "markBroken",
+      () => {
+        account.setMetadata(this.containerName, this.blobName, recordMetadata(record), { ifMatch: version });
+      },
+      options,
+    ).catch(() => undefined);
+    return "broken";
+  }
+
   async read(options: Abortable = {}): Promise<LeaseSnapshot> {
     try {
       const blob = await this.call("read", () => this.ctx.account.getBlob(this.containerName, this.blobName), options);
-      const m = blob.metadata;
-      const record: LeaderRecord = {
-        holder: m[META.holder] ?? EMPTY_RECORD.holder,
-        epoch: count(m[META.epoch]) ?? 0,
-        sinceMs: count(m[META.sinceMs]) ?? 0,
-        transitions: count(m[META.transitions]) ?? 0,
-      };
-      return { state: blob.leaseState, record };
+      return { state: blob.leaseState, record: parseRecord(blob.metadata), version: blob.etag };
     } catch (error) {
       if (status(error) === 404) return { state: "available", record: EMPTY_RECORD };
       throw libraryError(error, `Reading lease ${this.name}`, options.abortSignal);
@@ -202,12 +222,7 @@ export class SimLeaseStore implements LeaseStore {
   }
 
   async writeRecord(leaseId: string, record: LeaderRecord, options: Abortable = {}): Promise<void> {
-    const metadata = {
-      [META.holder]: record.holder,
-      [META.epoch]: String(record.epoch),
-      [META.sinceMs]: String(record.sinceMs),
-      [META.transitions]: String(record.transitions),
-    };
+    const metadata = recordMetadata(record);
     try {
       await this.call(
         `writeRecord e${record.epoch}`,

@@ -21,6 +21,8 @@ export interface RunStats {
   steps: number;
   terms: number;
   jobs: number;
+  /** Takeovers: conditional breaks that ended a lease (test/sim/takeover.ts). */
+  takeovers: number;
 }
 
 /** One simulated run's outcome. */
@@ -73,6 +75,7 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
         steps: world.history.steps.length,
         terms: world.history.terms.length,
         jobs: world.jobs.length,
+        takeovers: world.takeover.takeovers,
       },
     };
   } finally {

@@ -1,7 +1,7 @@
 import FakeTimers from "@sinonjs/fake-timers";
 import type { Scheduler } from "fast-check";
 import { syncBuiltinESMExports } from "node:module";
-import type { CoordinatorApp, Sink } from "../../src/app/context";
+import { electorTimings, type CoordinatorApp, type Sink } from "../../src/app/context";
 import { eventEpoch, type AppEvent } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
 import { requestCancel } from "../../src/coordination/cancel";
@@ -29,6 +29,7 @@ import { simRegistry, sumKind } from "./kinds";
 import { Network, SimProcess, sleep } from "./network";
 import type { FaultEvent, ItemPlan, JobPlan, Plan } from "./plan";
 import { SimFiles, SimLeaseStore, SimMessageQueue, SimStateStore, type PortContext } from "./ports";
+import { SimTakeover, simLeaderWatch } from "./takeover";
 
 /** Timing of the simulated app: Azure's minimum lease, the library's defaults, a short tick and step. */
 export const SIM_TIMING = {
@@ -157,20 +158,19 @@ export class SimInstance {
     lacksSum: boolean,
   ) {
     this.process = new SimProcess(`i${index}.${generation}`, () => Date.now());
+    this.process.clockRate = world.takeover.clockRate();
     const ctx: PortContext = { net: world.net, account: world.account, process: this.process };
     this.sink = { logger: silentLogger, emit: (event) => world.onEvent(this.process, event) };
     const state = new SimStateStore(ctx, CONTAINERS.state);
-    const leaseStore = new SimLeaseStore(ctx, CONTAINERS.leases);
+    const leaseStore = world.takeover.leaseStoreFor(index, new SimLeaseStore(ctx, CONTAINERS.leases));
     this.workQueue = new SimMessageQueue(ctx, QUEUES.work);
     this.workPoison = new SimMessageQueue(ctx, `${QUEUES.work}-poison`);
     const elector = new ObservedElector(
       {
         store: leaseStore,
         instanceId: this.process.name,
-        leaseDurationS: SIM_TIMING.leaseDurationS,
-        renewIntervalMs: world.settings.LEASE_RENEW_INTERVAL_MS,
-        renewDeadlineMs: world.settings.LEASE_RENEW_DEADLINE_MS,
-        stallTimeoutMs: world.settings.STEP_STALL_TIMEOUT_MS,
+        // The app's timings and takeover, as assembleCoordinatorApp passes them (lease 15 s: SIM_TIMING).
+        ...electorTimings(world.settings),
         ...epochOptions(state),
         clock: this.process.clock,
         random: world.random,
@@ -207,6 +207,7 @@ export class SimInstance {
         maxFollowUps: wakeIntervalMs === 0 ? 0 : Math.ceil((3 * SIM_TIMING.leaseDurationS * 1000) / wakeIntervalMs),
         from: this.process.name,
       }),
+      leaderWatch: simLeaderWatch(world, this, elector, wakeQueue, world.settings),
       jobStops: new JobStopChecks(system, () => this.process.clock.monotonicMs()),
     };
   }
@@ -326,6 +327,8 @@ export class SimWorld {
   readonly history: History = { steps: [], terms: [], tickErrors: [], freezes: [], leaseInterventions: [], events: 0 };
   readonly jobs: SubmittedJob[] = [];
   readonly userBlobs = new Map<string, string>();
+  /** Takeover below the lease: terms, clock rates, watchers' wake-ups, its invariant (test/sim/takeover.ts). */
+  readonly takeover: SimTakeover;
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
   private readonly clientSystem: SimFiles;
@@ -349,6 +352,7 @@ export class SimWorld {
     readonly scheduler: Scheduler,
   ) {
     this.random = seededRandom(plan.randomSeed);
+    this.takeover = new SimTakeover(this, seededRandom(plan.randomSeed ^ 0x22_22_22));
     this.account = new StorageAccount(() => Date.now(), this.random);
     this.net = new Network(scheduler, this.random);
     this.settings = settingsSchema.parse({
@@ -386,6 +390,7 @@ export class SimWorld {
   }
 
   onStep(process: SimProcess, phase: "start" | "end", term: LeadershipTerm): void {
+    this.takeover.onStep(process, phase, term);
     if (process.crashed || this.over) return;
     if (phase === "start") {
       this.history.steps.push({ epoch: term.epoch, process, startMs: Date.now(), endMs: undefined });

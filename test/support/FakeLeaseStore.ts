@@ -3,6 +3,7 @@ import { delay } from "../../src/library/util/delay";
 import {
   EMPTY_RECORD,
   type AcquireResult,
+  type BreakOutcome,
   type LeaderRecord,
   type LeaseSnapshot,
   type HonourOptions,
@@ -26,6 +27,8 @@ export class FakeLeaseStore implements LeaseStore {
   leaseId: string | undefined;
   expiresAtMs = 0;
   durationS = 0;
+  /** Bumped by every record write (a term's record, a heartbeat, a takeover's mark), as the blob's ETag changes. */
+  versionCounter = 1;
   readonly calls: string[] = [];
 
   constructor(private readonly now: () => number = () => Date.now()) {}
@@ -70,10 +73,26 @@ export class FakeLeaseStore implements LeaseStore {
     });
   }
 
+  breakIfUnchanged(version: string, record: LeaderRecord, options?: Abortable): Promise<BreakOutcome> {
+    return this.op("breakIfUnchanged", options, (): BreakOutcome => {
+      if (this.version !== version) return "changed";
+      this.leaseId = undefined;
+      this.record = record;
+      this.versionCounter++;
+      return "broken";
+    });
+  }
+
+  /** The record's current version (the blob's ETag). */
+  get version(): string {
+    return `v${this.versionCounter}`;
+  }
+
   read(options?: Abortable): Promise<LeaseSnapshot> {
     return this.op("read", options, () => ({
       state: this.holderLeaseId() === undefined ? "available" : "leased",
       record: this.record,
+      version: this.version,
     }));
   }
 
@@ -82,6 +101,7 @@ export class FakeLeaseStore implements LeaseStore {
       if (this.holderLeaseId() !== leaseId)
         throw new LeadershipLostError("lost", record.epoch, "412 LeaseIdMismatchWithBlobOperation");
       this.record = record;
+      this.versionCounter++;
     });
   }
 

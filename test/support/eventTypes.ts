@@ -7,6 +7,7 @@ export const EVERY_EVENT_TYPE: Readonly<Record<AppEventType, true>> = {
   "lease-lost": true,
   "lease-released": true,
   "leader-observed": true,
+  "lease-broken": true,
   "step-started": true,
   "step-completed": true,
   "step-aborted": true,

@@ -6,7 +6,11 @@ import { FakeLeaseStore } from "./FakeLeaseStore";
 import { MemoryStateStore } from "./MemoryStateStore";
 import { MemoryFiles, MemoryQueue } from "./memoryPorts";
 
-/** The app's own wiring (elector, sink) over in-memory ports and a fake lease, for unit tests of the operations. */
+/**
+ * The app's own wiring (elector, sink) over in-memory ports and a fake lease, for unit tests of the operations. The
+ * leader watcher is off unless a test sets LEADER_WATCH_INTERVAL_MS: it would read the lease in the background, on
+ * real timers, for 45 s after each worker or wake-up invocation.
+ */
 export function memoryApp(
   options: {
     store?: FakeLeaseStore;
@@ -26,7 +30,7 @@ export function memoryApp(
   const system = new MemoryFiles();
   const inputs = new MemoryFiles();
   const app: CoordinatorApp = assembleCoordinatorApp({
-    settings: readSettings({ STEP_BUDGET_MS: "1000", ...options.settings }),
+    settings: readSettings({ STEP_BUDGET_MS: "1000", LEADER_WATCH_INTERVAL_MS: "0", ...options.settings }),
     instanceId: options.instanceId ?? "unit-wake",
     leaseStore: store,
     state: new MemoryStateStore(),

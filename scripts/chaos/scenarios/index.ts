@@ -1,6 +1,7 @@
 import type { ScenarioOptions, ScenarioResult } from "../scenario";
 import { badInputScenario } from "./badInput";
 import { duplicatesScenario } from "./duplicates";
+import { frozenTakeoverScenario } from "./frozenTakeover";
 import { leaderKillScenario } from "./leaderKill";
 import { outageScenario } from "./outage";
 import { regionsScenario } from "./regions";
@@ -19,6 +20,7 @@ export interface ScenarioDefinition {
 export const SCENARIOS: readonly ScenarioDefinition[] = [
   { name: "leader-kill", run: leaderKillScenario },
   { name: "zombie-leader", run: zombieScenario },
+  { name: "frozen-leader-takeover", run: frozenTakeoverScenario },
   { name: "storage-outage", run: outageScenario },
   { name: "worker-kill", run: workerKillScenario },
   { name: "duplicate-delivery", run: duplicatesScenario },

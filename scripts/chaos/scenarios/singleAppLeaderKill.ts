@@ -13,8 +13,12 @@ import { catchStepWithJob } from "./faults";
  *
  * - `wake-ups`: ACTIVITY_WAKE_INTERVAL_MS 5000 (the default): workers' results wake the coordinator on any instance,
  *   and a wake-up that finds the dead leader's lease sends a follow-up for when it has run out;
- * - `timer-only`: ACTIVITY_WAKE_INTERVAL_MS 0: only the timer (and submissions) start steps, so after the lock holder
- *   died nothing happens until its listener lock has expired and a survivor's recovery poll takes it.
+ * - `timer-only`: ACTIVITY_WAKE_INTERVAL_MS 0 and LEADER_WATCH_INTERVAL_MS 0: only the timer (and submissions) start
+ *   steps, so after the lock holder died nothing happens until its listener lock has expired and a survivor's recovery
+ *   poll takes it.
+ *
+ * In the wake-ups phase the app's defaults include takeover (issue 22): the survivors' leader watchers, armed by their
+ * worker invocations, see the dead leader fall silent, break its lease and send a wake-up, seconds after the kill.
  *
  * Each round waits until an instance holds the lock again (after a kill: the dead holder's lease plus a survivor's
  * poll) and submits its job without a wake-up, so the timer — the lock holder — starts it. Full mode: 5 rounds
@@ -32,6 +36,11 @@ export interface FailoverRound {
   killed: string;
   /** Whether the killed instance held the app's timer listener lock (so no survivor fired the timer). */
   killedHeldTimerLock: boolean;
+  /**
+   * Worker invocations the killed instance was running: their work units come back only after the host's message
+   * visibility (10 s here), and the job cannot complete before.
+   */
+  killedWorkInFlight: number;
   nextTermS: number | null;
   nextStepStartedS: number | null;
   nextStepCompletedS: number | null;
@@ -66,6 +75,7 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
       const env = {
         WEBSITE_SITE_NAME: `one-app-${phase}`,
         ACTIVITY_WAKE_INTERVAL_MS: phase === "wake-ups" ? "5000" : "0",
+        LEADER_WATCH_INTERVAL_MS: phase === "wake-ups" ? "1000" : "0",
         LOCAL_LISTENER_LOCK_PERIOD_SECONDS: String(phaseLock.periodS),
         LOCAL_LISTENER_LOCK_RECOVERY_SECONDS: String(phaseLock.recoveryS),
         // Workers are paced, so the job is still being worked on when its step is caught 0.2–1.5 s in: unpaced, a job
@@ -85,7 +95,7 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
         if (result === undefined) continue;
         figures.push(result);
         run.options.log(
-          `  ${phase} round ${round}: killed ${result.killed}${result.killedHeldTimerLock ? " (held the timer lock)" : ""}; next term ${fmt(result.nextTermS)}, step completed ${fmt(result.nextStepCompletedS)}, job completed ${fmt(result.jobCompletedS)}`,
+          `  ${phase} round ${round}: killed ${result.killed}${result.killedHeldTimerLock ? " (held the timer lock)" : ""} with ${result.killedWorkInFlight} work unit(s) in flight; next term ${fmt(result.nextTermS)}, step completed ${fmt(result.nextStepCompletedS)}, job completed ${fmt(result.jobCompletedS)}`,
         );
         const started = run.cluster.startInstance(`${phase}-${replacement++}`, env);
         instances.push(started);
@@ -138,8 +148,10 @@ async function killRound(
   );
   const ours = (instance: ChaosInstance): boolean => instances.includes(instance);
   let heldLock = false;
+  let workInFlight = 0;
   const kill = (instance: ChaosInstance): void => {
     heldLock = instance.holdsTimerLock;
+    workInFlight = instance.inFlight.size;
     instance.process.kill();
   };
   // The lock holder if it leads a step with the job within 30 s; otherwise whoever does.
@@ -184,6 +196,7 @@ async function killRound(
     round,
     killed: caught.instance.id,
     killedHeldTimerLock: heldLock,
+    killedWorkInFlight: workInFlight,
     nextTermS: seconds(first("lease-acquired")),
     nextStepStartedS: seconds(first("step-started")),
     nextStepCompletedS: seconds(first("step-completed")),

@@ -48,6 +48,8 @@ export const EVENT_LEVELS: Readonly<Record<AppEventType, LogLevel>> = {
   "lease-lost": "warning",
   "lease-released": "information",
   "leader-observed": "information",
+  // A takeover replaced a silent leader: worth a look (what stopped it?), not an error.
+  "lease-broken": "warning",
   "step-started": "information",
   "step-completed": "information",
   "step-aborted": "warning",

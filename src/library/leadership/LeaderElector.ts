@@ -8,6 +8,7 @@ import { withTimeout } from "../util/timeout";
 import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo";
 import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options";
 import { runTerm, type LeadResult, type LeaderTask } from "./runTerm";
+import { breakIfSilent, SilenceWatch } from "./takeover";
 import { emitEvent, type Term } from "./Term";
 
 export type { LeadResult, LeaderTask } from "./runTerm";
@@ -25,6 +26,20 @@ export interface LeadOptions extends Abortable {
   /** Receives this call's leadership events, instead of the elector's `onEvent`. @default the elector's `onEvent` */
   onEvent?: (event: LeadershipEvent) => void;
 }
+
+/** What {@link LeaderElector.watchLeader} saw, and did. */
+export type LeaderWatch =
+  /**
+   * Someone holds the lease. `breakInMs`: how long until this contender may break it if the holder stays silent (0 once
+   * it may); undefined when it never may (the holder does not heartbeat, or takeover is off here).
+   */
+  | { outcome: "held"; leader: LeaderRecord; breakInMs: number | undefined }
+  /** This call broke the lease of a holder that had stopped by its own takeover deadline: anyone may acquire it now. */
+  | { outcome: "broken"; leader: LeaderRecord }
+  /** Nobody holds the lease: an attempt now would acquire it. */
+  | { outcome: "free" }
+  /** This elector has an attempt or a term in progress: nothing was read. */
+  | { outcome: "busy" };
 
 /**
  * How many times one attempt sends its acquire (a count, not a time) when the outcome is unknown (a timeout), with the
@@ -47,12 +62,15 @@ const ACQUIRE_ATTEMPTS = 2;
 export class LeaderElector {
   private readonly options: ResolvedElectorOptions;
   private lastObserved: { holder: string; epoch: number } | undefined;
+  /** With takeover: how long the holder's record has been seen unchanged. */
+  private readonly silence: SilenceWatch;
   /** The attempt or term in progress (its record once written): an elector never runs two at once. */
   private current: { record: LeaderRecord | undefined } | undefined;
 
   /** @throws ConfigurationError when an option is out of range. */
   constructor(options: LeaderElectorOptions) {
     this.options = resolveElectorOptions(options);
+    this.silence = new SilenceWatch(this.options);
   }
 
   /** This instance's id. */
@@ -123,8 +141,35 @@ export class LeaderElector {
           instanceId,
         });
       }
-      await delay(withJitter(retryIntervalMs, jitterRatio, random), { abortSignal });
+      // With takeover, the next attempt comes when a silent holder may be broken, if that is sooner.
+      const retryMs = withJitter(retryIntervalMs, jitterRatio, random);
+      await delay(Math.min(retryMs, this.silence.msUntilBreak() ?? retryMs), { abortSignal });
     }
+  }
+
+  /**
+   * One read of the lease for a watcher (an instance that is busy anyway and wants a dead leader replaced soon): it
+   * counts towards knowing that the holder has stopped, exactly as {@link tryLead}'s reads do, and when this contender
+   * knows it, breaks the holder's lease (conditional on the record it counted: a heartbeat that landed meanwhile makes
+   * the break fail). Never acquires and never runs a term, so it may run beside a `tryLead`; while this elector has an
+   * attempt or a term in progress it reads nothing ("busy").
+   *
+   * @throws a `StorageError` when storage cannot be reached; the signal's reason when `abortSignal` fired.
+   */
+  async watchLeader(options: LeadOptions = {}): Promise<LeaderWatch> {
+    const { abortSignal } = options;
+    throwIfAborted(abortSignal);
+    if (this.current !== undefined) return { outcome: "busy" };
+    const callOptions = this.forCall(options);
+    const snapshot = await this.request((signal) => this.options.store.read({ abortSignal: signal }), abortSignal);
+    this.silence.observe(snapshot, this.options.clock.monotonicMs());
+    const { state, record } = snapshot;
+    if (state !== "leased" && state !== "breaking") return { outcome: "free" };
+    this.observe(record, callOptions);
+    const send = <T>(operation: (signal: AbortSignal) => Promise<T>): Promise<T> =>
+      this.request(operation, abortSignal);
+    if (await breakIfSilent(this.silence, snapshot, callOptions, send)) return { outcome: "broken", leader: record };
+    return { outcome: "held", leader: record, breakInMs: this.silence.msUntilBreak() };
   }
 
   /** Who leads, since when, with which epoch, and how many terms there have been. */
@@ -155,9 +200,14 @@ export class LeaderElector {
   ): Promise<LeadResult<T>> {
     const { store, clock, instanceId, logger } = options;
     const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
+    this.silence.observe(snapshot, clock.monotonicMs());
     if (snapshot.state === "leased" || snapshot.state === "breaking") {
       this.observe(snapshot.record, options);
-      return { outcome: "not-acquired", leader: snapshot.record };
+      // With takeover: a holder this contender knows has stopped is broken, and the lease acquired below.
+      const send = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> =>
+        this.request(operation, abortSignal);
+      if (!(await breakIfSilent(this.silence, snapshot, options, send)))
+        return { outcome: "not-acquired", leader: snapshot.record };
     }
     // A fresh id per attempt, never reused: a release by one term or attempt can never free a lease another holds, not
     // even a release whose answer was lost and that lands late (so an orphaned lease is not adopted: it expires).

@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { LeadershipLostError, type LeadershipLostReason } from "../errors";
+import type { LeaderRecord } from "../lease/LeaseStore";
 import type { LeadershipEvent } from "./events";
 import type { ResolvedElectorOptions } from "./options";
 
@@ -16,7 +17,10 @@ export interface LeadershipTerm {
   readonly signal: AbortSignal;
   /** Wall-clock ms when the term began. */
   readonly startedAtMs: number;
-  /** True while the term is live: not aborted and the local renew deadline not passed (checked on the clock, now). */
+  /**
+   * True while the term is live: not aborted, and neither the local renew deadline nor (with takeover) the takeover
+   * deadline passed — checked on the clock, now.
+   */
   isLeader(): boolean;
   /** @throws LeadershipLostError unless {@link isLeader} — call before each side effect. */
   assertLeader(): void;
@@ -33,6 +37,10 @@ export class Term implements LeadershipTerm {
   readonly instanceId: string;
   private readonly controller = new AbortController();
   private deadlineMono: number;
+  /** With takeover: when the term stops unless a heartbeat succeeds (set once its record is written). */
+  private takeoverDeadlineMono: number | undefined;
+  private readonly heartbeats = Promise.withResolvers<LeaderRecord>();
+  private armedAtMono = 0;
   private lastProgressMono: number;
   private startedMono: number;
   private begun: { epoch: number; previousEpoch: number; startedAtMs: number } | undefined;
@@ -90,9 +98,40 @@ export class Term implements LeadershipTerm {
     return reason instanceof LeadershipLostError ? reason.reason : undefined;
   }
 
-  /** Monotonic ms left before the local renew deadline. */
+  /** Monotonic ms left before the first of its deadlines: the local renew deadline, with takeover the takeover one. */
   msToDeadline(): number {
-    return this.deadlineMono - this.options.clock.monotonicMs();
+    return Math.min(this.deadlineMono, this.takeoverDeadlineMono ?? Infinity) - this.options.clock.monotonicMs();
+  }
+
+  /**
+   * With takeover: the term's record, written by a request sent at `writeStartMono`, is its first heartbeat. From now
+   * on the term stops `takeoverDeadlineMs` after the start of its last successful heartbeat, and
+   * {@link untilHeartbeats} resolves.
+   */
+  armTakeover(record: LeaderRecord, writeStartMono: number): void {
+    if (this.takeoverDeadlineMono !== undefined) return;
+    this.armedAtMono = writeStartMono;
+    this.takeoverDeadlineMono = writeStartMono + this.options.takeoverDeadlineMs;
+    this.heartbeats.resolve(record);
+  }
+
+  /** When the first heartbeat (the record write) was sent; the heartbeats' schedule counts from it. */
+  takeoverArmedAtMono(): number {
+    return this.armedAtMono;
+  }
+
+  /** The record to heartbeat with, once {@link armTakeover} has run; never settles without takeover. */
+  untilHeartbeats(): Promise<LeaderRecord> {
+    return this.heartbeats.promise;
+  }
+
+  /**
+   * Records a successful heartbeat whose request was sent at `startMono`. As with renewals, one sent after the
+   * deadline does not revive a term that has ended.
+   */
+  heartbeated(startMono: number): void {
+    if (this.checkDeadline() || this.takeoverDeadlineMono === undefined) return;
+    this.takeoverDeadlineMono = Math.max(this.takeoverDeadlineMono, startMono + this.options.takeoverDeadlineMs);
   }
 
   /** How long the term has lasted, in ms. */
@@ -127,10 +166,17 @@ export class Term implements LeadershipTerm {
     this.deadlineMono = Math.max(this.deadlineMono, renewStartMono + this.options.renewDeadlineMs);
   }
 
-  /** Ends the term if the deadline has passed; returns whether the term is over. */
+  /** Ends the term if a deadline has passed; returns whether the term is over. */
   checkDeadline(): boolean {
     if (!this.controller.signal.aborted && this.msToDeadline() <= 0) {
-      this.end("deadline", `no renewal succeeded within the renew deadline (${this.options.renewDeadlineMs} ms)`);
+      const { renewDeadlineMs, takeoverDeadlineMs, clock } = this.options;
+      const silent = this.takeoverDeadlineMono !== undefined && this.takeoverDeadlineMono <= clock.monotonicMs();
+      this.end(
+        "deadline",
+        silent
+          ? `no heartbeat succeeded within the takeover deadline (${takeoverDeadlineMs} ms): a contender may take over`
+          : `no renewal succeeded within the renew deadline (${renewDeadlineMs} ms)`,
+      );
     }
     return this.controller.signal.aborted;
   }

@@ -17,6 +17,11 @@ export interface LeaseAcquiredEvent extends EventBase {
   previousHolder: string;
   /** Terms begun on this lease so far, this one included. */
   transitions: number;
+  /**
+   * Set when this term follows a takeover: the previous holder had fallen silent and this instance (or another) broke
+   * its lease before it expired. The instance id of the one that broke it.
+   */
+  brokenBy?: string;
 }
 
 /** This instance renewed its lease. */
@@ -52,6 +57,21 @@ export interface LeaderObservedEvent extends EventBase {
   epoch: number;
 }
 
+/**
+ * This instance broke the lease of a holder that had fallen silent (takeover): it had seen the holder's record
+ * unchanged for longer than the holder's takeover deadline, with its margins, so the holder had stopped by its own
+ * rule.
+ */
+export interface LeaseBrokenEvent extends EventBase {
+  type: "lease-broken";
+  /** The silent holder's instance id. */
+  holder: string;
+  /** The silent holder's epoch (not this instance's: it has none yet). */
+  holderEpoch: number;
+  /** How long this instance saw the record unchanged before it broke the lease, in ms of its own clock. */
+  silentMs: number;
+}
+
 /** Every leadership event. */
 export type LeadershipEvent =
-  LeaseAcquiredEvent | LeaseRenewedEvent | LeaseLostEvent | LeaseReleasedEvent | LeaderObservedEvent;
+  LeaseAcquiredEvent | LeaseRenewedEvent | LeaseLostEvent | LeaseReleasedEvent | LeaderObservedEvent | LeaseBrokenEvent;

@@ -6,11 +6,12 @@ import { systemClock, type Clock } from "../util/clock";
 import { silentLogger, type Logger } from "../util/logger";
 import type { Abortable } from "../util/delay";
 import type { LeadershipEvent } from "./events";
+import type { TakeoverOptions } from "./takeover";
 
 /**
  * Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration.
  */
-export interface LeaderElectorOptions {
+export interface LeaderElectorOptions extends TakeoverOptions {
   /** Where the lease lives. */
   store: LeaseStore;
   /**
@@ -79,34 +80,55 @@ export interface EpochClaim {
   assertLeader(): void;
 }
 
-/** The three timings of a term that must be in order, in the units of {@link LeaderElectorOptions}. */
+/** The timings of a term that must be in order, in the units of {@link LeaderElectorOptions}. */
 export interface LeaseTimings {
   leaseDurationS: number;
   renewIntervalMs: number;
   renewDeadlineMs: number;
+  /** Only when takeover is on (both, or neither). */
+  heartbeatIntervalMs?: number;
+  takeoverDeadlineMs?: number;
 }
 
-/** How {@link leaseTimingProblems} names each timing in its messages. */
-export type LeaseTimingNames = Readonly<Record<keyof LeaseTimings, string>>;
+/** How {@link leaseTimingProblems} names each timing in its messages (the takeover ones only when it checks them). */
+export type LeaseTimingNames = Readonly<
+  Record<"leaseDurationS" | "renewIntervalMs" | "renewDeadlineMs", string> &
+    Partial<Record<"heartbeatIntervalMs" | "takeoverDeadlineMs", string>>
+>;
 
 /** The option names, as {@link resolveElectorOptions} reports them. */
 const OPTION_NAMES: LeaseTimingNames = {
   renewIntervalMs: "renewIntervalMs",
   renewDeadlineMs: "renewDeadlineMs",
   leaseDurationS: "the lease duration",
+  heartbeatIntervalMs: "heartbeatIntervalMs",
+  takeoverDeadlineMs: "takeoverDeadlineMs",
 };
 
 /**
  * The timing rule, as in client-go's leader election: renew interval < renew deadline < lease duration — a leader
- * renews several times before it gives up, and gives up before its lease can expire and pass on. The one place the
- * rule is checked: the elector's options here, and the app's settings (`src/app/settings.ts`, with its setting names).
+ * renews several times before it gives up, and gives up before its lease can expire and pass on. With takeover, the
+ * same shape below it: heartbeat interval < takeover deadline < renew deadline — a leader heartbeats more than once
+ * before it gives up, and a takeover comes before the renew deadline would have ended the term anyway. The one place
+ * the rule is checked: the elector's options here, and the app's settings (`src/app/settings.ts`, with its setting
+ * names).
  *
  * @returns one message per broken part, naming the values (by `names`) and what they must be; empty when all is in
  *   order
  */
 export function leaseTimingProblems(timings: LeaseTimings, names: LeaseTimingNames = OPTION_NAMES): string[] {
-  const { leaseDurationS, renewIntervalMs, renewDeadlineMs } = timings;
+  const { leaseDurationS, renewIntervalMs, renewDeadlineMs, heartbeatIntervalMs, takeoverDeadlineMs } = timings;
   const problems: string[] = [];
+  if (heartbeatIntervalMs !== undefined && takeoverDeadlineMs !== undefined) {
+    const heartbeat = names.heartbeatIntervalMs ?? OPTION_NAMES.heartbeatIntervalMs;
+    const deadline = names.takeoverDeadlineMs ?? OPTION_NAMES.takeoverDeadlineMs;
+    if (!(heartbeatIntervalMs > 0 && heartbeatIntervalMs < takeoverDeadlineMs))
+      problems.push(
+        `${heartbeat} (${heartbeatIntervalMs}) must be above 0 and below ${deadline} (${takeoverDeadlineMs})`,
+      );
+    if (!(takeoverDeadlineMs < renewDeadlineMs))
+      problems.push(`${deadline} (${takeoverDeadlineMs}) must be below ${names.renewDeadlineMs} (${renewDeadlineMs})`);
+  }
   if (!(renewIntervalMs < renewDeadlineMs))
     problems.push(
       `${names.renewIntervalMs} (${renewIntervalMs}) must be below ${names.renewDeadlineMs} (${renewDeadlineMs})`,
@@ -146,6 +168,11 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     random: options.random ?? Math.random,
     readEpochFloor: options.readEpochFloor,
     claimEpoch: options.claimEpoch,
+    takeover: options.takeover ?? false,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 1000,
+    takeoverDeadlineMs: options.takeoverDeadlineMs ?? 2500,
+    clockDriftRatio: options.clockDriftRatio ?? 0.02,
+    takeoverMarginMs: options.takeoverMarginMs ?? 500,
   };
   const problems: string[] = [];
   const check = (ok: boolean, message: string): void => {
@@ -160,7 +187,26 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     Number.isFinite(renewIntervalMs) && renewIntervalMs > 0,
     `renewIntervalMs is ${renewIntervalMs}; it must be a positive number of ms`,
   );
-  problems.push(...leaseTimingProblems(resolved));
+  const { takeover, heartbeatIntervalMs, takeoverDeadlineMs, clockDriftRatio, takeoverMarginMs } = resolved;
+  problems.push(
+    ...leaseTimingProblems(
+      takeover ? resolved : { leaseDurationS, renewIntervalMs, renewDeadlineMs: resolved.renewDeadlineMs },
+    ),
+  );
+  if (takeover) {
+    check(
+      Number.isFinite(heartbeatIntervalMs) && Number.isFinite(takeoverDeadlineMs),
+      `heartbeatIntervalMs (${heartbeatIntervalMs}) and takeoverDeadlineMs (${takeoverDeadlineMs}) must be numbers of ms`,
+    );
+    check(
+      Number.isFinite(clockDriftRatio) && clockDriftRatio >= 0 && clockDriftRatio < 0.5,
+      `clockDriftRatio is ${clockDriftRatio}; allowed: 0 to below 0.5`,
+    );
+    check(
+      Number.isFinite(takeoverMarginMs) && takeoverMarginMs >= 0,
+      `takeoverMarginMs is ${takeoverMarginMs}; it must be a number of ms ≥ 0`,
+    );
+  }
   check(
     Number.isFinite(resolved.retryIntervalMs) && resolved.retryIntervalMs > 0,
     `retryIntervalMs is ${resolved.retryIntervalMs}; it must be a positive number of ms`,

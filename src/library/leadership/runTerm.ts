@@ -88,8 +88,13 @@ async function beginTerm(
     epoch,
     sinceMs: clock.wallMs(),
     transitions: previous.transitions + 1,
+    // Contenders count this holder's own deadline, so electors with other settings (a rolling deploy) stay safe.
+    ...(options.takeover ? { takeoverDeadlineMs: options.takeoverDeadlineMs } : {}),
   };
+  const writeStartMono = clock.monotonicMs();
   await request((s) => store.writeRecord(leaseId, record, { abortSignal: s }));
+  // The record write is the first heartbeat: from here on the term also stops when it falls silent.
+  if (options.takeover) term.armTakeover(record, writeStartMono);
   if (claimEpoch !== undefined) {
     const claim: EpochClaim = {
       instanceId,
@@ -112,6 +117,7 @@ async function beginTerm(
     }
   }
   term.begin(epoch, previous.epoch, record.sinceMs);
+  const { brokenBy } = previous;
   logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, {
     instanceId,
     epoch,
@@ -122,6 +128,7 @@ async function beginTerm(
     epoch,
     previousHolder: previous.holder,
     transitions: record.transitions,
+    ...(brokenBy === undefined ? {} : { brokenBy }),
     atMs: record.sinceMs,
   });
   await checkRevocation(term, options, signal);

@@ -1,4 +1,5 @@
 import { LeadershipLostError } from "../errors";
+import type { LeaderRecord } from "../lease/LeaseStore";
 import { delay } from "../util/delay";
 import { withTimeout } from "../util/timeout";
 import type { ResolvedElectorOptions } from "./options";
@@ -26,6 +27,7 @@ export async function superviseTerm(
     renewLoop(term, leaseId, options, loopSignal),
     watchDeadline(term, loopSignal),
     watchRevocation(term, options, loopSignal),
+    options.takeover ? heartbeatLoop(term, leaseId, options, loopSignal) : undefined,
   ]);
 }
 
@@ -85,6 +87,68 @@ async function renewLoop(
       continue;
     }
   }
+}
+
+/**
+ * With takeover: once the term's record is written (its first heartbeat), rewrites it every heartbeat interval — a
+ * write under the lease id, which moves the record's version on for contenders to see — counted from each successful
+ * heartbeat's start; after a failure, again a quarter interval later, until the takeover deadline ends the term. Each
+ * request's timeout is capped by the time left to the deadline. A refusal (the lease was broken or taken) ends the
+ * term at once.
+ */
+async function heartbeatLoop(
+  term: Term,
+  leaseId: string,
+  options: ResolvedElectorOptions,
+  loopSignal: AbortSignal,
+): Promise<void> {
+  const { clock, store, logger, heartbeatIntervalMs, requestTimeoutMs, instanceId } = options;
+  const armed = await untilArmed(term, loopSignal);
+  if (armed === undefined) return;
+  let nextMono = armed.startMono + heartbeatIntervalMs;
+  while (!loopSignal.aborted) {
+    if (!(await sleepUntil(nextMono, options, loopSignal))) return;
+    if (term.checkDeadline()) return;
+    const startMono = clock.monotonicMs();
+    const budgetMs = Math.min(requestTimeoutMs, term.msToDeadline());
+    try {
+      await withTimeout(budgetMs, (abortSignal) => store.writeRecord(leaseId, armed.record, { abortSignal }), {
+        abortSignal: loopSignal,
+      });
+      term.heartbeated(startMono);
+      nextMono = startMono + heartbeatIntervalMs;
+    } catch (error) {
+      if (isAborted(loopSignal)) return;
+      if (error instanceof LeadershipLostError) {
+        term.end("lost", "storage refused the heartbeat: the lease was broken or taken", error);
+        return;
+      }
+      logger.warn(
+        `Leader ${instanceId} could not heartbeat on ${store.name} (epoch ${term.epoch}); retrying until the takeover deadline: ${error instanceof Error ? error.message : String(error)}`,
+        { instanceId, epoch: term.epoch },
+      );
+      nextMono = clock.monotonicMs() + heartbeatIntervalMs / 4;
+    }
+  }
+}
+
+/** The term's record and when the heartbeats' schedule starts, once it is armed; undefined if stopped first. */
+async function untilArmed(
+  term: Term,
+  loopSignal: AbortSignal,
+): Promise<{ record: LeaderRecord; startMono: number } | undefined> {
+  const stopped = new Promise<undefined>((resolve) => {
+    if (loopSignal.aborted) resolve(undefined);
+    loopSignal.addEventListener(
+      "abort",
+      () => {
+        resolve(undefined);
+      },
+      { once: true },
+    );
+  });
+  const record = await Promise.race([term.untilHeartbeats(), stopped]);
+  return record === undefined ? undefined : { record, startMono: term.takeoverArmedAtMono() };
 }
 
 /**

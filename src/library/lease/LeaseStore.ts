@@ -15,6 +15,17 @@ export interface LeaderRecord {
   sinceMs: number;
   /** How many terms have begun on this blob (leadership transitions). */
   transitions: number;
+  /**
+   * The holder's takeover deadline, in ms: it heartbeats (rewrites this record) and stops acting when no heartbeat has
+   * succeeded for this long, so a contender that has seen the record unchanged for longer may break its lease (see
+   * docs/FAILOVER.md). Absent or 0: the holder does not heartbeat, and nobody may take over before its lease expires.
+   */
+  takeoverDeadlineMs?: number;
+  /**
+   * Set by a contender that broke this term's lease after the holder fell silent (a takeover): its instance id. The
+   * next term's record drops it; its `lease-acquired` event reports it.
+   */
+  brokenBy?: string;
 }
 
 /** Lease state as storage reports it. */
@@ -26,7 +37,16 @@ export interface LeaseSnapshot {
   state: LeaseState;
   /** The last leadership record written; `epoch: 0` when no term has begun. */
   record: LeaderRecord;
+  /**
+   * An opaque token that changes with every write of the record (a new term's, a heartbeat, a takeover's mark) and
+   * never repeats: the lease blob's ETag. Renewing a lease does not change it. Undefined when the store cannot say
+   * (then nobody takes over: a contender cannot see heartbeats).
+   */
+  version?: string;
 }
+
+/** How {@link LeaseStore.breakIfUnchanged} ended: losing the race (the version moved on) is a value. */
+export type BreakOutcome = "broken" | "changed";
 
 /**
  * An operator's request that the leader of `epoch` step down. Until a term marks it honoured it binds the first term
@@ -77,11 +97,22 @@ export interface LeaseStore {
   release(leaseId: string, options?: Abortable): Promise<void>;
   /** Breaks whoever holds the lease; with `breakPeriodS = 0` it ends at once. An operator's or a test's tool. */
   breakLease(breakPeriodS: number, options?: Abortable): Promise<void>;
-  /** Reads lease state and the leader record (one request). */
+  /**
+   * Takeover: breaks the lease at once (break period 0), only if the record's version is still `version` (a
+   * conditional request: no heartbeat or record write has landed since), then writes `record` — the record read with
+   * that version, marked with `brokenBy` — conditioned on the same version, so the version moves on and no other
+   * contender that counted silence on `version` breaks the next term before it has written its own record. A lease
+   * nobody holds counts as broken. The mark is best effort: its failure changes nothing (the break has landed).
+   *
+   * @returns "broken" when the break landed (or nobody held the lease); "changed" when the version had moved on —
+   *   nothing was broken.
+   */
+  breakIfUnchanged(version: string, record: LeaderRecord, options?: Abortable): Promise<BreakOutcome>;
+  /** Reads lease state, the leader record and its version (one request). */
   read(options?: Abortable): Promise<LeaseSnapshot>;
   /**
-   * Writes the leader record; only the holder of `leaseId` can (storage refuses others). @throws
-   * LeadershipLostError("lost")
+   * Writes the leader record; only the holder of `leaseId` can (storage refuses others). A term also calls it with its
+   * own record unchanged as its heartbeat: every write moves the version on. @throws LeadershipLostError("lost")
    */
   writeRecord(leaseId: string, record: LeaderRecord, options?: Abortable): Promise<void>;
   /** Reads the latest step-down request, if any. One cheap request; the leader calls it at each renewal. */
