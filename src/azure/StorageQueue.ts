@@ -5,7 +5,7 @@ import { OnDemandCreation } from "./OnDemandCreation";
 import type { Abortable } from "../library/util/delay";
 
 /*
- * The queue body codec, shared by this adapter and the local Functions host (scripts/local/queueMessages.ts).
+ * The queue body codec, shared by this adapter and the local Functions host (scripts/tools/local/queueMessages.ts).
  */
 
 /** Body encodings the Functions host understands (host.json `extensions.queues.messageEncoding`). */

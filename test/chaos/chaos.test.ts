@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SCENARIOS } from "../../scripts/chaos/scenarios/index";
+import { SCENARIOS } from "../../scripts/verification/chaos/scenarios/index";
 
 /**
  * The chaos suite in quick mode, one test per scenario, so it cannot rot: real faults in real instance processes on

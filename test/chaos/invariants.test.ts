@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EventRecord } from "../../scripts/local/eventLog";
+import type { EventRecord } from "../../scripts/tools/local/eventLog";
 import {
   epochOrderViolations,
   epochsNotIncreasing,
@@ -8,10 +8,10 @@ import {
   stepIntervals,
   takeoversByBreak,
   writesOfEpochAfter,
-} from "../../scripts/chaos/invariants";
-import type { StateVersion } from "../../scripts/chaos/observer";
-import { judge } from "../../scripts/chaos/jobs";
-import { SeededRandom } from "../../scripts/chaos/random";
+} from "../../scripts/verification/chaos/invariants";
+import type { StateVersion } from "../../scripts/verification/chaos/observer";
+import { judge } from "../../scripts/verification/chaos/jobs";
+import { SeededRandom } from "../../scripts/verification/chaos/random";
 
 const T0 = Date.parse("2025-01-01T00:00:00.000Z");
 const at = (ms: number): string => new Date(T0 + ms).toISOString();

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
-import { ChaosCluster } from "../../scripts/chaos/cluster";
-import { JobTracker } from "../../scripts/chaos/jobs";
-import type { EventRecord } from "../../scripts/local/eventLog";
+import { ChaosCluster } from "../../scripts/verification/chaos/cluster";
+import { JobTracker } from "../../scripts/verification/chaos/jobs";
+import type { EventRecord } from "../../scripts/tools/local/eventLog";
 
 /** One tick of the schedule below. */
 const TICK_MS = 5000;

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runLocal, type LocalRunResult } from "../../scripts/local";
+import { runLocal, type LocalRunResult } from "../../scripts/tools/local";
 
 interface LoggedEvent {
   ts: string;

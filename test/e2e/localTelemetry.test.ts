@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
-import { ChaosCluster } from "../../scripts/chaos/cluster";
-import { JobTracker } from "../../scripts/chaos/jobs";
+import { ChaosCluster } from "../../scripts/verification/chaos/cluster";
+import { JobTracker } from "../../scripts/verification/chaos/jobs";
 
 /**
  * The local host exports the app's OpenTelemetry to a file (COORDINATOR_TELEMETRY_FILE) through the real

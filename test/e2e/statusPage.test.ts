@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/tools/local/instances";
 import { createCoordinatorApp } from "../../src/app/context";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import type { JobStatus } from "../../src/coordination/status";

@@ -62,7 +62,7 @@ describe("azure.yaml", () => {
     const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
       scripts: Record<string, string>;
     };
-    expect(manifest.scripts.package).toBe("tsx scripts/package.ts");
+    expect(manifest.scripts.package).toBe("tsx scripts/tools/package.ts");
   });
 
   it("provisions with infra/azd.bicep and its parameters file, which maps azd's variables", () => {

@@ -13,12 +13,16 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
   const env = useAzurite();
   const inputs = uniqueName("inputs");
   const run = (args: string[]): { status: number | null; stdout: string; stderr: string } => {
-    const result = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "scripts", "enqueue.ts"), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs },
-      encoding: "utf8",
-      timeout: 60_000,
-    });
+    const result = spawnSync(
+      process.execPath,
+      ["--import", "tsx", join(ROOT, "scripts", "tools", "enqueue.ts"), ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs },
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   };
 

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FunctionsHost } from "../../scripts/local/host";
-import { loadFunctionApp, type FunctionApp } from "../../scripts/local/registrations";
+import { FunctionsHost } from "../../scripts/tools/local/host";
+import { loadFunctionApp, type FunctionApp } from "../../scripts/tools/local/registrations";
 import { parseEventLine, type AppEvent } from "../../src/app/events";
 import { useAzurite } from "../support/azuriteFixture";
 import { testAppSettings } from "../support/inProcessApp";

@@ -2,13 +2,13 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseTimeSpanMs, resolveAppSettings } from "../../scripts/local/bindings";
-import { readHostConfig } from "../../scripts/local/hostConfig";
-import { hostIdFrom } from "../../scripts/local/listenerLock";
-import { decodeMessageText } from "../../scripts/local/queueMessages";
+import { parseTimeSpanMs, resolveAppSettings } from "../../scripts/tools/local/bindings";
+import { readHostConfig } from "../../scripts/tools/local/hostConfig";
+import { hostIdFrom } from "../../scripts/tools/local/listenerLock";
+import { decodeMessageText } from "../../scripts/tools/local/queueMessages";
 import { encodeBody } from "../../src/azure/StorageQueue";
-import { compileRoute } from "../../scripts/local/routes";
-import { parseSchedule } from "../../scripts/local/timerTrigger";
+import { compileRoute } from "../../scripts/tools/local/routes";
+import { parseSchedule } from "../../scripts/tools/local/timerTrigger";
 
 describe("timer schedules", () => {
   it("reads NCRONTAB with seconds first", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { aggregatesMatch, createDemoJob } from "../../scripts/local/demoData";
-import { parseLocalArgs, UsageError } from "../../scripts/local";
-import { instanceEnv } from "../../scripts/local/run";
+import { aggregatesMatch, createDemoJob } from "../../scripts/tools/local/demoData";
+import { parseLocalArgs, UsageError } from "../../scripts/tools/local";
+import { instanceEnv } from "../../scripts/tools/local/run";
 
 describe("npm run local flags", () => {
   it("has defaults for a quick demo", () => {

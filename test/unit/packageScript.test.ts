@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildDeployPackage } from "../../scripts/package";
+import { buildDeployPackage } from "../../scripts/tools/package";
 import { UsageError } from "../../scripts/support/cli";
 
 describe("npm run package refuses what would make a broken package, before touching anything", () => {

@@ -2,25 +2,29 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readBefore, roundOrder, roundRatios } from "../../scripts/throughput/compare";
+import { readBefore, roundOrder, roundRatios } from "../../scripts/verification/bench/throughput/compare";
 import {
   billedGbSeconds,
   costPerMillion,
   perExecutionGbSeconds,
   priceClassOf,
   requestsByPriceClass,
-} from "../../scripts/throughput/cost";
-import { peerEstimates } from "../../scripts/throughput/peers";
-import { parseThroughputArgs, UsageError } from "../../scripts/throughput/cli";
-import { describeRequest, queueEndpointOf, type RequestCount } from "../../scripts/throughput/requestCounter";
+} from "../../scripts/verification/bench/throughput/cost";
+import { peerEstimates } from "../../scripts/verification/bench/throughput/peers";
+import { parseThroughputArgs, UsageError } from "../../scripts/verification/bench/throughput/cli";
+import {
+  describeRequest,
+  queueEndpointOf,
+  type RequestCount,
+} from "../../scripts/verification/bench/throughput/requestCounter";
 import {
   scenarioReport,
   scenarioTable,
   summarizeImplementation,
   type RunSample,
-} from "../../scripts/throughput/report";
-import { meanItemBytes, scenarioJob } from "../../scripts/throughput/scenarios";
-import { packUnits } from "../../scripts/throughput/units";
+} from "../../scripts/verification/bench/throughput/report";
+import { meanItemBytes, scenarioJob } from "../../scripts/verification/bench/throughput/scenarios";
+import { packUnits } from "../../scripts/verification/bench/throughput/units";
 
 const roles = {
   workQueues: ["work-items"],

@@ -1,0 +1,115 @@
+import { resolve } from "node:path";
+import { instanceIdFrom } from "../../../src/app/context";
+import { parseEventLine } from "../../../src/app/events";
+import { FunctionsHost } from "./host";
+import type { HostLogEntry } from "./invoke";
+import { formatInstanceLine, type InstanceLine } from "./protocol";
+import { loadFunctionApp } from "./registrations";
+import { countProcessRequests } from "../../verification/bench/throughput/requestCounter";
+
+/**
+ * Entry of one local instance process (started by `scripts/tools/local.ts`, one per simulated Functions instance). It
+ * loads the app with the local host and runs it until SIGTERM/SIGINT or until its stdin closes (the orchestrator is
+ * gone: an orphan must not keep running). stdout carries the protocol of `protocol.ts`; nothing else is printed.
+ *
+ * Environment: `WEBSITE_INSTANCE_ID` (set by the orchestrator, e.g. `instance-1`), `COORDINATION_STORAGE` and the
+ * app settings; `LOCAL_APP_ENTRY` (default `functions/index.ts`), `LOCAL_HOST_JSON` (default `host.json`),
+ * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's),
+ * `LOCAL_LISTENER_LOCK_PERIOD_SECONDS` / `LOCAL_LISTENER_LOCK_RECOVERY_SECONDS` (the timer listener lock's periods,
+ * winning over host.json `singleton`; default the host's 60 s / 60 s), and for fault injection `LOCAL_INVOKE_DELAY_MS`
+ * (`worker=300,other=50`: each invocation of that function takes that much longer); for benchmarks
+ * `LOCAL_REQUEST_COUNTS_FILE` (count every storage request, see ../throughput/requestCounter.ts). The timer listener
+ * lock is per app name (WEBSITE_SITE_NAME) in host storage (AzureWebJobsStorage); see `listenerLock.ts`.
+ */
+
+const REPO_ROOT = resolve(__dirname, "..", "..", "..");
+
+function write(line: InstanceLine, then?: () => void): void {
+  process.stdout.write(formatInstanceLine(line), then);
+}
+
+function forward(entry: HostLogEntry): void {
+  const event = parseEventLine(entry.message);
+  if (event !== undefined) {
+    write({ ...event, kind: "event", pid: process.pid });
+    return;
+  }
+  write({
+    kind: "log",
+    level: entry.level,
+    functionName: entry.functionName,
+    message: entry.message,
+    ts: new Date().toISOString(),
+  });
+}
+
+/** An optional number of seconds as ms; undefined when unset (the host.json value then applies). */
+function optionalSecondsMs(name: string): number | undefined {
+  const raw = process.env[name];
+  return raw === undefined || raw === "" ? undefined : numberSetting(name, 0) * 1000;
+}
+
+function numberSetting(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === "" ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`${name} must be a non-negative number, got "${raw ?? ""}".`);
+  return value;
+}
+
+/** Parses `name=ms,name=ms` (LOCAL_INVOKE_DELAY_MS). */
+function invokeDelays(raw: string | undefined): Record<string, number> {
+  const delays: Record<string, number> = {};
+  for (const part of (raw ?? "").split(",").filter((text) => text.trim() !== "")) {
+    const [name, ms] = part.split("=").map((text) => text.trim());
+    const value = Number(ms);
+    if (name === undefined || name === "" || !Number.isFinite(value) || value < 0)
+      throw new Error(`LOCAL_INVOKE_DELAY_MS must look like "worker=300,other=50", got "${raw ?? ""}".`);
+    delays[name] = value;
+  }
+  return delays;
+}
+
+async function main(): Promise<void> {
+  const instanceId = instanceIdFrom(process.env);
+  // Benchmarks: count every storage request of this process (before any client exists).
+  const countsFile = process.env.LOCAL_REQUEST_COUNTS_FILE;
+  if (countsFile !== undefined && countsFile !== "")
+    countProcessRequests(countsFile, "app", process.env.COORDINATION_STORAGE ?? "");
+  const app = await loadFunctionApp(process.env.LOCAL_APP_ENTRY ?? resolve(REPO_ROOT, "functions", "index.ts"));
+  const host = new FunctionsHost({
+    app,
+    log: forward,
+    hostJsonPath: process.env.LOCAL_HOST_JSON ?? resolve(REPO_ROOT, "host.json"),
+    httpPort: numberSetting("LOCAL_HTTP_PORT", 0),
+    messageLeaseMs: numberSetting("LOCAL_MESSAGE_LEASE_SECONDS", 600) * 1000,
+    singletonOverrides: {
+      listenerLockPeriodMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_PERIOD_SECONDS"),
+      listenerLockRecoveryPollingIntervalMs: optionalSecondsMs("LOCAL_LISTENER_LOCK_RECOVERY_SECONDS"),
+    },
+    invokeDelayMs: invokeDelays(process.env.LOCAL_INVOKE_DELAY_MS),
+  });
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= host.stop().then((drained) => {
+      // Exit once the line is flushed: stdout may be an asynchronous pipe.
+      write({ kind: "stopped", pid: process.pid, drained }, () => process.exit(0));
+    }));
+  process.once("SIGTERM", () => void stop());
+  process.once("SIGINT", () => void stop());
+  process.stdin.once("end", () => void stop());
+  process.stdin.resume();
+  await host.start();
+  write({
+    kind: "ready",
+    pid: process.pid,
+    instanceId,
+    functions: app.functions.map((fn) => fn.metadata.name),
+    httpPort: host.httpPort,
+  });
+}
+
+main().catch((error: unknown) => {
+  const message = `Instance failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
+  write({ kind: "log", level: "critical", message, ts: new Date().toISOString() }, () => process.exit(1));
+});

@@ -1,0 +1,197 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { instanceIdFrom } from "../../../src/app/context";
+import { eventEpoch } from "../../../src/app/events";
+import { fieldText } from "./eventLog";
+import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol";
+
+/**
+ * One instance process of a local run: `node --import tsx scripts/tools/local/instance.ts` (tsx as a loader in the same
+ * process, not the tsx CLI, which would put a wrapper process between us and the instance — SIGKILL must hit the
+ * instance itself). Tracks what the live view shows: pid, role, epoch, last step, exit.
+ */
+
+const INSTANCE_SCRIPT = resolve(__dirname, "instance.ts");
+const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
+
+/**
+ * The Node flags the app is deployed with (app setting `languageWorkers__node__arguments`,
+ * infra/modules/functionApp.bicep; the infra tests check they are the same): V8's young generation at most 2 × 4 MiB,
+ * and the old generation grown by 30% after each full GC. Without them V8 sizes its heap from the machine's memory: on
+ * a large machine it lets a busy instance's young generation grow to 2 × 16 MiB and its old generation to 4× its live
+ * size before collecting, so RSS rises by 50–150 MiB of garbage while the live heap stays flat (issue 9, the
+ * leader-memory job).
+ */
+export const NODE_WORKER_ARGUMENTS = "--max-semi-space-size=4 --heap-growing-percent=30";
+
+/** What is known about an instance. */
+export interface InstanceState {
+  readonly name: string;
+  /** The app's id for this process (`name-pid`, region-prefixed when REGION_NAME is set), as in its events. */
+  readonly instanceId: string;
+  readonly pid: number | undefined;
+  /** "leader" while it holds a term; "dead" once it exited. */
+  role: "starting" | "follower" | "leader" | "dead";
+  /** The latest epoch it led or saw. */
+  epoch?: number;
+  /** The latest step outcome: "completed", "aborted (lease-lost)", "skipped", … */
+  lastStep?: { outcome: string; atMs: number };
+  httpPort?: number;
+  exit?: { code: number | null; signal: NodeJS.Signals | null; atMs: number; killedByRunner: boolean };
+  startedAtMs: number;
+  /** The last log lines, for error messages when it dies early. */
+  readonly recentLogs: string[];
+}
+
+/** Callbacks of an {@link InstanceProcess}. */
+/**
+ * An instance's last output, quoted line by line for an error message. Quoted, its stack lines ("    at …") are not
+ * read as the error's own stack: a test runner mapping them through tsx's loader would fail on its inline source map
+ * and report that instead of the instance's error.
+ */
+export function lastOutput(state: InstanceState): string {
+  return state.recentLogs
+    .flatMap((entry) => entry.split("\n"))
+    .map((line) => `  | ${line}`)
+    .join("\n");
+}
+
+export interface InstanceHandlers {
+  onEvent(instance: InstanceState, line: EventLine): void;
+  onLog(instance: InstanceState, line: LogLine): void;
+  onReady(instance: InstanceState, line: ReadyLine): void;
+  onExit(instance: InstanceState): void;
+}
+
+/** A running (or exited) instance process. */
+export class InstanceProcess {
+  readonly state: InstanceState;
+  /** Settles when the process has exited. */
+  readonly exited: Promise<void>;
+  private readonly child: ChildProcess;
+
+  constructor(
+    name: string,
+    env: Record<string, string | undefined>,
+    private readonly handlers: InstanceHandlers,
+  ) {
+    // Own process group (detached): Ctrl-C in the terminal reaches only the runner, which then stops the instances
+    // in order. An orphan still stops: its stdin closes when the runner dies. (On Windows detached means a new
+    // console window, so not there.)
+    // As the Functions host starts its Node worker: with the flags of `languageWorkers__node__arguments`.
+    const nodeArguments = (env.languageWorkers__node__arguments ?? "").split(/\s+/).filter((arg) => arg !== "");
+    this.child = spawn(process.execPath, [...nodeArguments, "--import", TSX_LOADER, INSTANCE_SCRIPT], {
+      env: { ...env, WEBSITE_INSTANCE_ID: name },
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: process.platform !== "win32",
+    });
+    const instanceId =
+      this.child.pid === undefined
+        ? name
+        : instanceIdFrom({ ...env, WEBSITE_INSTANCE_ID: name }, { pid: this.child.pid });
+    this.state = { name, instanceId, pid: this.child.pid, role: "starting", startedAtMs: Date.now(), recentLogs: [] };
+    createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on("line", (text) => {
+      this.onLine(text);
+    });
+    createInterface({ input: this.child.stderr as NodeJS.ReadableStream }).on("line", (text) => {
+      this.log({ kind: "log", level: "error", message: text, ts: new Date().toISOString() });
+    });
+    this.exited = new Promise((done) => {
+      this.child.once("exit", (code, signal) => {
+        this.state.role = "dead";
+        this.state.exit = { code, signal, atMs: Date.now(), killedByRunner: this.state.exit?.killedByRunner ?? false };
+        this.handlers.onExit(this.state);
+        done();
+      });
+    });
+    // A failed spawn also ends in "exit"; without a listener "error" would throw.
+    this.child.once("error", (error) => {
+      this.log({
+        kind: "log",
+        level: "critical",
+        message: `Could not start: ${error.message}`,
+        ts: new Date().toISOString(),
+      });
+    });
+  }
+
+  /** True until the process exited. */
+  get alive(): boolean {
+    return this.state.exit === undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** SIGKILLs the process (the survivability demo); the exit is then reported as killed by the runner. */
+  kill(): void {
+    this.state.exit = { code: null, signal: "SIGKILL", atMs: Date.now(), killedByRunner: true };
+    this.child.kill("SIGKILL");
+  }
+
+  /**
+   * Sends a signal without marking the process as stopped: SIGSTOP/SIGCONT freeze and thaw it (a zombie leader for
+   * the chaos suite). Returns false when the process is gone.
+   */
+  signal(signal: "SIGSTOP" | "SIGCONT" | "SIGTERM"): boolean {
+    return this.alive && this.child.kill(signal);
+  }
+
+  /** Asks for a graceful stop (SIGTERM), then SIGKILLs after `timeoutMs`. */
+  async stop(timeoutMs: number): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  private onLine(text: string): void {
+    const line = parseInstanceLine(text);
+    if (line.kind === "log") this.log(line);
+    else if (line.kind === "ready") {
+      this.state.httpPort = line.httpPort;
+      if (this.state.role === "starting") this.state.role = "follower";
+      this.handlers.onReady(this.state, line);
+    } else if (line.kind === "event") {
+      this.track(line);
+      this.handlers.onEvent(this.state, line);
+    }
+  }
+
+  private log(line: LogLine): void {
+    this.state.recentLogs.push(`${line.level}: ${line.message}`);
+    if (this.state.recentLogs.length > 20) this.state.recentLogs.shift();
+    this.handlers.onLog(this.state, line);
+  }
+
+  /** Role, epoch and last step from the app's events. */
+  private track(event: EventLine): void {
+    const state = this.state;
+    const epoch = eventEpoch(event);
+    if (epoch !== undefined) state.epoch = Math.max(state.epoch ?? 0, epoch);
+    switch (event.type) {
+      case "lease-acquired":
+        state.role = "leader";
+        break;
+      case "lease-released":
+      case "lease-lost":
+        state.role = "follower";
+        break;
+      case "leader-observed":
+        if (event.leader !== state.instanceId) state.role = "follower";
+        break;
+      case "step-completed":
+      case "step-skipped":
+        state.lastStep = { outcome: event.type.slice("step-".length), atMs: event.atMs };
+        if (event.type === "step-skipped" && "leaderEpoch" in event && event.leaderEpoch !== undefined)
+          state.epoch = Math.max(state.epoch ?? 0, event.leaderEpoch);
+        break;
+      case "step-aborted":
+        state.lastStep = { outcome: `aborted (${fieldText(event.reason) || "unknown"})`, atMs: event.atMs };
+        break;
+      default:
+        break;
+    }
+  }
+}

@@ -1,0 +1,152 @@
+import { delay } from "../../../../src/library/util/delay";
+import type { EventRecord } from "../../../tools/local/eventLog";
+import type { ChaosInstance } from "../cluster";
+import type { ScenarioRun } from "../scenario";
+
+/** Fault helpers several scenarios share. */
+
+/** A leader caught in a step. */
+export interface CaughtLeader {
+  instance: ChaosInstance;
+  epoch: number;
+  atMs: number;
+}
+
+/**
+ * Waits for a leader in a step, lets the step run a seeded 200–1500 ms, and — if that very step is still running —
+ * calls `strike` on it (SIGKILL, SIGSTOP, step-down…). Tries the next step when the chosen one ended first.
+ */
+export async function catchLeaderMidStep(
+  run: ScenarioRun,
+  strike: (instance: ChaosInstance) => void | Promise<void>,
+  timeoutMs = 40_000,
+): Promise<CaughtLeader | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const leader = await run.cluster.waitForStepRunning(deadline - Date.now());
+    const epoch = leader?.runningEpoch;
+    if (leader === undefined || epoch === undefined) return undefined;
+    await delay(run.random.int(200, 1500));
+    if (leader.runningEpoch !== epoch || !leader.process.alive) continue;
+    await strike(leader);
+    return { instance: leader, epoch, atMs: Date.now() };
+  }
+  return undefined;
+}
+
+/**
+ * Like {@link catchLeaderMidStep}, but for a step that has `jobId` to work on, decided from the event log alone: from
+ * record `fromIndex` on, takes the step that registers the job, or any step begun after it, lets it run a seeded
+ * 200–1500 ms, and calls `strike` if the log shows that very step still running (no step-completed/aborted, no exit)
+ * and the job not completed. A step without an active job ends within milliseconds, so catching "any" step races the
+ * job's completion; this waits for one that has work. Only instances `accept` takes are struck. Undefined when the job
+ * completed first or `timeoutMs` passed.
+ */
+export async function catchStepWithJob(
+  run: ScenarioRun,
+  jobId: string,
+  fromIndex: number,
+  strike: (instance: ChaosInstance) => void | Promise<void>,
+  timeoutMs = 40_000,
+  accept: (instance: ChaosInstance) => boolean = () => true,
+): Promise<CaughtLeader | undefined> {
+  const { cluster } = run;
+  const deadline = Date.now() + timeoutMs;
+  const tried = new Set<string>();
+  const jobCompleted = (): boolean =>
+    cluster.records.some((record) => record.type === "job-completed" && record.jobId === jobId);
+  let index = fromIndex;
+  while (Date.now() < deadline) {
+    const candidate = await cluster.waitForEvent(
+      (record) => record.type === "step-started" || (record.type === "job-registered" && record.jobId === jobId),
+      deadline - Date.now(),
+      index,
+    );
+    if (candidate === undefined || jobCompleted()) return undefined;
+    index = cluster.records.indexOf(candidate, index) + 1;
+    const { instance: id, epoch } = candidate;
+    if (epoch === undefined || tried.has(`${id}@${epoch}`)) continue;
+    tried.add(`${id}@${epoch}`);
+    await delay(run.random.int(200, 1500));
+    const instance = cluster.instances.find((candidateInstance) => candidateInstance.id === id);
+    if (
+      instance === undefined ||
+      !instance.process.alive ||
+      instance.frozen ||
+      !accept(instance) ||
+      jobCompleted() ||
+      !stepStillRunning(cluster.records, id, epoch)
+    )
+      continue;
+    await strike(instance);
+    return { instance, epoch, atMs: Date.now() };
+  }
+  return undefined;
+}
+
+/** Whether the log shows `instance`'s step of `epoch` begun and not yet ended (nor the instance exited). */
+export function stepStillRunning(records: readonly EventRecord[], instance: string, epoch: number): boolean {
+  let started = false;
+  for (const record of records) {
+    if (record.instance !== instance) continue;
+    if (record.type === "instance-exited") return false;
+    if (record.epoch !== epoch) continue;
+    if (record.type === "step-started") started = true;
+    if (record.type === "step-completed" || record.type === "step-aborted") return false;
+  }
+  return started;
+}
+
+/**
+ * SIGKILLs the leader mid-step and records the fault (a leader must exist again soon after). With `job` (its id and
+ * the event-log index it was submitted at), only a step that has that job to work on is struck: with work units and
+ * wake-ups a job can finish within one short step, and the idle steps after it end in milliseconds.
+ */
+export async function killLeaderMidStep(
+  run: ScenarioRun,
+  label: string,
+  job?: { id: string; fromIndex: number },
+): Promise<CaughtLeader | undefined> {
+  const kill = (instance: ChaosInstance): void => {
+    instance.process.kill();
+  };
+  const caught =
+    job === undefined ? await catchLeaderMidStep(run, kill) : await catchStepWithJob(run, job.id, job.fromIndex, kill);
+  if (caught === undefined) {
+    const completed =
+      job !== undefined &&
+      run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
+    run.fail(
+      `${label}: no leader was in a step to kill${job === undefined ? "" : completed ? " (the job completed first)" : " with the job to work on"}`,
+    );
+    return undefined;
+  }
+  run.recordFault(
+    { kind: "SIGKILL", target: caught.instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: true },
+    { epoch: caught.epoch },
+  );
+  run.options.log(`  ${label}: SIGKILL ${caught.instance.id} in its step of epoch ${caught.epoch}`);
+  return caught;
+}
+
+/** Whether the log shows `instance`'s step of `epoch` never completing (it died or was stopped inside it). */
+export function stepNeverCompleted(run: ScenarioRun, instance: string, epoch: number): boolean {
+  return !run.cluster.records.some(
+    (record) => record.type === "step-completed" && record.instance === instance && record.epoch === epoch,
+  );
+}
+
+/** Waits for the next term begun after `afterMs` (by anyone but `except`); undefined after `timeoutMs`. */
+export async function nextTermAfter(
+  run: ScenarioRun,
+  afterMs: number,
+  except: string,
+  timeoutMs = 30_000,
+): Promise<number | undefined> {
+  const record = await run.cluster.waitForEvent(
+    (candidate) =>
+      candidate.type === "lease-acquired" && candidate.instance !== except && Date.parse(candidate.ts) >= afterMs,
+    timeoutMs,
+  );
+  return record?.epoch;
+}
