@@ -149,6 +149,10 @@ async function uploadManifest(app: CoordinatorApp, file: string): Promise<string
 }
 
 async function main(): Promise<void> {
+  if (process.argv.slice(2).some((arg) => arg === "--help" || arg === "-h")) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const args = parseEnqueueArgs(process.argv.slice(2));
   const app = createCoordinatorApp();
   if (args.cancel !== undefined) {

@@ -26,6 +26,13 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   };
 
+  it("--help prints the usage and exits 0 (it was refused as an unknown flag)", () => {
+    const result = run(["--help"]);
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toMatch(/^Usage:\n {2}npm run enqueue -- --file JOB\.json/);
+    expect(result.status).toBe(0);
+  });
+
   it("submits the example job from a file; the job is then pending with its items", async () => {
     const result = run(["--file", join(ROOT, "examples", "sales-job.json")]);
     expect(result.stderr).toBe("");
