@@ -21,6 +21,7 @@ import { PartialMerger, type RegisteredKind } from "./taskRegistry";
 import { ConfigurationError } from "../library/errors";
 import type { OpenedBlob } from "./ports";
 import { abortReason, delay, type Abortable } from "../library/util/delay";
+import { timeSlicer } from "../library/util/timeSlice";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -81,6 +82,19 @@ const NEWEST_WORK_MESSAGE_VERSION = 2;
  * whose items are still running looks again, to abort them), in ms. Each unit also looks once when it starts.
  */
 export const STOP_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * Longest a worker runs items back to back before it lets the process's timers and I/O run, in ms: between items, once
+ * this much time has passed since it last gave the thread up, it waits for the event loop's next turn.
+ */
+export const WORKER_SLICE_MS = 10;
+
+/**
+ * The slice every unit running in this process shares. Items whose work holds the thread (parsing, hashing) would
+ * otherwise run back to back until an item awaits I/O — with inline items, only the stop check once a second — and
+ * the process's timers (a leader's heartbeats and renewals, which takeover counts; the stop watch) and I/O would wait.
+ */
+const workerSlice = timeSlicer(WORKER_SLICE_MS);
 
 /** Why a unit's items were aborted: its job was stopped. Not a failure of any item. */
 class JobStoppedSignal extends Error {
@@ -223,6 +237,7 @@ async function runItems(
     await Promise.all(
       inputs.map((input, offset) =>
         limit(async () => {
+          await workerSlice();
           const item = first + offset;
           if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
             unitControl.abort(new JobStoppedSignal(jobId));

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { runCoordinationStep } from "../../src/coordination/step";
+import { storeSubmission } from "../../src/coordination/submit";
+import { defineTaskKind } from "../../src/coordination/taskKinds";
+import { TaskRegistry } from "../../src/coordination/taskRegistry";
+import { WORKER_SLICE_MS } from "../../src/coordination/worker";
+import { timeSlicer } from "../../src/library/util/timeSlice";
+import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
+import { fakeTerm } from "../support/memoryPorts";
+
+/** Holds the thread for `ms` without giving it up, as a CPU-bound item does. */
+function spin(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy
+  }
+}
+
+describe("a worker lets the process's timers run between items (the leader's heartbeat may share its process)", () => {
+  it("a unit of CPU-bound items does not hold the event loop for the whole unit: a timer due during one item has fired before a later item starts", async () => {
+    // Each item holds the thread for longer than the worker's slice, so the worker gives it up between items. Before
+    // this, a unit ran its items back to back in microtasks (stop checks answered from the cache, or by storage once a
+    // second): a 1,000-item unit of 3 ms items held the thread for about a second, delaying the heartbeats and lease
+    // renewals of a leader in the same process (issue 22's takeover counts a 2.5 s silence).
+    const ticksSeenByItem: number[] = [];
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const cpuBound = defineTaskKind({
+      name: "cpu-bound",
+      process: (_input, { index }) => {
+        ticksSeenByItem[index] = ticks;
+        spin(WORKER_SLICE_MS + 5);
+        return 1;
+      },
+      aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+    });
+    const { deps, work: queue, state } = world({ registry: new TaskRegistry([cpuBound]), workUnitMaxItems: 8 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "cpu-bound",
+      params: null,
+      items: Array.from({ length: 6 }, (_, i) => ({ inline: String(i) })),
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.bodies()).toHaveLength(1);
+    try {
+      await work(deps, queue);
+    } finally {
+      clearInterval(timer);
+    }
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 6, aggregate: 6 });
+    // Every item after the first started after the timer had run again.
+    for (let index = 1; index < 6; index++)
+      expect(ticksSeenByItem[index], `item ${index}`).toBeGreaterThan(ticksSeenByItem[index - 1] ?? Infinity);
+  });
+});
+
+describe("timeSlicer: one slice shared by every loop that awaits it", () => {
+  /** Whether the event loop has turned (a callback queued with setImmediate has run) since this was called. */
+  const turnMarker = (): (() => boolean) => {
+    let turned = false;
+    setImmediate(() => (turned = true));
+    return () => turned;
+  };
+
+  it("resolves without giving the thread up within the slice; once it is over every caller waits for the same next turn, and a new slice begins there", async () => {
+    let nowMs = 0;
+    const slice = timeSlicer(10, () => nowMs);
+    const first = turnMarker();
+    await slice();
+    nowMs = 9;
+    await slice();
+    expect(first()).toBe(false);
+
+    nowMs = 10;
+    const second = turnMarker();
+    const waits = [slice(), slice(), slice()];
+    await Promise.all(waits);
+    expect(second()).toBe(true);
+
+    // The new slice began at 10 (when the turn came): calls within it resolve without a turn.
+    const third = turnMarker();
+    nowMs = 19;
+    await slice();
+    expect(third()).toBe(false);
+  });
+});
