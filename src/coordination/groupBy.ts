@@ -1,23 +1,9 @@
 import { parse as parseCsv } from "csv-parse/sync";
 import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema";
+import type { GroupByParams, GroupByPartial } from "./groupByTypes";
 import { defineTaskKind, ItemError } from "./taskKinds";
 
-/** Parameters of a group-by job. */
-export interface GroupByParams {
-  /** How each item's records are written. */
-  format: "csv" | "ndjson";
-  /** Field whose value names the group (1–256 characters). */
-  keyField: string;
-  /** Numeric field aggregated per group (1–256 characters). */
-  valueField: string;
-}
-
-/**
- * Per-group statistics: `[key, count, sumMicros, min, max]`, sorted by key. Kept as tuples, not an object keyed by
- * group, so keys like `__proto__` are plain data; the sum is an exact integer of millionths (a decimal string), so
- * merging is exactly associative — float addition is not.
- */
-export type GroupByPartial = [key: string, count: number, sumMicros: string, min: number, max: number][];
+export type { GroupByParams, GroupByPartial } from "./groupByTypes";
 
 /**
  * Most characters of a group's key: an item with a longer one fails alone, with the reason. A job's aggregate holds

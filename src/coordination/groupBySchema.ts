@@ -1,9 +1,9 @@
 import { z } from "zod";
-import type { GroupByParams, GroupByPartial } from "./groupBy";
+import type { GroupByParams, GroupByPartial } from "./groupByTypes";
 
 /**
  * The group-by kind's schemas (zod, kept out of the package's public declarations: users never need zod's types).
- * They validate exactly the types `groupBy.ts` declares.
+ * They validate exactly the types `groupByTypes.ts` declares.
  */
 
 /** Parameters of a group-by job (validated at submission and in the worker). */
