@@ -2,19 +2,46 @@ import { jobIndexSchema, keys } from "../coordination/jobState";
 import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 import type { Abortable } from "../library/util/delay";
-import {
-  MAX_ACTIVE_JOBS_SHOWN,
-  MAX_PENDING_JOBS_SHOWN,
-  MAX_REASONS_SHOWN,
-  type Attempt,
-  type StatusSnapshot,
-  type StatusSources,
-} from "./statusView";
+import type { BlobFiles, MessageQueue } from "../coordination/ports";
+import type { TaskRegistry } from "../coordination/taskRegistry";
+import type { StateStore } from "../library/fencing/StateStore";
+import type { LeaseStore } from "../library/lease/LeaseStore";
 
 /**
  * The status page's jobs: each read from its summary (one small request; never its document, whose bitmaps and
  * aggregate may be megabytes), into the line the page shows.
  */
+
+/** Most active jobs shown; more are counted in `jobs.moreActive`. */
+export const MAX_ACTIVE_JOBS_SHOWN = 25;
+/** Most submitted-but-unregistered jobs shown. */
+export const MAX_PENDING_JOBS_SHOWN = 10;
+/** Most distinct failure reasons listed (per job and overall). */
+export const MAX_REASONS_SHOWN = 5;
+/** What the view reads: a subset of the app's ports (the app itself fits). */
+export interface StatusSources {
+  leaseStore: LeaseStore;
+  state: StateStore;
+  /** The system container: inbox markers and specs of jobs not yet registered. */
+  system: BlobFiles;
+  registry: TaskRegistry;
+  workPoisonQueue: MessageQueue;
+  resultsPoisonQueue: MessageQueue;
+}
+
+/**
+ * Runs one read of the view; on failure (but an abort) records `what` and why among the problems and answers
+ * `fallback`.
+ */
+export type Attempt = <T>(what: string, read: () => Promise<T>, fallback: T) => Promise<T>;
+
+/** The jobs the page lists: active (at most {@link MAX_ACTIVE_JOBS_SHOWN}), pending, recently ended. */
+export interface JobLists {
+  active: JobLine[];
+  moreActive: number;
+  pending: JobLine[];
+  recent: JobLine[];
+}
 
 /**
  * Most bytes of whole job documents one refresh reads, for jobs without a summary (written by an earlier version):
@@ -95,11 +122,7 @@ export function lineFromStatus(status: JobStatus): JobLine {
  * problem of its own, and the others still show. A job without a summary (written by an earlier version) is read
  * whole while the refresh's {@link WHOLE_DOCUMENT_READ_BYTES} last, and named among the problems beyond them.
  */
-export async function readJobs(
-  sources: StatusSources,
-  attempt: Attempt,
-  io: Abortable,
-): Promise<StatusSnapshot["jobs"]> {
+export async function readJobs(sources: StatusSources, attempt: Attempt, io: Abortable): Promise<JobLists> {
   const [stored, markers] = await Promise.all([
     sources.state.read(keys.index, io),
     sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io),

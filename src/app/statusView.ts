@@ -1,14 +1,17 @@
 import { ZodError } from "zod";
 import type { ReasonCount } from "../coordination/jobSummary";
-import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import type { JobStatus } from "../coordination/status";
-import type { TaskRegistry } from "../coordination/taskRegistry";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
-import type { StateStore } from "../library/fencing/StateStore";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
-import type { LeaseStore } from "../library/lease/LeaseStore";
 import type { Abortable } from "../library/util/delay";
-import { readJobs, type JobLine } from "./statusJobs";
+import {
+  MAX_REASONS_SHOWN,
+  readJobs,
+  type Attempt,
+  type JobLine,
+  type JobLists,
+  type StatusSources,
+} from "./statusJobs";
 
 /**
  * The status page's view model: everything the page shows, read from storage without the lease (any instance may
@@ -18,22 +21,6 @@ import { readJobs, type JobLine } from "./statusJobs";
 
 /** How often the page refreshes itself, in ms. */
 export const STATUS_REFRESH_MS = 5000;
-/** Most active jobs shown; more are counted in `jobs.moreActive`. */
-export const MAX_ACTIVE_JOBS_SHOWN = 25;
-/** Most submitted-but-unregistered jobs shown. */
-export const MAX_PENDING_JOBS_SHOWN = 10;
-/** Most distinct failure reasons listed (per job and overall). */
-export const MAX_REASONS_SHOWN = 5;
-/** What the view reads: a subset of the app's ports (the app itself fits). */
-export interface StatusSources {
-  leaseStore: LeaseStore;
-  state: StateStore;
-  /** The system container: inbox markers and specs of jobs not yet registered. */
-  system: BlobFiles;
-  registry: TaskRegistry;
-  workPoisonQueue: MessageQueue;
-  resultsPoisonQueue: MessageQueue;
-}
 
 /** Who leads now. */
 export interface LeaderView {
@@ -66,7 +53,18 @@ export interface TermView {
 }
 
 export type { ReasonCount } from "../coordination/jobSummary";
-export { WHOLE_DOCUMENT_READ_BYTES, lineFromStatus, lineFromSummary, type JobLine } from "./statusJobs";
+export {
+  MAX_ACTIVE_JOBS_SHOWN,
+  MAX_PENDING_JOBS_SHOWN,
+  MAX_REASONS_SHOWN,
+  WHOLE_DOCUMENT_READ_BYTES,
+  lineFromStatus,
+  lineFromSummary,
+  type Attempt,
+  type JobLine,
+  type JobLists,
+  type StatusSources,
+} from "./statusJobs";
 
 /** One job's line. */
 export interface JobView {
@@ -154,7 +152,7 @@ export interface StatusSnapshot {
   leader: LeaderInfo | undefined;
   /** The term history, oldest first. */
   terms: TermEntry[];
-  jobs: { active: JobLine[]; moreActive: number; pending: JobLine[]; recent: JobLine[] };
+  jobs: JobLists;
   /** Depth NaN: could not be read (the reason is in `problems`). */
   poison: PoisonQueueView[];
   problems: string[];
@@ -267,12 +265,6 @@ function sumReasons(counts: readonly ReasonCount[]): ReasonCount[] {
     .sort((a, b) => b.count - a.count)
     .slice(0, MAX_REASONS_SHOWN);
 }
-
-/**
- * Runs one read of the view; on failure (but an abort) records `what` and why among the problems and answers
- * `fallback`.
- */
-export type Attempt = <T>(what: string, read: () => Promise<T>, fallback: T) => Promise<T>;
 
 /** Why a read failed, in one line: a document of another shape names each field that is wrong. */
 function reasonOf(error: unknown): string {
