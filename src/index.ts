@@ -12,7 +12,8 @@ export {
   type HttpOptions,
 } from "./host/registerCoordinator";
 export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/options";
-export { createCoordinatorClient, type CoordinatorClient, type JobSubmission, type WaitOptions } from "./app/client";
+export type { CoordinatorClient, JobSubmission, WaitOptions } from "./app/client";
+export { createCoordinatorClient } from "./app/setup";
 export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results";
 export type { CancelRequestResult, EndedStatus, FieldError, JobStatus, RunStatus } from "./coordination/jobStatus";
 export {

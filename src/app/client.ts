@@ -1,9 +1,7 @@
 import type { JobStatus } from "../coordination/jobStatus";
 import type { Abortable } from "../library/util/delay";
 import type { LeaderInfo } from "../library/leadership/leaderInfo";
-import type { CoordinatorSetupOptions } from "./options";
 import type { CancelResult, SubmitOptions, SubmitResult } from "./results";
-import { resolveSetup } from "./setup";
 
 /** A job submission: `items` inline or naming blobs in the input container, or a `manifest` blob naming them. */
 export interface JobSubmission {
@@ -52,15 +50,4 @@ export interface CoordinatorClient {
   getLeader(options?: Abortable): Promise<LeaderInfo>;
   /** Asks the current leader to step down; returns the revoked epoch, or undefined when nobody leads. */
   requestStepDown(options?: Abortable): Promise<number | undefined>;
-}
-
-/**
- * A client of a coordinator from outside its Function app (a script, a service): the same options as its
- * registration (task kinds to validate submissions, connection, settings), nothing registered, nothing connected until
- * the first call. Inside the app, use the `client` that `registerCoordinator` returns.
- *
- * @throws ConfigurationError naming each bad option or setting.
- */
-export function createCoordinatorClient(options: CoordinatorSetupOptions): CoordinatorClient {
-  return resolveSetup(options).client;
 }
