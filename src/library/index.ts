@@ -14,8 +14,7 @@ export {
   type LeaderTask,
   type LeaderWatch,
 } from "./leadership/LeaderElector";
-export type { EpochClaim, LeaderElectorOptions } from "./leadership/options";
-export type { TakeoverOptions } from "./leadership/takeover";
+export type { EpochClaim, LeaderElectorOptions, TakeoverOptions } from "./leadership/options";
 export type { LeadershipTerm } from "./leadership/Term";
 export type * from "./leadership/events";
 export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/leaderInfo";

@@ -2,6 +2,8 @@ import type { LeaderRecord, LeaseSnapshot } from "../lease/LeaseStore";
 import type { ResolvedElectorOptions } from "./options";
 import { emitEvent } from "./Term";
 
+export type { TakeoverOptions } from "./options";
+
 /**
  * Takeover below the lease, the contender's side (docs/FAILOVER.md has the argument). A holder with takeover on stops
  * acting `D` (its record's `takeoverDeadlineMs`) after the START of its last successful heartbeat, on its monotonic
@@ -12,48 +14,6 @@ import { emitEvent } from "./Term";
  * `D × (1 + r) / (1 − r)` on it, that much real time has passed. If `v` is still the version then — the break is
  * conditional on it — no later heartbeat landed, so the holder has stopped. The margin `takeoverMarginMs` comes on top.
  */
-
-/** The elector's options of takeover below the lease (part of `LeaderElectorOptions`). */
-export interface TakeoverOptions {
-  /**
-   * Takeover below the lease: the leader heartbeats (rewrites its record every `heartbeatIntervalMs`) and stops acting
-   * — its task's signal fires, `assertLeader()` throws — once no heartbeat has succeeded for `takeoverDeadlineMs`,
-   * counted on its monotonic clock from the heartbeat's start. A contender that has seen the same record version for
-   * longer than that, with margins for clock rates (`clockDriftRatio`) and for requests on the wire
-   * (`takeoverMarginMs`), KNOWS the holder has stopped: it breaks the lease (conditional on that version) and acquires
-   * it, seconds after a crash instead of at the lease's expiry. The argument and its assumption: docs/FAILOVER.md.
-   *
-   * Off by default, because it changes what a term survives: with it, a term ends after `takeoverDeadlineMs` (2.5 s)
-   * of failing or hanging storage instead of `renewDeadlineMs` (10 s) — a long-running leader gives up leadership on
-   * a storage hiccup it rode out before. Its price is small: one Set Blob Metadata per heartbeat, billed as an "other"
-   * operation on general-purpose v2 accounts (3,600 an hour, $0.0016 at list prices: 3 times the renewals). A
-   * contender with it off never breaks a lease; a holder with it off is never broken.
-   * @default false
-   */
-  takeover?: boolean;
-  /** How often a leader heartbeats when `takeover` is on, in ms. Above 0, below `takeoverDeadlineMs`. @default 1000 */
-  heartbeatIntervalMs?: number;
-  /**
-   * With `takeover`: the leader stops when no heartbeat has succeeded for this long (from the start of the last
-   * successful one), in ms. Above `heartbeatIntervalMs`, below `renewDeadlineMs`. Heartbeats that each take less than
-   * `min(takeoverDeadlineMs − heartbeatIntervalMs, takeoverDeadlineMs / 2)` (1.25 s at the defaults) never end the
-   * term. Written into the record: contenders count the holder's own deadline, whatever theirs is. @default 2500
-   */
-  takeoverDeadlineMs?: number;
-  /**
-   * The clock assumption of `takeover`: no process's monotonic clock runs faster or slower than real time by more than
-   * this ratio (0.02 = 2 %). From 0 to below 0.5. A contender waits `D × (1 + r) / (1 − r) + takeoverMarginMs` of
-   * silence on its own clock before it breaks (`D`: the holder's `takeoverDeadlineMs`). @default 0.02 (40 times the
-   * 500 ppm by which NTP may slew a clock)
-   */
-  clockDriftRatio?: number;
-  /**
-   * What a contender waits beyond the clock bound before it breaks, in ms (≥ 0): a request the holder sent just before
-   * its deadline still lands before the break when it takes less than this (a later one is fenced by its epoch).
-   * @default 500
-   */
-  takeoverMarginMs?: number;
-}
 
 /** How long a contender must see one version of a holder's record before it may break, in ms of its own clock. */
 export function silenceNeededMs(
