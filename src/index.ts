@@ -13,7 +13,7 @@ export {
 } from "./host/registerCoordinator";
 export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/options";
 export type { CoordinatorClient, JobSubmission, WaitOptions } from "./app/client";
-export { createCoordinatorClient } from "./app/setup";
+export { createCoordinatorClient } from "./app/createClient";
 export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results";
 export type { CancelRequestResult, EndedStatus, FieldError, JobStatus, RunStatus } from "./coordination/jobStatus";
 export {
