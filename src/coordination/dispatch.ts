@@ -2,19 +2,14 @@ import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { CoordinationDeps } from "./deps";
 import { foldOutcomes, type UnitOutcome } from "./foldOutcomes";
 import type { FoldCounts } from "./foldReport";
-import { chunkSchema, keys, type JobState } from "./jobState";
+import { ChunkCache } from "./chunkCache";
+import type { JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
-import { describeIssues, itemInputSchema, type ItemInput, type UnitWorkMessage } from "./messages";
+import { packUnits } from "./packUnits";
 import type { Abortable } from "../library/util/delay";
 
 /** Work messages sent at once: a group, after which the job's cursor is written. */
 const SEND_PARALLELISM = 64;
-
-/**
- * Most bytes of JSON a work message may have: a queue message holds 64 KiB of text, and base64 turns every 3 bytes
- * into 4. A unit of one item that would be larger cannot be sent at all (storage answers 413).
- */
-export const MAX_WORK_MESSAGE_BYTES = 48 * 1024;
 
 /** What one dispatch did. */
 export interface DispatchReport {
@@ -26,85 +21,6 @@ export interface DispatchReport {
    * Items recorded as failed instead: their chunk was missing or corrupt, or their entry in it was not an item input.
    */
   failed: number;
-}
-
-/** A chunk's entries, or why there are none. */
-type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: string };
-
-/**
- * Chunks already read, by blob name, for the passes of one step: a 1,000-item chunk feeds several dispatches when
- * each sends only part of it, and chunks never change once stored. Keeps the last {@link CACHED_CHUNKS} read, and at
- * most {@link CACHED_CHUNK_BYTES} of their text: a chunk of large inline items (up to 40 MB) is read again instead.
- * Chunks can be read ahead ({@link ChunkCache.prefetch}): a later `read` of the same chunk takes that read.
- */
-export class ChunkCache {
-  private readonly chunks = new Map<string, { read: ChunkRead; bytes: number }>();
-  /** Reads started ahead, not taken yet; none rejects (a failure is kept, and thrown by the `read` that takes it). */
-  private readonly ahead = new Map<string, Promise<{ ok: true; value: LoadedChunk } | { ok: false; error: unknown }>>();
-  private bytes = 0;
-
-  /** A chunk's entries (or why there are none), and the length of its text. */
-  async read(deps: CoordinationDeps, name: string, options: Abortable): Promise<LoadedChunk> {
-    const cached = this.chunks.get(name);
-    if (cached !== undefined) return cached;
-    const started = this.ahead.get(name);
-    this.ahead.delete(name);
-    let loaded: LoadedChunk;
-    if (started === undefined) loaded = await readChunk(deps, name, options);
-    else {
-      const outcome = await started;
-      if (!outcome.ok) throw outcome.error;
-      loaded = outcome.value;
-    }
-    if (loaded.bytes > CACHED_CHUNK_BYTES) return loaded;
-    this.chunks.set(name, loaded);
-    this.bytes += loaded.bytes;
-    for (const [oldest, entry] of this.chunks) {
-      if (this.chunks.size <= CACHED_CHUNKS && this.bytes <= CACHED_CHUNK_BYTES) break;
-      this.chunks.delete(oldest);
-      this.bytes -= entry.bytes;
-    }
-    return loaded;
-  }
-
-  /** Starts reading a chunk that is neither cached nor being read ahead, for a later {@link ChunkCache.read}. */
-  prefetch(deps: CoordinationDeps, name: string, options: Abortable): void {
-    if (this.chunks.has(name) || this.ahead.has(name)) return;
-    this.ahead.set(
-      name,
-      readChunk(deps, name, options).then(
-        (value) => ({ ok: true as const, value }),
-        (error: unknown) => ({ ok: false as const, error }),
-      ),
-    );
-  }
-}
-
-/** A chunk as read: its entries or why there are none, and the length of its text. */
-interface LoadedChunk {
-  read: ChunkRead;
-  bytes: number;
-}
-
-/**
- * Chunks read ahead of the one being packed, while that one's text is at most {@link PREFETCH_MAX_CHUNK_BYTES}: a pass
- * of 8,192 small items spans 9 chunks, and reading them one after the other held the first send back by 9 round trips
- * (issue 24's slow rounds). Chunks of large items are read one at a time, as before, so the leader holds one of them.
- */
-const PREFETCH_CHUNKS = 8;
-const PREFETCH_MAX_CHUNK_BYTES = 1024 * 1024;
-
-/** Most chunks a {@link ChunkCache} keeps: two per job for a few active jobs. */
-const CACHED_CHUNKS = 8;
-/** Most chunk text a {@link ChunkCache} keeps, in bytes (UTF-16 code units, as read). */
-const CACHED_CHUNK_BYTES = 16 * 1024 * 1024;
-
-/** How a job's items are packed into units: fixed when the job registers, so a unit's boundaries never change. */
-export function unitLimits(
-  deps: Pick<CoordinationDeps, "workUnitMaxItems" | "workUnitMaxBytes">,
-  state: Pick<JobState, "unitMaxItems" | "unitMaxBytes">,
-): { items: number; bytes: number } {
-  return { items: state.unitMaxItems ?? deps.workUnitMaxItems, bytes: state.unitMaxBytes ?? deps.workUnitMaxBytes };
 }
 
 /** Options of {@link dispatchJob}. */
@@ -147,18 +63,6 @@ export async function dispatchJob(
   const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
   const report: DispatchReport = { sent: 0, messages: 0, failed: 0 };
   if (state.status !== "running" || count <= 0) return report;
-  const limits = unitLimits(deps, state);
-  // The envelope of a unit, with the widest item index the job has: what every unit costs besides its inputs.
-  const envelopeBytes = Buffer.byteLength(
-    JSON.stringify({
-      v: 2,
-      jobId: state.id,
-      first: state.itemCount,
-      kind: state.kind,
-      params: state.params,
-      inputs: [],
-    } satisfies UnitWorkMessage),
-  );
   let latest = job;
   // The group being built; the items failed since the last write; the first item after everything handled so far.
   let messages: string[] = [];
@@ -200,95 +104,23 @@ export async function dispatchJob(
     }
     if (lastWriteMs === undefined || monotonicMs() - lastWriteMs >= CURSOR_WRITE_INTERVAL_MS) await writeCursor();
   };
-  let unit: { first: number; inputs: ItemInput[]; bytes: number } | undefined;
-  const close = async (): Promise<void> => {
-    if (unit === undefined) return;
-    messages.push(
-      JSON.stringify({
-        v: 2,
-        jobId: state.id,
-        first: unit.first,
-        kind: state.kind,
-        params: state.params,
-        inputs: unit.inputs,
-      } satisfies UnitWorkMessage),
-    );
-    report.sent += unit.inputs.length;
-    cursor = unit.first + unit.inputs.length;
-    unit = undefined;
-    if (messages.length >= SEND_PARALLELISM) await sendGroup();
-  };
-  let chunkIndex = -1;
-  let chunk: ChunkRead = { ok: true, entries: [] };
-  // The last chunk this dispatch may need: the last unit may run past `count` by less than a unit.
-  const lastChunk = Math.floor(
-    (Math.min(state.itemCount, state.dispatched + count + limits.items) - 1) / state.chunkSize,
-  );
-  for (
-    let item = state.dispatched;
-    item < state.itemCount && (item - state.dispatched < count || unit !== undefined);
-    item++
-  ) {
-    const wanted = Math.floor(item / state.chunkSize);
-    if (wanted !== chunkIndex) {
-      chunkIndex = wanted;
-      const loaded = await chunks.read(deps, keys.chunk(state.id, chunkIndex), io);
-      chunk = loaded.read;
-      if (loaded.bytes <= PREFETCH_MAX_CHUNK_BYTES)
-        for (let next = chunkIndex + 1; next <= Math.min(lastChunk, chunkIndex + PREFETCH_CHUNKS); next++)
-          chunks.prefetch(deps, keys.chunk(state.id, next), io);
-    }
-    const entry = item % state.chunkSize;
-    const input = chunk.ok ? itemInputSchema.safeParse(chunk.entries[entry]) : undefined;
-    const bytes = input?.success === true ? Buffer.byteLength(JSON.stringify(input.data)) + 1 : 0;
-    if (input?.success === true && envelopeBytes + bytes <= MAX_WORK_MESSAGE_BYTES) {
-      if (unit !== undefined && envelopeBytes + unit.bytes + bytes > limits.bytes) {
-        await close();
-        if (item - state.dispatched >= count) break; // this item starts the next unit, in a later dispatch
-      }
-      unit ??= { first: item, inputs: [], bytes: 0 };
-      unit.inputs.push(input.data);
-      unit.bytes += bytes;
-      if (unit.inputs.length >= limits.items) await close();
+  for await (const piece of packUnits(deps, state, {
+    from: state.dispatched,
+    until: state.dispatched + count,
+    chunks,
+    ...io,
+  })) {
+    if (piece.kind === "unsendable") {
+      failures.push({ item: piece.item, reason: `not dispatched: ${piece.reason}` });
+      cursor = piece.item + 1;
       continue;
     }
-    await close();
-    const where = `its chunk "${keys.chunk(state.id, chunkIndex)}"`;
-    const reason = !chunk.ok
-      ? chunk.reason
-      : entry >= chunk.entries.length
-        ? `${where} has ${chunk.entries.length} entries; entry ${entry} is missing`
-        : input?.success === true
-          ? `its work message would be ${envelopeBytes + bytes} bytes of JSON, more than a queue message holds (${MAX_WORK_MESSAGE_BYTES} bytes); put large inputs in a blob`
-          : `entry ${entry} of ${where} is not an item input: ${input === undefined ? "" : describeIssues(input.error)}`;
-    failures.push({ item, reason: `not dispatched: ${reason}` });
-    cursor = item + 1;
+    messages.push(piece.message);
+    report.sent += piece.count;
+    cursor = piece.first + piece.count;
+    if (messages.length >= SEND_PARALLELISM) await sendGroup();
   }
-  await close();
   await sendGroup();
   await writeCursor();
   return report;
-}
-
-/**
- * Reads one chunk of a job's item inputs, and the length of its text; a missing or corrupt chunk is a reason, not an
- * exception.
- */
-async function readChunk(deps: CoordinationDeps, name: string, options: Abortable): Promise<LoadedChunk> {
-  const text = await deps.system.readText(name, options);
-  if (text === undefined) return { read: { ok: false, reason: `its chunk "${name}" is missing` }, bytes: 0 };
-  const invalid = (why: string) => ({
-    read: { ok: false as const, reason: `its chunk "${name}" is not valid: ${why}` },
-    bytes: 0,
-  });
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return invalid(error instanceof Error ? error.message : String(error));
-  }
-  const parsed = chunkSchema.safeParse(value);
-  return parsed.success
-    ? { read: { ok: true, entries: parsed.data }, bytes: text.length }
-    : invalid(describeIssues(parsed.error));
 }
