@@ -15,6 +15,7 @@ import { writeJobStop } from "./jobStops";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention";
+import { redispatchInFlight } from "./redispatch";
 import { recordTerm } from "./termHistory";
 
 /**
@@ -69,6 +70,11 @@ export interface StepReport {
   completedJobs: string[];
   /** Ended jobs whose state and blobs were removed, their retention period over (JOB_RETENTION_HOURS). */
   removedJobs: number;
+  /**
+   * Items sent again because the term before this one lapsed (`term.previousEnd`): units in flight that a dead
+   * process may hold ({@link redispatchInFlight}).
+   */
+  redispatched: number;
   activeJobs: number;
   /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
   jobs: JobProgress[];
@@ -117,6 +123,7 @@ export async function runCoordinationStep(
     jobErrors: 0,
     completedJobs: [],
     removedJobs: 0,
+    redispatched: 0,
     activeJobs: 0,
     jobs: [],
   };
@@ -140,6 +147,8 @@ export async function runCoordinationStep(
   // Where the next pass starts in the active list: the first job the last pass did not reach (see MAX_JOBS_PER_PASS).
   let resumeAt: string | undefined;
   let storedResumeAt: string | undefined;
+  // After a lapsed term, each job's units in flight are sent again once, when this step first reaches the job.
+  const redispatched = new Set<string>();
   for (;;) {
     throwIfAborted(term.signal);
     report.passes++;
@@ -222,6 +231,18 @@ export async function runCoordinationStep(
             emitJobEnded(deps, epoch, job.value);
           }
           continue;
+        }
+        if (term.previousEnd === "lapsed" && !redispatched.has(id)) {
+          redispatched.add(id);
+          const again = await redispatchInFlight(deps, job.value, { ...io, chunks });
+          if (again.units > 0) {
+            report.redispatched += again.items;
+            work = true;
+            deps.logger.info(
+              `Job ${id}: sent again ${again.items} items in ${again.units} units that were in flight when the last term lapsed.`,
+              { instanceId: deps.instanceId, epoch },
+            );
+          }
         }
         const { sent, failed } = await dispatchJob(deps, jobs, job, budget, {
           ...io,

@@ -1,3 +1,4 @@
+import { LeaderElector } from "../../src/library/leadership/LeaderElector";
 import { randomUUID } from "node:crypto";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { describe, expect, it } from "vitest";
@@ -72,6 +73,25 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     expect((await store.read()).state).toBe("broken");
     await store.acquire(randomUUID(), 15);
     await expect(store.renew(leaseId)).rejects.toMatchObject({ name: "LeadershipLostError", reason: "lost" });
+  });
+
+  it("reads a released lease as available and a broken one as broken: how an elector tells a lapsed term from a released one", async () => {
+    const store = newStore();
+    const leaseId = randomUUID();
+    await store.acquire(leaseId, 15);
+    await store.release(leaseId);
+    expect((await store.read()).state).toBe("available");
+    const elector = new LeaderElector({ store, instanceId: "azurite-a" });
+    const ended = async (): Promise<string | undefined> => {
+      const result = await elector.tryLead((term) => Promise.resolve(term.previousEnd));
+      return result.outcome === "completed" ? result.value : undefined;
+    };
+    expect(await ended()).toBe("released");
+    await store.acquire(randomUUID(), 15);
+    await store.breakLease(0);
+    expect((await store.read()).state).toBe("broken");
+    expect(await ended()).toBe("lapsed");
+    expect(await ended()).toBe("released");
   });
 
   it("release frees the lease at once; releasing a lease no longer ours is a no-op", async () => {

@@ -29,6 +29,8 @@ export class FakeLeaseStore implements LeaseStore {
   durationS = 0;
   /** Bumped by every record write (a term's record, a heartbeat, a takeover's mark), as the blob's ETag changes. */
   versionCounter = 1;
+  /** How the last lease ended, for `read`'s state once nobody holds it: Azure says "available" only after a release. */
+  private lastEnd: "released" | "broken" = "released";
   readonly calls: string[] = [];
 
   constructor(private readonly now: () => number = () => Date.now()) {}
@@ -63,12 +65,15 @@ export class FakeLeaseStore implements LeaseStore {
 
   release(leaseId: string, options?: Abortable): Promise<void> {
     return this.op("release", options, () => {
-      if (this.holderLeaseId() === leaseId) this.leaseId = undefined;
+      if (this.holderLeaseId() !== leaseId) return;
+      this.leaseId = undefined;
+      this.lastEnd = "released";
     });
   }
 
   breakLease(_breakPeriodS: number, options?: Abortable): Promise<void> {
     return this.op("breakLease", options, () => {
+      if (this.leaseId !== undefined) this.lastEnd = "broken";
       this.leaseId = undefined;
     });
   }
@@ -76,6 +81,7 @@ export class FakeLeaseStore implements LeaseStore {
   breakIfUnchanged(version: string, record: LeaderRecord, options?: Abortable): Promise<BreakOutcome> {
     return this.op("breakIfUnchanged", options, (): BreakOutcome => {
       if (this.version !== version) return "changed";
+      if (this.leaseId !== undefined) this.lastEnd = "broken";
       this.leaseId = undefined;
       this.record = record;
       this.versionCounter++;
@@ -90,7 +96,14 @@ export class FakeLeaseStore implements LeaseStore {
 
   read(options?: Abortable): Promise<LeaseSnapshot> {
     return this.op("read", options, () => ({
-      state: this.holderLeaseId() === undefined ? "available" : "leased",
+      state:
+        this.holderLeaseId() !== undefined
+          ? "leased"
+          : this.leaseId !== undefined
+            ? "expired"
+            : this.lastEnd === "broken"
+              ? "broken"
+              : "available",
       record: this.record,
       version: this.version,
     }));

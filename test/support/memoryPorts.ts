@@ -216,13 +216,18 @@ function refusedName(name: string): Error | undefined {
 }
 
 /** A leadership term for unit tests: live until `end()` is called. */
-export function fakeTerm(epoch: number, instanceId = `leader-${epoch}`): LeadershipTerm & { end(): void } {
+export function fakeTerm(
+  epoch: number,
+  instanceId = `leader-${epoch}`,
+  previousEnd: LeadershipTerm["previousEnd"] = "released",
+): LeadershipTerm & { end(): void } {
   const controller = new AbortController();
   return {
     instanceId,
     epoch,
     signal: controller.signal,
     startedAtMs: 0,
+    previousEnd,
     isLeader: () => !controller.signal.aborted,
     assertLeader: () => {
       controller.signal.throwIfAborted();

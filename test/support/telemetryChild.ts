@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     jobErrors: 0,
     completedJobs: [],
     removedJobs: 0,
+    redispatched: 0,
     activeJobs: 1,
     jobs: [{ id: "job-1", total: 3, dispatched: 3, done: 0, failed: 0 }],
   });

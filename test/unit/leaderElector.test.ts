@@ -197,6 +197,40 @@ describe("LeaderElector (unit, fake timers)", () => {
     expect(world.store.record).toMatchObject({ holder: "c", epoch: 4, transitions: 4 });
   });
 
+  it("tells a term how the one before it ended: released, or lapsed (expired, broken by an operator)", async () => {
+    const ended = async (id: string): Promise<string | undefined> => {
+      const result = await elector(world.store, world.recorder, { instanceId: id }).tryLead((term) =>
+        Promise.resolve(term.previousEnd),
+      );
+      return result.outcome === "completed" ? result.value : undefined;
+    };
+    // Nobody before; then a term that released its lease.
+    expect(await ended("a")).toBe("released");
+    expect(await ended("b")).toBe("released");
+    // A holder that stopped renewing (a crash): its lease expires.
+    const crashed = new AbortController();
+    const dead = elector(world.store, new Recorder(), { instanceId: "dead", renewIntervalMs: 3000 });
+    void dead.tryLead(untilAborted, { abortSignal: crashed.signal }).catch(() => undefined);
+    await vi.advanceTimersByTimeAsync(10);
+    world.store.mode = "hang"; // its renewals never land, nor does its release
+    await vi.advanceTimersByTimeAsync(20_000);
+    world.store.mode = "up";
+    expect((await world.store.read()).state).toBe("expired");
+    expect(await ended("c")).toBe("lapsed");
+    expect(world.recorder.ofType("lease-acquired").at(-1)).toMatchObject({
+      previousHolder: "dead",
+      previousEnd: "lapsed",
+    });
+    expect(await ended("d")).toBe("released");
+    // An operator's break.
+    const held = elector(world.store, new Recorder(), { instanceId: "held" }).tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(10);
+    await world.store.breakLease(0);
+    await vi.advanceTimersByTimeAsync(4_000);
+    expect(await held).toMatchObject({ outcome: "aborted", reason: "lost" });
+    expect(await ended("e")).toBe("lapsed");
+  });
+
   it("a non-leader returns 'not-acquired' with the leader's identity, and no exception", async () => {
     void elector(world.store, new Recorder(), { instanceId: "leader-x" }).tryLead(untilAborted);
     await vi.advanceTimersByTimeAsync(10);

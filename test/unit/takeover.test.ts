@@ -91,7 +91,12 @@ describe("takeover below the lease (unit, fake timers)", () => {
     const acquired = recorderB.ofType("lease-acquired");
     expect(acquired).toHaveLength(1);
     expect(acquired[0]?.atMs).toBeLessThan(leaseExpiresAtMs);
-    expect(acquired[0]).toMatchObject({ epoch: 2, previousHolder: "unit-a", brokenBy: "unit-b" });
+    expect(acquired[0]).toMatchObject({
+      epoch: 2,
+      previousHolder: "unit-a",
+      brokenBy: "unit-b",
+      previousEnd: "lapsed",
+    });
     expect(recorderB.ofType("lease-broken")).toMatchObject([{ holder: "unit-a", holderEpoch: 1 }]);
     expect(recorderB.ofType("lease-broken")[0]?.silentMs).toBeGreaterThanOrEqual(WAIT_MS);
     // unit-a stopped by its own rule first: its takeover deadline, not a refusal from storage.

@@ -9,7 +9,7 @@ import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo";
 import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options";
 import { runTerm, type LeadResult, type LeaderTask } from "./runTerm";
 import { breakIfSilent, SilenceWatch } from "./takeover";
-import { emitEvent, type Term } from "./Term";
+import { emitEvent, type PreviousEnd, type Term } from "./Term";
 
 export type { LeadResult, LeaderTask } from "./runTerm";
 
@@ -201,6 +201,8 @@ export class LeaderElector {
     const { store, clock, instanceId, logger } = options;
     const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
     this.silence.observe(snapshot, clock.monotonicMs());
+    // A lease that expired or was broken was not given back: its term may have stopped anywhere (term.previousEnd).
+    let previousEnd: PreviousEnd = snapshot.state === "expired" || snapshot.state === "broken" ? "lapsed" : "released";
     if (snapshot.state === "leased" || snapshot.state === "breaking") {
       this.observe(snapshot.record, options);
       // With takeover: a holder this contender knows has stopped is broken, and the lease acquired below.
@@ -208,6 +210,7 @@ export class LeaderElector {
         this.request(operation, abortSignal);
       if (!(await breakIfSilent(this.silence, snapshot, options, send)))
         return { outcome: "not-acquired", leader: snapshot.record };
+      previousEnd = "lapsed";
     }
     // A fresh id per attempt, never reused: a release by one term or attempt can never free a lease another holds, not
     // even a release whose answer was lost and that lands late (so an orphaned lease is not adopted: it expires).
@@ -228,6 +231,7 @@ export class LeaderElector {
     const lease = {
       leaseId,
       acquireStartMono,
+      previousEnd,
       release: (term: Term) => this.giveBack(leaseId, options, term),
       onBegun: (record: LeaderRecord) => {
         current.record = record;

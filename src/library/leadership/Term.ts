@@ -18,6 +18,13 @@ export interface LeadershipTerm {
   /** Wall-clock ms when the term began. */
   readonly startedAtMs: number;
   /**
+   * How the term before this one ended, as the lease showed it when this term took it: `"released"` when its holder
+   * gave the lease back (or there was none), so it stopped where it chose to; `"lapsed"` when the lease had expired or
+   * was broken (a crash, a freeze, a takeover, an operator's break), so it may have stopped anywhere in its task, and
+   * work its process had taken on (messages it received, say) may be held up until they time out.
+   */
+  readonly previousEnd: PreviousEnd;
+  /**
    * True while the term is live: not aborted, and neither the local renew deadline nor (with takeover) the takeover
    * deadline passed — checked on the clock, now.
    */
@@ -27,6 +34,9 @@ export interface LeadershipTerm {
   /** Feeds the watchdog: the task is making progress. */
   reportProgress(): void;
 }
+
+/** How the previous term ended: see {@link LeadershipTerm.previousEnd}. */
+export type PreviousEnd = "released" | "lapsed";
 
 /**
  * The term's internal state; the task only sees {@link LeadershipTerm}. It exists from the moment the lease is
@@ -49,6 +59,7 @@ export class Term implements LeadershipTerm {
     /** Monotonic time at which the acquire request that began this term was sent. */
     readonly acquireStartMono: number,
     private readonly options: ResolvedElectorOptions,
+    readonly previousEnd: PreviousEnd = "released",
   ) {
     const { clock } = options;
     this.instanceId = options.instanceId;

@@ -22,6 +22,11 @@ export interface LeaseAcquiredEvent extends EventBase {
    * its lease before it expired. The instance id of the one that broke it.
    */
   brokenBy?: string;
+  /**
+   * How the previous term ended: "released" (its holder gave the lease back) or "lapsed" (the lease expired or was
+   * broken: that term may have stopped mid-task). Absent from events of versions before it.
+   */
+  previousEnd?: "released" | "lapsed";
 }
 
 /** This instance renewed its lease. */

@@ -4,7 +4,7 @@ import { withTimeout } from "../util/timeout";
 import type { EpochClaim, ResolvedElectorOptions } from "./options";
 import { checkRevocation } from "./revocation";
 import { superviseTerm } from "./superviseTerm";
-import { Term, type LeadershipTerm } from "./Term";
+import { Term, type LeadershipTerm, type PreviousEnd } from "./Term";
 
 /** The leader's work: runs once per term; must stop when `term.signal` fires. */
 export type LeaderTask<T> = (term: LeadershipTerm) => Promise<T>;
@@ -26,6 +26,8 @@ export interface AcquiredLease {
   leaseId: string;
   /** Monotonic time at which the acquire was sent: renewals and the renew deadline count from here. */
   acquireStartMono: number;
+  /** How the previous term ended, as the lease showed before the acquire ({@link LeadershipTerm.previousEnd}). */
+  previousEnd: PreviousEnd;
   /** Gives the lease back (best effort, never throws); called once, unless storage said the lease is no longer ours. */
   release(term: Term): Promise<void>;
   /** Called once the term's record is written. */
@@ -43,7 +45,7 @@ export async function runTerm<T>(
   options: ResolvedElectorOptions,
   abortSignal: AbortSignal | undefined,
 ): Promise<LeadResult<T>> {
-  const term = new Term(lease.acquireStartMono, options);
+  const term = new Term(lease.acquireStartMono, options, lease.previousEnd);
   const stop = new AbortController();
   const supervision = superviseTerm(term, lease.leaseId, options, stop.signal);
   try {
@@ -129,6 +131,7 @@ async function beginTerm(
     previousHolder: previous.holder,
     transitions: record.transitions,
     ...(brokenBy === undefined ? {} : { brokenBy }),
+    previousEnd: term.previousEnd,
     atMs: record.sinceMs,
   });
   await checkRevocation(term, options, signal);

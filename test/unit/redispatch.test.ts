@@ -1,0 +1,186 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { ChunkCache } from "../../src/coordination/chunkCache";
+import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { keys, jobStateSchema } from "../../src/coordination/jobState";
+import { packUnits } from "../../src/coordination/packUnits";
+import { unfinishedRuns } from "../../src/coordination/redispatch";
+import { runCoordinationStep } from "../../src/coordination/step";
+import { storeSubmission } from "../../src/coordination/submit";
+import { Bitmap } from "../../src/coordination/bitmap";
+import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { fakeTerm } from "../support/memoryPorts";
+
+/**
+ * After a term whose lease lapsed (a crash, a freeze, a takeover), the new leader sends the job's units in flight again
+ * at once: a dead process's units would otherwise come back only when the host's 10-minute message visibility ran out.
+ */
+
+/** A unit's work message as sent: its first item and its inputs. */
+const unit = (body: string): { first: number; inputs: unknown[] } =>
+  JSON.parse(body) as { first: number; inputs: unknown[] };
+const items = (count: number) => Array.from({ length: count }, (_, i) => item(`k${i % 3}`, i));
+
+describe("units in flight sent again after a lapsed term (issue 22)", () => {
+  it("a term after a lapsed one sends the units a dead worker holds again, the same units, at once; the job completes counted once", async () => {
+    const { deps, work: queue, state } = world({ workUnitMaxItems: 4, dispatchBatchSize: 12, maxInFlight: 12 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(20) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const sent = queue.bodies();
+    expect(sent.map((body) => unit(body).first)).toEqual([0, 4, 8]);
+    // A worker process takes two units and dies with them: the host keeps them invisible for 10 minutes.
+    const held = await queue.receive(2, 600);
+    expect(held).toHaveLength(2);
+    // Another worker completes the third, and its result is folded.
+    await work(deps, queue);
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ doneCount: 4, dispatched: 16 });
+
+    await runCoordinationStep(deps, fakeTerm(3, "leader-3", "lapsed"), ONE_PASS);
+    // Every unit in flight twice: the two held (invisible for 10 minutes) and the one still queued, each sent again as
+    // it was first sent, visible now.
+    expect(
+      queue
+        .bodies()
+        .map((body) => unit(body).first)
+        .sort((a, b) => a - b),
+    ).toEqual([0, 0, 4, 4, 12, 12]);
+    for (const message of held) expect(queue.bodies().filter((body) => body === message.text)).toHaveLength(2);
+    const visible = (await queue.peek(32)).map((message) => message.text);
+    for (const message of held) expect(visible).toContain(message.text);
+
+    // Everything, duplicates included, is worked and folded: each item counted once.
+    for (let round = 0; round < 5; round++) {
+      await work(deps, queue);
+      await runCoordinationStep(deps, fakeTerm(3, "leader-3", "released"), ONE_PASS);
+    }
+    const job = await readJob(state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 20, failedCount: 0 });
+    // Items i = 0..19 with key k(i mod 3) and value i: exactly once each.
+    expect(groupByView(job?.aggregate as GroupByPartial)).toEqual({
+      k0: { count: 7, sum: 63, min: 0, max: 18 },
+      k1: { count: 7, sum: 70, min: 1, max: 19 },
+      k2: { count: 6, sum: 57, min: 2, max: 17 },
+    });
+  });
+
+  it("a term after a released one sends nothing again", async () => {
+    const { deps, work: queue } = world({ workUnitMaxItems: 4, dispatchBatchSize: 12, maxInFlight: 12 });
+    await storeSubmission(deps.system, { kind: "group-by", params, items: items(20) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await queue.receive(3, 600);
+    const report = await runCoordinationStep(deps, fakeTerm(2, "leader-2", "released"), ONE_PASS);
+    expect(report.redispatched).toBe(0);
+    expect(queue.bodies()).toHaveLength(3);
+  });
+
+  it("each job's units are sent again once per lapsed term, not on every pass", async () => {
+    const { deps, work: queue } = world({ workUnitMaxItems: 4, dispatchBatchSize: 8, maxInFlight: 8 });
+    await storeSubmission(deps.system, { kind: "group-by", params, items: items(20) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await queue.receive(2, 600);
+    const report = await runCoordinationStep(deps, fakeTerm(2, "leader-2", "lapsed"), {
+      budgetMs: 60_000,
+      maxPasses: 4,
+    });
+    expect(report.redispatched).toBe(8);
+    expect(queue.bodies()).toHaveLength(4);
+  });
+
+  it("the runs to send again are the items below the cursor with neither bit set", () => {
+    const done = Bitmap.empty(12);
+    const failed = Bitmap.empty(12);
+    for (const i of [0, 1, 5, 6, 7]) done.add(i);
+    failed.add(8);
+    const state = { doneBits: done.toBase64(), failedBits: failed.toBase64(), itemCount: 12, dispatched: 11 };
+    expect(unfinishedRuns(state)).toEqual([
+      [2, 5],
+      [9, 11],
+    ]);
+    expect(unfinishedRuns({ ...state, dispatched: 0 })).toEqual([]);
+  });
+
+  it("packing again from any unit's first item gives that unit (items of any size, unsendable ones between)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            { weight: 9, arbitrary: fc.integer({ min: 0, max: 300 }) },
+            { weight: 1, arbitrary: fc.constant(-1) },
+          ),
+          {
+            minLength: 1,
+            maxLength: 60,
+          },
+        ),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 200, max: 1200 }),
+        fc.integer({ min: 1, max: 25 }),
+        async (sizes, maxItems, maxBytes, chunkSize) => {
+          const { deps, system } = world({ workUnitMaxItems: maxItems, workUnitMaxBytes: maxBytes });
+          // -1: an entry that is not an item input (it cannot be sent, and ends the unit before it).
+          const entries = sizes.map((size, i) => (size < 0 ? { nope: i } : { inline: `${i}:${"x".repeat(size)}` }));
+          const id = "job-pack";
+          for (let c = 0; c * chunkSize < entries.length; c++)
+            await system.writeText(
+              keys.chunk(id, c),
+              JSON.stringify(entries.slice(c * chunkSize, (c + 1) * chunkSize)),
+            );
+          const state = jobStateSchema.parse({
+            ...jobShape(id, entries.length, chunkSize),
+            unitMaxItems: maxItems,
+            unitMaxBytes: maxBytes,
+          });
+          const chunks = new ChunkCache();
+          // Dispatch's packing, in passes of a random-ish budget (here 7 items), each from where the last stopped.
+          const units: { first: number; message: string }[] = [];
+          let cursor = 0;
+          while (cursor < entries.length) {
+            let next = cursor;
+            for await (const piece of packUnits(deps, state, { from: cursor, until: cursor + 7, chunks })) {
+              if (piece.kind === "unit") {
+                units.push(piece);
+                next = piece.first + piece.count;
+              } else next = piece.item + 1;
+            }
+            if (next === cursor) break;
+            cursor = next;
+          }
+          for (const [index, sent] of units.entries()) {
+            const end = units[index + 1]?.first ?? entries.length;
+            const again: string[] = [];
+            for await (const piece of packUnits(deps, state, { from: sent.first, until: end, end, chunks })) {
+              if (piece.kind === "unsendable") break;
+              again.push(piece.message);
+            }
+            expect(again[0]).toBe(sent.message);
+          }
+        },
+      ),
+      { numRuns: 150, seed: 22 },
+    );
+  });
+});
+
+/** A running job's state as registration writes it, for packing tests. */
+function jobShape(id: string, itemCount: number, chunkSize: number) {
+  return {
+    v: 1,
+    id,
+    kind: "group-by",
+    params,
+    status: "running",
+    itemCount,
+    chunkSize,
+    dispatched: 0,
+    doneCount: 0,
+    failedCount: 0,
+    doneBits: Bitmap.empty(itemCount).toBase64(),
+    failedBits: Bitmap.empty(itemCount).toBase64(),
+    aggregate: null,
+    failures: [],
+    createdAtMs: 0,
+    registeredAtMs: 0,
+    lastEpoch: 1,
+  };
+}
