@@ -143,6 +143,11 @@ param leaseHeartbeatIntervalMs int = 1000
 @maxValue(60000)
 param leaderWatchIntervalMs int = 1000
 
+@description('LEADER_SENTINEL_SECONDS: while its step has active jobs, the leader keeps one wake-up hidden this long on WAKE_QUEUE (hidden again every half of it), so a dead leader is noticed even when no other instance is busy; 0 (off) to 60.')
+@minValue(0)
+@maxValue(60)
+param leaderSentinelSeconds int = 2
+
 @description('STATE_CONTAINER: container of the coordinator\'s fenced state (created here).')
 @minLength(3)
 @maxLength(63)
@@ -312,6 +317,7 @@ module apps 'modules/functionApp.bicep' = [
       leaseTakeoverDeadlineMs: leaseTakeoverDeadlineMs
       leaseHeartbeatIntervalMs: leaseHeartbeatIntervalMs
       leaderWatchIntervalMs: leaderWatchIntervalMs
+      leaderSentinelSeconds: leaderSentinelSeconds
       stateContainer: stateContainer
       inputContainer: inputContainer
       systemContainer: systemContainer

@@ -60,6 +60,7 @@ param leaseRenewDeadlineMs int
 param leaseTakeoverDeadlineMs int
 param leaseHeartbeatIntervalMs int
 param leaderWatchIntervalMs int
+param leaderSentinelSeconds int
 param stateContainer string
 param inputContainer string
 param systemContainer string
@@ -215,6 +216,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     LEASE_TAKEOVER_DEADLINE_MS: string(leaseTakeoverDeadlineMs)
     LEASE_HEARTBEAT_INTERVAL_MS: string(leaseHeartbeatIntervalMs)
     LEADER_WATCH_INTERVAL_MS: string(leaderWatchIntervalMs)
+    LEADER_SENTINEL_SECONDS: string(leaderSentinelSeconds)
     STATE_CONTAINER: stateContainer
     INPUT_CONTAINER: inputContainer
     SYSTEM_CONTAINER: systemContainer

@@ -8,6 +8,7 @@ export { UnreadableJobError } from "../coordination/jobState";
 import { storeSubmission, validateSubmission } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
+import { LeaderSentinel } from "../coordination/sentinel";
 import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../library/leadership/LeaderElector";
@@ -53,7 +54,24 @@ export async function runCoordinatorTick(
       async (term) => {
         epoch = term.epoch;
         sink.emit({ type: "step-started", instanceId, atMs: at(), epoch, ...trigger });
-        return runCoordinationStep(coordinationDeps(app, sink), term, { budgetMs: app.settings.STEP_BUDGET_MS });
+        const hiddenS = app.settings.LEADER_SENTINEL_SECONDS;
+        const sentinel =
+          hiddenS > 0
+            ? new LeaderSentinel(app.wakeQueue, { hiddenS, from: instanceId, logger: sink.logger })
+            : undefined;
+        let remove = false;
+        try {
+          const report = await runCoordinationStep(coordinationDeps(app, sink), term, {
+            budgetMs: app.settings.STEP_BUDGET_MS,
+            sentinel,
+          });
+          // No job left: nothing to look after. Jobs left: it surfaces within hiddenS and starts the next step.
+          remove = report.activeJobs === 0;
+          return report;
+        } finally {
+          // A step that failed or lost its term leaves it to surface: someone looks at once.
+          await sentinel?.end({ remove });
+        }
       },
       { abortSignal: options.abortSignal, logger: sink.logger, onEvent: (event) => sink.emit({ ...event }) },
     );
@@ -140,10 +158,12 @@ export async function handleWakeMessage(
       wakeReason: wake.reason,
       wakeJobId: wake.jobId,
     });
-    // This process may die in that step, and its own wake-ups with it: look again in one interval.
-    await sendActivityWakeUp(app, sink, "follow-up", () =>
-      app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
-    );
+    // This process may die in that step, and its own wake-ups with it: look again in one interval (unless its sentinel
+    // covers that).
+    if (needsFollowUp(app, wake))
+      await sendActivityWakeUp(app, sink, "follow-up", () =>
+        app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
+      );
     return "coalesced";
   }
   const trigger = {
@@ -155,8 +175,9 @@ export async function handleWakeMessage(
   } as const;
   try {
     const outcome = await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
-    // The holder may have just died: look again in one interval, until its lease has run out or the chain ends.
-    if (outcome === "not-acquired")
+    // The holder may have just died: look again in one interval, until its lease has run out or the chain ends (unless
+    // the holder's sentinel and this process's watcher cover that).
+    if (outcome === "not-acquired" && needsFollowUp(app, wake))
       await sendActivityWakeUp(app, sink, "follow-up", () =>
         app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
       );
@@ -168,6 +189,21 @@ export async function handleWakeMessage(
     );
     return "error";
   }
+}
+
+/** Wake-ups about work a leader's step looks after anyway: results, poison, and the sentinel itself. */
+const STEP_NEWS: ReadonlySet<string> = new Set(["results-arrived", "poison-arrived", "leader-sentinel"]);
+
+/**
+ * Whether a wake-up that found the lease held (or this process busy) must send a follow-up. Not for news a step looks
+ * after anyway, when leaders keep a sentinel and this process watches the leader (with takeover): a live holder's step
+ * folds the news, or ends with jobs left and its sentinel starts the next step; a holder that died is taken over by
+ * this process's watcher (armed by this very wake-up), and its sentinel surfaces for the others. Submissions and
+ * cancellations still send follow-ups: a holder whose step is ending without active jobs may not have listed them.
+ */
+function needsFollowUp(app: CoordinatorApp, wake: WakeMessage): boolean {
+  const covered = app.settings.LEADER_SENTINEL_SECONDS > 0 && app.leaderWatch.enabled && STEP_NEWS.has(wake.reason);
+  return !covered;
 }
 
 /** The coordination ports of this app, with the invocation's sink. */

@@ -97,6 +97,14 @@ export const settingsSchema = z.object({
   LEADER_WATCH_INTERVAL_MS: intIn(0, 60_000)
     .refine((ms) => ms === 0 || ms >= 250, "must be 0 (off) or from 250 to 60000")
     .default(1000),
+  /**
+   * The leader's sentinel, in seconds (docs/FAILOVER.md): while its step has active jobs, the leader keeps one wake-up
+   * hidden on WAKE_QUEUE and hides it again every half of this. A leader that dies stops hiding it, so within this
+   * long another instance wakes up and looks — even when none was busy — and a step that ends with jobs left lets it
+   * start the next step. One queue operation per half interval while leading active jobs; nothing when idle. 0 turns it
+   * off (wake-ups that find the lease held then send follow-ups instead). @default 2
+   */
+  LEADER_SENTINEL_SECONDS: intIn(0, 60).default(2),
   /** Container for the coordinator's fenced state (jobs, progress, aggregates). @default "coordinator-state" */
   STATE_CONTAINER: containerName.default("coordinator-state"),
   /**

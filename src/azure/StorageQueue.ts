@@ -1,5 +1,5 @@
 import type { QueueClient } from "@azure/storage-queue";
-import type { MessageQueue, PeekedMessage, ReceivedMessage, SendOptions } from "../coordination/ports";
+import type { MessageQueue, MessageReceipt, PeekedMessage, ReceivedMessage, SendOptions } from "../coordination/ports";
 import { storageFailure, toLibraryError } from "./storageErrors";
 import { OnDemandCreation } from "./OnDemandCreation";
 import type { Abortable } from "../library/util/delay";
@@ -63,6 +63,41 @@ export class StorageQueue implements MessageQueue {
       await Promise.all(texts.map((text) => this.creation.run(() => sendOne(text), { abortSignal })));
     } catch (error) {
       throw toLibraryError(error, `Sending to queue ${this.name}`, abortSignal);
+    }
+  }
+
+  async sendHidden(text: string, visibilityDelayS: number, options: Abortable = {}): Promise<MessageReceipt> {
+    const { abortSignal } = options;
+    try {
+      // Put Message answers with the pop receipt that Update and Delete Message take, as Get Messages does.
+      const sent = await this.creation.run(
+        () =>
+          this.client.sendMessage(encodeBody(text, this.encoding), {
+            abortSignal,
+            visibilityTimeout: visibilityDelayS,
+          }),
+        { abortSignal },
+      );
+      return { id: sent.messageId, popReceipt: sent.popReceipt };
+    } catch (error) {
+      throw toLibraryError(error, `Sending to queue ${this.name}`, abortSignal);
+    }
+  }
+
+  async hide(
+    message: MessageReceipt,
+    visibilityTimeoutS: number,
+    options: Abortable = {},
+  ): Promise<MessageReceipt | undefined> {
+    const { abortSignal } = options;
+    try {
+      const updated = await this.client.updateMessage(message.id, message.popReceipt, undefined, visibilityTimeoutS, {
+        abortSignal,
+      });
+      return updated.popReceipt === undefined ? undefined : { id: message.id, popReceipt: updated.popReceipt };
+    } catch (error) {
+      if (isNoLongerOurs(error)) return undefined;
+      throw toLibraryError(error, `Hiding a message of queue ${this.name}`, abortSignal);
     }
   }
 

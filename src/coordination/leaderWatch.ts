@@ -70,6 +70,11 @@ export class LeaderWatch {
     options.abortSignal?.addEventListener("abort", () => this.stopped.abort(), { once: true });
   }
 
+  /** Whether this watcher is on (an interval above 0): worker and wake-up invocations make it watch. */
+  get enabled(): boolean {
+    return this.options.intervalMs > 0;
+  }
+
   /** Whether the watcher is reading the lease now (or between two reads). */
   get watching(): boolean {
     return this.loop !== undefined;

@@ -27,6 +27,9 @@ export interface ReceivedMessage {
   queuedMs?: number;
 }
 
+/** What lets a process change a message it sent or received: its id and latest pop receipt. */
+export type MessageReceipt = Pick<ReceivedMessage, "id" | "popReceipt">;
+
 /** A message seen by a peek: visible, not received (no pop receipt: a peek changes nothing). */
 export type PeekedMessage = Omit<ReceivedMessage, "popReceipt">;
 
@@ -36,6 +39,16 @@ export interface MessageQueue {
   readonly name: string;
   /** Sends messages (each a UTF-8 string, encoded by the adapter), visible at once or after `visibilityDelayS`. */
   send(texts: readonly string[], options?: SendOptions): Promise<void>;
+  /**
+   * Sends one message invisible for `visibilityDelayS` seconds and returns its receipt, so the sender can keep it
+   * hidden longer ({@link hide}) or delete it before anyone receives it.
+   */
+  sendHidden(text: string, visibilityDelayS: number, options?: Abortable): Promise<MessageReceipt>;
+  /**
+   * Keeps a message this process sent or received invisible for `visibilityTimeoutS` seconds from now. Returns its new
+   * receipt, or undefined when it is no longer ours to change: deleted, or received by someone since (stale receipt).
+   */
+  hide(message: MessageReceipt, visibilityTimeoutS: number, options?: Abortable): Promise<MessageReceipt | undefined>;
   /** Receives up to `max` (1–32) messages, invisible to others for `visibilityTimeoutS`. */
   receive(max: number, visibilityTimeoutS: number, options?: Abortable): Promise<ReceivedMessage[]>;
   /**

@@ -47,8 +47,13 @@ export async function sendWakeUp(
   wake: WakeUp,
   options: SendOptions & { now?: () => number } = {},
 ): Promise<void> {
-  const message: WakeMessage = wakeMessageSchema.parse({ v: 1, ...wake, sentAtMs: (options.now ?? Date.now)() });
-  await queue.send([JSON.stringify(message)], options);
+  await queue.send([wakeMessageText(wake, options.now)], options);
+}
+
+/** A wake-up message's body, stamped with the time now. @throws ZodError when `wake` is not a valid wake-up. */
+export function wakeMessageText(wake: WakeUp, now: () => number = Date.now): string {
+  const message: WakeMessage = wakeMessageSchema.parse({ v: 1, ...wake, sentAtMs: now() });
+  return JSON.stringify(message);
 }
 
 /** What an {@link ActivityWakeUps} call did. */

@@ -63,6 +63,45 @@ describe("StorageQueue on Azurite (adapter)", () => {
     expect(age).toBeGreaterThanOrEqual(1000);
   });
 
+  it("sends a message hidden and keeps it hidden with the send's receipt (the sentinel's operations); it surfaces once no longer hidden", async () => {
+    const { queue } = newQueue();
+    const sent = await queue.sendHidden("sentinel", 2);
+    expect(sent.id).not.toBe("");
+    expect(await queue.peek(32)).toEqual([]);
+    // Hidden again before it surfaces, with the receipt Put Message answered, then with each new one.
+    let receipt = sent;
+    for (let round = 0; round < 3; round++) {
+      const kept = await queue.hide(receipt, 2);
+      if (kept === undefined) throw new Error("expected the sentinel to be ours to hide");
+      expect(kept.popReceipt).not.toBe(receipt.popReceipt);
+      receipt = kept;
+      expect(await queue.peek(32)).toEqual([]);
+    }
+    // A stale receipt is "not ours any more", not an error.
+    expect(await queue.hide(sent, 2)).toBeUndefined();
+    // Left alone, it surfaces (wait for the event, at most ~3 s: Azure's visibility is in whole seconds).
+    let surfaced: string | undefined;
+    for (let attempt = 0; attempt < 60 && surfaced === undefined; attempt++) {
+      await new Promise((done) => setTimeout(done, 100));
+      surfaced = (await queue.peek(1))[0]?.text;
+    }
+    expect(surfaced).toBe("sentinel");
+    // Once someone received it, the sender's receipt can no longer hide or delete it.
+    const [taken] = await queue.receive(1, 30);
+    expect(taken?.id).toBe(sent.id);
+    expect(await queue.hide(receipt, 2)).toBeUndefined();
+    expect(await queue.delete(receipt)).toBe(false);
+  });
+
+  it("deletes a hidden message with its receipt before anyone received it", async () => {
+    const { queue, raw } = newQueue();
+    const sent = await queue.sendHidden("sentinel", 30);
+    const kept = await queue.hide(sent, 30);
+    expect(kept).toBeDefined();
+    expect(await queue.delete(kept ?? sent)).toBe(true);
+    expect((await raw.getProperties()).approximateMessagesCount).toBe(0);
+  });
+
   it("releases a received message (visible again at once); releasing or deleting with a stale pop receipt answers false", async () => {
     const { queue } = newQueue();
     await queue.send(["a"]);

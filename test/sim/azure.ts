@@ -304,14 +304,22 @@ export class SimQueue {
   ) {}
 
   send(body: string, visibilityDelayS = 0): void {
+    this.sendHidden(body, visibilityDelayS);
+  }
+
+  /** Put Message, answering with the message's id and a pop receipt (which Update and Delete Message take). */
+  sendHidden(body: string, visibilityDelayS: number): { id: string; popReceipt: string } {
+    const id = `${this.name}#${++this.next}`;
+    const popReceipt = `${id}@${++this.next}`;
     this.messages.push({
-      id: `${this.name}#${++this.next}`,
+      id,
       body,
       insertedAtMs: this.now(),
       visibleAtMs: this.now() + visibilityDelayS * 1000,
       dequeueCount: 0,
-      popReceipt: "",
+      popReceipt,
     });
+    return { id, popReceipt };
   }
 
   receive(

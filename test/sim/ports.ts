@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { BlobFiles, MessageQueue, OpenedBlob, PeekedMessage, ReceivedMessage } from "../../src/coordination/ports";
+import type {
+  BlobFiles,
+  MessageQueue,
+  MessageReceipt,
+  OpenedBlob,
+  PeekedMessage,
+  ReceivedMessage,
+  SendOptions,
+} from "../../src/coordination/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
 import type {
   StateStore,
@@ -534,14 +542,14 @@ export class SimMessageQueue implements MessageQueue {
     return this.ctx.net.call(this.ctx.process, `${this.name}.${label}`, effect, options.abortSignal);
   }
 
-  async send(texts: readonly string[], options: Abortable = {}): Promise<void> {
+  async send(texts: readonly string[], options: SendOptions = {}): Promise<void> {
     try {
       await Promise.all(
         texts.map((text) =>
           this.call(
             "send",
             () => {
-              this.ctx.account.queue(this.name).send(encodeBody(text, "base64"));
+              this.ctx.account.queue(this.name).send(encodeBody(text, "base64"), options.visibilityDelayS ?? 0);
             },
             options,
           ),
@@ -549,6 +557,36 @@ export class SimMessageQueue implements MessageQueue {
       );
     } catch (error) {
       throw libraryError(error, `Sending to queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async sendHidden(text: string, visibilityDelayS: number, options: Abortable = {}): Promise<MessageReceipt> {
+    try {
+      return await this.call(
+        "send",
+        () => this.ctx.account.queue(this.name).sendHidden(encodeBody(text, "base64"), visibilityDelayS),
+        options,
+      );
+    } catch (error) {
+      throw libraryError(error, `Sending to queue ${this.name}`, options.abortSignal);
+    }
+  }
+
+  async hide(
+    message: MessageReceipt,
+    visibilityTimeoutS: number,
+    options: Abortable = {},
+  ): Promise<MessageReceipt | undefined> {
+    try {
+      const popReceipt = await this.call(
+        `hide ${message.id}`,
+        () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, visibilityTimeoutS),
+        options,
+      );
+      return { id: message.id, popReceipt };
+    } catch (error) {
+      if (noLongerOurs(error)) return undefined;
+      throw libraryError(error, `Hiding a message of queue ${this.name}`, options.abortSignal);
     }
   }
 

@@ -363,6 +363,9 @@ export class SimWorld {
       // The plan's unit size as it is (up to the in-flight window, 2 × 4 items): jobs of 1–16 items are not spread
       // further (the default, 16 units, would make every unit one item): units of several items meet faults.
       WORK_UNIT_SPREAD: 1,
+      // The leader's sentinel is a wake-up: on with the wake-ups model (every instance runs the wake trigger), as the
+      // app's defaults have it; off without it, where nobody would receive one.
+      LEADER_SENTINEL_SECONDS: plan.activity.wakeUps ? 2 : 0,
     });
     this.client = new SimProcess("client", () => Date.now());
     const ctx: PortContext = { net: this.net, account: this.account, process: this.client };

@@ -9,7 +9,8 @@ import { MemoryFiles, MemoryQueue } from "./memoryPorts";
 /**
  * The app's own wiring (elector, sink) over in-memory ports and a fake lease, for unit tests of the operations. The
  * leader watcher is off unless a test sets LEADER_WATCH_INTERVAL_MS: it would read the lease in the background, on
- * real timers, for 45 s after each worker or wake-up invocation.
+ * real timers, for 45 s after each worker or wake-up invocation. So is the leader's sentinel, unless a test sets
+ * LEADER_SENTINEL_SECONDS: it would put a message on the wake queue whenever a step has an active job.
  */
 export function memoryApp(
   options: {
@@ -30,7 +31,12 @@ export function memoryApp(
   const system = new MemoryFiles();
   const inputs = new MemoryFiles();
   const app: CoordinatorApp = assembleCoordinatorApp({
-    settings: readSettings({ STEP_BUDGET_MS: "1000", LEADER_WATCH_INTERVAL_MS: "0", ...options.settings }),
+    settings: readSettings({
+      STEP_BUDGET_MS: "1000",
+      LEADER_WATCH_INTERVAL_MS: "0",
+      LEADER_SENTINEL_SECONDS: "0",
+      ...options.settings,
+    }),
     instanceId: options.instanceId ?? "unit-wake",
     leaseStore: store,
     state: new MemoryStateStore(),

@@ -3,6 +3,7 @@ import { blobIn } from "../../src/azure/azureNames";
 import type {
   BlobFiles,
   MessageQueue,
+  MessageReceipt,
   OpenedBlob,
   PeekedMessage,
   ReceivedMessage,
@@ -42,7 +43,7 @@ export class MemoryQueue implements MessageQueue {
   /** When set, `delete` throws (a leader that crashes before acknowledging). */
   failDeletes = false;
   /** How many times each operation was called. */
-  readonly calls = { send: 0, receive: 0, peek: 0, release: 0, delete: 0 };
+  readonly calls = { send: 0, receive: 0, peek: 0, release: 0, delete: 0, hide: 0 };
 
   constructor(readonly name = "queue") {}
 
@@ -69,6 +70,23 @@ export class MemoryQueue implements MessageQueue {
         insertedAtMs: this.nowMs,
       });
     return Promise.resolve();
+  }
+
+  async sendHidden(text: string, visibilityDelayS: number): Promise<MessageReceipt> {
+    await this.send([text], { visibilityDelayS });
+    const stored = this.messages.at(-1);
+    if (stored === undefined) throw new Error("sendHidden: nothing was stored");
+    stored.popReceipt = `p${++this.nextId}`;
+    return { id: stored.id, popReceipt: stored.popReceipt };
+  }
+
+  hide(message: MessageReceipt, visibilityTimeoutS: number): Promise<MessageReceipt | undefined> {
+    this.calls.hide++;
+    const stored = this.find(message);
+    if (stored === undefined) return Promise.resolve(undefined);
+    stored.visibleAtMs = this.nowMs + visibilityTimeoutS * 1000;
+    stored.popReceipt = `p${++this.nextId}`;
+    return Promise.resolve({ id: stored.id, popReceipt: stored.popReceipt });
   }
 
   receive(max: number, visibilityTimeoutS: number): Promise<ReceivedMessage[]> {

@@ -1,0 +1,135 @@
+import { delay, type Abortable } from "../library/util/delay";
+import type { Logger } from "../library/util/logger";
+import type { MessageQueue, MessageReceipt } from "./ports";
+import { wakeMessageText } from "./wake";
+
+/**
+ * The leader's sentinel: a dead man's switch on the wake queue. While its step has active jobs, the leader keeps one
+ * wake-up (`leader-sentinel`) on the wake queue, hidden: sent invisible for `hiddenS` seconds, then hidden again for
+ * `hiddenS` every `hiddenS / 2`. A leader that dies, or freezes, stops hiding it, and within `hiddenS` it surfaces:
+ * some instance's `wake` function receives it, even when no other instance had anything to do — the case the leader
+ * watcher alone misses, when the dead leader's own process held every unit in flight and nobody else was busy. That
+ * wake-up arms its process's leader watcher, which takes over once the holder has been silent long enough (with
+ * takeover), and its attempt acquires at once if the lease has run out. A step that ends with jobs still active
+ * leaves its sentinel to surface as well, and it starts the next step; a step that ends with none deletes it. So a
+ * wake-up that finds a live leader need not send follow-ups to cover that leader's death or its step's end
+ * (`handleWakeMessage`).
+ *
+ * Cost, while a leader has active jobs: one queue operation every `hiddenS / 2` (1,800 an hour at 2 s), and a send
+ * and a delete per step. Nothing when no job is active: the idle cost is unchanged.
+ */
+
+/** Options of {@link LeaderSentinel}. */
+export interface SentinelOptions {
+  /**
+   * How long the sentinel stays hidden after each hiding, in whole seconds (Azure's unit); it is hidden again twice as
+   * often.
+   */
+  hiddenS: number;
+  /** This instance's id, for the wake-up's `from`. */
+  from: string;
+  /** Where a failure to send, hide or delete it is logged (as a warning: the next attempt may do). */
+  logger: Logger;
+  /** Wall clock, for the wake-up's `sentAtMs`. @default Date.now */
+  now?: () => number;
+}
+
+/** What a sentinel did, for tests and benchmarks. */
+export interface SentinelStats {
+  sent: number;
+  hidden: number;
+  deleted: number;
+  failures: number;
+}
+
+/** One step's sentinel (see the module comment): armed by the step, ended by whoever ran the step. */
+export class LeaderSentinel {
+  readonly stats: SentinelStats = { sent: 0, hidden: 0, deleted: 0, failures: 0 };
+  private receipt: MessageReceipt | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly stopped = new AbortController();
+
+  constructor(
+    private readonly queue: MessageQueue,
+    private readonly options: SentinelOptions,
+  ) {}
+
+  /** Whether {@link arm} has been called (and the sentinel not ended). */
+  get armed(): boolean {
+    return this.loop !== undefined;
+  }
+
+  /**
+   * Sends the sentinel, hidden, and keeps it hidden until {@link end} or until `abortSignal` fires (the term ended: it
+   * is left to surface). Calling it again does nothing.
+   */
+  arm(options: Abortable = {}): void {
+    if (this.loop !== undefined || this.stopped.signal.aborted) return;
+    const signal =
+      options.abortSignal === undefined
+        ? this.stopped.signal
+        : AbortSignal.any([options.abortSignal, this.stopped.signal]);
+    this.loop = this.keepHidden(signal);
+  }
+
+  /**
+   * Stops hiding it and waits for a request in flight; with `remove`, deletes it (no job is left to look after), else
+   * leaves it to surface within `hiddenS` and start the next step. A failed delete is logged: the sentinel then
+   * surfaces as one harmless wake-up.
+   */
+  async end(options: { remove: boolean }): Promise<void> {
+    this.stopped.abort();
+    await this.loop;
+    const { receipt } = this;
+    this.receipt = undefined;
+    if (!options.remove || receipt === undefined) return;
+    try {
+      if (await this.queue.delete(receipt)) this.stats.deleted++;
+    } catch (error) {
+      this.failed("delete", error);
+    }
+  }
+
+  private async keepHidden(signal: AbortSignal): Promise<void> {
+    const { hiddenS, from } = this.options;
+    const everyMs = (hiddenS * 1000) / 2;
+    // Read through a function: the signal fires while requests are awaited.
+    const stopped = (): boolean => signal.aborted;
+    while (!stopped()) {
+      try {
+        const kept =
+          this.receipt === undefined
+            ? undefined
+            : await this.queue.hide(this.receipt, hiddenS, { abortSignal: signal });
+        if (kept !== undefined) {
+          this.receipt = kept;
+          this.stats.hidden++;
+        } else {
+          // First time, or it surfaced meanwhile (this process was held up) and someone took it: a new one.
+          this.receipt = await this.queue.sendHidden(
+            wakeMessageText({ reason: "leader-sentinel", from }, this.options.now),
+            hiddenS,
+            { abortSignal: signal },
+          );
+          this.stats.sent++;
+        }
+      } catch (error) {
+        if (stopped()) return;
+        this.failed(this.receipt === undefined ? "send" : "hide", error);
+      }
+      try {
+        await delay(everyMs, { abortSignal: signal });
+      } catch {
+        return;
+      }
+    }
+  }
+
+  private failed(what: string, error: unknown): void {
+    this.stats.failures++;
+    this.options.logger.warn(
+      `Instance ${this.options.from} could not ${what} its sentinel wake-up: ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId: this.options.from },
+    );
+  }
+}
