@@ -75,7 +75,7 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     await expect(store.renew(leaseId)).rejects.toMatchObject({ name: "LeadershipLostError", reason: "lost" });
   });
 
-  it("reads a released lease as available and a broken one as broken: how an elector tells a lapsed term from a released one", async () => {
+  it("tells a lapsed term from a released one on Azurite: released, broken, broken and marked by a takeover", async () => {
     const store = newStore();
     const leaseId = randomUUID();
     await store.acquire(leaseId, 15);
@@ -92,6 +92,12 @@ describe("BlobLeaseStore on Azurite (adapter)", () => {
     expect((await store.read()).state).toBe("broken");
     expect(await ended()).toBe("lapsed");
     expect(await ended()).toBe("released");
+    // A takeover: the break, then the mark written to the broken lease's blob — after which Azurite reads the lease as
+    // available again. The next term still knows the one before lapsed (the mark says so).
+    await store.acquire(randomUUID(), 15);
+    const held = await store.read();
+    expect(await store.breakIfUnchanged(held.version ?? "", { ...held.record, brokenBy: "azurite-b" })).toBe("broken");
+    expect(await ended()).toBe("lapsed");
   });
 
   it("release frees the lease at once; releasing a lease no longer ours is a no-op", async () => {

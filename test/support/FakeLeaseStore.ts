@@ -81,7 +81,8 @@ export class FakeLeaseStore implements LeaseStore {
   breakIfUnchanged(version: string, record: LeaderRecord, options?: Abortable): Promise<BreakOutcome> {
     return this.op("breakIfUnchanged", options, (): BreakOutcome => {
       if (this.version !== version) return "changed";
-      if (this.leaseId !== undefined) this.lastEnd = "broken";
+      // The mark is a write to the broken lease's blob, after which Azurite reads the lease as available again.
+      this.lastEnd = "released";
       this.leaseId = undefined;
       this.record = record;
       this.versionCounter++;

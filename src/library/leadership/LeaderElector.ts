@@ -201,8 +201,12 @@ export class LeaderElector {
     const { store, clock, instanceId, logger } = options;
     const snapshot = await this.request((signal) => store.read({ abortSignal: signal }), abortSignal);
     this.silence.observe(snapshot, clock.monotonicMs());
-    // A lease that expired or was broken was not given back: its term may have stopped anywhere (term.previousEnd).
-    let previousEnd: PreviousEnd = snapshot.state === "expired" || snapshot.state === "broken" ? "lapsed" : "released";
+    // A lease that expired or was broken was not given back: its term may have stopped anywhere (term.previousEnd). A
+    // takeover's mark says so too: a broken lease reads as available once the mark was written (Azurite, at least).
+    let previousEnd: PreviousEnd =
+      snapshot.state === "expired" || snapshot.state === "broken" || snapshot.record.brokenBy !== undefined
+        ? "lapsed"
+        : "released";
     if (snapshot.state === "leased" || snapshot.state === "breaking") {
       this.observe(snapshot.record, options);
       // With takeover: a holder this contender knows has stopped is broken, and the lease acquired below.

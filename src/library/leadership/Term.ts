@@ -53,13 +53,14 @@ export class Term implements LeadershipTerm {
   private armedAtMono = 0;
   private lastProgressMono: number;
   private startedMono: number;
-  private begun: { epoch: number; previousEpoch: number; startedAtMs: number } | undefined;
+  private begun: { epoch: number; previousEpoch: number; startedAtMs: number; previousEnd: PreviousEnd } | undefined;
 
   constructor(
     /** Monotonic time at which the acquire request that began this term was sent. */
     readonly acquireStartMono: number,
     private readonly options: ResolvedElectorOptions,
-    readonly previousEnd: PreviousEnd = "released",
+    /** How the previous term ended as the lease state showed before the acquire; {@link begin} may add to it. */
+    private readonly leaseShowed: PreviousEnd = "released",
   ) {
     const { clock } = options;
     this.instanceId = options.instanceId;
@@ -72,11 +73,13 @@ export class Term implements LeadershipTerm {
 
   /**
    * Starts the term proper, once its record names `epoch`; `previousEpoch` is the epoch that record replaced and
-   * `startedAtMs` the record's `sinceMs`.
+   * `startedAtMs` the record's `sinceMs`. `brokenBefore`: the record replaced carried a takeover's mark (a lease
+   * broken and then written to may read as available again, so the lease state alone does not tell).
    */
-  begin(epoch: number, previousEpoch: number, startedAtMs: number): void {
+  begin(epoch: number, previousEpoch: number, startedAtMs: number, brokenBefore = false): void {
     const { clock } = this.options;
-    this.begun = { epoch, previousEpoch, startedAtMs };
+    const previousEnd = brokenBefore ? "lapsed" : this.leaseShowed;
+    this.begun = { epoch, previousEpoch, startedAtMs, previousEnd };
     this.startedMono = clock.monotonicMs();
     this.lastProgressMono = this.startedMono;
   }
@@ -97,6 +100,10 @@ export class Term implements LeadershipTerm {
 
   get startedAtMs(): number {
     return this.begun?.startedAtMs ?? 0;
+  }
+
+  get previousEnd(): PreviousEnd {
+    return this.begun?.previousEnd ?? this.leaseShowed;
   }
 
   get signal(): AbortSignal {

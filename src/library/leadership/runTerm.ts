@@ -118,7 +118,7 @@ async function beginTerm(
       throw error;
     }
   }
-  term.begin(epoch, previous.epoch, record.sinceMs);
+  term.begin(epoch, previous.epoch, record.sinceMs, previous.brokenBy !== undefined);
   const { brokenBy } = previous;
   logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, {
     instanceId,
