@@ -50,10 +50,10 @@ export interface StepOptions {
   /** Most passes the step makes, whatever budget is left (a tool's single pass, a test's). @default no bound */
   maxPasses?: number;
   /**
-   * The leader's sentinel (`sentinel.ts`): armed, under the term's signal, once a pass sees an active job. Whoever ran
-   * the step ends it. @default none
+   * The leader's sentinel (`sentinel.ts`): armed, under the term's signal, once a pass sees an active job — announced
+   * when the step has registered a job by then. Whoever ran the step ends it. @default none
    */
-  sentinel?: { arm(options: { abortSignal: AbortSignal }): void };
+  sentinel?: { arm(options: { abortSignal: AbortSignal; announce: boolean }): void };
 }
 
 /** What a step did, for the step-completed event and the logs. */
@@ -207,7 +207,8 @@ export async function runCoordinationStep(
     }
     const index = await jobs.readIndex(io);
     const active = index?.value.active ?? [];
-    if (active.length > 0) options.sentinel?.arm({ abortSignal: term.signal });
+    // Announced when this step registered the jobs: the other instances may all have been idle until now.
+    if (active.length > 0) options.sentinel?.arm({ abortSignal: term.signal, announce: report.registered > 0 });
     if (report.passes === 1) resumeAt = storedResumeAt = index?.value.resumeAt;
     // Jobs taken off the active list in this pass, with when they ended (their retention starts then).
     const finished: { id: string; endedAtMs: number }[] = [];

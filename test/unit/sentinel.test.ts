@@ -116,8 +116,42 @@ describe("the leader's sentinel", () => {
     // Nobody works on the job: the step polls for its whole budget and ends with the job still active.
     expect(await runCoordinatorTick(busy.app, busy.sink)).toBe("completed");
     const bodies = busy.wakeQueue.bodies().map((body) => JSON.parse(body) as Record<string, unknown>);
-    expect(bodies).toEqual([expect.objectContaining({ reason: "leader-sentinel", from: "unit-wake" })]);
+    // The announcement (this step registered the job) and the sentinel itself, left to surface.
+    expect(bodies).toEqual([
+      expect.objectContaining({ reason: "leader-sentinel", from: "unit-wake" }),
+      expect.objectContaining({ reason: "leader-sentinel", from: "unit-wake" }),
+    ]);
     expect(busy.wakeQueue.calls.hide).toBeGreaterThanOrEqual(1);
+    // The next step has nothing new to register: it keeps one sentinel and announces nothing.
+    await busy.wakeQueue.receive(32, 600);
+    const sendsBefore = busy.wakeQueue.calls.send;
+    expect(await runCoordinatorTick(busy.app, busy.sink)).toBe("completed");
+    expect(busy.wakeQueue.calls.send - sendsBefore).toBe(1);
+  });
+
+  it("a step that registers a job announces it at once: another instance receives it and watches the leader before anything happens to it", async () => {
+    const leader = memoryApp({ settings: { LEADER_SENTINEL_SECONDS: "2", STEP_BUDGET_MS: "1500" } });
+    await submitJob(
+      leader.app,
+      { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] },
+      { wake: false },
+    );
+    const tick = runCoordinatorTick(leader.app, leader.sink);
+    while ((await leader.wakeQueue.peek(32)).length === 0) await new Promise((done) => setTimeout(done, 10));
+    const [announced] = await leader.wakeQueue.receive(32, 60);
+    const other = memoryApp({
+      store: leader.store,
+      instanceId: "unit-other",
+      settings: { LEADER_SENTINEL_SECONDS: "2", LEADER_WATCH_INTERVAL_MS: "1000" },
+    });
+    try {
+      expect(await handleWakeMessage(other.app, other.sink, announced?.text, { dequeueCount: 1 })).toBe("not-acquired");
+      expect(other.app.leaderWatch.watching).toBe(true);
+      expect(other.wakeQueue.length).toBe(0); // no follow-up
+    } finally {
+      await other.app.leaderWatch.stop();
+    }
+    expect(await tick).toBe("completed");
   });
 
   it("a step whose jobs all ended deletes its sentinel", async () => {
@@ -136,9 +170,12 @@ describe("the leader's sentinel", () => {
     }
     expect(await tick).toBe("completed");
     expect(world.events).toContainEqual(expect.objectContaining({ type: "job-completed", jobId: id }));
-    expect(
-      world.wakeQueue.bodies().filter((body) => (JSON.parse(body) as { reason: string }).reason === "leader-sentinel"),
-    ).toEqual([]);
+    // Left: the announcement and the worker's results-arrived wake-up, both visible; the hidden sentinel is gone.
+    const visible = (await world.wakeQueue.peek(32)).map(
+      (message) => (JSON.parse(message.text ?? "{}") as { reason: string }).reason,
+    );
+    expect(visible.sort()).toEqual(["leader-sentinel", "results-arrived"]);
+    expect(world.wakeQueue.length).toBe(2);
   });
 
   it("with sentinels and the watcher on, a results wake-up that finds the lease held sends no follow-up; a submission's still does", async () => {

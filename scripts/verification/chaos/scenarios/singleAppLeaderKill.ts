@@ -13,12 +13,14 @@ import { catchStepWithJob } from "./faults";
  *
  * - `wake-ups`: ACTIVITY_WAKE_INTERVAL_MS 5000 (the default): workers' results wake the coordinator on any instance,
  *   and a wake-up that finds the dead leader's lease sends a follow-up for when it has run out;
- * - `timer-only`: ACTIVITY_WAKE_INTERVAL_MS 0 and LEADER_WATCH_INTERVAL_MS 0: only the timer (and submissions) start
- *   steps, so after the lock holder died nothing happens until its listener lock has expired and a survivor's recovery
- *   poll takes it.
+ * - `timer-only`: ACTIVITY_WAKE_INTERVAL_MS 0, LEADER_WATCH_INTERVAL_MS 0 and LEADER_SENTINEL_SECONDS 0: only the
+ *   timer (and submissions) start steps, so after the lock holder died nothing happens until its listener lock has
+ *   expired and a survivor's recovery poll takes it.
  *
  * In the wake-ups phase the app's defaults include takeover (issue 22): the survivors' leader watchers, armed by their
- * worker invocations, see the dead leader fall silent, break its lease and send a wake-up, seconds after the kill.
+ * worker invocations (or by the leader's sentinel: announced when the job registers, surfacing when the leader died),
+ * see the dead leader fall silent, break its lease and send a wake-up, seconds after the kill; the new term sends the
+ * dead leader's units in flight again.
  *
  * Each round waits until an instance holds the lock again (after a kill: the dead holder's lease plus a survivor's
  * poll) and submits its job without a wake-up, so the timer — the lock holder — starts it. Full mode: 5 rounds
@@ -76,6 +78,9 @@ export function singleAppLeaderKillScenario(options: ScenarioOptions): Promise<S
         WEBSITE_SITE_NAME: `one-app-${phase}`,
         ACTIVITY_WAKE_INTERVAL_MS: phase === "wake-ups" ? "5000" : "0",
         LEADER_WATCH_INTERVAL_MS: phase === "wake-ups" ? "1000" : "0",
+        // The leader's sentinel is a wake-up too: timer-only means none (a step ending with work left would chain the
+        // next one through it).
+        LEADER_SENTINEL_SECONDS: phase === "wake-ups" ? "2" : "0",
         LOCAL_LISTENER_LOCK_PERIOD_SECONDS: String(phaseLock.periodS),
         LOCAL_LISTENER_LOCK_RECOVERY_SECONDS: String(phaseLock.recoveryS),
         // Workers are paced, so the job is still being worked on when its step is caught 0.2–1.5 s in: unpaced, a job
