@@ -4,7 +4,7 @@ import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy
 import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { CHUNK_SIZE, JobWriter, storeSubmission } from "../../src/coordination/submit";
 import { processWorkMessage } from "../../src/coordination/worker";
 import { ONE_PASS, item, params, readJob, unawareOfStops, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
@@ -427,7 +427,10 @@ describe("units sized by bytes (issue 24)", () => {
 
   it("a pass reads the chunks it needs ahead, several at once, each once: sending waits for one read, not all", async () => {
     const { deps, work: queue, system } = world(defaults);
-    await storeSubmission(deps.system, { kind: "group-by", params, items: small(20_000) });
+    // Chunks of 1,000 items, as a manifest's job has (an inline submission of small items has larger chunks).
+    const writer = new JobWriter(deps.system, { chunkSize: CHUNK_SIZE });
+    for (const input of small(20_000)) await writer.add(input);
+    await writer.commit({ kind: "group-by", params });
     const seen = watchChunkReads(system);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(queue.length).toBeGreaterThan(0);
