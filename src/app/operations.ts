@@ -12,6 +12,7 @@ import { LeaderSentinel } from "../coordination/sentinel";
 import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../library/leadership/LeaderElector";
+import type { LeaderRecord } from "../library/lease/LeaseStore";
 import type { Abortable } from "../library/util/delay";
 import type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results";
 
@@ -45,6 +46,15 @@ export async function runCoordinatorTick(
   sink: Sink,
   options: TickOptions = {},
 ): Promise<TickOutcome> {
+  return (await runTick(app, sink, options)).outcome;
+}
+
+/** {@link runCoordinatorTick}, saying who holds the lease when it was not acquired (when that is known). */
+async function runTick(
+  app: CoordinatorApp,
+  sink: Sink,
+  options: TickOptions,
+): Promise<{ outcome: TickOutcome; holder?: LeaderRecord }> {
   const { instanceId } = app;
   const trigger = options.trigger ?? { trigger: "timer" };
   const at = (): number => Date.now();
@@ -59,18 +69,19 @@ export async function runCoordinatorTick(
           hiddenS > 0
             ? new LeaderSentinel(app.wakeQueue, { hiddenS, from: instanceId, logger: sink.logger })
             : undefined;
-        let remove = false;
+        let ending: { remove: boolean; surfaceInS?: number } = { remove: false };
         try {
           const report = await runCoordinationStep(coordinationDeps(app, sink), term, {
             budgetMs: app.settings.STEP_BUDGET_MS,
             sentinel,
           });
-          // No job left: nothing to look after. Jobs left: it surfaces within hiddenS and starts the next step.
-          remove = report.activeJobs === 0;
+          // No job left: nothing to look after. Jobs left: it surfaces and starts the next step — soon if this step
+          // moved them on, later if it only waited (activity wake-ups start one sooner when results come).
+          ending = { remove: report.activeJobs === 0, ...(moved(report) ? {} : { surfaceInS: IDLE_STEP_SURFACE_S }) };
           return report;
         } finally {
           // A step that failed or lost its term leaves it to surface: someone looks at once.
-          await sentinel?.end({ remove });
+          await sentinel?.end(ending);
         }
       },
       { abortSignal: options.abortSignal, logger: sink.logger, onEvent: (event) => sink.emit({ ...event }) },
@@ -94,18 +105,20 @@ export async function runCoordinatorTick(
       const detail = result.error instanceof Error ? result.error.message : undefined;
       sink.emit({ type: "step-aborted", instanceId, atMs: at(), epoch: result.epoch, reason: result.reason, detail });
     }
-    return result.outcome;
+    return result.outcome === "not-acquired"
+      ? { outcome: result.outcome, ...(result.leader === undefined ? {} : { holder: result.leader }) }
+      : { outcome: result.outcome };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (epoch === undefined && options.abortSignal?.aborted === true) {
       sink.logger.info(`Instance ${instanceId} skips this tick: the app is shutting down.`);
       sink.emit({ type: "step-skipped", instanceId, atMs: at(), reason: "shutdown", trigger: trigger.trigger });
-      return "shutdown";
+      return { outcome: "shutdown" };
     }
     // A stale epoch means a newer leader exists: expected after a pause, not a failure of this app.
     const reason = error instanceof StaleEpochError ? "fenced" : "error";
     sink.emit({ type: "step-aborted", instanceId, atMs: at(), epoch, reason, detail: message });
-    if (reason === "fenced") return "aborted";
+    if (reason === "fenced") return { outcome: "aborted" };
     sink.logger.error(`Coordinator tick failed on ${instanceId}: ${message}`);
     throw error;
   }
@@ -160,7 +173,7 @@ export async function handleWakeMessage(
     });
     // This process may die in that step, and its own wake-ups with it: look again in one interval (unless its sentinel
     // covers that).
-    if (needsFollowUp(app, wake))
+    if (needsFollowUp(app, wake, undefined))
       await sendActivityWakeUp(app, sink, "follow-up", () =>
         app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
       );
@@ -174,10 +187,10 @@ export async function handleWakeMessage(
     ...(wake.followUp === undefined ? {} : { wakeFollowUp: wake.followUp }),
   } as const;
   try {
-    const outcome = await runCoordinatorTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
+    const { outcome, holder } = await runTick(app, sink, { abortSignal: delivery.abortSignal, trigger });
     // The holder may have just died: look again in one interval, until its lease has run out or the chain ends (unless
     // the holder's sentinel and this process's watcher cover that).
-    if (outcome === "not-acquired" && needsFollowUp(app, wake))
+    if (outcome === "not-acquired" && needsFollowUp(app, wake, holder))
       await sendActivityWakeUp(app, sink, "follow-up", () =>
         app.activityWakeUps.followUp(wake, { abortSignal: delivery.abortSignal }),
       );
@@ -191,6 +204,19 @@ export async function handleWakeMessage(
   }
 }
 
+/**
+ * When a step that moved nothing (it only waited on workers) ends with jobs left, its sentinel starts the next step
+ * this much later, in seconds, not at once: a job that cannot move (its units held by a worker that died, slow items)
+ * costs a step's budget per this much more, about what the timer's ticks cost before sentinels (one step a minute).
+ */
+export const IDLE_STEP_SURFACE_S = 30;
+
+/** Whether a step moved anything: registered, folded, dispatched, failed, rejected, discarded or sent again. */
+function moved(report: StepReport): boolean {
+  const { registered, folded, dispatched, failed, rejected, discarded, redispatched } = report;
+  return registered + folded + dispatched + failed + rejected + discarded + redispatched > 0;
+}
+
 /** Wake-ups about work a leader's step looks after anyway: results, poison, and the sentinel itself. */
 const STEP_NEWS: ReadonlySet<string> = new Set(["results-arrived", "poison-arrived", "leader-sentinel"]);
 
@@ -201,8 +227,14 @@ const STEP_NEWS: ReadonlySet<string> = new Set(["results-arrived", "poison-arriv
  * this process's watcher (armed by this very wake-up), and its sentinel surfaces for the others. Submissions and
  * cancellations still send follow-ups: a holder whose step is ending without active jobs may not have listed them.
  */
-function needsFollowUp(app: CoordinatorApp, wake: WakeMessage): boolean {
-  const covered = app.settings.LEADER_SENTINEL_SECONDS > 0 && app.leaderWatch.enabled && STEP_NEWS.has(wake.reason);
+function needsFollowUp(app: CoordinatorApp, wake: WakeMessage, holder: LeaderRecord | undefined): boolean {
+  const covered =
+    app.settings.LEADER_SENTINEL_SECONDS > 0 &&
+    app.leaderWatch.enabled &&
+    STEP_NEWS.has(wake.reason) &&
+    // A holder that does not heartbeat (takeover off where it runs, or a version before takeover) cannot be taken over
+    // by this process's watcher, nor does it keep a sentinel: its lease is followed up as before.
+    (holder === undefined || (holder.takeoverDeadlineMs ?? 0) > 0);
   return !covered;
 }
 

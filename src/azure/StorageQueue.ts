@@ -87,11 +87,12 @@ export class StorageQueue implements MessageQueue {
   async hide(
     message: MessageReceipt,
     visibilityTimeoutS: number,
-    options: Abortable = {},
+    options: Abortable & { text?: string } = {},
   ): Promise<MessageReceipt | undefined> {
-    const { abortSignal } = options;
+    const { abortSignal, text } = options;
+    const body = text === undefined ? undefined : encodeBody(text, this.encoding);
     try {
-      const updated = await this.client.updateMessage(message.id, message.popReceipt, undefined, visibilityTimeoutS, {
+      const updated = await this.client.updateMessage(message.id, message.popReceipt, body, visibilityTimeoutS, {
         abortSignal,
       });
       return updated.popReceipt === undefined ? undefined : { id: message.id, popReceipt: updated.popReceipt };

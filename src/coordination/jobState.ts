@@ -78,6 +78,11 @@ export const jobStateSchema = jobSpecSchema.extend({
   skippedCount: z.number().int().min(0).optional(),
   /** Epoch of the leader that last changed this job; helps a person see who did what. */
   lastEpoch: z.number().int().min(0),
+  /**
+   * How many times a term whose predecessor lapsed has sent this job's units in flight again (`redispatch.ts`), at
+   * most `MAX_REDISPATCHES`. Absent: never.
+   */
+  redispatches: z.number().int().min(0).optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;
 

@@ -45,10 +45,15 @@ export interface MessageQueue {
    */
   sendHidden(text: string, visibilityDelayS: number, options?: Abortable): Promise<MessageReceipt>;
   /**
-   * Keeps a message this process sent or received invisible for `visibilityTimeoutS` seconds from now. Returns its new
-   * receipt, or undefined when it is no longer ours to change: deleted, or received by someone since (stale receipt).
+   * Keeps a message this process sent or received invisible for `visibilityTimeoutS` seconds from now, with a new body
+   * when `options.text` is given (one request either way). Returns its new receipt, or undefined when it is no longer
+   * ours to change: deleted, or received by someone since (stale receipt).
    */
-  hide(message: MessageReceipt, visibilityTimeoutS: number, options?: Abortable): Promise<MessageReceipt | undefined>;
+  hide(
+    message: MessageReceipt,
+    visibilityTimeoutS: number,
+    options?: Abortable & { text?: string },
+  ): Promise<MessageReceipt | undefined>;
   /** Receives up to `max` (1–32) messages, invisible to others for `visibilityTimeoutS`. */
   receive(max: number, visibilityTimeoutS: number, options?: Abortable): Promise<ReceivedMessage[]>;
   /**

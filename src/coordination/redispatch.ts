@@ -2,7 +2,9 @@ import type { Abortable } from "../library/util/delay";
 import { Bitmap } from "./bitmap";
 import type { ChunkCache } from "./chunkCache";
 import type { CoordinationDeps } from "./deps";
+import type { Versioned } from "../library/fencing/FencedStateStore";
 import type { JobState } from "./jobState";
+import type { JobStore } from "./jobStore";
 import { packUnits } from "./packUnits";
 
 /** Work messages sent at once. */
@@ -14,6 +16,49 @@ export interface RedispatchReport {
   units: number;
   /** Items in them. */
   items: number;
+}
+
+/**
+ * Most times one job's units in flight are sent again after lapsed terms. A unit that kills the process that takes it
+ * (out of memory, a native crash) would otherwise be sent again, with a fresh delivery count, after every leader it
+ * took down; past this many, a job's stranded units wait for the host's visibility timeout as they always did, and such
+ * a unit reaches the poison queue after its deliveries.
+ */
+export const MAX_REDISPATCHES = 3;
+
+/** What {@link redispatchAfterLapse} did, and the job as it is now. */
+export interface RedispatchOutcome extends RedispatchReport {
+  job: Versioned<JobState>;
+}
+
+/**
+ * For a term whose predecessor's lease lapsed (`term.previousEnd`: a crash, a freeze, a takeover): sends the job's
+ * units in flight again ({@link redispatchInFlight}), after counting it in the job's state (`redispatches`, at most
+ * {@link MAX_REDISPATCHES}, counted before sending so that a crash caused by the units themselves cannot repeat it
+ * without end). Not for a job registered before units had stored limits: its units were packed by other rules, and a
+ * unit packed again differently would overlap one still in flight (folding would fail the items it cannot count).
+ */
+export async function redispatchAfterLapse(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  job: Versioned<JobState>,
+  options: Abortable & { chunks: ChunkCache },
+): Promise<RedispatchOutcome> {
+  const state = job.value;
+  const none = { units: 0, items: 0, job };
+  if (state.status !== "running" || state.unitMaxItems === undefined || state.unitMaxBytes === undefined) return none;
+  if ((state.redispatches ?? 0) >= MAX_REDISPATCHES) return none;
+  if (unfinishedRuns(state).length === 0) return none;
+  const io: Abortable = options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal };
+  const counted = await jobs.updateJob(
+    state.id,
+    (current) =>
+      current.status === "running" ? { ...current, redispatches: (current.redispatches ?? 0) + 1 } : undefined,
+    io,
+    job,
+  );
+  if (counted === undefined || counted.value.status !== "running") return { ...none, job: counted ?? job };
+  return { ...(await redispatchInFlight(deps, counted.value, options)), job: counted };
 }
 
 /**

@@ -47,9 +47,13 @@ export interface SentinelStats {
 /** One step's sentinel (see the module comment): armed by the step, ended by whoever ran the step. */
 export class LeaderSentinel {
   readonly stats: SentinelStats = { announced: 0, sent: 0, hidden: 0, deleted: 0, failures: 0 };
+  /** The sentinel's latest receipt; undefined before it was sent, and once it is known to be no longer ours. */
   private receipt: MessageReceipt | undefined;
   private loop: Promise<void> | undefined;
+  /** Stops the loop between requests ({@link end}); a request in flight runs to its answer. */
   private readonly stopped = new AbortController();
+  /** The term's signal: aborts requests in flight (the term is over). */
+  private termSignal: AbortSignal | undefined;
 
   constructor(
     private readonly queue: MessageQueue,
@@ -71,80 +75,99 @@ export class LeaderSentinel {
    */
   arm(options: Abortable & { announce?: boolean } = {}): void {
     if (this.loop !== undefined || this.stopped.signal.aborted) return;
-    const signal =
+    this.termSignal = options.abortSignal;
+    const loopSignal =
       options.abortSignal === undefined
         ? this.stopped.signal
         : AbortSignal.any([options.abortSignal, this.stopped.signal]);
-    this.loop = (options.announce === true ? this.announce(signal) : Promise.resolve()).then(() =>
-      this.keepHidden(signal),
+    this.loop = (options.announce === true ? this.announce() : Promise.resolve()).then(() =>
+      this.keepHidden(loopSignal),
     );
   }
 
   /**
-   * Stops hiding it and waits for a request in flight; with `remove`, deletes it (no job is left to look after), else
-   * leaves it to surface within `hiddenS` and start the next step. A failed delete is logged: the sentinel then
-   * surfaces as one harmless wake-up.
+   * Stops hiding it, after the request in flight (if any) has answered. Then: with `remove`, deletes it (no job is
+   * left to look after); otherwise leaves it to surface in `surfaceInS` (@default `hiddenS`) and start the next step —
+   * and if there is no sentinel to leave (every send failed, or it was taken and the new one not sent), sends a plain
+   * delayed wake-up instead, so the next step still comes. Never throws: a failure is logged, and costs at most one
+   * harmless wake-up (a sentinel not deleted) or a wait for the timer (no wake-up could be sent at all).
    */
-  async end(options: { remove: boolean }): Promise<void> {
+  async end(options: { remove: boolean; surfaceInS?: number }): Promise<void> {
     this.stopped.abort();
     await this.loop;
     const { receipt } = this;
     this.receipt = undefined;
-    if (!options.remove || receipt === undefined) return;
+    if (this.loop === undefined) return; // never armed: no job was active
+    const surfaceInS = options.surfaceInS ?? this.options.hiddenS;
     try {
-      if (await this.queue.delete(receipt)) this.stats.deleted++;
+      if (options.remove) {
+        if (receipt !== undefined && (await this.queue.delete(receipt, this.io()))) this.stats.deleted++;
+      } else if (receipt === undefined) {
+        await this.queue.send([this.text()], { ...this.io(), visibilityDelayS: surfaceInS });
+        this.stats.sent++;
+      } else if (surfaceInS !== this.options.hiddenS) {
+        if ((await this.queue.hide(receipt, surfaceInS, this.io())) !== undefined) this.stats.hidden++;
+      }
     } catch (error) {
-      this.failed("delete", error);
+      this.failed(options.remove ? "delete" : "leave", error);
     }
   }
 
-  private async keepHidden(signal: AbortSignal): Promise<void> {
-    const { hiddenS, from } = this.options;
+  private async keepHidden(loopSignal: AbortSignal): Promise<void> {
+    const { hiddenS } = this.options;
     const everyMs = (hiddenS * 1000) / 2;
     // Read through a function: the signal fires while requests are awaited.
-    const stopped = (): boolean => signal.aborted;
+    const stopped = (): boolean => loopSignal.aborted;
     while (!stopped()) {
+      let what = "hide";
       try {
+        // Hidden again with a fresh body: when it surfaces, its `sentAtMs` tells how long it waited to be received.
         const kept =
-          this.receipt === undefined
-            ? undefined
-            : await this.queue.hide(this.receipt, hiddenS, { abortSignal: signal });
+          this.receipt === undefined ? undefined : await this.queue.hide(this.receipt, hiddenS, this.io(this.text()));
         if (kept !== undefined) {
           this.receipt = kept;
           this.stats.hidden++;
         } else {
           // First time, or it surfaced meanwhile (this process was held up) and someone took it: a new one.
-          this.receipt = await this.queue.sendHidden(
-            wakeMessageText({ reason: "leader-sentinel", from }, this.options.now),
-            hiddenS,
-            { abortSignal: signal },
-          );
+          what = "send";
+          this.receipt = undefined;
+          this.receipt = await this.queue.sendHidden(this.text(), hiddenS, this.io());
           this.stats.sent++;
         }
       } catch (error) {
-        if (stopped()) return;
-        this.failed(this.receipt === undefined ? "send" : "hide", error);
+        if (this.termSignal?.aborted === true) return;
+        this.failed(what, error);
       }
       try {
-        await delay(everyMs, { abortSignal: signal });
+        await delay(everyMs, { abortSignal: loopSignal });
       } catch {
         return;
       }
     }
   }
 
-  private async announce(signal: AbortSignal): Promise<void> {
+  private async announce(): Promise<void> {
     try {
-      await this.queue.send(
-        [wakeMessageText({ reason: "leader-sentinel", from: this.options.from }, this.options.now)],
-        {
-          abortSignal: signal,
-        },
-      );
+      await this.queue.send([this.text()], this.io());
       this.stats.announced++;
     } catch (error) {
-      if (!signal.aborted) this.failed("announce", error);
+      if (this.termSignal?.aborted !== true) this.failed("announce", error);
     }
+  }
+
+  /** The sentinel's body, stamped now. */
+  private text(): string {
+    return wakeMessageText({ reason: "leader-sentinel", from: this.options.from }, this.options.now);
+  }
+
+  /**
+   * Options of one request: under the term's signal, and at most `hiddenS` long (a hide that answers later than that
+   * comes too late anyway; a hung one must not hold the step's end). With `text`, a new body.
+   */
+  private io(text?: string): Abortable & { text?: string } {
+    const timeout = AbortSignal.timeout(this.options.hiddenS * 1000);
+    const abortSignal = this.termSignal === undefined ? timeout : AbortSignal.any([this.termSignal, timeout]);
+    return text === undefined ? { abortSignal } : { abortSignal, text };
   }
 
   private failed(what: string, error: unknown): void {

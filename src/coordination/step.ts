@@ -15,7 +15,7 @@ import { writeJobStop } from "./jobStops";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention";
-import { redispatchInFlight } from "./redispatch";
+import { redispatchAfterLapse } from "./redispatch";
 import { recordTerm } from "./termHistory";
 
 /**
@@ -239,9 +239,12 @@ export async function runCoordinationStep(
           }
           continue;
         }
+        let current = job;
         if (term.previousEnd === "lapsed" && !redispatched.has(id)) {
+          const again = await redispatchAfterLapse(deps, jobs, job, { ...io, chunks });
+          // Once it has succeeded: a pass that failed on the job tries again.
           redispatched.add(id);
-          const again = await redispatchInFlight(deps, job.value, { ...io, chunks });
+          current = again.job;
           if (again.units > 0) {
             report.redispatched += again.items;
             work = true;
@@ -251,7 +254,7 @@ export async function runCoordinationStep(
             );
           }
         }
-        const { sent, failed } = await dispatchJob(deps, jobs, job, budget, {
+        const { sent, failed } = await dispatchJob(deps, jobs, current, budget, {
           ...io,
           chunks,
           onGroupSent: () => {

@@ -373,10 +373,11 @@ export class SimQueue {
   }
 
   /** Update Message: a new visibility timeout; returns the new pop receipt. */
-  update(id: string, popReceipt: string, visibilityTimeoutS: number): string {
+  update(id: string, popReceipt: string, visibilityTimeoutS: number, body?: string): string {
     const message = this.messages.find((m) => m.id === id);
     if (message === undefined) throw new AzureError(404, "MessageNotFound");
     if (message.popReceipt !== popReceipt) throw new AzureError(400, "PopReceiptMismatch");
+    if (body !== undefined) message.body = body;
     message.visibleAtMs = this.now() + visibilityTimeoutS * 1000;
     message.popReceipt = `${message.id}@${++this.next}`;
     return message.popReceipt;

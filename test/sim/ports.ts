@@ -575,12 +575,13 @@ export class SimMessageQueue implements MessageQueue {
   async hide(
     message: MessageReceipt,
     visibilityTimeoutS: number,
-    options: Abortable = {},
+    options: Abortable & { text?: string } = {},
   ): Promise<MessageReceipt | undefined> {
+    const body = options.text === undefined ? undefined : encodeBody(options.text, "base64");
     try {
       const popReceipt = await this.call(
         `hide ${message.id}`,
-        () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, visibilityTimeoutS),
+        () => this.ctx.account.queue(this.name).update(message.id, message.popReceipt, visibilityTimeoutS, body),
         options,
       );
       return { id: message.id, popReceipt };

@@ -80,10 +80,15 @@ export class MemoryQueue implements MessageQueue {
     return { id: stored.id, popReceipt: stored.popReceipt };
   }
 
-  hide(message: MessageReceipt, visibilityTimeoutS: number): Promise<MessageReceipt | undefined> {
+  hide(
+    message: MessageReceipt,
+    visibilityTimeoutS: number,
+    options: { text?: string } = {},
+  ): Promise<MessageReceipt | undefined> {
     this.calls.hide++;
     const stored = this.find(message);
     if (stored === undefined) return Promise.resolve(undefined);
+    if (options.text !== undefined) stored.text = options.text;
     stored.visibleAtMs = this.nowMs + visibilityTimeoutS * 1000;
     stored.popReceipt = `p${++this.nextId}`;
     return Promise.resolve({ id: stored.id, popReceipt: stored.popReceipt });

@@ -87,6 +87,52 @@ describe("units in flight sent again after a lapsed term (issue 22)", () => {
     expect(queue.bodies()).toHaveLength(4);
   });
 
+  it("a job's units are sent again after at most 3 lapsed terms: a unit that kills its leader's process cannot be multiplied without end", async () => {
+    const { deps, work: queue, state } = world({ workUnitMaxItems: 4, dispatchBatchSize: 8, maxInFlight: 8 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(20) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const sentAgain: number[] = [];
+    for (let epoch = 2; epoch <= 6; epoch++) {
+      const report = await runCoordinationStep(deps, fakeTerm(epoch, `leader-${epoch}`, "lapsed"), ONE_PASS);
+      sentAgain.push(report.redispatched);
+    }
+    expect(sentAgain).toEqual([8, 8, 8, 0, 0]);
+    expect((await readJob(state, id))?.redispatches).toBe(3);
+    expect(queue.bodies()).toHaveLength(2 + 3 * 2);
+  });
+
+  it("a re-send that fails is tried again at the job's next pass of the same step", async () => {
+    const { deps, work: queue } = world({ workUnitMaxItems: 4, dispatchBatchSize: 8, maxInFlight: 8 });
+    await storeSubmission(deps.system, { kind: "group-by", params, items: items(20) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const send = queue.send.bind(queue);
+    let failures = 1;
+    queue.send = (texts, options) =>
+      failures-- > 0 ? Promise.reject(new Error("storage unavailable (test)")) : send(texts, options);
+    const report = await runCoordinationStep(deps, fakeTerm(2, "leader-2", "lapsed"), {
+      budgetMs: 60_000,
+      maxPasses: 2,
+    });
+    expect(report.jobErrors).toBe(1);
+    expect(report.redispatched).toBe(8);
+  });
+
+  it("a job registered before units kept their limits is not sent again: its units were packed by other rules", async () => {
+    const { deps, work: queue, state } = world({ workUnitMaxItems: 4, dispatchBatchSize: 8, maxInFlight: 8 });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(20) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // As an older version stored it: no unit limits.
+    const stored = await state.read(keys.jobState(id));
+    if (stored === undefined) throw new Error("expected the job's state");
+    const older = { ...(stored.value as Record<string, unknown>) };
+    delete older.unitMaxItems;
+    delete older.unitMaxBytes;
+    await state.write(keys.jobState(id), older, 1, { ifMatch: stored.etag });
+    const report = await runCoordinationStep(deps, fakeTerm(2, "leader-2", "lapsed"), ONE_PASS);
+    expect(report.redispatched).toBe(0);
+    expect(queue.bodies()).toHaveLength(2);
+  });
+
   it("the runs to send again are the items below the cursor with neither bit set", () => {
     const done = Bitmap.empty(12);
     const failed = Bitmap.empty(12);

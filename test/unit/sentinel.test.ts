@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { handleWakeMessage, handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
+import {
+  IDLE_STEP_SURFACE_S,
+  handleWakeMessage,
+  handleWorkMessage,
+  runCoordinatorTick,
+  submitJob,
+} from "../../src/app/operations";
+import type { MessageReceipt } from "../../src/coordination/ports";
 import { LeaderSentinel } from "../../src/coordination/sentinel";
+import { delay } from "../../src/library/util/delay";
 import { silentLogger } from "../../src/library/util/logger";
 import { heldByOther } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";
@@ -102,6 +110,68 @@ describe("the leader's sentinel", () => {
     expect(queue.length).toBe(0);
   });
 
+  it("a sentinel that could not be sent at all still starts the next step: ending it leaves a plain delayed wake-up", async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const queue = clockedQueue();
+    queue.sendHidden = () => Promise.reject(new Error("storage unavailable (test)"));
+    const sentinel = new LeaderSentinel(queue, { hiddenS: 2, from: "leader-1", logger: silentLogger });
+    sentinel.arm();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(queue.length).toBe(0);
+    await sentinel.end({ remove: false });
+    expect(queue.length).toBe(1);
+    expect(await queue.peek(32)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(2_000);
+    const [message] = await queue.receive(32, 30);
+    expect(JSON.parse(message?.text ?? "null")).toMatchObject({ reason: "leader-sentinel" });
+  });
+
+  it("ending it waits for the request in flight rather than cancelling it, and deletes with the receipt that request gave", async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const queue = clockedQueue();
+    const hide = queue.hide.bind(queue);
+    let slow = false;
+    queue.hide = async (
+      message: MessageReceipt,
+      visibilityTimeoutS: number,
+      options?: { abortSignal?: AbortSignal; text?: string },
+    ) => {
+      if (slow) await delay(500, { abortSignal: options?.abortSignal });
+      return hide(message, visibilityTimeoutS, options);
+    };
+    const sentinel = new LeaderSentinel(queue, { hiddenS: 2, from: "leader-1", logger: silentLogger });
+    sentinel.arm();
+    await vi.advanceTimersByTimeAsync(1_500);
+    slow = true;
+    await vi.advanceTimersByTimeAsync(600); // a hide is in flight now
+    const ended = sentinel.end({ remove: true });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await ended;
+    expect(sentinel.stats).toMatchObject({ deleted: 1, failures: 0 });
+    expect(queue.length).toBe(0);
+  });
+
+  it("a step that moved nothing lets its sentinel start the next step 30 s later; one that moved something, within 2 s", async () => {
+    const world = memoryApp({ settings: { LEADER_SENTINEL_SECONDS: "2", STEP_BUDGET_MS: "1500" } });
+    await submitJob(
+      world.app,
+      { kind: "group-by", params, items: [{ inline: "region,amount\neu,1" }] },
+      { wake: false },
+    );
+    // This step registers and dispatches the job (nobody works on it): within 2 s.
+    expect(await runCoordinatorTick(world.app, world.sink)).toBe("completed");
+    await world.wakeQueue.receive(32, 600); // the announcement
+    world.wakeQueue.nowMs = 2_000;
+    expect(await world.wakeQueue.peek(32)).toHaveLength(1);
+    await world.wakeQueue.receive(32, 600);
+    // The next step finds nothing to do, only waits: 30 s.
+    expect(await runCoordinatorTick(world.app, world.sink)).toBe("completed");
+    world.wakeQueue.nowMs = 2_000 + 29_000;
+    expect(await world.wakeQueue.peek(32)).toEqual([]);
+    world.wakeQueue.nowMs = 2_000 + IDLE_STEP_SURFACE_S * 1000;
+    expect(await world.wakeQueue.peek(32)).toHaveLength(1);
+  });
+
   it("a step with an active job leaves one on the wake queue when its budget ends; a step with none sends nothing (idle cost unchanged)", async () => {
     const idle = memoryApp({ settings: { LEADER_SENTINEL_SECONDS: "2" } });
     expect(await runCoordinatorTick(idle.app, idle.sink)).toBe("completed");
@@ -178,10 +248,30 @@ describe("the leader's sentinel", () => {
     expect(world.wakeQueue.length).toBe(2);
   });
 
-  it("with sentinels and the watcher on, a results wake-up that finds the lease held sends no follow-up; a submission's still does", async () => {
+  it("a results wake-up that finds a holder which does not heartbeat (takeover off there, an older version) still sends a follow-up", async () => {
     vi.useFakeTimers({ now: 2_000_000, toFake: ["Date"] });
     const world = memoryApp({
       store: heldByOther(),
+      settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000", LEADER_SENTINEL_SECONDS: "2", LEADER_WATCH_INTERVAL_MS: "1000" },
+    });
+    try {
+      const wake = JSON.stringify({ v: 1, reason: "results-arrived", sentAtMs: Date.now(), from: "worker-x" });
+      expect(await handleWakeMessage(world.app, world.sink, wake, { dequeueCount: 1 })).toBe("not-acquired");
+      expect(world.wakeQueue.bodies().map((body) => JSON.parse(body) as Record<string, unknown>)).toEqual([
+        expect.objectContaining({ reason: "results-arrived", followUp: 1 }),
+      ]);
+    } finally {
+      await world.app.leaderWatch.stop();
+    }
+  });
+
+  it("with sentinels and the watcher on, a results wake-up that finds the lease held sends no follow-up; a submission's still does", async () => {
+    vi.useFakeTimers({ now: 2_000_000, toFake: ["Date"] });
+    // A holder that heartbeats (its record names a takeover deadline): this process's watcher can take it over.
+    const store = heldByOther();
+    store.record = { ...store.record, takeoverDeadlineMs: 2500 };
+    const world = memoryApp({
+      store,
       settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000", LEADER_SENTINEL_SECONDS: "2", LEADER_WATCH_INTERVAL_MS: "1000" },
     });
     try {
