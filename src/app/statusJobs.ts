@@ -1,6 +1,6 @@
 import { jobIndexSchema, keys } from "../coordination/jobState";
 import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary";
-import { readJobStatus, type JobStatus } from "../coordination/status";
+import { readJobStatus, readPendingStatus, type JobStatus } from "../coordination/status";
 import type { Abortable } from "../library/util/delay";
 import type { BlobFiles, MessageQueue } from "../coordination/ports";
 import type { TaskRegistry } from "../coordination/taskRegistry";
@@ -137,8 +137,14 @@ export async function readJobs(sources: StatusSources, attempt: Attempt, io: Abo
       throw new Error(
         `written by an earlier version, without a summary, and its state (${read.bytes} bytes) is more than a refresh reads: GET /api/jobs/${id} shows it`,
       );
-    wholeBytesLeft -= read?.bytes ?? 0;
-    // No summary (or no state: a job still in the inbox): its whole status, small here.
+    // No state: a job still in the inbox, shown from its spec — not read again from the state, which its registration
+    // may have written meanwhile (a whole document; the simulator's seed 1108 caught a refresh doing that).
+    if (read === undefined) {
+      const pending = await readPendingStatus(sources.system, id, io);
+      return pending === undefined ? undefined : lineFromStatus(pending);
+    }
+    wholeBytesLeft -= read.bytes;
+    // No summary: a job written by an earlier version, its whole status, small here.
     const status = await readJobStatus(sources.state, sources.system, sources.registry, id, io);
     return status === undefined ? undefined : lineFromStatus(status);
   };

@@ -76,6 +76,19 @@ export async function readJobStatus(
       lastEpoch: job.lastEpoch,
     };
   }
+  return readPendingStatus(system, id, options);
+}
+
+/**
+ * The status of a job that has no state yet — submitted, still in the inbox — from its spec alone (never its state
+ * document); undefined when there is no such job. A job registered meanwhile still shows as pending.
+ */
+export async function readPendingStatus(
+  system: BlobFiles,
+  id: string,
+  options: Abortable = {},
+): Promise<JobStatus | undefined> {
+  if (!isJobId(id)) return undefined;
   const specText = await system.readText(keys.spec(id), options);
   if (specText === undefined) return undefined;
   let json: unknown;

@@ -70,6 +70,50 @@ describe("a status refresh reads summaries, not job documents (issue 21, item 2)
 });
 
 describe("a job's summary (issue 21, item 2)", () => {
+  it("a pending job registered while the refresh reads it is shown from its spec: its new state document is not read whole (simulator seed 1108)", async () => {
+    const state = new CountingStateStore();
+    const files = new MemoryFiles();
+    const src: StatusSources = {
+      leaseStore: new FakeLeaseStore(),
+      state,
+      system: files,
+      registry: createRegistry(),
+      workPoisonQueue: new MemoryQueue("work-items-poison"),
+      resultsPoisonQueue: new MemoryQueue("work-results-poison"),
+    };
+    const id = "0f1e2d3c-4b5a-4697-8877-665544332211";
+    const job = {
+      ...maxSizeJob(id),
+      itemCount: 8,
+      aggregate: [],
+      doneBits: "AA==",
+      failedBits: "AA==",
+      status: "running",
+    };
+    await files.writeText(
+      keys.spec(id),
+      JSON.stringify({ v: 1, id, kind: "group-by", params: null, itemCount: 8, chunkSize: 1000, createdAtMs: 0 }),
+    );
+    await files.writeText(keys.inbox(id), "");
+    // The leader registers the job right after the refresh found no state for it (before the next read).
+    const readSummary = state.readSummary.bind(state);
+    state.readSummary = async (key) => {
+      const read = await readSummary(key);
+      if (key === keys.jobState(id))
+        await state.write(
+          key,
+          job,
+          7,
+          { ifNoneMatch: "*" },
+          { summary: JSON.stringify(summarizeJob(job as JobState)) },
+        );
+      return read;
+    };
+    const view = await readStatusView(src, { nowMs: Date.parse("2026-05-01T14:00:00Z") });
+    expect(view.jobs.pending.map((line) => line.id)).toEqual([id]);
+    expect(state.wholeReads.filter((key) => key.startsWith("jobs/"))).toEqual([]);
+  });
+
   it(`fits MAX_SUMMARY_BYTES whatever the job's reasons: 200 failures of long multi-byte reasons and a long failure reason`, () => {
     const job = maxSizeJob("j", {
       failureReason: "é".repeat(5000),
