@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createCoordinatorApp, type CoordinatorApp } from "../../../../src/app/context";
 import { runCoordinatorTick } from "../../../../src/app/operations";
+import { LeaderSentinel } from "../../../../src/coordination/sentinel";
 import { delay } from "../../../../src/library/util/delay";
 import { silentLogger } from "../../../../src/library/util/logger";
 import { PRICES, priceClassOf, type PriceClass } from "../throughput/cost";
@@ -12,9 +13,10 @@ import { queueEndpointOf, RequestCounter, type RequestCount } from "../throughpu
  * in the SDK's pipeline and priced at list prices (scripts/verification/bench/throughput/cost.ts; Set Blob Metadata
  * — a heartbeat — is an "other" operation on general-purpose v2 accounts, like a lease renewal):
  *
- * - a busy leader: one process leading a term for the whole measurement (renewals, step-down checks, and with takeover
- *   heartbeats), counted from the start of its task to its end and scaled to an hour (a term's one-off requests —
- *   acquire, record, epoch claim, release — are left out: the idle ticks below show what they cost);
+ * - a busy leader: one process leading a term for the whole measurement (renewals, step-down checks, with takeover
+ *   heartbeats, and the sentinel a leader with active jobs keeps hidden on the wake queue), counted from the start of
+ *   its task to its end and scaled to an hour (a term's one-off requests — acquire, record, epoch claim, release — are
+ *   left out: the idle ticks below show what they cost);
  * - a busy watcher: another process whose worker invocations keep coming (it is armed every second), watching that
  *   leader, scaled to an hour (nothing without takeover: the watcher is off);
  * - an idle app: timer ticks with no job (the step finds nothing to do), per tick, times the ticks of a month at the
@@ -39,7 +41,8 @@ export interface PricedRequests {
 export interface ModeCost {
   takeover: boolean;
   /** A busy leader's requests per hour, by price class, and their cost. */
-  busyLeaderPerHour: PricedRequests & { heartbeats: number; renewals: number };
+  /** With `sentinelHides`: the sentinel's Update Messages (a leader with active jobs keeps one hidden). */
+  busyLeaderPerHour: PricedRequests & { heartbeats: number; renewals: number; sentinelHides: number };
   /** A busy non-leader process's watcher, per hour. */
   busyWatcherPerHour: PricedRequests & { wakeUpsSent: number };
   /** An idle app (no job), per month at one tick a minute: storage and the ticks' executions. */
@@ -143,8 +146,15 @@ async function measureMode(
     }
   })();
   let leaderCounts: RequestCount[] = [];
+  // A busy leader has active jobs, so it keeps its sentinel hidden on the wake queue, as the app's step does.
+  const hiddenS = leader.settings.LEADER_SENTINEL_SECONDS;
+  const sentinel =
+    hiddenS > 0
+      ? new LeaderSentinel(leader.wakeQueue, { hiddenS, from: leader.instanceId, logger: silentLogger })
+      : undefined;
   const held = await leader.elector.tryLead(async (term) => {
     leaderCounter.take(); // the term's one-off requests: not part of an hour of leading
+    sentinel?.arm({ abortSignal: term.signal });
     // A busy leader's step reports progress as it works: without it the stall watchdog (STEP_STALL_TIMEOUT_MS, 60 s
     // by default) could end a hold of 60 s or more.
     const endMs = performance.now() + holdMs;
@@ -153,6 +163,7 @@ async function measureMode(
       term.reportProgress();
     }
     leaderCounts = leaderCounter.take();
+    await sentinel?.end({ remove: true });
   });
   busy.abort();
   await armed;
@@ -171,6 +182,7 @@ async function measureMode(
         perHour,
     ),
     renewals: Math.round(countOf(leaderCounts, (count) => count.leaseAction === "renew") * perHour),
+    sentinelHides: Math.round((sentinel?.stats.hidden ?? 0) * perHour),
   };
   const busyWatcherPerHour = { ...priced(watcherCounts, perHour), wakeUpsSent: watcher.leaderWatch.stats.wakeUps };
   // An idle month: ticks with no job, after one tick that creates what a first tick creates.
@@ -219,7 +231,7 @@ export function formatCost(cost: LeadershipCost): string {
   const usd = (value: number): string => `$${value.toFixed(4)}`;
   const row = (mode: ModeCost): string[] => [
     mode.takeover ? "with takeover" : "without",
-    `${mode.busyLeaderPerHour.requests} (${mode.busyLeaderPerHour.heartbeats} heartbeats, ${mode.busyLeaderPerHour.renewals} renewals) ${usd(mode.busyLeaderPerHour.storageUSD)}`,
+    `${mode.busyLeaderPerHour.requests} (${mode.busyLeaderPerHour.heartbeats} heartbeats, ${mode.busyLeaderPerHour.renewals} renewals, ${mode.busyLeaderPerHour.sentinelHides} sentinel hides) ${usd(mode.busyLeaderPerHour.storageUSD)}`,
     `${mode.busyWatcherPerHour.requests} ${usd(mode.busyWatcherPerHour.storageUSD)}`,
     `${mode.idlePerAppMonth.requestsPerTick}/tick ${usd(mode.idlePerAppMonth.totalUSD)}`,
   ];
