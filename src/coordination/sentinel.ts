@@ -15,7 +15,7 @@ import { wakeMessageText } from "./wake";
  * wake-up that finds a live leader need not send follow-ups to cover that leader's death or its step's end
  * (`handleWakeMessage`).
  *
- * Cost, while a leader has active jobs: one queue operation every `hiddenS / 2` (1,800 an hour at 2 s), and a send
+ * Cost, while a leader has active jobs: one queue operation every `hiddenS / 2` (3,600 an hour at 2 s), and a send
  * and a delete per step. Nothing when no job is active: the idle cost is unchanged.
  */
 
