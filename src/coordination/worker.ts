@@ -1,27 +1,15 @@
 import pLimit from "p-limit";
 import { z } from "zod";
 import type { CoordinationDeps } from "./deps";
-import { keys } from "./jobState";
-import {
-  itemRefOf,
-  MAX_OUTCOME_BYTES,
-  outcomeTooLarge,
-  parseMessage,
-  toRanges,
-  fromRanges,
-  workMessageSchema,
-  type itemResultMessageSchema,
-  type ItemInput,
-  type UnitResultMessage,
-} from "./messages";
+import { itemRefOf, parseMessage, toRanges, fromRanges, workMessageSchema, type ItemInput } from "./messages";
 import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { issuesText } from "./standardSchema";
-import { ItemError, type TaskInput } from "./taskKinds";
+import { ItemError } from "./taskKinds";
 import { PartialMerger, type RegisteredKind } from "./taskRegistry";
-import { ConfigurationError } from "../library/errors";
-import type { OpenedBlob } from "./ports";
 import { abortReason, delay, type Abortable } from "../library/util/delay";
 import { timeSlicer } from "../library/util/timeSlice";
+import { inputOf, readInputBlob } from "./workerInputs";
+import { sendItemResult, sendUnitResult } from "./workerResults";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -70,9 +58,6 @@ interface UnitCounts {
   itemsDone: number;
   itemsFailed: number;
 }
-
-/** Results larger than this go to a blob; the result message names it (queue messages hold 64 KiB base64). */
-const MAX_INLINE_RESULT_BYTES = 40 * 1024;
 
 /** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
 const NEWEST_WORK_MESSAGE_VERSION = 2;
@@ -323,28 +308,6 @@ function watchForStop(
 }
 
 /**
- * An item's input for the kind: its bytes and its text, each made from the other on first use (an inline item is text,
- * a blob's content bytes).
- */
-function inputOf(bytes: Uint8Array | undefined, text: string | undefined, blob?: string): TaskInput {
-  let cachedBytes = bytes;
-  let cachedText = text;
-  return {
-    blob,
-    get bytes(): Uint8Array {
-      cachedBytes ??= Buffer.from(cachedText ?? "", "utf8");
-      return cachedBytes;
-    },
-    get text(): string {
-      cachedText ??=
-        cachedBytes === undefined
-          ? ""
-          : Buffer.from(cachedBytes.buffer, cachedBytes.byteOffset, cachedBytes.byteLength).toString("utf8");
-      return cachedText;
-    },
-  };
-}
-/**
  * Throws for a work message of a version newer than this worker knows — sent, in a rolling deploy, by a leader already
  * upgraded — instead of rejecting it: a rejection would fail all its items at once, though an upgraded worker would do
  * them. The host retries it (another instance, upgraded, may take it) and after its last delivery moves it, intact, to
@@ -377,69 +340,6 @@ function throwUnlessLastDelivery(deps: WorkerDeps, delivery: Delivery, why: stri
 const newerVersionSchema = z.object({ v: z.number().int().gt(NEWEST_WORK_MESSAGE_VERSION) });
 
 /**
- * Sends a v1 item's result; a partial too large for a queue message goes to a blob that it names, and one larger than
- * {@link MAX_OUTCOME_BYTES} (which the leader would not read) is reported as the item's failure instead: returns its
- * reason then.
- */
-async function sendItemResult(
-  deps: WorkerDeps,
-  result: z.input<typeof itemResultMessageSchema>,
-  options: Abortable,
-): Promise<string | undefined> {
-  let text = JSON.stringify(result);
-  if (result.ok && Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
-    const partial = JSON.stringify(result.partial);
-    const bytes = Buffer.byteLength(partial);
-    if (bytes > MAX_OUTCOME_BYTES) {
-      const reason = outcomeTooLarge(bytes);
-      await sendItemResult(deps, { v: 1, jobId: result.jobId, item: result.item, ok: false, reason }, options);
-      return reason;
-    }
-    const blob = keys.partial(result.jobId, result.item);
-    await deps.system.writeText(blob, partial, options);
-    text = JSON.stringify({ v: 1, jobId: result.jobId, item: result.item, ok: true, partialBlob: blob });
-  }
-  await deps.resultsQueue.send([text], options);
-  return undefined;
-}
-
-/**
- * Sends a unit's result; one too large for a queue message goes to a blob (`keys.outcome`) that it names. An outcome
- * larger than {@link MAX_OUTCOME_BYTES}, which the leader would not read, is not written: the unit's done items are
- * reported failed with the reason instead, which is returned.
- */
-async function sendUnitResult(
-  deps: WorkerDeps,
-  result: UnitResultMessage,
-  options: Abortable,
-): Promise<string | undefined> {
-  let text = JSON.stringify(result);
-  if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
-    const blob = keys.outcome(result.jobId, result.first);
-    const { done = [], partial, failed = [] } = result;
-    const outcome = JSON.stringify({ done, partial, failed });
-    const bytes = Buffer.byteLength(outcome);
-    if (bytes > MAX_OUTCOME_BYTES) {
-      const reason = outcomeTooLarge(bytes);
-      const { v, jobId, first, count } = result;
-      // Its done items carry the partial: without it, the result is small (at most 1,000 failed ranges and reasons).
-      await sendUnitResult(deps, { v, jobId, first, count, failed: [...failed, { items: done, reason }] }, options);
-      return reason;
-    }
-    await deps.system.writeText(blob, outcome, options);
-    text = JSON.stringify({
-      v: 2,
-      jobId: result.jobId,
-      first: result.first,
-      count: result.count,
-      outcomeBlob: blob,
-    } satisfies UnitResultMessage);
-  }
-  await deps.resultsQueue.send([text], options);
-  return undefined;
-}
-
-/**
  * Moves a malformed work message to the poison queue with the reason, at once (retrying cannot fix it). Never throws
  * for what the message holds, and its rejection always fits a queue message ({@link rejectionText}): a rejection that
  * failed would fail every delivery, and the host would poison the message without the reason.
@@ -467,49 +367,4 @@ async function reject(
   const header = { by: "worker" as const, reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) };
   await deps.workPoisonQueue.send([rejectionText(header, originalText(payload))], options);
   return { status: "rejected", reason };
-}
-
-/**
- * An input blob's text. The item's fault, not a transient one — it fails alone ({@link ItemError}) — when the blob does
- * not exist, when the storage adapter refuses its name (a ConfigurationError: it would address a blob outside the
- * input container), or when it is larger than `maxInputBlobBytes`: its size is known when the blob is opened, before
- * any of its content is downloaded, and the content is counted as it arrives too.
- */
-async function readInputBlob(
-  deps: Pick<CoordinationDeps, "inputs" | "maxInputBlobBytes">,
-  name: string,
-  options: Abortable,
-): Promise<TaskInput> {
-  let opened: OpenedBlob | undefined;
-  try {
-    opened = await deps.inputs.open(name, options);
-  } catch (error) {
-    if (error instanceof ConfigurationError) throw new ItemError(error.message);
-    throw error;
-  }
-  if (opened === undefined) throw new ItemError(`input blob "${name}" does not exist`);
-  const max = deps.maxInputBlobBytes;
-  const tooLarge = (size: string): ItemError =>
-    new ItemError(
-      `input blob "${name}" is ${size}; MAX_INPUT_BLOB_BYTES allows at most ${bytesText(max)} per input blob: split it into several items`,
-    );
-  const pieces: Uint8Array[] = [];
-  let length = 0;
-  try {
-    if (opened.sizeBytes > max) throw tooLarge(bytesText(opened.sizeBytes));
-    for await (const piece of opened.content) {
-      length += piece.byteLength;
-      if (length > max) throw tooLarge(`more than ${max} bytes`); // storage did not tell its size
-      pieces.push(piece);
-    }
-  } finally {
-    opened.close();
-  }
-  return inputOf(Buffer.concat(pieces, length), undefined, name);
-}
-
-/** A size in bytes, for people: `25165824 bytes (24 MiB)`, `1536 bytes (1.5 KiB)`, `100 bytes`. */
-function bytesText(bytes: number): string {
-  const [unit, size] = bytes >= 1024 * 1024 ? ["MiB", 1024 * 1024] : bytes >= 1024 ? ["KiB", 1024] : [undefined, 1];
-  return unit === undefined ? `${bytes} bytes` : `${bytes} bytes (${Number((bytes / size).toFixed(2))} ${unit})`;
 }
