@@ -48,7 +48,7 @@ export async function redispatchAfterLapse(
   const none = { units: 0, items: 0, job };
   if (state.status !== "running" || state.unitMaxItems === undefined || state.unitMaxBytes === undefined) return none;
   if ((state.redispatches ?? 0) >= MAX_REDISPATCHES) return none;
-  if (unfinishedRuns(state).length === 0) return none;
+  if (state.dispatched - state.doneCount - state.failedCount <= 0) return none; // nothing in flight
   const io: Abortable = options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal };
   const counted = await jobs.updateJob(
     state.id,
@@ -68,7 +68,7 @@ export async function redispatchAfterLapse(
  * queue hands a dead process's messages out again only then ([azure-webjobs-sdk#1040](https://github.com/Azure/azure-webjobs-sdk/issues/1040)),
  * and the job waits. Which units a dead process held is not known here, so every unit in flight is sent again: a unit
  * a live worker is still running is processed twice, and folding counts it once (its items' bits; a kind names its
- * outputs after the idempotency key). At most `maxInFlight` items, once per crash.
+ * outputs after the idempotency key). At most `maxInFlight` items a call.
  *
  * The units are found from the job's bits alone: a unit's result sets all of its items at once, and an item that
  * could not be sent ended its unit, so every run of items below the cursor with neither bit set starts at a unit's

@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { LeadershipLostError, type LeadershipLostReason } from "../errors";
 import type { LeaderRecord } from "../lease/LeaseStore";
-import type { LeadershipEvent } from "./events";
+import type { LeadershipEvent, PreviousEnd } from "./events";
 import type { ResolvedElectorOptions } from "./options";
 
 /**
@@ -35,8 +35,7 @@ export interface LeadershipTerm {
   reportProgress(): void;
 }
 
-/** How the previous term ended: see {@link LeadershipTerm.previousEnd}. */
-export type PreviousEnd = "released" | "lapsed";
+export type { PreviousEnd } from "./events";
 
 /**
  * The term's internal state; the task only sees {@link LeadershipTerm}. It exists from the moment the lease is

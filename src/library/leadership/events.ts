@@ -1,5 +1,8 @@
 import type { LeadershipLostReason } from "../errors";
 
+/** How the term before a term ended: see `LeadershipTerm.previousEnd`. */
+export type PreviousEnd = "released" | "lapsed";
+
 /** Fields every leadership event carries. */
 interface EventBase {
   /** The instance that saw or did it. */
@@ -26,7 +29,7 @@ export interface LeaseAcquiredEvent extends EventBase {
    * How the previous term ended: "released" (its holder gave the lease back) or "lapsed" (the lease expired or was
    * broken: that term may have stopped mid-task). Absent from events of versions before it.
    */
-  previousEnd?: "released" | "lapsed";
+  previousEnd?: PreviousEnd;
 }
 
 /** This instance renewed its lease. */
