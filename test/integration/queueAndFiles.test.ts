@@ -71,7 +71,8 @@ describe("StorageQueue on Azurite (adapter)", () => {
     // Hidden again before it surfaces, with the receipt Put Message answered, then with each new one.
     let receipt = sent;
     for (let round = 0; round < 3; round++) {
-      const kept = await queue.hide(receipt, 2);
+      // The last hide also rewrites the body (the sentinel's fresh sentAtMs), in the same request.
+      const kept = await queue.hide(receipt, 2, round === 2 ? { text: "sentinel, hidden again" } : {});
       if (kept === undefined) throw new Error("expected the sentinel to be ours to hide");
       expect(kept.popReceipt).not.toBe(receipt.popReceipt);
       receipt = kept;
@@ -85,7 +86,7 @@ describe("StorageQueue on Azurite (adapter)", () => {
       await new Promise((done) => setTimeout(done, 100));
       surfaced = (await queue.peek(1))[0]?.text;
     }
-    expect(surfaced).toBe("sentinel");
+    expect(surfaced).toBe("sentinel, hidden again");
     // Once someone received it, the sender's receipt can no longer hide or delete it.
     const [taken] = await queue.receive(1, 30);
     expect(taken?.id).toBe(sent.id);
