@@ -1,0 +1,76 @@
+/**
+ * How one coordinator tick flows through `src/`'s modules (issue 25): which modules it passes, and where a call comes
+ * back into a module it already went down from — a "return". It runs the README's kind of job in memory (a tick that
+ * registers and dispatches, the workers, a tick that folds and completes), wraps every function and method `src/`
+ * exports, and at each such call reads the call stack (async frames included) as a path of modules from the tick down.
+ *
+ *   npm run trace:tick                 # the modules and every return, with the path that shows it
+ *   npm run trace:tick -- --json       # {"modules":[…],"returns":[{"into","from","path"}…]}
+ *
+ * A return is counted once per (module re-entered, module it was entered from) pair, however often it happens. Calls
+ * inside one module, and calls into test support or Node, are not seen.
+ */
+// First: every module of src/ loaded after this one reports its calls.
+import { analyse, recordedPaths, tracing } from "./tickFlowTrace";
+import * as api from "../../src/app/operations";
+import { memoryApp } from "../../test/support/memoryApp";
+import { parseFlags, UsageError } from "../support/cli";
+
+const HELP = `Usage: npm run trace:tick -- [--json]
+
+  --json   prints {"modules":[…],"returns":[{"into","from","path"}…]} instead of the text report
+`;
+
+/** The job traced: three CSV items of the built-in group-by kind, one of them failing. */
+const JOB = {
+  kind: "group-by",
+  params: { format: "csv", keyField: "region", valueField: "amount" },
+  items: [
+    { inline: "region,amount\neu,1" },
+    { inline: "region,amount\nus,2" },
+    { inline: "region,amount\neu,not-a-number" },
+  ],
+};
+
+async function main(): Promise<void> {
+  const values = parseFlags(process.argv.slice(2), { json: { type: "boolean" }, help: { type: "boolean" } });
+  if (values.help === true) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const world = memoryApp();
+  const submitted = await api.submitJob(world.app, JOB, { wake: false });
+  if (!submitted.ok) throw new Error(`the job was refused: ${JSON.stringify(submitted.errors)}`);
+  const { id } = submitted;
+  for (let tick = 1; ; tick++) {
+    const outcome = await tracing.run(true, () => api.runCoordinatorTick(world.app, world.sink));
+    if (outcome !== "completed") throw new Error(`tick ${tick} ended ${outcome}`);
+    if ((await api.getJobStatus(world.app, id))?.status === "completed") break;
+    if (tick === 5) throw new Error("the job did not complete in 5 ticks");
+    // The workers, outside the trace: each unit handled once.
+    for (const message of await world.workQueue.receive(32, 30)) {
+      const delivery = { id: message.id, dequeueCount: 1 };
+      await api.handleWorkMessage(world.app, world.sink, JSON.parse(message.text ?? "null") as unknown, delivery);
+      await world.workQueue.delete(message);
+    }
+  }
+  const result = analyse(recordedPaths());
+  if (values.json === true) {
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(`A tick passes ${result.modules.length} modules of src/:\n  ${result.modules.join("\n  ")}\n\n`);
+  process.stdout.write(`It comes back into a module it went down from ${result.returns.length} times:\n`);
+  for (const entry of result.returns) {
+    process.stdout.write(`  ${entry.into} ← ${entry.from}\n      ${entry.path.join(" → ")}\n`);
+  }
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    process.stderr.write(`${error.message}\n\n${HELP}`);
+    process.exit(2);
+  }
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
