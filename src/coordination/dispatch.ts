@@ -1,4 +1,5 @@
 import type { Versioned } from "../library/fencing/FencedStateStore";
+import type { LeadershipTerm } from "../library/leadership/Term";
 import type { CoordinationDeps } from "./deps";
 import { foldOutcomes, type UnitOutcome } from "./foldOutcomes";
 import type { FoldCounts } from "./foldReport";
@@ -27,8 +28,11 @@ export interface DispatchReport {
 export interface DispatchOptions extends Abortable {
   /** Chunks read earlier in the same step. @default a fresh cache */
   chunks?: ChunkCache;
-  /** Called after each group of units is sent: the step reports progress to its term's stall watchdog. */
-  onGroupSent?: () => void;
+  /**
+   * Told after each group of units is sent: the step's term, whose stall watchdog a long dispatch keeps fed. @default
+   * nobody
+   */
+  progress?: Pick<LeadershipTerm, "reportProgress">;
   /** Monotonic clock, for the pace of cursor writes. @default performance.now */
   monotonicMs?: () => number;
 }
@@ -56,7 +60,7 @@ export async function dispatchJob(
   budget: number,
   options: DispatchOptions = {},
 ): Promise<DispatchReport> {
-  const { chunks = new ChunkCache(), onGroupSent, monotonicMs = () => performance.now() } = options;
+  const { chunks = new ChunkCache(), progress, monotonicMs = () => performance.now() } = options;
   const io: Abortable = options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal };
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
@@ -100,7 +104,7 @@ export async function dispatchJob(
       await deps.workQueue.send(messages, io);
       report.messages += messages.length;
       messages = [];
-      onGroupSent?.();
+      progress?.reportProgress();
     }
     if (lastWriteMs === undefined || monotonicMs() - lastWriteMs >= CURSOR_WRITE_INTERVAL_MS) await writeCursor();
   };

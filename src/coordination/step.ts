@@ -257,9 +257,7 @@ export async function runCoordinationStep(
         const { sent, failed } = await dispatchJob(deps, jobs, current, budget, {
           ...io,
           chunks,
-          onGroupSent: () => {
-            term.reportProgress();
-          },
+          progress: term,
           monotonicMs,
         });
         noteProgress(job.value, sent + failed, failed);
