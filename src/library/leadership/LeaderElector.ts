@@ -9,7 +9,7 @@ import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo";
 import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options";
 import { runTerm, type LeadResult, type LeaderTask } from "./runTerm";
 import { breakIfSilent, SilenceWatch } from "./takeover";
-import { emitEvent, type PreviousEnd, type Term } from "./Term";
+import { emitEvent, Term, type PreviousEnd } from "./Term";
 
 export type { LeadResult, LeaderTask } from "./runTerm";
 
@@ -64,8 +64,8 @@ export class LeaderElector {
   private lastObserved: { holder: string; epoch: number } | undefined;
   /** With takeover: how long the holder's record has been seen unchanged. */
   private readonly silence: SilenceWatch;
-  /** The attempt or term in progress (its record once written): an elector never runs two at once. */
-  private current: { record: LeaderRecord | undefined } | undefined;
+  /** The attempt or term in progress (its term once the lease is acquired): an elector never runs two at once. */
+  private current: { term: Term | undefined } | undefined;
 
   /** @throws ConfigurationError when an option is out of range. */
   constructor(options: LeaderElectorOptions) {
@@ -105,9 +105,9 @@ export class LeaderElector {
       logger.verbose(`Instance ${instanceId} already has an attempt or a term in progress; not starting another.`, {
         instanceId,
       });
-      return { outcome: "not-acquired", leader: this.current.record };
+      return { outcome: "not-acquired", leader: this.current.term?.record };
     }
-    const current: { record: LeaderRecord | undefined } = { record: undefined };
+    const current: { term: Term | undefined } = { term: undefined };
     this.current = current;
     try {
       return await this.attempt(task, current, callOptions, abortSignal);
@@ -194,7 +194,7 @@ export class LeaderElector {
   /** One attempt: read, acquire with a fresh lease id, then run one term. */
   private async attempt<T>(
     task: LeaderTask<T>,
-    current: { record: LeaderRecord | undefined },
+    current: { term: Term | undefined },
     options: ResolvedElectorOptions,
     abortSignal: AbortSignal | undefined,
   ): Promise<LeadResult<T>> {
@@ -232,17 +232,16 @@ export class LeaderElector {
       logger.verbose(`Instance ${instanceId} lost the race for ${store.name}.`, { instanceId });
       return { outcome: "not-acquired", leader: undefined };
     }
-    const lease = {
-      leaseId,
-      acquireStartMono,
-      previousEnd,
-      release: (term: Term) => this.giveBack(leaseId, options, term),
-      onBegun: (record: LeaderRecord) => {
-        current.record = record;
-        this.lastObserved = { holder: instanceId, epoch: record.epoch };
-      },
-    };
-    return runTerm(lease, task, options, abortSignal);
+    const term = new Term(acquireStartMono, options, previousEnd);
+    current.term = term;
+    try {
+      return await runTerm(term, leaseId, task, options, abortSignal);
+    } finally {
+      // This instance led: the leader it sees next is a change only when it is another holder or epoch.
+      if (term.record !== undefined) this.lastObserved = { holder: instanceId, epoch: term.record.epoch };
+      // A lease storage says is no longer ours needs no release; in every other case give it back now.
+      if (term.endReason !== "lost") await this.giveBack(leaseId, options, term);
+    }
   }
 
   /**

@@ -52,7 +52,7 @@ export class Term implements LeadershipTerm {
   private armedAtMono = 0;
   private lastProgressMono: number;
   private startedMono: number;
-  private begun: { epoch: number; previousEpoch: number; startedAtMs: number; previousEnd: PreviousEnd } | undefined;
+  private begun: { record: LeaderRecord; previousEpoch: number; previousEnd: PreviousEnd } | undefined;
 
   constructor(
     /** Monotonic time at which the acquire request that began this term was sent. */
@@ -71,14 +71,14 @@ export class Term implements LeadershipTerm {
   }
 
   /**
-   * Starts the term proper, once its record names `epoch`; `previousEpoch` is the epoch that record replaced and
-   * `startedAtMs` the record's `sinceMs`. `brokenBefore`: the record replaced carried a takeover's mark (a lease
-   * broken and then written to may read as available again, so the lease state alone does not tell).
+   * Starts the term proper, once `record` (and so its epoch) is written; `previousEpoch` is the epoch that record
+   * replaced. `brokenBefore`: the record replaced carried a takeover's mark (a lease broken and then written to may
+   * read as available again, so the lease state alone does not tell).
    */
-  begin(epoch: number, previousEpoch: number, startedAtMs: number, brokenBefore = false): void {
+  begin(record: LeaderRecord, previousEpoch: number, brokenBefore = false): void {
     const { clock } = this.options;
     const previousEnd = brokenBefore ? "lapsed" : this.leaseShowed;
-    this.begun = { epoch, previousEpoch, startedAtMs, previousEnd };
+    this.begun = { record, previousEpoch, previousEnd };
     this.startedMono = clock.monotonicMs();
     this.lastProgressMono = this.startedMono;
   }
@@ -88,8 +88,13 @@ export class Term implements LeadershipTerm {
     return this.begun !== undefined;
   }
 
+  /** The record this term wrote, once it has {@link begin}un. */
+  get record(): LeaderRecord | undefined {
+    return this.begun?.record;
+  }
+
   get epoch(): number {
-    return this.begun?.epoch ?? 0;
+    return this.begun?.record.epoch ?? 0;
   }
 
   /** The epoch of the term before this one (the record this term replaced); 0 before {@link begin}. */
@@ -98,7 +103,7 @@ export class Term implements LeadershipTerm {
   }
 
   get startedAtMs(): number {
-    return this.begun?.startedAtMs ?? 0;
+    return this.begun?.record.sinceMs ?? 0;
   }
 
   get previousEnd(): PreviousEnd {

@@ -4,7 +4,7 @@ import { withTimeout } from "../util/timeout";
 import type { EpochClaim, ResolvedElectorOptions } from "./options";
 import { checkRevocation } from "./revocation";
 import { superviseTerm } from "./superviseTerm";
-import { Term, type LeadershipTerm, type PreviousEnd } from "./Term";
+import type { LeadershipTerm, Term } from "./Term";
 
 /** The leader's work: runs once per term; must stop when `term.signal` fires. */
 export type LeaderTask<T> = (term: LeadershipTerm) => Promise<T>;
@@ -20,37 +20,24 @@ export type LeadResult<T> =
   /** This instance led, but leadership ended before the task did; `error` is what the task threw, if anything. */
   | { outcome: "aborted"; epoch: number; reason: LeadershipLostError["reason"]; error: unknown };
 
-/** A lease just acquired for one term. */
-export interface AcquiredLease {
-  /** The lease id this attempt proposed; only this term renews and releases with it. */
-  leaseId: string;
-  /** Monotonic time at which the acquire was sent: renewals and the renew deadline count from here. */
-  acquireStartMono: number;
-  /** How the previous term ended, as the lease showed before the acquire ({@link LeadershipTerm.previousEnd}). */
-  previousEnd: PreviousEnd;
-  /** Gives the lease back (best effort, never throws); called once, unless storage said the lease is no longer ours. */
-  release(term: Term): Promise<void>;
-  /** Called once the term's record is written. */
-  onBegun(record: LeaderRecord): void;
-}
-
 /**
- * Runs one term on a freshly acquired lease: supervision (renewals, deadline) starts at once, then the record with the
- * next epoch is written, then the task runs. The one `finally` stops renewing, waits for any renewal in flight, and
- * releases. A lease lost before the record was written is "not-acquired".
+ * Runs one term on a freshly acquired lease (`leaseId`, which only this term renews with): supervision (renewals,
+ * deadline) starts at once, then the record with the next epoch is written (`term.record`), then the task runs. The one
+ * `finally` stops renewing and waits for any renewal in flight; the caller then gives the lease back, unless storage
+ * said it is no longer ours (`term.endReason` "lost"). A lease lost before the record was written is "not-acquired".
  */
 export async function runTerm<T>(
-  lease: AcquiredLease,
+  term: Term,
+  leaseId: string,
   task: LeaderTask<T>,
   options: ResolvedElectorOptions,
   abortSignal: AbortSignal | undefined,
 ): Promise<LeadResult<T>> {
-  const term = new Term(lease.acquireStartMono, options, lease.previousEnd);
   const stop = new AbortController();
-  const supervision = superviseTerm(term, lease.leaseId, options, stop.signal);
+  const supervision = superviseTerm(term, leaseId, options, stop.signal);
   try {
     try {
-      lease.onBegun(await beginTerm(term, lease.leaseId, options, abortSignal));
+      await beginTerm(term, leaseId, options, abortSignal);
     } catch (error) {
       if (error instanceof LeadershipLostError && !abortSignal?.aborted)
         return { outcome: "not-acquired", leader: undefined };
@@ -60,21 +47,19 @@ export async function runTerm<T>(
   } finally {
     stop.abort();
     await supervision;
-    // A lease storage says is no longer ours needs no release; in every other case give it back now.
-    if (term.endReason !== "lost") await lease.release(term);
   }
 }
 
 /**
  * Reads the record (and the epoch floor) under the lease, writes the next epoch, begins the term, and checks at once
- * for a step-down request that binds it. Returns the record written.
+ * for a step-down request that binds it.
  */
 async function beginTerm(
   term: Term,
   leaseId: string,
   options: ResolvedElectorOptions,
   abortSignal: AbortSignal | undefined,
-): Promise<LeaderRecord> {
+): Promise<void> {
   const { store, clock, instanceId, requestTimeoutMs, readEpochFloor, claimEpoch, logger, leaseDurationS } = options;
   const signal = abortSignal === undefined ? term.signal : AbortSignal.any([abortSignal, term.signal]);
   const request = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> =>
@@ -102,7 +87,8 @@ async function beginTerm(
       instanceId,
       epoch,
       startedAtMs: record.sinceMs,
-      assertLeader: () => term.assertLeader(),
+      // The term's own check: the claim's store calls the term, not back into this module.
+      assertLeader: term.assertLeader.bind(term),
     };
     try {
       await request((s) => claimEpoch(claim, { abortSignal: s, logger }));
@@ -118,7 +104,7 @@ async function beginTerm(
       throw error;
     }
   }
-  term.begin(epoch, previous.epoch, record.sinceMs, previous.brokenBy !== undefined);
+  term.begin(record, previous.epoch, previous.brokenBy !== undefined);
   const { brokenBy } = previous;
   logger.info(`Instance ${instanceId} leads ${store.name} with epoch ${epoch} (lease ${leaseDurationS} s).`, {
     instanceId,
@@ -135,7 +121,6 @@ async function beginTerm(
     atMs: record.sinceMs,
   });
   await checkRevocation(term, options, signal);
-  return record;
 }
 
 /** Runs the task; the caller's signal ends the term with reason "shutdown". */
