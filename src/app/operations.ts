@@ -1,14 +1,12 @@
 import { StaleEpochError } from "../library/errors";
 import { requestCancel } from "../coordination/cancel";
-import type { CoordinationDeps } from "../coordination/deps";
-import { runCoordinationStep, type StepReport } from "../coordination/step";
+import type { StepReport } from "../coordination/step";
 import { readJobStatus, type JobStatus } from "../coordination/status";
 
 export { UnreadableJobError } from "../coordination/jobState";
 import { storeSubmission, validateSubmission } from "../coordination/submit";
 import { parseMessage } from "../coordination/messages";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
-import { LeaderSentinel } from "../coordination/sentinel";
 import { storeManifestSubmission } from "../coordination/manifest";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
 import type { LeadResult } from "../library/leadership/LeaderElector";
@@ -19,6 +17,11 @@ import type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./
 export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
+import { coordinationDeps } from "./coordinationDeps";
+import { leaderStep, type StepTrigger } from "./leaderStep";
+
+export { coordinationDeps } from "./coordinationDeps";
+export { IDLE_STEP_SURFACE_S } from "./leaderStep";
 import { renderStatusPage, statusPageHeaders } from "./renderStatusPage";
 import { readStatusView } from "./statusView";
 
@@ -28,9 +31,7 @@ export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "erro
 /** Options of {@link runCoordinatorTick}; `abortSignal` is the process's shutdown signal. */
 export interface TickOptions extends Abortable {
   /** What started the attempt, for the step events. @default { trigger: "timer" } */
-  trigger?:
-    | { trigger: "timer" }
-    | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number; wakeFollowUp?: number };
+  trigger?: StepTrigger;
 }
 
 /**
@@ -58,34 +59,14 @@ async function runTick(
   const { instanceId } = app;
   const trigger = options.trigger ?? { trigger: "timer" };
   const at = (): number => Date.now();
-  let epoch: number | undefined;
+  // The leader's work, should this attempt win: the elector runs its task inside the term.
+  const step = leaderStep(app, sink, trigger);
   try {
-    const result = await app.elector.tryLead(
-      async (term) => {
-        epoch = term.epoch;
-        sink.emit({ type: "step-started", instanceId, atMs: at(), epoch, ...trigger });
-        const hiddenS = app.settings.LEADER_SENTINEL_SECONDS;
-        const sentinel =
-          hiddenS > 0
-            ? new LeaderSentinel(app.wakeQueue, { hiddenS, from: instanceId, logger: sink.logger })
-            : undefined;
-        let ending: { remove: boolean; surfaceInS?: number } = { remove: false };
-        try {
-          const report = await runCoordinationStep(coordinationDeps(app, sink), term, {
-            budgetMs: app.settings.STEP_BUDGET_MS,
-            sentinel,
-          });
-          // No job left: nothing to look after. Jobs left: it surfaces and starts the next step — soon if this step
-          // moved them on, later if it only waited (activity wake-ups start one sooner when results come).
-          ending = { remove: report.activeJobs === 0, ...(moved(report) ? {} : { surfaceInS: IDLE_STEP_SURFACE_S }) };
-          return report;
-        } finally {
-          // A step that failed or lost its term leaves it to surface: someone looks at once.
-          await sentinel?.end(ending);
-        }
-      },
-      { abortSignal: options.abortSignal, logger: sink.logger, onEvent: (event) => sink.emit({ ...event }) },
-    );
+    const result = await app.elector.tryLead(step.task, {
+      abortSignal: options.abortSignal,
+      logger: sink.logger,
+      onEvent: (event) => sink.emit({ ...event }),
+    });
     if (result.outcome === "not-acquired") {
       const leader = result.leader;
       sink.logger.info(
@@ -110,6 +91,7 @@ async function runTick(
       : { outcome: result.outcome };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
+    const { epoch } = step;
     if (epoch === undefined && options.abortSignal?.aborted === true) {
       sink.logger.info(`Instance ${instanceId} skips this tick: the app is shutting down.`);
       sink.emit({ type: "step-skipped", instanceId, atMs: at(), reason: "shutdown", trigger: trigger.trigger });
@@ -204,19 +186,6 @@ export async function handleWakeMessage(
   }
 }
 
-/**
- * When a step that moved nothing (it only waited on workers) ends with jobs left, its sentinel starts the next step
- * this much later, in seconds, not at once: a job that cannot move (its units held by a worker that died, slow items)
- * costs a step's budget per this much more, about what the timer's ticks cost before sentinels (one step a minute).
- */
-export const IDLE_STEP_SURFACE_S = 30;
-
-/** Whether a step moved anything: registered, folded, dispatched, failed, rejected, discarded or sent again. */
-function moved(report: StepReport): boolean {
-  const { registered, folded, dispatched, failed, rejected, discarded, redispatched } = report;
-  return registered + folded + dispatched + failed + rejected + discarded + redispatched > 0;
-}
-
 /** Wake-ups about work a leader's step looks after anyway: results, poison, and the sentinel itself. */
 const STEP_NEWS: ReadonlySet<string> = new Set(["results-arrived", "poison-arrived", "leader-sentinel"]);
 
@@ -236,37 +205,6 @@ function needsFollowUp(app: CoordinatorApp, wake: WakeMessage, holder: LeaderRec
     // by this process's watcher, nor does it keep a sentinel: its lease is followed up as before.
     (holder === undefined || (holder.takeoverDeadlineMs ?? 0) > 0);
   return !covered;
-}
-
-/** The coordination ports of this app, with the invocation's sink. */
-export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationDeps {
-  const { state, system, inputs, workQueue, resultsQueue, workPoisonQueue, resultsPoisonQueue, registry } = app;
-  return {
-    state,
-    system,
-    inputs,
-    workQueue,
-    resultsQueue,
-    workPoisonQueue,
-    resultsPoisonQueue,
-    registry,
-    dispatchBatchSize: app.settings.DISPATCH_BATCH_SIZE,
-    maxInFlight: app.settings.DISPATCH_BATCH_SIZE * 2,
-    maxAggregateGroups: app.settings.MAX_AGGREGATE_GROUPS,
-    maxJobDocumentBytes: app.settings.MAX_JOB_DOCUMENT_BYTES,
-    jobRetentionMs: app.settings.JOB_RETENTION_HOURS * 3_600_000,
-    maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
-    workUnitConcurrency: app.settings.WORK_UNIT_CONCURRENCY,
-    jobStops: app.jobStops,
-    workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
-    workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,
-    workUnitMaxBlobItems: app.settings.WORK_UNIT_MAX_BLOB_ITEMS,
-    workUnitSpread: app.settings.WORK_UNIT_SPREAD,
-    logger: sink.logger,
-    emit: sink.emit,
-    instanceId: app.instanceId,
-    now: () => Date.now(),
-  };
 }
 
 /**

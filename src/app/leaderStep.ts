@@ -1,0 +1,66 @@
+import { LeaderSentinel } from "../coordination/sentinel";
+import { runCoordinationStep, type StepReport } from "../coordination/step";
+import type { LeaderTask } from "../library/leadership/runTerm";
+import type { CoordinatorApp, Sink } from "./context";
+import { coordinationDeps } from "./coordinationDeps";
+
+/** What started a leadership attempt, for the step events. */
+export type StepTrigger =
+  | { trigger: "timer" }
+  | { trigger: "wake"; wakeReason: string; wakeJobId?: string; wakeDelayMs: number; wakeFollowUp?: number };
+
+/**
+ * When a step that moved nothing (it only waited on workers) ends with jobs left, its sentinel starts the next step
+ * this much later, in seconds, not at once: a job that cannot move (its units held by a worker that died, slow items)
+ * costs a step's budget per this much more, about what the timer's ticks cost before sentinels (one step a minute).
+ */
+export const IDLE_STEP_SURFACE_S = 30;
+
+/** Whether a step moved anything: registered, folded, dispatched, failed, rejected, discarded or sent again. */
+function moved(report: StepReport): boolean {
+  const { registered, folded, dispatched, failed, rejected, discarded, redispatched } = report;
+  return registered + folded + dispatched + failed + rejected + discarded + redispatched > 0;
+}
+
+/** The leader's work for one attempt ({@link leaderStep}), and the epoch of its term once the term began. */
+export interface LeaderStep {
+  task: LeaderTask<StepReport>;
+  readonly epoch: number | undefined;
+}
+
+/**
+ * What the leader does in one term: the coordination step within the step budget, its sentinel armed while jobs are
+ * active (`LEADER_SENTINEL_SECONDS`), and the step-started event. The elector runs `task` inside the term; the tick
+ * reads `epoch` for its events when the attempt ends.
+ */
+export function leaderStep(app: CoordinatorApp, sink: Sink, trigger: StepTrigger): LeaderStep {
+  const { instanceId } = app;
+  let epoch: number | undefined;
+  const task: LeaderTask<StepReport> = async (term) => {
+    epoch = term.epoch;
+    sink.emit({ type: "step-started", instanceId, atMs: Date.now(), epoch, ...trigger });
+    const hiddenS = app.settings.LEADER_SENTINEL_SECONDS;
+    const sentinel =
+      hiddenS > 0 ? new LeaderSentinel(app.wakeQueue, { hiddenS, from: instanceId, logger: sink.logger }) : undefined;
+    let ending: { remove: boolean; surfaceInS?: number } = { remove: false };
+    try {
+      const report = await runCoordinationStep(coordinationDeps(app, sink), term, {
+        budgetMs: app.settings.STEP_BUDGET_MS,
+        sentinel,
+      });
+      // No job left: nothing to look after. Jobs left: it surfaces and starts the next step — soon if this step
+      // moved them on, later if it only waited (activity wake-ups start one sooner when results come).
+      ending = { remove: report.activeJobs === 0, ...(moved(report) ? {} : { surfaceInS: IDLE_STEP_SURFACE_S }) };
+      return report;
+    } finally {
+      // A step that failed or lost its term leaves it to surface: someone looks at once.
+      await sentinel?.end(ending);
+    }
+  };
+  return {
+    task,
+    get epoch() {
+      return epoch;
+    },
+  };
+}
