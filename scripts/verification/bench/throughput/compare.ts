@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { round } from "./opsBreakdown";
-import type { Implementation } from "./report";
+import type { Implementation } from "./implementations";
 
 /**
  * The comparisons a scenario's report makes beyond one implementation's medians: the app against the batched loop

@@ -1,6 +1,7 @@
 import { roundRatios, type BeforeFigures } from "./compare";
 import { costPerMillion, requestsByPriceClass, type CostPerMillion } from "./cost";
 import { round, summarizeOps, type OpsSummary, type StorageRoles } from "./opsBreakdown";
+import type { Implementation } from "./implementations";
 import type { RequestCount } from "./requestCounter";
 import { scenarioTargets, type TargetCheck } from "./targets";
 
@@ -8,8 +9,7 @@ import { scenarioTargets, type TargetCheck } from "./targets";
 
 export { TARGETS } from "./targets";
 
-export type Implementation = "project" | "perItem" | "batched";
-export const IMPLEMENTATIONS: readonly Implementation[] = ["project", "perItem", "batched"];
+export { IMPLEMENTATIONS, type Implementation } from "./implementations";
 
 /** One timed run of one implementation. */
 export interface RunSample {
