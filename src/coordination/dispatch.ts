@@ -6,7 +6,7 @@ import type { FoldCounts } from "./foldReport";
 import { ChunkCache } from "./chunkCache";
 import type { JobState } from "./jobState";
 import type { JobStore } from "./jobStore";
-import { packUnits } from "./packUnits";
+import { packUnits, unitLimits, type Packed } from "./packUnits";
 import type { Abortable } from "../library/util/delay";
 
 /** Work messages sent at once: a group, after which the job's cursor is written. */
@@ -44,14 +44,17 @@ export const CURSOR_WRITE_INTERVAL_MS = 1000;
  * Sends the next items of a job to the work queue in units — whole units of up to the job's `unitMaxItems` items and
  * `unitMaxBytes` bytes of JSON, contiguous and packed greedily from the cursor — starting units while fewer than
  * `budget` items were sent and fewer than `maxInFlight` items of the job lack a result (the last unit may go past
- * either by less than one unit). Units go out in groups of {@link SEND_PARALLELISM}. The job's cursor advances past
- * what was sent in a fenced write after the first group (so the status shows the job started while a large batch is
- * still going out), then at most every {@link CURSOR_WRITE_INTERVAL_MS}, and at the end: a job document, aggregate and
- * all, is not rewritten per group, and a crash re-sends at most the groups since the last write. The cursor always
- * sits on a unit boundary, and a unit re-sent after a crash is the same unit (folding discards it by its bits).
- * Sending first means a crash in between re-sends those units (duplicates) rather than losing them. An item whose
- * input cannot be read (its chunk blob missing or corrupt, or its entry not an item input) is not sent, and ends its
- * unit: it is recorded as failed in the next write, with a reason naming the chunk.
+ * either by less than one unit). The job's tail does not wait for a round of its own: when what is left of the job
+ * past the window fits in `workUnitSpread` units (as packed), it goes out too — at most that many units past the
+ * window, at a job's end only (a last round of a few units would otherwise start only once the leader has folded the
+ * window's first results, on whichever worker polls first). Units go out in groups of {@link SEND_PARALLELISM}. The
+ * job's cursor advances past what was sent in a fenced write after the first group (so the status shows the job
+ * started while a large batch is still going out), then at most every {@link CURSOR_WRITE_INTERVAL_MS}, and at the end:
+ * a job document, aggregate and all, is not rewritten per group, and a crash re-sends at most the groups since the
+ * last write. The cursor always sits on a unit boundary, and a unit re-sent after a crash is the same unit (folding
+ * discards it by its bits). Sending first means a crash in between re-sends those units (duplicates) rather than
+ * losing them. An item whose input cannot be read (its chunk blob missing or corrupt, or its entry not an item input)
+ * is not sent, and ends its unit: it is recorded as failed in the next write, with a reason naming the chunk.
  */
 export async function dispatchJob(
   deps: CoordinationDeps,
@@ -64,7 +67,8 @@ export async function dispatchJob(
   const io: Abortable = options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal };
   const state = job.value;
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
-  const count = Math.min(budget, state.itemCount - state.dispatched, deps.maxInFlight - inFlight);
+  const room = deps.maxInFlight - inFlight;
+  const count = Math.min(budget, state.itemCount - state.dispatched, room);
   const report: DispatchReport = { sent: 0, messages: 0, failed: 0 };
   if (state.status !== "running" || count <= 0) return report;
   let latest = job;
@@ -108,22 +112,41 @@ export async function dispatchJob(
     }
     if (lastWriteMs === undefined || monotonicMs() - lastWriteMs >= CURSOR_WRITE_INTERVAL_MS) await writeCursor();
   };
-  for await (const piece of packUnits(deps, state, {
-    from: state.dispatched,
-    until: state.dispatched + count,
-    chunks,
-    ...io,
-  })) {
+  const take = async (piece: Packed): Promise<void> => {
     if (piece.kind === "unsendable") {
       failures.push({ item: piece.item, reason: `not dispatched: ${piece.reason}` });
       cursor = piece.item + 1;
-      continue;
+      return;
     }
     messages.push(piece.message);
     report.sent += piece.count;
     cursor = piece.first + piece.count;
     if (messages.length >= SEND_PARALLELISM) await sendGroup();
+  };
+  // The job's tail: when the window is what stops this dispatch (not the pass's budget: the next pass sends more), what
+  // is left of the job goes out too if it fits in WORK_UNIT_SPREAD units — it cannot, in items, when it is more than
+  // that many full units. Packed ahead and held; dropped once it grows past.
+  const windowEnd = state.dispatched + count;
+  const rest = state.itemCount - windowEnd;
+  const tailMayFit = count === room && rest > 0 && rest <= deps.workUnitSpread * unitLimits(deps, state).items;
+  let tail: Packed[] | undefined = tailMayFit ? [] : undefined;
+  let tailUnits = 0;
+  for await (const piece of packUnits(deps, state, {
+    from: state.dispatched,
+    until: tail === undefined ? windowEnd : state.itemCount,
+    chunks,
+    ...io,
+  })) {
+    if (tail !== undefined && (piece.kind === "unit" ? piece.first : piece.item) >= windowEnd) {
+      tail.push(piece);
+      if (piece.kind === "unit") tailUnits++;
+      if (tailUnits <= deps.workUnitSpread) continue;
+      tail = undefined;
+      break;
+    }
+    await take(piece);
   }
+  for (const piece of tail ?? []) await take(piece);
   await sendGroup();
   await writeCursor();
   return report;

@@ -164,10 +164,11 @@ describe("coordination step (unit, in-memory ports)", () => {
 
   it("reports each job's progress (total, dispatched, done, failed) as of the step's last pass, for step-completed", async () => {
     const { deps, work: queue } = world({ dispatchBatchSize: 10, maxInFlight: 2 });
+    // Four items: what is left past the window (2 units) is more than a spread (1 unit), so it waits for results.
     const first = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
-      items: [item("a", 1), item("a", 2), item("b", 3)],
+      items: [item("a", 1), item("a", 2), item("b", 3), item("b", 4)],
     });
     const second = await storeSubmission(deps.system, {
       kind: "group-by",
@@ -177,13 +178,13 @@ describe("coordination step (unit, in-memory ports)", () => {
     const byId = (jobs: JobProgress[]): JobProgress[] =>
       [...jobs].sort((a, b) => (a.id === first.id ? -1 : b.id === first.id ? 1 : 0));
     expect(byId((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).jobs)).toEqual([
-      { id: first.id, total: 3, dispatched: 2, done: 0, failed: 0 },
+      { id: first.id, total: 4, dispatched: 2, done: 0, failed: 0 },
       { id: second.id, total: 2, dispatched: 2, done: 0, failed: 0 },
     ]);
     await work(deps, queue);
     // The second job completes in this step (one item done, one failed) and is still reported, with its final counts.
     expect(byId((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).jobs)).toEqual([
-      { id: first.id, total: 3, dispatched: 3, done: 2, failed: 0 },
+      { id: first.id, total: 4, dispatched: 4, done: 2, failed: 0 },
       { id: second.id, total: 2, dispatched: 2, done: 1, failed: 1 },
     ]);
   });

@@ -216,7 +216,8 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
     const { id } = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
-      items: ["a", "b", "c", "d", "e"].map((key) => item(key, 1)),
+      // Six: after the second pass, what is left past the window (2 units) waits for results (a tail of 1 would not).
+      items: ["a", "b", "c", "d", "e", "f"].map((key) => item(key, 1)),
     });
     for (let round = 0; round < 4; round++) {
       await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);

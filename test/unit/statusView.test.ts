@@ -293,7 +293,8 @@ describe("reading the status view from the ports (in-memory)", () => {
     const running = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
-      items: Array.from({ length: 6 }, (_, v) => ({ inline: JSON.stringify({ k: "b", v }) })),
+      // 20: what is left past the window (18 units) is more than a spread (16), so it waits for results.
+      items: Array.from({ length: 20 }, (_, v) => ({ inline: JSON.stringify({ k: "b", v }) })),
     });
     const term2 = { ...fakeTerm(2, "b-2"), startedAtMs: T0 - 10_000 };
     await runCoordinationStep(deps, term2, ONE_PASS); // registers, dispatches 2
@@ -315,7 +316,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       ["b-2", 2, true],
     ]);
     expect(view.jobs.active.map((j) => [j.id, j.status, j.total, j.dispatched, j.done])).toEqual([
-      [running.id, "running", 6, 2, 0],
+      [running.id, "running", 20, 2, 0],
     ]);
     expect(view.jobs.pending.map((j) => [j.id, j.status, j.total])).toEqual([[submitted.id, "pending", 1]]);
     expect(view.jobs.recent.map((j) => [j.id, j.status, j.done, j.failed])).toEqual([[ended.id, "completed", 1, 1]]);
