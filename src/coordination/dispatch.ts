@@ -45,9 +45,9 @@ export const CURSOR_WRITE_INTERVAL_MS = 1000;
  * `unitMaxBytes` bytes of JSON, contiguous and packed greedily from the cursor — starting units while fewer than
  * `budget` items were sent and fewer than `maxInFlight` items of the job lack a result (the last unit may go past
  * either by less than one unit). The job's tail does not wait for a round of its own: when what is left of the job
- * past the window fits in `workUnitSpread` units (as packed), it goes out too — at most that many units past the
- * window, at a job's end only (a last round of a few units would otherwise start only once the leader has folded the
- * window's first results, on whichever worker polls first). Units go out in groups of {@link SEND_PARALLELISM}. The
+ * past the window is at most half the window and fits in `workUnitSpread` units (as packed), it goes out too — at a
+ * job's end only (a last round of a few units would otherwise start only once the leader has folded the window's first
+ * results, on whichever worker polls first). Units go out in groups of {@link SEND_PARALLELISM}. The
  * job's cursor advances past what was sent in a fenced write after the first group (so the status shows the job
  * started while a large batch is still going out), then at most every {@link CURSOR_WRITE_INTERVAL_MS}, and at the end:
  * a job document, aggregate and all, is not rewritten per group, and a crash re-sends at most the groups since the
@@ -124,11 +124,16 @@ export async function dispatchJob(
     if (messages.length >= SEND_PARALLELISM) await sendGroup();
   };
   // The job's tail: when the window is what stops this dispatch (not the pass's budget: the next pass sends more), what
-  // is left of the job goes out too if it fits in WORK_UNIT_SPREAD units — it cannot, in items, when it is more than
-  // that many full units. Packed ahead and held; dropped once it grows past.
+  // is left of the job goes out too if it is at most half the window in items (a window lowered for costly items stays
+  // within 1.5 times itself) and fits in WORK_UNIT_SPREAD units — it cannot, in items, when it is more than that many
+  // full units. Packed ahead and held; dropped once it grows past.
   const windowEnd = state.dispatched + count;
   const rest = state.itemCount - windowEnd;
-  const tailMayFit = count === room && rest > 0 && rest <= deps.workUnitSpread * unitLimits(deps, state).items;
+  const tailMayFit =
+    count === room &&
+    rest > 0 &&
+    rest <= Math.floor(deps.maxInFlight / 2) &&
+    rest <= deps.workUnitSpread * unitLimits(deps, state).items;
   let tail: Packed[] | undefined = tailMayFit ? [] : undefined;
   let tailUnits = 0;
   for await (const piece of packUnits(deps, state, {

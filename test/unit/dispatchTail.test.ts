@@ -1,6 +1,7 @@
 /**
  * A job's last units do not wait for a round of their own (issue 24): when what is left of a job past the in-flight
- * window fits in WORK_UNIT_SPREAD units, it goes out with the window; a longer rest waits for results as before.
+ * window fits in WORK_UNIT_SPREAD units and in half the window, it goes out with the window; a longer rest waits for
+ * results as before.
  */
 import { describe, expect, it } from "vitest";
 import { runCoordinationStep } from "../../src/coordination/step";
@@ -42,6 +43,24 @@ describe("dispatch: a job's tail goes out with the window", () => {
     expect((await readJob(state, id))?.dispatched).toBe(100);
     // With no results, the next pass sends nothing either.
     expect((await runCoordinationStep(deps, fakeTerm(1), ONE_PASS)).dispatched).toBe(0);
+  });
+
+  it("the tail is at most half the window: 160 items in units of 7 leave 55 past it, 8 units (≤ 16) but more than 50 items", async () => {
+    // A spread of 16 makes the units ⌈100 ÷ 16⌉ = 7 items: the window's 15 units carry 105 (the last one goes past it).
+    const { report, units } = await firstPass(items(160), { workUnitSpread: 16 });
+    expect(units.map((unit) => unit.count)).toEqual(Array.from({ length: 15 }, () => 7));
+    expect(report.dispatched).toBe(105);
+  });
+
+  it("with a small window (DISPATCH_BATCH_SIZE lowered for costly items) the tail stays within half of it", async () => {
+    // A window of 4 items in units of 1: a rest of 6 is 6 units (≤ 16) but more than 2 items, so it waits for results.
+    const { report } = await firstPass(items(10), {
+      dispatchBatchSize: 4,
+      maxInFlight: 4,
+      workUnitMaxItems: 1,
+      workUnitSpread: 16,
+    });
+    expect(report.dispatched).toBe(4);
   });
 
   it("the rest is counted in units as packed, not in items: 30 items in units of 3 by bytes are 10 units (> 4)", async () => {
