@@ -13,6 +13,8 @@
 // First: every module of src/ loaded after this one reports its calls.
 import { analyse, recordedPaths, tracing } from "./tickFlowTrace";
 import * as api from "../../src/app/operations";
+import { GROUP_BY_CSV_JOB } from "../../test/support/csvJob";
+import { drainWorkQueue } from "../../test/support/drainWork";
 import { memoryApp } from "../../test/support/memoryApp";
 import { parseFlags, UsageError } from "../support/cli";
 
@@ -21,17 +23,6 @@ const HELP = `Usage: npm run trace:tick -- [--json]
   --json   prints {"modules":[…],"returns":[{"into","from","path"}…]} instead of the text report
 `;
 
-/** The job traced: three CSV items of the built-in group-by kind, one of them failing. */
-const JOB = {
-  kind: "group-by",
-  params: { format: "csv", keyField: "region", valueField: "amount" },
-  items: [
-    { inline: "region,amount\neu,1" },
-    { inline: "region,amount\nus,2" },
-    { inline: "region,amount\neu,not-a-number" },
-  ],
-};
-
 async function main(): Promise<void> {
   const values = parseFlags(process.argv.slice(2), { json: { type: "boolean" }, help: { type: "boolean" } });
   if (values.help === true) {
@@ -39,7 +30,8 @@ async function main(): Promise<void> {
     return;
   }
   const world = memoryApp();
-  const submitted = await api.submitJob(world.app, JOB, { wake: false });
+  // Three CSV items of the built-in group-by kind, one of them failing.
+  const submitted = await api.submitJob(world.app, GROUP_BY_CSV_JOB, { wake: false });
   if (!submitted.ok) throw new Error(`the job was refused: ${JSON.stringify(submitted.errors)}`);
   const { id } = submitted;
   for (let tick = 1; ; tick++) {
@@ -47,11 +39,9 @@ async function main(): Promise<void> {
     if (outcome !== "completed") throw new Error(`tick ${tick} ended ${outcome}`);
     if ((await api.getJobStatus(world.app, id))?.status === "completed") break;
     if (tick === 5) throw new Error("the job did not complete in 5 ticks");
-    // The workers, outside the trace: each unit handled once.
-    for (const message of await world.workQueue.receive(32, 30)) {
-      const delivery = { id: message.id, dequeueCount: 1 };
-      await api.handleWorkMessage(world.app, world.sink, JSON.parse(message.text ?? "null") as unknown, delivery);
-      await world.workQueue.delete(message);
+    // The workers, outside the trace: every unit queued, handled once.
+    while ((await drainWorkQueue(world.app, world.sink)) > 0) {
+      // until the queue is empty
     }
   }
   const result = analyse(recordedPaths());

@@ -1,7 +1,10 @@
 import { createCoordinatorApp, type CoordinatorApp, type Sink } from "../../src/app/context";
 import type { AppEvent } from "../../src/app/events";
-import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
+import { runCoordinatorTick } from "../../src/app/operations";
 import { uniqueName } from "./azuriteFixture";
+import { drainWorkQueue } from "./drainWork";
+
+export { drainWorkQueue } from "./drainWork";
 
 /** App settings for a test on Azurite: fresh container and queue names, a one-second step budget. */
 export function testAppSettings(connectionString: string): Record<string, string> {
@@ -38,20 +41,6 @@ export function newTestApp(
   return { app, events, sink, logs };
 }
 
-/**
- * Plays the Functions host's queue trigger for a batch: receive, decode, handle, delete on success. Returns how many
- * were handled.
- */
-export async function drainWorkQueue(app: CoordinatorApp, sink: Sink, max = 32): Promise<number> {
-  const messages = await app.workQueue.receive(max, 30);
-  for (const message of messages) {
-    const payload: unknown = message.text === undefined ? message.rawText : tryJson(message.text);
-    await handleWorkMessage(app, sink, payload, { id: message.id, dequeueCount: message.dequeueCount });
-    await app.workQueue.delete(message);
-  }
-  return messages.length;
-}
-
 /** Ticks and drains until the job completes or `maxRounds` pass. */
 export async function runUntilComplete(
   app: CoordinatorApp,
@@ -67,12 +56,4 @@ export async function runUntilComplete(
     }
   }
   throw new Error(`job did not complete in ${maxRounds} rounds`);
-}
-
-function tryJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }

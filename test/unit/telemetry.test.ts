@@ -5,6 +5,7 @@ import { handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/
 import { METRIC_NAMES } from "../../src/app/telemetry/metrics";
 import { CUSTOM_EVENT_NAME, MAX_ATTRIBUTE_BYTES } from "../../src/app/telemetry/records";
 import { Telemetry, type InvocationInfo } from "../../src/app/telemetry/telemetry";
+import { GROUP_BY_CSV_JOB as JOB } from "../support/csvJob";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import { memoryApp } from "../support/memoryApp";
@@ -30,16 +31,6 @@ function contextSink(): Sink & { lines: { level: string; message: string }[] } {
       lines.push({ level: event.type === "lease-renewed" ? "debug" : "information", message: event.type }),
   };
 }
-
-const JOB = {
-  kind: "group-by",
-  params: { format: "csv", keyField: "region", valueField: "amount" },
-  items: [
-    { inline: "region,amount\neu,1" },
-    { inline: "region,amount\nus,2" },
-    { inline: "region,amount\neu,not-a-number" },
-  ],
-};
 
 /** Plays the worker function: every unit on the work queue handled, its outcome counted as functions/worker.ts does. */
 async function drain(world: ReturnType<typeof memoryApp>, telemetry: Telemetry, sink: Sink): Promise<number> {
