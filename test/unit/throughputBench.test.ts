@@ -25,6 +25,12 @@ import {
 } from "../../scripts/verification/bench/throughput/report";
 import { meanItemBytes, scenarioJob } from "../../scripts/verification/bench/throughput/scenarios";
 import { packUnits } from "../../scripts/verification/bench/throughput/units";
+import { readCpuTimes } from "../../scripts/verification/bench/throughput/projectRun";
+import {
+  IDLE_LOOP_MS,
+  POLL_MAX_MS,
+  pollDelaysMs,
+} from "../../scripts/verification/bench/throughput/baselineProtocol";
 
 const roles = {
   workQueues: ["work-items"],
@@ -215,7 +221,9 @@ describe("throughput benchmark: pure parts (unit)", () => {
       ],
       roles,
     );
-    const report = scenarioReport("small", 10_000, 100, { project, perItem, batched });
+    // The idle loop ran slower in round 2 (its workers' back-off at 2 s when it sent) and not at all in round 1.
+    const idleBatched = summarizeImplementation([sample(2, 625, [count({ requests: 300 })], { worker: 25 })], roles);
+    const report = scenarioReport("small", 10_000, 100, { project, perItem, batched, idleBatched });
     expect(report.ratioVsPerItem).toBe(7.5); // medians: 750 / 100
     expect(report.ratioVsBatched).toBe(0.833); // 750 / 900
     expect(report.roundRatiosVsBatched.rounds).toEqual([
@@ -223,6 +231,12 @@ describe("throughput benchmark: pure parts (unit)", () => {
       { round: 2, ratio: 0.75 },
     ]);
     expect(report.roundRatiosVsBatched).toMatchObject({ median: 0.825, min: 0.75 });
+    // Against the idle loop: round 2 only, 600 / 625; beside the targets, not one of them.
+    expect(report.roundRatiosVsIdleBatched).toMatchObject({ rounds: [{ round: 2, ratio: 0.96 }], median: 0.96 });
+    expect(report.itemsPerS).toEqual({ project: 750, perItem: 100, batched: 900, idleBatched: 625 });
+    expect(scenarioTable("small", report)).toContain(
+      "  project ÷ idle batched loop (workers idled first), round by round: r2 0.96× (median 0.96, lowest 0.96)",
+    );
     expect(report.opsPerItem).toBe(0.04);
     expect(report.executionsPerItem).toBe(0.003);
     // Per million: 40,000 queue operations × $0.40/M, 3,000 executions × $0.40/M, 400 GB-s × $0.000026.
@@ -249,30 +263,45 @@ describe("throughput benchmark: pure parts (unit)", () => {
       opsPerItem: 0.1,
       allInUSDPerMillion: 0.1,
     };
-    const blob = scenarioReport("blob", 10_000, 100, { project, perItem: none, batched }, before);
+    const blob = scenarioReport("blob", 10_000, 100, { project, perItem: none, batched, idleBatched: none }, before);
     expect(blob.targets).toEqual({
       roundRatioVsBatchedNotBelowBefore: { target: "≥ 0.85× (before)", value: 0.825, met: false },
       submitToFirstDispatchMedianS: { target: "≤ 2 s", value: 0.5, met: true },
     });
-    const short = scenarioReport("short", 10_000, 100, { project, perItem: none, batched }, before);
+    const short = scenarioReport("short", 10_000, 100, { project, perItem: none, batched, idleBatched: none }, before);
     // Completed in 11.11 s and 16.67 s: median 13.89 s.
     expect(short.targets).toEqual({
       submitToCompletedNotAfterBefore: { target: "≤ 15 s (before)", value: 13.89, met: true },
     });
   });
 
-  it("runs the project and the batched loop next to each other in every round, the per-item loop after both", () => {
-    // The ratio's two sides are measured back to back, whoever goes first alternating; the per-item loop (minutes at
+  it("runs the project next to each batched loop in every round, the per-item loop after them", () => {
+    // Each ratio's two sides are measured back to back, whoever goes first alternating; the per-item loop (minutes at
     // 20,000 items) never sits between them, where the machine's load may change (a run's round 1: the project at a
     // load average of 5.3, the batched loop 9 minutes later at 2.1, 0.23×).
     const orders = [1, 2, 3, 4].map((roundNo) => roundOrder(roundNo, 2));
     expect(orders).toEqual([
-      ["project", "batched", "perItem"],
-      ["batched", "project", "perItem"],
-      ["project", "batched"],
-      ["batched", "project"],
+      ["batched", "project", "idleBatched", "perItem"],
+      ["idleBatched", "project", "batched", "perItem"],
+      ["batched", "project", "idleBatched"],
+      ["idleBatched", "project", "batched"],
     ]);
-    for (const order of orders) expect(Math.abs(order.indexOf("project") - order.indexOf("batched"))).toBe(1);
+    for (const order of orders) {
+      expect(Math.abs(order.indexOf("project") - order.indexOf("batched"))).toBe(1);
+      expect(Math.abs(order.indexOf("project") - order.indexOf("idleBatched"))).toBe(1);
+    }
+  });
+
+  it("idles the idle loop's workers until their poll back-off waits its longest, as the app's instances' does", () => {
+    // The loop's workers back off 100 ms doubling with ±20 % jitter (withJitter(delay, 0.2)); by IDLE_LOOP_MS every
+    // wait before the longest has passed even at +20 %, so the producer sends into workers that poll every 2 s.
+    const delays = pollDelaysMs();
+    let beforeLongest = 0;
+    for (let wait = delays.next(); wait < POLL_MAX_MS; wait = delays.next()) beforeLongest += wait * 1.2;
+    expect(beforeLongest).toBeCloseTo(3720, 6);
+    expect(IDLE_LOOP_MS).toBeGreaterThan(beforeLongest);
+    // Not much more: every extra second of idling is a second of the round.
+    expect(IDLE_LOOP_MS).toBeLessThan(beforeLongest + POLL_MAX_MS);
   });
 
   it("prints '—' for an implementation that did not run (--per-item-rounds 0), not zero operations and dollars", () => {
@@ -295,6 +324,7 @@ describe("throughput benchmark: pure parts (unit)", () => {
       project: summary,
       perItem: summarizeImplementation([], roles),
       batched: summary,
+      idleBatched: summary,
     });
     const cells = (label: string): string[] =>
       (scenarioTable("small", report).find((line) => line.trimStart().startsWith(label)) ?? "")
@@ -302,7 +332,12 @@ describe("throughput benchmark: pure parts (unit)", () => {
         .trim()
         .split(/\s+/);
     for (const label of ["storage ops per item", "executions per item", "USD per million items"])
-      expect(cells(label), label).toEqual([expect.not.stringMatching(/—/), "—", expect.not.stringMatching(/—/)]);
+      expect(cells(label), label).toEqual([
+        expect.not.stringMatching(/—/),
+        "—",
+        expect.not.stringMatching(/—/),
+        expect.not.stringMatching(/—/),
+      ]);
   });
 
   it("pairs rounds for the ratio: only rounds both completed, in round order", () => {
@@ -390,5 +425,19 @@ describe("throughput benchmark: pure parts (unit)", () => {
       memoryItems: 100_000,
     });
     expect(parseThroughputArgs(["--before", "bench-results/a.json"]).before).toBe("bench-results/a.json");
+  });
+
+  it("reads a process's CPU time and its main thread's run-queue wait from /proc (Linux)", () => {
+    const before = readCpuTimes(process.pid);
+    expect(before).toBeDefined();
+    const cpuBefore = process.cpuUsage();
+    let spin = 0;
+    while ((process.cpuUsage(cpuBefore).user + process.cpuUsage(cpuBefore).system) / 1e6 < 0.3) spin++;
+    const after = readCpuTimes(process.pid);
+    expect(spin).toBeGreaterThan(0);
+    // 0.3 s of CPU spent, in clock ticks of 10 ms (and other threads may add a little).
+    expect((after?.cpuS ?? 0) - (before?.cpuS ?? 0)).toBeGreaterThanOrEqual(0.28);
+    expect(after?.runQueueWaitS).toBeGreaterThanOrEqual(before?.runQueueWaitS ?? Number.POSITIVE_INFINITY);
+    expect(readCpuTimes(2 ** 22 + 1)).toBeUndefined();
   });
 });

@@ -3,13 +3,15 @@
  * ./throughput/cli.ts for every flag).
  *
  * On one Azurite, in one run, three scenarios — `small` (inline items of about 100 bytes of CSV), `blob` (one input
- * blob per item) and `short` (a short job of small items) — each through three implementations per round, the project
- * and the batched loop back to back, who goes first alternating (the per-item loop after both, in the first
+ * blob per item) and `short` (a short job of small items) — each through four implementations per round, the project
+ * between the two batched loops, which one goes first alternating (the per-item loop after them, in the first
  * `--per-item-rounds` only):
  * - the project: fresh instance processes of the real app on the local host, one job submitted through the library
  *   (which wakes the coordinator), at the app's default settings and schedule (./throughput/projectRun.ts);
  * - the per-item loop: the raw SDKs sending one work message per item and one result per item;
- * - the batched loop: the raw SDKs sending the same unit messages as the app's leader (./throughput/baseline.ts).
+ * - the batched loop: the raw SDKs sending the same unit messages as the app's leader (./throughput/baseline.ts);
+ * - the idle batched loop: the same, its workers idle for IDLE_LOOP_MS before the producer sends, so their poll
+ *   back-off is at its longest (2 s), as the app's instances' is when its leader dispatches.
  * Every storage request is counted by a request policy in each process's SDK pipeline (./throughput/requestCounter.ts)
  * and priced (./throughput/cost.ts), beside the peers' estimates (./throughput/peers.ts). Then one large job end to end
  * for the leader's memory. Prints tables, writes JSON.
@@ -23,7 +25,7 @@ import { readSettings } from "../../../src/app/settings";
 import { ensureAppStorage } from "../../tools/local/storageSetup";
 import { parseSchedule } from "../../tools/local/timerTrigger";
 import { startAzurite, type Azurite } from "../../support/azurite";
-import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
+import { IDLE_LOOP_MS, killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
 import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./throughput/cli";
 import { readBefore, roundOrder, type BeforeFigures } from "./throughput/compare";
 import { PRICES, PRICES_NOTE } from "./throughput/cost";
@@ -124,7 +126,7 @@ async function main(): Promise<number> {
   };
   await upload(jobs.blob.blobs);
 
-  const baseline = (mode: BaselineMode, job: ScenarioJob, label: string) =>
+  const baseline = (mode: BaselineMode, job: ScenarioJob, label: string, idleBeforeSendMs = 0) =>
     runBaseline({
       mode,
       connectionString,
@@ -133,7 +135,8 @@ async function main(): Promise<number> {
       unitMaxItems: appUnitItems(settings, job.items),
       unitMaxBytes: settings.WORK_UNIT_MAX_BYTES,
       workers: args.instances,
-      label,
+      label: idleBeforeSendMs > 0 ? `idle-${label}` : label,
+      idleBeforeSendMs,
       countsPrefix: join(outputDir, "requests"),
       maxWaitS: MAX_WAIT_S,
       abortSignal: controller.signal,
@@ -144,9 +147,9 @@ async function main(): Promise<number> {
   await baseline("per-item", scenarioJob("small", WARM_UP_ITEMS, "bench/warm-up"), "warm-up");
 
   const samples: Record<ScenarioName, Record<Implementation, RunSample[]>> = {
-    small: { project: [], perItem: [], batched: [] },
-    blob: { project: [], perItem: [], batched: [] },
-    short: { project: [], perItem: [], batched: [] },
+    small: { project: [], perItem: [], batched: [], idleBatched: [] },
+    blob: { project: [], perItem: [], batched: [], idleBatched: [] },
+    short: { project: [], perItem: [], batched: [], idleBatched: [] },
   };
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of SCENARIOS) {
@@ -193,10 +196,24 @@ async function main(): Promise<number> {
               leaders: run.instances
                 .filter((instance) => instance.termsLed > 0)
                 .map((instance) => `${instance.name} (${instance.termsLed} terms)`),
+              // Of the instance processes, from the submission until they were quiet (./throughput/projectRun.ts).
+              instancesCpuS: round(
+                run.instances.reduce((sum, instance) => sum + (instance.cpuS ?? 0), 0),
+                2,
+              ),
+              instancesRunQueueWaitS: round(
+                run.instances.reduce((sum, instance) => sum + (instance.runQueueWaitS ?? 0), 0),
+                2,
+              ),
             },
           };
         } else {
-          const run = await baseline(impl === "perItem" ? "per-item" : "batched", job, label);
+          const run = await baseline(
+            impl === "perItem" ? "per-item" : "batched",
+            job,
+            label,
+            impl === "idleBatched" ? IDLE_LOOP_MS : 0,
+          );
           roles.workQueues = [...roles.workQueues, run.queues.work];
           roles.resultsQueues = [...roles.resultsQueues, run.queues.results];
           const processed = run.workers.reduce(
@@ -212,7 +229,12 @@ async function main(): Promise<number> {
             executions: { worker: processed },
             gbSeconds: undefined,
             loadAverage1m: [before, load()] as [number, number],
-            extra: { messages: run.messages, duplicates: run.duplicates },
+            extra: {
+              messages: run.messages,
+              duplicates: run.duplicates,
+              workersCpuS: run.workersCpuS,
+              workersRunQueueWaitS: run.workersRunQueueWaitS,
+            },
           };
         }
         samples[scenario][impl].push(sample);
@@ -295,7 +317,8 @@ async function main(): Promise<number> {
     prices: { ...PRICES, note: PRICES_NOTE },
     config: {
       rounds: args.rounds,
-      order: `after an uncounted warm-up; the project and the batched loop back to back in every round (odd rounds the project first, even rounds the batched loop), the per-item loop after both in the first ${args.perItemRounds} round(s) only`,
+      order: `after an uncounted warm-up; the project between the two batched loops in every round (odd rounds the batched loop, the project, the idle batched loop; even rounds the reverse), the per-item loop after them in the first ${args.perItemRounds} round(s) only`,
+      idleLoop: `the batched loop whose workers polled an empty queue for ${IDLE_LOOP_MS} ms before the producer sent (their back-off, 100 ms doubling with ±20 % jitter, then at its longest, 2 s, as host.json's maxPollingInterval): as idle as the app's instances when its leader dispatches; timed and counted from the producer's start like the batched loop`,
       items: { small: args.smallItems, blob: args.blobItems, short: args.shortItems },
       ...(args.before === undefined ? {} : { before: args.before }),
       instances: args.instances,
@@ -307,9 +330,9 @@ async function main(): Promise<number> {
       ),
       hostQueues: "host.json extensions.queues (batchSize 16, newBatchThreshold 8, maxPollingInterval 2 s)",
       timing:
-        "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: first send → last merge",
+        "project: start of submitJob → first status poll with dispatched > 0 (50 ms polls) and → the leader's completedAt; baselines: the producer's start → last merge",
       counting:
-        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers; project: from the submission's start until 400 ms after the last invocation that ended before the instances were quiet for 8 s after completion (what the job still causes: follow-up wake-ups and their steps, with the idle polling meanwhile); baselines: until the last merge. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
+        "every storage request through a request policy in each process's SDK pipeline: the instances' (app and host polling), the submission's; the baselines' producer, consumer and workers (from the producer's start); project: from the submission's start until 400 ms after the last invocation that ended before the instances were quiet for 8 s after completion (what the job still causes: follow-up wake-ups and their steps, with the idle polling meanwhile); baselines: until the last merge. Not counted: the benchmark's status polls and setup (queues, input blobs, manifest)",
       executions:
         "project: the host's Executing lines in the same window (to quiet after completion), every function (worker, wake, coordinator); baselines: work messages their workers processed, as if each were a function execution",
       gbSeconds:

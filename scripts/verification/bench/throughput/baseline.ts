@@ -15,11 +15,13 @@ import {
   BASELINE_RESULT_BATCH,
   BASELINE_SEND_PARALLELISM,
   BASELINE_VISIBILITY_S,
+  IDLE_LOOP_MS,
   parseWorkerLine,
   pollDelaysMs,
   type BaselineResult,
   type BaselineWork,
 } from "./baselineProtocol";
+import { readCpuTimes, type CpuTimes } from "./projectRun";
 import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
 import type { ScenarioJob } from "./scenarios";
 import { packUnits } from "./units";
@@ -28,7 +30,8 @@ import { packUnits } from "./units";
  * The raw-SDK baselines: the same work as the app with nothing else. A producer (this process) sends the work
  * messages, 64 at a time; `workers` worker processes (./baselineWorker.ts) receive, process and report one result
  * per message; a consumer (this process) receives results 32 at a time, merges them with `mergeGroups` and
- * deletes them. Timed from the first send to the last merge. Two loops:
+ * deletes them. Timed from the producer's start (its first sends) to the last merge; with `idleBeforeSendMs` the
+ * workers poll the empty queue that long first, not timed. Two loops:
  * - `per-item`: one message per item (the app before work units);
  * - `batched`: the same unit messages as the app's leader sends (./units.ts: at most `unitMaxItems` items and
  *   `unitMaxBytes` bytes of JSON each), one result per unit.
@@ -41,6 +44,8 @@ const READY_TIMEOUT_MS = 60_000;
 
 /** Baseline names: its own queues on the same account, so the app's are untouched. */
 export const BASELINE_NAMES = { workQueue: "bench-work", resultsQueue: "bench-results" } as const;
+
+export { IDLE_LOOP_MS };
 
 export type BaselineMode = "per-item" | "batched";
 
@@ -66,6 +71,11 @@ export interface BaselineOptions {
   label: string;
   /** Where the workers' request counts go (one file per worker, named from this prefix). */
   countsPrefix: string;
+  /**
+   * How long the workers poll an empty queue before the producer sends (default 0: it sends once they are ready). At
+   * {@link IDLE_LOOP_MS} their idle back-off has reached its longest wait, as a deployed app's idle workers have.
+   */
+  idleBeforeSendMs?: number;
   /** Give up after this long. */
   maxWaitS: number;
   abortSignal: AbortSignal;
@@ -93,6 +103,12 @@ export interface BaselineRunResult {
   /** Every storage request of the run: the producer's and consumer's, and the workers'. */
   counts: RequestCount[];
   queues: { work: string; results: string };
+  /**
+   * CPU time of the worker processes from the producer's start to the last merge, s, and their main threads' wait in
+   * the run queue meanwhile (./projectRun.ts readCpuTimes); undefined where /proc cannot be read.
+   */
+  workersCpuS: number | undefined;
+  workersRunQueueWaitS: number | undefined;
 }
 
 /** Runs one baseline loop once. */
@@ -118,6 +134,14 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
     resultsQueue: results.name,
     inputContainer: options.inputContainer,
   });
+  if ((options.idleBeforeSendMs ?? 0) > 0) {
+    try {
+      await delay(options.idleBeforeSendMs ?? 0, { abortSignal: options.abortSignal });
+    } catch (error) {
+      await stopWorkers(workers);
+      throw error;
+    }
+  }
   counter.take();
   const jobId = randomUUID();
   const base = { jobId, kind: job.kind, params: job.params };
@@ -135,6 +159,7 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
   let aggregate: GroupByPartial = [];
   let duplicates = 0;
   let firstSendMs: number | undefined;
+  const cpuAtStart = workersCpuTimes(workers);
   const startMs = Date.now();
   let endMs = startMs;
   try {
@@ -154,8 +179,19 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
       ? "Interrupted."
       : `The baseline did not finish: ${error instanceof Error ? error.message : String(error)}`;
   }
+  const cpuAtEnd = workersCpuTimes(workers);
+  const cpuDelta = (pick: (times: CpuTimes) => number): number | undefined =>
+    cpuAtStart === undefined || cpuAtEnd === undefined
+      ? undefined
+      : Math.round(
+          cpuAtEnd.reduce((sum, times, index) => sum + pick(times) - pick(cpuAtStart[index] ?? times), 0) * 100,
+        ) / 100;
   const stopped = await stopWorkers(workers);
-  const counts = [...counter.take(), ...readCountFiles(countsFiles)];
+  // From the producer's start, as the app's count from the submission's (the workers' idle polls before it are not
+  // the job's); counts are in 200 ms buckets.
+  const counts = [...counter.take(), ...readCountFiles(countsFiles)].filter(
+    (count) => count.atMs >= startMs - (startMs % 200),
+  );
   await Promise.all([work.deleteIfExists(), results.deleteIfExists()]).catch(() => undefined);
   const matches = aggregatesMatch(asAggregate(groupByView(aggregate)), job.expected);
   if (problem === undefined && !matches) problem = "The baseline's aggregate differs from the expected one.";
@@ -175,6 +211,8 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
     matches,
     duplicates,
     workers: stopped,
+    workersCpuS: cpuDelta((times) => times.cpuS),
+    workersRunQueueWaitS: cpuDelta((times) => times.runQueueWaitS),
     counts,
     queues: { work: work.name, results: results.name },
   };
@@ -238,6 +276,17 @@ async function consume(
     );
   }
   return { aggregate, duplicates };
+}
+
+/** Every worker's CPU times (./projectRun.ts readCpuTimes), or undefined if any cannot be read. */
+function workersCpuTimes(workers: readonly WorkerProcess[]): CpuTimes[] | undefined {
+  const times: CpuTimes[] = [];
+  for (const worker of workers) {
+    const read = worker.child.pid === undefined ? undefined : readCpuTimes(worker.child.pid);
+    if (read === undefined) return undefined;
+    times.push(read);
+  }
+  return times;
 }
 
 interface WorkerProcess {

@@ -63,6 +63,13 @@ export interface InstanceReport {
   termsLed: number;
   idleRssMiB?: number;
   peakRssMiB?: number;
+  /**
+   * CPU time of the process (every thread: user + system) from the submission's start until the instances were quiet,
+   * s; and how long its main thread (the event loop) waited in the run queue for a core meanwhile, s — time this
+   * shared machine's cores were busy with other processes, which an instance with cores of its own would not wait.
+   */
+  cpuS?: number;
+  runQueueWaitS?: number;
 }
 
 /** What a project run measured. */
@@ -145,6 +152,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   );
   const poller = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-poller" });
   const reports: InstanceReport[] = [];
+  const cpuAtSubmit = new Map<string, CpuTimes>();
   let problem: string | undefined;
   let jobId: string | undefined;
   let status: JobStatus | undefined;
@@ -171,6 +179,10 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         ? { kind: options.job.kind, params: options.job.params, manifest: options.manifest }
         : { kind: options.job.kind, params: options.job.params, items: options.job.items };
     submitCounter.take();
+    for (const instance of instances) {
+      const times = instance.state.pid === undefined ? undefined : readCpuTimes(instance.state.pid);
+      if (times !== undefined) cpuAtSubmit.set(instance.state.name, times);
+    }
     submitStartMs = Date.now();
     const submitted = await submitJob(submitter, body, { abortSignal: options.abortSignal });
     submittedMs = Date.now();
@@ -203,14 +215,27 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
       await delay(200, { abortSignal: options.abortSignal });
     }
     quietAtMs = Date.now();
+    const cpuAtQuiet = new Map<string, CpuTimes>();
+    for (const instance of instances) {
+      const times = instance.state.pid === undefined ? undefined : readCpuTimes(instance.state.pid);
+      if (times !== undefined) cpuAtQuiet.set(instance.state.name, times);
+    }
     // The last deletes, and the instances' last count flushes.
     await delay(TAIL_MS + 1000, { abortSignal: options.abortSignal });
     for (const instance of instances) {
       const pid = instance.state.pid;
+      const from = cpuAtSubmit.get(instance.state.name);
+      const to = cpuAtQuiet.get(instance.state.name);
       reports.push({
         name: instance.state.name,
         pid,
         termsLed: 0,
+        ...(from === undefined || to === undefined
+          ? {}
+          : {
+              cpuS: Math.round((to.cpuS - from.cpuS) * 100) / 100,
+              runQueueWaitS: Math.round((to.runQueueWaitS - from.runQueueWaitS) * 100) / 100,
+            }),
         ...(options.memory === undefined || pid === undefined
           ? {}
           : { idleRssMiB: mib(idle.get(instance.state.name)), peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }),
@@ -326,6 +351,30 @@ function writeTimeline(
     );
   } catch {
     // A timeline is for reading a slow round; the run's figures do not depend on it.
+  }
+}
+
+export interface CpuTimes {
+  cpuS: number;
+  runQueueWaitS: number;
+}
+
+/**
+ * A process's CPU time so far (every thread, user + system: /proc/PID/stat fields 14 and 15, in clock ticks of 10 ms)
+ * and its main thread's time waiting in the run queue (/proc/PID/task/PID/schedstat, second field, ns); Linux only,
+ * undefined elsewhere or when the process is gone.
+ */
+export function readCpuTimes(pid: number): CpuTimes | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name, which is in parentheses and may hold spaces: field 3 is the first here.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const waitNs = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1]);
+    if (!Number.isFinite(ticks) || !Number.isFinite(waitNs)) return undefined;
+    return { cpuS: ticks / 100, runQueueWaitS: waitNs / 1e9 };
+  } catch {
+    return undefined;
   }
 }
 

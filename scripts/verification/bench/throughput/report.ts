@@ -134,6 +134,11 @@ export interface ScenarioReport {
   ratioVsBatched: number | undefined;
   /** The project's items/s over the batched loop's in the same round, for each round both completed. */
   roundRatiosVsBatched: Spread & { rounds: { round: number; ratio: number }[] };
+  /**
+   * The same over the idle batched loop's (its workers idled first, their poll back-off at its longest when it sends,
+   * as the app's instances' is when its leader dispatches). Beside the targets, not one of them.
+   */
+  roundRatiosVsIdleBatched: Spread & { rounds: { round: number; ratio: number }[] };
   opsPerItem: number;
   executionsPerItem: number;
   /** Storage and executions. */
@@ -149,6 +154,7 @@ export interface ScenarioReport {
   project: ImplementationSummary;
   perItem: ImplementationSummary;
   batched: ImplementationSummary;
+  idleBatched: ImplementationSummary;
 }
 
 /** Builds a scenario's report from its summaries (and an earlier run's figures, to set beside them). */
@@ -159,12 +165,13 @@ export function scenarioReport(
   summaries: Record<Implementation, ImplementationSummary>,
   before?: BeforeFigures,
 ): ScenarioReport {
-  const { project, perItem, batched } = summaries;
+  const { project, perItem, batched, idleBatched } = summaries;
   const ratio = (other: ImplementationSummary): number | undefined =>
     project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0
       ? round(project.itemsPerS / other.itemsPerS, 3)
       : undefined;
   const perRound = roundRatios(project.rounds, batched.rounds);
+  const perRoundIdle = roundRatios(project.rounds, idleBatched.rounds);
   const report: Omit<ScenarioReport, "targets"> = {
     items,
     meanItemBytes: round(meanItemBytes, 1),
@@ -177,17 +184,30 @@ export function scenarioReport(
       ),
       rounds: perRound,
     },
+    roundRatiosVsIdleBatched: {
+      ...spread(
+        perRoundIdle.map((entry) => entry.ratio),
+        3,
+      ),
+      rounds: perRoundIdle,
+    },
     opsPerItem: project.opsPerItem,
     executionsPerItem: project.executionsPerItem,
     costPerMillionItemsUSD: project.costPerMillionItemsUSD,
     allInCostPerMillionItemsUSD: project.cost.allInUSD,
     submitToFirstDispatchS: project.submitToFirstDispatchS,
     submitToCompletedS: project.submitToCompletedS,
-    itemsPerS: { project: project.itemsPerS, perItem: perItem.itemsPerS, batched: batched.itemsPerS },
+    itemsPerS: {
+      project: project.itemsPerS,
+      perItem: perItem.itemsPerS,
+      batched: batched.itemsPerS,
+      idleBatched: idleBatched.itemsPerS,
+    },
     ...(before === undefined ? {} : { before }),
     project,
     perItem,
     batched,
+    idleBatched,
   };
   return { ...report, targets: scenarioTargets(name, report) };
 }
@@ -197,17 +217,18 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
   const fmt = (value: number | undefined, digits: number): string =>
     value === undefined ? "—" : value.toFixed(digits);
   const lines = [`Scenario ${name}: ${report.items} items (${report.meanItemBytes} bytes each on average)`];
-  const row = (label: string, values: [string, string, string]): void => {
+  const row = (label: string, values: [string, string, string, string]): void => {
     lines.push(`  ${label.padEnd(34)}${values.map((value) => value.padStart(12)).join("")}`);
   };
-  row("", ["project", "per-item", "batched"]);
+  row("", ["project", "per-item", "batched", "idle loop"]);
   // An implementation that did not run (the per-item loop after --per-item-rounds) has no figures: "—", not zeros.
   const cell = (summary: ImplementationSummary, pick: (summary: ImplementationSummary) => string): string =>
     summary.rounds.length === 0 ? "—" : pick(summary);
-  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string] => [
+  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string, string] => [
     cell(report.project, pick),
     cell(report.perItem, pick),
     cell(report.batched, pick),
+    cell(report.idleBatched, pick),
   ];
   row(
     "items/s (median)",
@@ -245,10 +266,10 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
     "  (GB-s if each execution ≥ 1 s alone)",
     each((s) => fmt(s.cost.computeUpperUSD, 3)),
   );
-  const ratios = report.roundRatiosVsBatched;
-  lines.push(
-    `  project ÷ batched loop, round by round: ${ratios.rounds.map((entry) => `r${entry.round} ${entry.ratio.toFixed(2)}×`).join(", ") || "—"} (median ${fmt(ratios.median, 2)}, lowest ${fmt(ratios.min, 2)})`,
-  );
+  const ratioLine = (label: string, ratios: ScenarioReport["roundRatiosVsBatched"]): string =>
+    `  project ÷ ${label}, round by round: ${ratios.rounds.map((entry) => `r${entry.round} ${entry.ratio.toFixed(2)}×`).join(", ") || "—"} (median ${fmt(ratios.median, 2)}, lowest ${fmt(ratios.min, 2)})`;
+  lines.push(ratioLine("batched loop", report.roundRatiosVsBatched));
+  lines.push(ratioLine("idle batched loop (workers idled first)", report.roundRatiosVsIdleBatched));
   if (report.before !== undefined)
     lines.push(
       `  before (${report.before.source}): ${fmt(report.before.itemsPerS, 1)} items/s, completed ${fmt(report.before.submitToCompletedMedianS, 2)} s (median), ÷ batched ${fmt(report.before.roundRatioVsBatchedMedian, 2)}× (median), ${fmt(report.before.opsPerItem, 3)} ops/item, all in $${fmt(report.before.allInUSDPerMillion, 3)}/M`,
