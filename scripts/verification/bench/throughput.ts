@@ -3,15 +3,16 @@
  * ./throughput/cli.ts for every flag).
  *
  * On one Azurite, in one run, three scenarios — `small` (inline items of about 100 bytes of CSV), `blob` (one input
- * blob per item) and `short` (a short job of small items) — each through four implementations per round, the project
- * between the two batched loops, which one goes first alternating (the per-item loop after them, in the first
+ * blob per item) and `short` (a short job of small items) — each through the implementations below, each ratio's two
+ * sides back to back in every round, who goes first alternating (the per-item loop after them, in the first
  * `--per-item-rounds` only):
  * - the project: fresh instance processes of the real app on the local host, one job submitted through the library
  *   (which wakes the coordinator), at the app's default settings and schedule (./throughput/projectRun.ts);
  * - the per-item loop: the raw SDKs sending one work message per item and one result per item;
  * - the batched loop: the raw SDKs sending the same unit messages as the app's leader (./throughput/baseline.ts);
- * - the idle batched loop: the same, its workers idle for IDLE_LOOP_MS before the producer sends, so their poll
- *   back-off is at its longest (2 s), as the app's instances' is when its leader dispatches.
+ * - the idle app and the idle batched loop: the same two, the instances (workers) idle for IDLE_LOOP_MS before the
+ *   submission (the producer's first send), so their queue polling has backed off to its longest wait, 2 s, as a
+ *   deployed app's idle instances' has: a like-for-like pair, where the first pair starts the loop's workers fresh.
  * Every storage request is counted by a request policy in each process's SDK pipeline (./throughput/requestCounter.ts)
  * and priced (./throughput/cost.ts), beside the peers' estimates (./throughput/peers.ts). Then one large job end to end
  * for the leader's memory. Prints tables, writes JSON.
@@ -147,9 +148,9 @@ async function main(): Promise<number> {
   await baseline("per-item", scenarioJob("small", WARM_UP_ITEMS, "bench/warm-up"), "warm-up");
 
   const samples: Record<ScenarioName, Record<Implementation, RunSample[]>> = {
-    small: { project: [], perItem: [], batched: [], idleBatched: [] },
-    blob: { project: [], perItem: [], batched: [], idleBatched: [] },
-    short: { project: [], perItem: [], batched: [], idleBatched: [] },
+    small: { project: [], perItem: [], batched: [], idleProject: [], idleBatched: [] },
+    blob: { project: [], perItem: [], batched: [], idleProject: [], idleBatched: [] },
+    short: { project: [], perItem: [], batched: [], idleProject: [], idleBatched: [] },
   };
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of SCENARIOS) {
@@ -169,14 +170,15 @@ async function main(): Promise<number> {
           ...(run.problem === undefined ? {} : { problem: run.problem }),
           items: run.items,
         });
-        if (impl === "project") {
+        if (impl === "project" || impl === "idleProject") {
           const run = await runProject({
             connectionString,
             job,
             instances: args.instances,
             schedule: args.schedule,
             outputDir,
-            label,
+            label: impl === "idleProject" ? `idle-${label}` : label,
+            idleBeforeSubmitMs: impl === "idleProject" ? IDLE_LOOP_MS : 0,
             maxWaitS: MAX_WAIT_S,
             abortSignal: controller.signal,
             log: console.log,
@@ -317,8 +319,8 @@ async function main(): Promise<number> {
     prices: { ...PRICES, note: PRICES_NOTE },
     config: {
       rounds: args.rounds,
-      order: `after an uncounted warm-up; the project between the two batched loops in every round (odd rounds the batched loop, the project, the idle batched loop; even rounds the reverse), the per-item loop after them in the first ${args.perItemRounds} round(s) only`,
-      idleLoop: `the batched loop whose workers polled an empty queue for ${IDLE_LOOP_MS} ms before the producer sent (their back-off, 100 ms doubling with ±20 % jitter, then at its longest, 2 s, as host.json's maxPollingInterval): as idle as the app's instances when its leader dispatches; timed and counted from the producer's start like the batched loop`,
+      order: `after an uncounted warm-up; in every round the project and the batched loop back to back, then the idle project and the idle batched loop (odd rounds the project first in each pair, even rounds the loop), the per-item loop after them in the first ${args.perItemRounds} round(s) only`,
+      idle: `the idle pair: the app's instances after they were all ready, and the loop's workers, polled their empty queues for ${IDLE_LOOP_MS} ms before the submission or the producer's first send (a back-off of 100 ms doubling with ±20 % jitter, then at its longest, 2 s, host.json's maxPollingInterval), as a deployed app's idle instances; the first pair submits as soon as the instances are ready and sends as soon as the workers are; timed and counted like the first pair`,
       items: { small: args.smallItems, blob: args.blobItems, short: args.shortItems },
       ...(args.before === undefined ? {} : { before: args.before }),
       instances: args.instances,

@@ -19,10 +19,10 @@ export const POLL_MIN_MS = 100;
 export const POLL_MAX_MS = 2_000;
 
 /**
- * The idle loop's wait before its producer sends: its workers' idle back-off (100 ms doubling, ±20 % jitter) has
- * passed 100 + 200 + 400 + 800 + 1,600 ms — at most 3,720 ms with the jitter — and waits its longest, host.json's
- * `maxPollingInterval` (2 s), between polls: the state the app's instances are in when its leader dispatches (they
- * start, the host waits for them all, and a late poller's wait in the app's timelines is up to 2 s).
+ * How long the idle pair (the app's instances, the loop's workers) idle before the job comes: their queue polling's
+ * back-off (100 ms doubling, ±20 % jitter) has passed 100 + 200 + 400 + 800 + 1,600 ms — at most 3,720 ms with the
+ * jitter — and waits its longest, host.json's `maxPollingInterval` (2 s), between polls: the state of a deployed
+ * app's idle instances when a job comes.
  */
 export const IDLE_LOOP_MS = 4_000;
 

@@ -83,13 +83,15 @@ function asString(value: unknown): string | undefined {
 }
 
 /**
- * The implementations of round `roundNo` (from 1), in the order they run: the project between the two batched loops,
- * so each ratio's two sides run back to back and meet the same load, the batched loop before the project in odd
- * rounds and after it in even ones (the idle loop the other side); the per-item loop (in the first `perItemRounds`
- * rounds only) after all three, never between them — at 20,000 items it takes minutes.
+ * The implementations of round `roundNo` (from 1), in the order they run: each ratio's two sides back to back, so they
+ * meet the same load — the batched loop and the project, then the idle project and the idle loop —, who goes first
+ * alternating between rounds; the per-item loop (in the first `perItemRounds` rounds only) after them, never between
+ * two sides — at 20,000 items it takes minutes.
  */
 export function roundOrder(roundNo: number, perItemRounds: number): Implementation[] {
-  const three: Implementation[] =
-    roundNo % 2 === 1 ? ["batched", "project", "idleBatched"] : ["idleBatched", "project", "batched"];
-  return roundNo <= perItemRounds ? [...three, "perItem"] : three;
+  const pairs: Implementation[] =
+    roundNo % 2 === 1
+      ? ["project", "batched", "idleProject", "idleBatched"]
+      : ["batched", "project", "idleBatched", "idleProject"];
+  return roundNo <= perItemRounds ? [...pairs, "perItem"] : pairs;
 }

@@ -49,6 +49,11 @@ export interface ProjectRunOptions {
   outputDir: string;
   label: string;
   maxWaitS: number;
+  /**
+   * How long the instances run idle after they are all ready before the submission (default 0: submitted at once). At
+   * IDLE_LOOP_MS their queue triggers' back-off waits its longest, as a deployed app's idle instances' does.
+   */
+  idleBeforeSubmitMs?: number;
   /** Measure the instances' memory: idle RSS after `memoryIdleWaitS`, then the peak during the job. */
   memory?: { idleWaitS: number };
   abortSignal: AbortSignal;
@@ -162,6 +167,8 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   let submitStartMs = Date.now();
   try {
     await waitForReady(instances, options.abortSignal);
+    if ((options.idleBeforeSubmitMs ?? 0) > 0)
+      await delay(options.idleBeforeSubmitMs ?? 0, { abortSignal: options.abortSignal });
     const idle = new Map<string, number>();
     if (options.memory !== undefined) {
       options.log(`  waiting ${options.memory.idleWaitS} s for the instances to idle (a timer tick included)…`);

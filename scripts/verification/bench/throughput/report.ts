@@ -135,10 +135,10 @@ export interface ScenarioReport {
   /** The project's items/s over the batched loop's in the same round, for each round both completed. */
   roundRatiosVsBatched: Spread & { rounds: { round: number; ratio: number }[] };
   /**
-   * The same over the idle batched loop's (its workers idled first, their poll back-off at its longest when it sends,
-   * as the app's instances' is when its leader dispatches). Beside the targets, not one of them.
+   * The idle project's items/s over the idle batched loop's in the same round (both idle first, their queue polling
+   * backed off to 2 s when the job comes, as a deployed app's idle instances'). Beside the targets, not one of them.
    */
-  roundRatiosVsIdleBatched: Spread & { rounds: { round: number; ratio: number }[] };
+  roundRatiosIdle: Spread & { rounds: { round: number; ratio: number }[] };
   opsPerItem: number;
   executionsPerItem: number;
   /** Storage and executions. */
@@ -154,6 +154,7 @@ export interface ScenarioReport {
   project: ImplementationSummary;
   perItem: ImplementationSummary;
   batched: ImplementationSummary;
+  idleProject: ImplementationSummary;
   idleBatched: ImplementationSummary;
 }
 
@@ -165,13 +166,13 @@ export function scenarioReport(
   summaries: Record<Implementation, ImplementationSummary>,
   before?: BeforeFigures,
 ): ScenarioReport {
-  const { project, perItem, batched, idleBatched } = summaries;
+  const { project, perItem, batched, idleProject, idleBatched } = summaries;
   const ratio = (other: ImplementationSummary): number | undefined =>
     project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0
       ? round(project.itemsPerS / other.itemsPerS, 3)
       : undefined;
   const perRound = roundRatios(project.rounds, batched.rounds);
-  const perRoundIdle = roundRatios(project.rounds, idleBatched.rounds);
+  const perRoundIdle = roundRatios(idleProject.rounds, idleBatched.rounds);
   const report: Omit<ScenarioReport, "targets"> = {
     items,
     meanItemBytes: round(meanItemBytes, 1),
@@ -184,7 +185,7 @@ export function scenarioReport(
       ),
       rounds: perRound,
     },
-    roundRatiosVsIdleBatched: {
+    roundRatiosIdle: {
       ...spread(
         perRoundIdle.map((entry) => entry.ratio),
         3,
@@ -201,12 +202,14 @@ export function scenarioReport(
       project: project.itemsPerS,
       perItem: perItem.itemsPerS,
       batched: batched.itemsPerS,
+      idleProject: idleProject.itemsPerS,
       idleBatched: idleBatched.itemsPerS,
     },
     ...(before === undefined ? {} : { before }),
     project,
     perItem,
     batched,
+    idleProject,
     idleBatched,
   };
   return { ...report, targets: scenarioTargets(name, report) };
@@ -217,17 +220,18 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
   const fmt = (value: number | undefined, digits: number): string =>
     value === undefined ? "—" : value.toFixed(digits);
   const lines = [`Scenario ${name}: ${report.items} items (${report.meanItemBytes} bytes each on average)`];
-  const row = (label: string, values: [string, string, string, string]): void => {
+  const row = (label: string, values: [string, string, string, string, string]): void => {
     lines.push(`  ${label.padEnd(34)}${values.map((value) => value.padStart(12)).join("")}`);
   };
-  row("", ["project", "per-item", "batched", "idle loop"]);
+  row("", ["project", "per-item", "batched", "idle app", "idle loop"]);
   // An implementation that did not run (the per-item loop after --per-item-rounds) has no figures: "—", not zeros.
   const cell = (summary: ImplementationSummary, pick: (summary: ImplementationSummary) => string): string =>
     summary.rounds.length === 0 ? "—" : pick(summary);
-  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string, string] => [
+  const each = (pick: (summary: ImplementationSummary) => string): [string, string, string, string, string] => [
     cell(report.project, pick),
     cell(report.perItem, pick),
     cell(report.batched, pick),
+    cell(report.idleProject, pick),
     cell(report.idleBatched, pick),
   ];
   row(
@@ -267,9 +271,9 @@ export function scenarioTable(name: string, report: ScenarioReport): string[] {
     each((s) => fmt(s.cost.computeUpperUSD, 3)),
   );
   const ratioLine = (label: string, ratios: ScenarioReport["roundRatiosVsBatched"]): string =>
-    `  project ÷ ${label}, round by round: ${ratios.rounds.map((entry) => `r${entry.round} ${entry.ratio.toFixed(2)}×`).join(", ") || "—"} (median ${fmt(ratios.median, 2)}, lowest ${fmt(ratios.min, 2)})`;
-  lines.push(ratioLine("batched loop", report.roundRatiosVsBatched));
-  lines.push(ratioLine("idle batched loop (workers idled first)", report.roundRatiosVsIdleBatched));
+    `  ${label}, round by round: ${ratios.rounds.map((entry) => `r${entry.round} ${entry.ratio.toFixed(2)}×`).join(", ") || "—"} (median ${fmt(ratios.median, 2)}, lowest ${fmt(ratios.min, 2)})`;
+  lines.push(ratioLine("project ÷ batched loop", report.roundRatiosVsBatched));
+  lines.push(ratioLine("idle app ÷ idle loop (both idle first)", report.roundRatiosIdle));
   if (report.before !== undefined)
     lines.push(
       `  before (${report.before.source}): ${fmt(report.before.itemsPerS, 1)} items/s, completed ${fmt(report.before.submitToCompletedMedianS, 2)} s (median), ÷ batched ${fmt(report.before.roundRatioVsBatchedMedian, 2)}× (median), ${fmt(report.before.opsPerItem, 3)} ops/item, all in $${fmt(report.before.allInUSDPerMillion, 3)}/M`,
