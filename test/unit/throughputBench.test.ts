@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -25,8 +25,14 @@ import {
 } from "../../scripts/verification/bench/throughput/report";
 import { meanItemBytes, scenarioJob } from "../../scripts/verification/bench/throughput/scenarios";
 import { packUnits } from "../../scripts/verification/bench/throughput/units";
-import { readCpuTimes } from "../../scripts/verification/bench/throughput/projectRun";
-import { IDLE_LOOP_MS, POLL_MAX_MS, pollDelaysMs } from "../../scripts/verification/bench/throughput/baselineProtocol";
+import { parseCpuTimes, readCpuTimes } from "../../scripts/verification/bench/throughput/projectRun";
+import {
+  IDLE_LOOP_MS,
+  POLL_MAX_MS,
+  POLL_MIN_MS,
+  pollDelaysMs,
+} from "../../scripts/verification/bench/throughput/baselineProtocol";
+import { MIN_POLL_MS } from "../../scripts/tools/local/queueTrigger";
 
 const roles = {
   workQueues: ["work-items"],
@@ -307,6 +313,13 @@ describe("throughput benchmark: pure parts (unit)", () => {
   });
 
   it("idles the idle pair until their queue polling's back-off waits its longest", () => {
+    // The loop's workers poll as the local host's queue triggers do: from 100 ms up to host.json's maxPollingInterval.
+    expect(POLL_MIN_MS).toBe(MIN_POLL_MS);
+    const hostJson = JSON.parse(readFileSync("host.json", "utf8")) as {
+      extensions: { queues: { maxPollingInterval: string } };
+    };
+    expect(hostJson.extensions.queues.maxPollingInterval).toBe("00:00:02");
+    expect(POLL_MAX_MS).toBe(2000);
     // The loop's workers back off 100 ms doubling with ±20 % jitter (withJitter(delay, 0.2)), as the local host's queue
     // triggers do; by IDLE_LOOP_MS every wait before the longest has passed even at +20 %, so the job comes to
     // pollers that poll every 2 s.
@@ -442,6 +455,14 @@ describe("throughput benchmark: pure parts (unit)", () => {
       memoryItems: 100_000,
     });
     expect(parseThroughputArgs(["--before", "bench-results/a.json"]).before).toBe("bench-results/a.json");
+  });
+
+  it("parses /proc's stat and schedstat: CPU ticks after the command name, whatever it holds, and the run-queue wait", () => {
+    // A process named "a) b" (the name may hold spaces and parentheses): utime 250 and stime 30 ticks, fields 14–15.
+    const stat = "4242 (a) b) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 30 0 0 20 0 11 0 1234 0 0";
+    expect(parseCpuTimes(stat, "1500000000 420000000 77\n")).toEqual({ cpuS: 2.8, runQueueWaitS: 0.42 });
+    expect(parseCpuTimes("4242 (node S 1", "1 2 3")).toBeUndefined();
+    expect(parseCpuTimes(stat, "garbage")).toBeUndefined();
   });
 
   it("reads a process's CPU time and its main thread's run-queue wait from /proc (Linux)", () => {

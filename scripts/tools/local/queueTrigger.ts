@@ -19,7 +19,7 @@ import type { RegisteredFunction } from "./registrations";
  */
 
 /** The host's fastest poll of an empty queue. */
-const MIN_POLL_MS = 100;
+export const MIN_POLL_MS = 100;
 
 /** Options of a {@link QueueListener}. */
 export interface QueueListenerOptions {

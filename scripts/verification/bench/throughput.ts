@@ -55,6 +55,15 @@ let azurite: Azurite | undefined;
 
 const load = (): number => round(loadavg()[0] ?? 0, 2);
 
+/** The sum of figures, rounded to 10 ms; undefined when any is missing (an instance whose /proc could not be read). */
+function sumOf(values: readonly (number | undefined)[]): number | undefined {
+  if (values.length === 0 || values.some((value) => value === undefined)) return undefined;
+  return round(
+    values.reduce<number>((sum, value) => sum + (value ?? 0), 0),
+    2,
+  );
+}
+
 async function main(): Promise<number> {
   let args: ThroughputArgs;
   try {
@@ -155,7 +164,7 @@ async function main(): Promise<number> {
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of SCENARIOS) {
       const job = jobs[scenario];
-      // The project and the batched loop back to back, alternating who goes first; the per-item loop after both.
+      // Each ratio's two sides back to back, alternating who goes first; the per-item loop after them.
       const order = roundOrder(roundNo, args.perItemRounds);
       for (const [index, impl] of order.entries()) {
         if (aborted()) break;
@@ -198,15 +207,9 @@ async function main(): Promise<number> {
               leaders: run.instances
                 .filter((instance) => instance.termsLed > 0)
                 .map((instance) => `${instance.name} (${instance.termsLed} terms)`),
-              // Of the instance processes, from the submission until they were quiet (./throughput/projectRun.ts).
-              instancesCpuS: round(
-                run.instances.reduce((sum, instance) => sum + (instance.cpuS ?? 0), 0),
-                2,
-              ),
-              instancesRunQueueWaitS: round(
-                run.instances.reduce((sum, instance) => sum + (instance.runQueueWaitS ?? 0), 0),
-                2,
-              ),
+              // Of the instance processes, in the run's counting window (./throughput/projectRun.ts).
+              instancesCpuS: sumOf(run.instances.map((instance) => instance.cpuS)),
+              instancesRunQueueWaitS: sumOf(run.instances.map((instance) => instance.runQueueWaitS)),
             },
           };
         } else {
@@ -236,6 +239,7 @@ async function main(): Promise<number> {
               duplicates: run.duplicates,
               workersCpuS: run.workersCpuS,
               workersRunQueueWaitS: run.workersRunQueueWaitS,
+              producerConsumerCpuS: run.producerConsumerCpuS,
             },
           };
         }

@@ -22,7 +22,7 @@ import {
   type BaselineWork,
 } from "./baselineProtocol";
 import { readCpuTimes, type CpuTimes } from "./projectRun";
-import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
+import { BUCKET_MS, RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
 import type { ScenarioJob } from "./scenarios";
 import { packUnits } from "./units";
 
@@ -109,6 +109,8 @@ export interface BaselineRunResult {
    */
   workersCpuS: number | undefined;
   workersRunQueueWaitS: number | undefined;
+  /** CPU time of this process meanwhile, s: the producer's sends and the consumer's merges. */
+  producerConsumerCpuS: number;
 }
 
 /** Runs one baseline loop once. */
@@ -134,14 +136,13 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
     resultsQueue: results.name,
     inputContainer: options.inputContainer,
   });
-  if ((options.idleBeforeSendMs ?? 0) > 0) {
+  let problem: string | undefined;
+  if ((options.idleBeforeSendMs ?? 0) > 0)
     try {
       await delay(options.idleBeforeSendMs ?? 0, { abortSignal: options.abortSignal });
-    } catch (error) {
-      await stopWorkers(workers);
-      throw error;
+    } catch {
+      problem = "Interrupted.";
     }
-  }
   counter.take();
   const jobId = randomUUID();
   const base = { jobId, kind: job.kind, params: job.params };
@@ -155,31 +156,33 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
         ).map((unit) =>
           JSON.stringify({ v: 2, ...base, first: unit.first, inputs: unit.inputs } satisfies BaselineWork),
         );
-  let problem: string | undefined;
   let aggregate: GroupByPartial = [];
   let duplicates = 0;
   let firstSendMs: number | undefined;
   const cpuAtStart = workersCpuTimes(workers);
+  const ownCpuAtStart = process.cpuUsage();
   const startMs = Date.now();
   let endMs = startMs;
-  try {
-    const deadline = AbortSignal.any([options.abortSignal, AbortSignal.timeout(options.maxWaitS * 1000)]);
-    // Every request in flight listens on it (64 sends and a consumer at once): not a leak.
-    setMaxListeners(0, deadline);
-    const [, consumed] = await Promise.all([
-      produce(work, bodies, deadline, () => (firstSendMs ??= Date.now())),
-      consume(results, job.items.length, deadline),
-    ]);
-    endMs = Date.now();
-    aggregate = consumed.aggregate;
-    duplicates = consumed.duplicates;
-  } catch (error) {
-    endMs = Date.now();
-    problem = options.abortSignal.aborted
-      ? "Interrupted."
-      : `The baseline did not finish: ${error instanceof Error ? error.message : String(error)}`;
-  }
+  if (problem === undefined)
+    try {
+      const deadline = AbortSignal.any([options.abortSignal, AbortSignal.timeout(options.maxWaitS * 1000)]);
+      // Every request in flight listens on it (64 sends and a consumer at once): not a leak.
+      setMaxListeners(0, deadline);
+      const [, consumed] = await Promise.all([
+        produce(work, bodies, deadline, () => (firstSendMs ??= Date.now())),
+        consume(results, job.items.length, deadline),
+      ]);
+      endMs = Date.now();
+      aggregate = consumed.aggregate;
+      duplicates = consumed.duplicates;
+    } catch (error) {
+      endMs = Date.now();
+      problem = options.abortSignal.aborted
+        ? "Interrupted."
+        : `The baseline did not finish: ${error instanceof Error ? error.message : String(error)}`;
+    }
   const cpuAtEnd = workersCpuTimes(workers);
+  const ownCpu = process.cpuUsage(ownCpuAtStart);
   const cpuDelta = (pick: (times: CpuTimes) => number): number | undefined =>
     cpuAtStart === undefined || cpuAtEnd === undefined
       ? undefined
@@ -188,9 +191,9 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
         ) / 100;
   const stopped = await stopWorkers(workers);
   // From the producer's start, as the app's count from the submission's (the workers' idle polls before it are not
-  // the job's); counts are in 200 ms buckets.
+  // the job's), in the counter's buckets (the one holding the start counts whole, as the app's does).
   const counts = [...counter.take(), ...readCountFiles(countsFiles)].filter(
-    (count) => count.atMs >= startMs - (startMs % 200),
+    (count) => count.atMs >= startMs - (startMs % BUCKET_MS),
   );
   await Promise.all([work.deleteIfExists(), results.deleteIfExists()]).catch(() => undefined);
   const matches = aggregatesMatch(asAggregate(groupByView(aggregate)), job.expected);
@@ -213,6 +216,7 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
     workers: stopped,
     workersCpuS: cpuDelta((times) => times.cpuS),
     workersRunQueueWaitS: cpuDelta((times) => times.runQueueWaitS),
+    producerConsumerCpuS: Math.round((ownCpu.user + ownCpu.system) / 1e4) / 100,
     counts,
     queues: { work: work.name, results: results.name },
   };

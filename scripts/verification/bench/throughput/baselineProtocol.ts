@@ -21,8 +21,9 @@ export const POLL_MAX_MS = 2_000;
 /**
  * How long the idle pair (the app's instances, the loop's workers) idle before the job comes: their queue polling's
  * back-off (100 ms doubling, ±20 % jitter) has passed 100 + 200 + 400 + 800 + 1,600 ms — at most 3,720 ms with the
- * jitter — and waits its longest, host.json's `maxPollingInterval` (2 s), between polls: the state of a deployed
- * app's idle instances when a job comes.
+ * jitter, plus the polls' own round trips (a few ms each) — and waits its longest, host.json's `maxPollingInterval`
+ * (2 s), between polls: the state of a deployed app's warm idle instances when a job comes (an on-demand Flex instance
+ * that has scaled in starts cold instead, which neither side here does).
  */
 export const IDLE_LOOP_MS = 4_000;
 

@@ -17,7 +17,7 @@ export interface ThroughputArgs {
   blobItems: number;
   /** Items of the `short` scenario (a short job of small items). @default 200 */
   shortItems: number;
-  /** Rounds: each runs every scenario's implementations, the project and the batched loop back to back. @default 5 */
+  /** Rounds: each runs every scenario's implementations, each ratio's two sides back to back. @default 5 */
   rounds: number;
   /**
    * Rounds that also run the per-item loop (the first ones): at 20,000 small items it takes some 10 minutes a round.
@@ -41,17 +41,19 @@ export { UsageError };
 export const USAGE = `Usage: npm run bench:throughput -- [flags]
 
 On one Azurite, in one run: three scenarios — small (inline items of about 100 bytes of CSV), blob (one input blob
-per item) and short (a short job of small items) — each through the app (3 instance processes of the local host, the default schedule, submissions wake the
-coordinator) and two raw-SDK baselines doing the same work (a per-item loop, and a batched loop sending the same unit
-messages as the app). Items/s, storage operations and function executions per item (every request counted by a
-request policy in each process's SDK pipeline), time from submission to first dispatch and to completion, cost per
-million items at list prices; then one large job end to end for the leader's memory. Prints tables, writes JSON.
+per item) and short (a short job of small items) — each through the app (3 instance processes of the local host, the
+default schedule, submissions wake the coordinator) and raw-SDK baselines doing the same work (a per-item loop, and a
+batched loop sending the same unit messages as the app); then the app and the batched loop again, each idle 4 s
+first (their queue polling backed off to 2 s, as a deployed app's idle instances). Items/s, storage operations and
+function executions per item (every request counted by a request policy in each process's SDK pipeline), CPU time,
+time from submission to first dispatch and to completion, cost per million items at list prices; then one large job
+end to end for the leader's memory. Prints tables, writes JSON.
 
   --out FILE            JSON report (default bench-results/throughput.json)
   --small-items N       items of the small scenario, 100–200000 (default 20000)
   --blob-items N        items of the blob scenario, 10–20000 (default 2000)
   --short-items N       items of the short scenario (small items; how soon a short job completes), 10–5000 (default 200)
-  --rounds N            rounds, the project and the batched loop back to back in each, 1–10 (default 5)
+  --rounds N            rounds, each ratio's two sides back to back in each, 1–10 (default 5)
   --per-item-rounds N   rounds (the first ones) that also run the per-item loop, 0–10 (default 1; it takes some
                         10 minutes a round at 20,000 small items)
   --before FILE         the JSON report of an earlier run (say, of the code before a change) to set beside this one

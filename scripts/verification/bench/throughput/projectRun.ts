@@ -69,9 +69,11 @@ export interface InstanceReport {
   idleRssMiB?: number;
   peakRssMiB?: number;
   /**
-   * CPU time of the process (every thread: user + system) from the submission's start until the instances were quiet,
-   * s; and how long its main thread (the event loop) waited in the run queue for a core meanwhile, s — time this
-   * shared machine's cores were busy with other processes, which an instance with cores of its own would not wait.
+   * CPU time of the process (every thread: user + system) in the run's counting window — from the submission's start
+   * to {@link TAIL_MS} after the last invocation, as its requests (sampled every 200 ms after completion; the first
+   * sample at or after the window's end) —, s; and how long its main thread (the event loop) waited in the run queue
+   * for a core meanwhile, s: time the machine's cores were busy with other threads (of other processes on this shared
+   * machine, or the process's own), which an instance with cores of its own would mostly not wait.
    */
   cpuS?: number;
   runQueueWaitS?: number;
@@ -157,7 +159,15 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
   );
   const poller = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-poller" });
   const reports: InstanceReport[] = [];
-  const cpuAtSubmit = new Map<string, CpuTimes>();
+  const cpuSamples: { atMs: number; byInstance: Map<string, CpuTimes> }[] = [];
+  const sampleCpu = (): void => {
+    const byInstance = new Map<string, CpuTimes>();
+    for (const instance of instances) {
+      const times = instance.state.pid === undefined ? undefined : readCpuTimes(instance.state.pid);
+      if (times !== undefined) byInstance.set(instance.state.name, times);
+    }
+    cpuSamples.push({ atMs: Date.now(), byInstance });
+  };
   let problem: string | undefined;
   let jobId: string | undefined;
   let status: JobStatus | undefined;
@@ -186,10 +196,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         ? { kind: options.job.kind, params: options.job.params, manifest: options.manifest }
         : { kind: options.job.kind, params: options.job.params, items: options.job.items };
     submitCounter.take();
-    for (const instance of instances) {
-      const times = instance.state.pid === undefined ? undefined : readCpuTimes(instance.state.pid);
-      if (times !== undefined) cpuAtSubmit.set(instance.state.name, times);
-    }
+    sampleCpu();
     submitStartMs = Date.now();
     const submitted = await submitJob(submitter, body, { abortSignal: options.abortSignal });
     submittedMs = Date.now();
@@ -218,31 +225,19 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         0,
         ...[...invocations.values()].map((invocation) => invocation.endMs ?? Number.POSITIVE_INFINITY),
       );
+      sampleCpu();
       if (Date.now() - lastActivityMs >= QUIET_MS || Date.now() >= trailEndMs) break;
       await delay(200, { abortSignal: options.abortSignal });
     }
     quietAtMs = Date.now();
-    const cpuAtQuiet = new Map<string, CpuTimes>();
-    for (const instance of instances) {
-      const times = instance.state.pid === undefined ? undefined : readCpuTimes(instance.state.pid);
-      if (times !== undefined) cpuAtQuiet.set(instance.state.name, times);
-    }
     // The last deletes, and the instances' last count flushes.
     await delay(TAIL_MS + 1000, { abortSignal: options.abortSignal });
     for (const instance of instances) {
       const pid = instance.state.pid;
-      const from = cpuAtSubmit.get(instance.state.name);
-      const to = cpuAtQuiet.get(instance.state.name);
       reports.push({
         name: instance.state.name,
         pid,
         termsLed: 0,
-        ...(from === undefined || to === undefined
-          ? {}
-          : {
-              cpuS: Math.round((to.cpuS - from.cpuS) * 100) / 100,
-              runQueueWaitS: Math.round((to.runQueueWaitS - from.runQueueWaitS) * 100) / 100,
-            }),
         ...(options.memory === undefined || pid === undefined
           ? {}
           : { idleRssMiB: mib(idle.get(instance.state.name)), peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }),
@@ -280,6 +275,16 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     const list = intervals.get(key) ?? [];
     list.push([invocation.startMs, invocation.endMs ?? invocation.startMs]);
     intervals.set(key, list);
+  }
+  // CPU in the same window: from the submission to the first sample at or after its end (the last, if none is).
+  const cpuFrom = cpuSamples[0];
+  const cpuTo = cpuSamples.find((sample, index) => index > 0 && sample.atMs >= toMs) ?? cpuSamples.at(-1);
+  for (const report of reports) {
+    const from = cpuFrom?.byInstance.get(report.name);
+    const to = cpuSamples.length > 1 ? cpuTo?.byInstance.get(report.name) : undefined;
+    if (from === undefined || to === undefined) continue;
+    report.cpuS = Math.round((to.cpuS - from.cpuS) * 100) / 100;
+    report.runQueueWaitS = Math.round((to.runQueueWaitS - from.runQueueWaitS) * 100) / 100;
   }
   for (const report of reports)
     report.termsLed = leaseAcquired.filter(
@@ -361,6 +366,9 @@ function writeTimeline(
   }
 }
 
+/** USER_HZ: what /proc counts CPU time in (100 on every Linux architecture Node runs on; `getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_S = 100;
+
 export interface CpuTimes {
   cpuS: number;
   runQueueWaitS: number;
@@ -373,16 +381,25 @@ export interface CpuTimes {
  */
 export function readCpuTimes(pid: number): CpuTimes | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name, which is in parentheses and may hold spaces: field 3 is the first here.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    const waitNs = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1]);
-    if (!Number.isFinite(ticks) || !Number.isFinite(waitNs)) return undefined;
-    return { cpuS: ticks / 100, runQueueWaitS: waitNs / 1e9 };
+    return parseCpuTimes(
+      readFileSync(`/proc/${pid}/stat`, "utf8"),
+      readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8"),
+    );
   } catch {
     return undefined;
   }
+}
+
+/** {@link readCpuTimes} from the two files' texts; undefined when either is not what Linux writes. */
+export function parseCpuTimes(stat: string, schedstat: string): CpuTimes | undefined {
+  // Fields after the command name, which is in parentheses and may hold spaces and ")": field 3 is the first here.
+  const close = stat.lastIndexOf(")");
+  if (close === -1) return undefined;
+  const fields = stat.slice(close + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const waitNs = Number(schedstat.trim().split(" ")[1]);
+  if (fields.length < 13 || !Number.isFinite(ticks) || !Number.isFinite(waitNs)) return undefined;
+  return { cpuS: ticks / CLOCK_TICKS_PER_S, runQueueWaitS: waitNs / 1e9 };
 }
 
 /** VmRSS or VmHWM of a process in KiB (Linux); undefined when it cannot be read. */
