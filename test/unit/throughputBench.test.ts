@@ -25,7 +25,7 @@ import {
 } from "../../scripts/verification/bench/throughput/report";
 import { meanItemBytes, scenarioJob } from "../../scripts/verification/bench/throughput/scenarios";
 import { packUnits } from "../../scripts/verification/bench/throughput/units";
-import { parseCpuTimes, readCpuTimes } from "../../scripts/verification/bench/throughput/projectRun";
+import { parseCpuTimes, readCpuTimes, sumOf } from "../../scripts/verification/bench/throughput/cpuTimes";
 import {
   IDLE_LOOP_MS,
   POLL_MAX_MS,
@@ -271,24 +271,13 @@ describe("throughput benchmark: pure parts (unit)", () => {
       opsPerItem: 0.1,
       allInUSDPerMillion: 0.1,
     };
-    const blob = scenarioReport(
-      "blob",
-      10_000,
-      100,
-      { project, perItem: none, batched, idleProject: none, idleBatched: none },
-      before,
-    );
+    const withoutOthers = { project, perItem: none, batched, idleProject: none, idleBatched: none };
+    const blob = scenarioReport("blob", 10_000, 100, withoutOthers, before);
     expect(blob.targets).toEqual({
       roundRatioVsBatchedNotBelowBefore: { target: "≥ 0.85× (before)", value: 0.825, met: false },
       submitToFirstDispatchMedianS: { target: "≤ 2 s", value: 0.5, met: true },
     });
-    const short = scenarioReport(
-      "short",
-      10_000,
-      100,
-      { project, perItem: none, batched, idleProject: none, idleBatched: none },
-      before,
-    );
+    const short = scenarioReport("short", 10_000, 100, withoutOthers, before);
     // Completed in 11.11 s and 16.67 s: median 13.89 s.
     expect(short.targets).toEqual({
       submitToCompletedNotAfterBefore: { target: "≤ 15 s (before)", value: 13.89, met: true },
@@ -463,6 +452,12 @@ describe("throughput benchmark: pure parts (unit)", () => {
     expect(parseCpuTimes(stat, "1500000000 420000000 77\n")).toEqual({ cpuS: 2.8, runQueueWaitS: 0.42 });
     expect(parseCpuTimes("4242 (node S 1", "1 2 3")).toBeUndefined();
     expect(parseCpuTimes(stat, "garbage")).toBeUndefined();
+  });
+
+  it("sums the processes' CPU figures, and reports none when any process's is missing, not a smaller sum", () => {
+    expect(sumOf([1.234, 2, 0.5])).toBe(3.73);
+    expect(sumOf([1, undefined, 2])).toBeUndefined();
+    expect(sumOf([])).toBeUndefined();
   });
 
   it("reads a process's CPU time and its main thread's run-queue wait from /proc (Linux)", () => {

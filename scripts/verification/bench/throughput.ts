@@ -26,7 +26,9 @@ import { readSettings } from "../../../src/app/settings";
 import { ensureAppStorage } from "../../tools/local/storageSetup";
 import { parseSchedule } from "../../tools/local/timerTrigger";
 import { startAzurite, type Azurite } from "../../support/azurite";
-import { IDLE_LOOP_MS, killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
+import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
+import { IDLE_LOOP_MS } from "./throughput/baselineProtocol";
+import { sumOf } from "./throughput/cpuTimes";
 import { parseThroughputArgs, USAGE, UsageError, type ThroughputArgs } from "./throughput/cli";
 import { readBefore, roundOrder, type BeforeFigures } from "./throughput/compare";
 import { PRICES, PRICES_NOTE } from "./throughput/cost";
@@ -54,15 +56,6 @@ const MAX_WAIT_S = 900;
 let azurite: Azurite | undefined;
 
 const load = (): number => round(loadavg()[0] ?? 0, 2);
-
-/** The sum of figures, rounded to 10 ms; undefined when any is missing (an instance whose /proc could not be read). */
-function sumOf(values: readonly (number | undefined)[]): number | undefined {
-  if (values.length === 0 || values.some((value) => value === undefined)) return undefined;
-  return round(
-    values.reduce<number>((sum, value) => sum + (value ?? 0), 0),
-    2,
-  );
-}
 
 async function main(): Promise<number> {
   let args: ThroughputArgs;

@@ -15,13 +15,12 @@ import {
   BASELINE_RESULT_BATCH,
   BASELINE_SEND_PARALLELISM,
   BASELINE_VISIBILITY_S,
-  IDLE_LOOP_MS,
   parseWorkerLine,
   pollDelaysMs,
   type BaselineResult,
   type BaselineWork,
 } from "./baselineProtocol";
-import { readCpuTimes, type CpuTimes } from "./projectRun";
+import { readCpuTimes, type CpuTimes } from "./cpuTimes";
 import { BUCKET_MS, RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
 import type { ScenarioJob } from "./scenarios";
 import { packUnits } from "./units";
@@ -44,8 +43,6 @@ const READY_TIMEOUT_MS = 60_000;
 
 /** Baseline names: its own queues on the same account, so the app's are untouched. */
 export const BASELINE_NAMES = { workQueue: "bench-work", resultsQueue: "bench-results" } as const;
-
-export { IDLE_LOOP_MS };
 
 export type BaselineMode = "per-item" | "batched";
 
@@ -73,7 +70,8 @@ export interface BaselineOptions {
   countsPrefix: string;
   /**
    * How long the workers poll an empty queue before the producer sends (default 0: it sends once they are ready). At
-   * {@link IDLE_LOOP_MS} their idle back-off has reached its longest wait, as a deployed app's idle workers have.
+   * IDLE_LOOP_MS (./baselineProtocol.ts) their idle back-off has reached its longest wait, as a deployed app's idle
+   * workers' has.
    */
   idleBeforeSendMs?: number;
   /** Give up after this long. */

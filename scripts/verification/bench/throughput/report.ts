@@ -158,6 +158,19 @@ export interface ScenarioReport {
   idleBatched: ImplementationSummary;
 }
 
+/** Per-round ratios with their median, lowest and highest. */
+function ratioSpread(
+  rounds: { round: number; ratio: number }[],
+): Spread & { rounds: { round: number; ratio: number }[] } {
+  return {
+    ...spread(
+      rounds.map((entry) => entry.ratio),
+      3,
+    ),
+    rounds,
+  };
+}
+
 /** Builds a scenario's report from its summaries (and an earlier run's figures, to set beside them). */
 export function scenarioReport(
   name: "small" | "blob" | "short",
@@ -171,27 +184,13 @@ export function scenarioReport(
     project.itemsPerS !== undefined && other.itemsPerS !== undefined && other.itemsPerS > 0
       ? round(project.itemsPerS / other.itemsPerS, 3)
       : undefined;
-  const perRound = roundRatios(project.rounds, batched.rounds);
-  const perRoundIdle = roundRatios(idleProject.rounds, idleBatched.rounds);
   const report: Omit<ScenarioReport, "targets"> = {
     items,
     meanItemBytes: round(meanItemBytes, 1),
     ratioVsPerItem: ratio(perItem),
     ratioVsBatched: ratio(batched),
-    roundRatiosVsBatched: {
-      ...spread(
-        perRound.map((entry) => entry.ratio),
-        3,
-      ),
-      rounds: perRound,
-    },
-    roundRatiosIdle: {
-      ...spread(
-        perRoundIdle.map((entry) => entry.ratio),
-        3,
-      ),
-      rounds: perRoundIdle,
-    },
+    roundRatiosVsBatched: ratioSpread(roundRatios(project.rounds, batched.rounds)),
+    roundRatiosIdle: ratioSpread(roundRatios(idleProject.rounds, idleBatched.rounds)),
     opsPerItem: project.opsPerItem,
     executionsPerItem: project.executionsPerItem,
     costPerMillionItemsUSD: project.costPerMillionItemsUSD,
