@@ -1,4 +1,4 @@
-import { parse as parseCsv } from "csv-parse/sync";
+import { forEachCsvRecord } from "./csvRecords";
 import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema";
 import type { GroupByParams, GroupByPartial } from "./groupByTypes";
 import { defineTaskKind, ItemError } from "./taskKinds";
@@ -36,10 +36,8 @@ export const groupByKind = defineTaskKind<GroupByParams, GroupByPartial>({
  * min and max of `valueField`. @throws ItemError naming the record when the input is unusable.
  */
 export function groupRecords(text: string, params: GroupByParams): GroupByPartial {
-  const groups = new Map<string, [number, bigint, number, number]>();
-  forEachRecord(text, params.format, (line, record) => {
-    const key = record[params.keyField];
-    const raw = record[params.valueField];
+  const groups = new Map<string, GroupSums>();
+  forEachRecord(text, params, (line, key, raw) => {
     if (typeof key !== "string" && typeof key !== "number")
       throw new ItemError(`record ${line}: field "${params.keyField}" is missing or not a string/number`);
     const value =
@@ -55,17 +53,13 @@ export function groupRecords(text: string, params: GroupByParams): GroupByPartia
       throw new ItemError(
         `record ${line}: the group key in field "${params.keyField}" has ${name.length} characters; a group key may have at most ${MAX_GROUP_KEY_LENGTH}`,
       );
-    const micros = BigInt(Math.round(value * 1e6));
-    const current = groups.get(name);
-    groups.set(
-      name,
-      current
-        ? [current[0] + 1, current[1] + micros, Math.min(current[2], value), Math.max(current[3], value)]
-        : [1, micros, value, value],
-    );
+    const micros = Math.round(value * 1e6);
+    const group = groups.get(name);
+    if (group === undefined) groups.set(name, new GroupSums(micros, value));
+    else group.add(micros, value);
   });
   return [...groups]
-    .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
+    .map(([key, group]): GroupByPartial[number] => [key, group.count, group.sumText(), group.min, group.max])
     .sort(byKey);
 }
 
@@ -79,13 +73,7 @@ export function mergeGroups(a: GroupByPartial, b: GroupByPartial): GroupByPartia
     merged.set(
       key,
       current
-        ? [
-            key,
-            current[1] + count,
-            (BigInt(current[2]) + BigInt(sum)).toString(),
-            Math.min(current[3], min),
-            Math.max(current[4], max),
-          ]
+        ? [key, current[1] + count, addMicros(current[2], sum), Math.min(current[3], min), Math.max(current[4], max)]
         : tuple,
     );
   }
@@ -97,6 +85,54 @@ export function groupByView(partial: GroupByPartial): Record<string, GroupStats>
   return Object.fromEntries(
     partial.map(([key, count, sum, min, max]) => [key, { count, sum: Number(BigInt(sum)) / 1e6, min, max }]),
   );
+}
+
+/**
+ * One group's count, exact sum in millionths, min and max while an input is read. The sum is kept in a double while it
+ * is a safe integer — exact, and far cheaper than a BigInt per record — and moves to a BigInt once it would not be.
+ */
+class GroupSums {
+  count = 1;
+  private sum: number;
+  private big = 0n;
+
+  constructor(
+    micros: number,
+    public min: number,
+    public max = min,
+  ) {
+    this.sum = micros;
+    if (!Number.isSafeInteger(micros)) this.spill(0);
+  }
+
+  add(micros: number, value: number): void {
+    this.count++;
+    this.min = Math.min(this.min, value);
+    this.max = Math.max(this.max, value);
+    const next = this.sum + micros;
+    // A double holds a sum of safe integers exactly when the sum is itself a safe integer.
+    if (Number.isSafeInteger(micros) && Number.isSafeInteger(next)) this.sum = next;
+    else this.spill(micros);
+  }
+
+  /** The sum in millionths, as `GroupByPartial` writes it. */
+  sumText(): string {
+    return this.big === 0n ? String(this.sum) : (this.big + BigInt(this.sum)).toString();
+  }
+
+  private spill(micros: number): void {
+    this.big += BigInt(this.sum) + BigInt(micros);
+    this.sum = 0;
+  }
+}
+
+/** Most characters of a sum that two may be added as doubles: |a|, |b| < 10^15, so |a + b| < 2^53, exact. */
+const SAFE_MICROS_DIGITS = 15;
+
+/** The sum of two sums in millionths (`GroupByPartial`'s integer strings), exactly. */
+function addMicros(a: string, b: string): string {
+  if (a.length <= SAFE_MICROS_DIGITS && b.length <= SAFE_MICROS_DIGITS) return String(Number(a) + Number(b));
+  return (BigInt(a) + BigInt(b)).toString();
 }
 
 function byKey(a: readonly [string, ...unknown[]], b: readonly [string, ...unknown[]]): number {
@@ -128,13 +164,7 @@ function mergeSorted(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
       merged.push(y);
       j++;
     } else {
-      merged.push([
-        x[0],
-        x[1] + y[1],
-        (BigInt(x[2]) + BigInt(y[2])).toString(),
-        Math.min(x[3], y[3]),
-        Math.max(x[4], y[4]),
-      ]);
+      merged.push([x[0], x[1] + y[1], addMicros(x[2], y[2]), Math.min(x[3], y[3]), Math.max(x[4], y[4])]);
       i++;
       j++;
     }
@@ -145,34 +175,18 @@ function mergeSorted(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
 }
 
 /**
- * Calls `visit` with each record and its number, one record at a time: no array of every record (or line) is built, so
- * an input costs little more memory than its text (an array of parsed CSV records took about 20 times the input's
- * size). Record values are strings (CSV) or JSON values (NDJSON). An `ItemError` from `visit` ends the parse.
+ * Calls `visit` with each record's number and the values of its key and value fields, one record at a time: no array
+ * of every record (or line) is built, so an input costs little more memory than its text (an array of parsed CSV
+ * records took about 20 times the input's size). Values are strings (CSV, ./csvRecords.ts) or JSON values (NDJSON),
+ * `undefined` when the record has no such field. An `ItemError` from `visit` ends the read.
  */
 function forEachRecord(
   input: string,
-  format: GroupByParams["format"],
-  visit: (line: number, record: Record<string, unknown>) => void,
+  params: GroupByParams,
+  visit: (line: number, key: unknown, value: unknown) => void,
 ): void {
-  if (format === "csv") {
-    let line = 1;
-    try {
-      parseCsv<Record<string, string>>(input, {
-        columns: true,
-        skip_empty_lines: true,
-        trim: true,
-        // Each record is visited as it is parsed and not kept (null skips it from the result).
-        on_record: (record: Record<string, string>) => {
-          visit(++line, record);
-          return null;
-        },
-      });
-    } catch (error) {
-      if (error instanceof ItemError) throw error; // from `visit`, not the parser
-      throw new ItemError(
-        `input is not valid CSV with a header row: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
+  if (params.format === "csv") {
+    forEachCsvRecord(input, params.keyField, params.valueField, visit);
     return;
   }
   let line = 0;
@@ -192,6 +206,7 @@ function forEachRecord(
     }
     if (typeof value !== "object" || value === null || Array.isArray(value))
       throw new ItemError(`line ${line} is not a JSON object`);
-    visit(line, value as Record<string, unknown>);
+    const record = value as Record<string, unknown>;
+    visit(line, record[params.keyField], record[params.valueField]);
   }
 }

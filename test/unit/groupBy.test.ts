@@ -1,5 +1,12 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../src/coordination/groupBy";
+import {
+  MAX_ABS_VALUE,
+  groupByView,
+  groupRecords,
+  mergeGroups,
+  type GroupByPartial,
+} from "../../src/coordination/groupBy";
 import { groupByPartialSchema } from "../../src/coordination/groupBySchema";
 import { ItemError } from "../../src/coordination/taskKinds";
 
@@ -70,6 +77,40 @@ describe("group-by task kind (unit)", () => {
       ["b", 4, "10000000", 1, 4],
     ]);
     expect(mergeGroups(unsorted, sorted)).toEqual(mergeGroups(sorted, unsorted));
+  });
+
+  it("sums every group's values exactly in millionths, however large the sum grows (against BigInt arithmetic)", () => {
+    // Values up to ±1e12 with up to 6 decimals: millionths up to 1e18, past 2^53, so a sum in doubles would round.
+    const amount = fc.oneof(
+      fc.integer({ min: -1_000_000, max: 1_000_000 }).map((n) => n / 1e6),
+      fc.constantFrom(MAX_ABS_VALUE, -MAX_ABS_VALUE, 9_007_199_254.74, -9_007_199_254.74, 4_503_599_627.37, 0.000001),
+      fc.double({ min: -MAX_ABS_VALUE, max: MAX_ABS_VALUE, noNaN: true }),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom("a", "b"), amount), { minLength: 1, maxLength: 40 }), (rows) => {
+        const expected = new Map<string, bigint>();
+        for (const [key, value] of rows) expected.set(key, (expected.get(key) ?? 0n) + BigInt(Math.round(value * 1e6)));
+        const ndjsonText = rows.map(([key, value]) => JSON.stringify({ region: key, amount: value })).join("\n");
+        const sums = groupRecords(ndjsonText, ndjson).map(([key, , sum]) => [key, sum]);
+        expect(sums).toEqual([...expected].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, v.toString()]));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("merges sums of any size exactly (against BigInt arithmetic)", () => {
+    const micros = fc.oneof(
+      fc.bigInt({ min: -(10n ** 16n), max: 10n ** 16n }),
+      fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }),
+      fc.constantFrom(999_999_999_999_999n, -999_999_999_999_999n, 9_007_199_254_740_991n, 0n),
+    );
+    fc.assert(
+      fc.property(micros, micros, (a, b) => {
+        const merged = mergeGroups([["k", 1, a.toString(), 0, 0]], [["k", 1, b.toString(), 0, 0]]);
+        expect(merged[0]?.[2]).toBe((a + b).toString());
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   it("validates a partial entry by entry, naming the path of the first bad one", () => {
