@@ -1,4 +1,3 @@
-import pLimit from "p-limit";
 import { z } from "zod";
 import type { CoordinationDeps } from "./deps";
 import { itemRefOf, parseMessage, toRanges, fromRanges, workMessageSchema, type ItemInput } from "./messages";
@@ -217,54 +216,50 @@ async function runItems(
     options.abortSignal === undefined ? unitControl.signal : AbortSignal.any([options.abortSignal, unitControl.signal]);
   let transient: { error: unknown } | undefined;
   const watch = watchForStop(deps, jobId, unitControl);
-  const limit = pLimit(kind.concurrency ?? deps.workUnitConcurrency);
+  const runItem = async (input: ItemInput, offset: number): Promise<void> => {
+    await workerSlice();
+    const item = first + offset;
+    if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
+      unitControl.abort(new JobStoppedSignal(jobId));
+    if (signal.aborted) {
+      // Stopped: skipped. Shut down, or another item failed transiently: the unit is delivered again.
+      if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
+      return;
+    }
+    try {
+      const data =
+        "inline" in input
+          ? inputOf(undefined, input.inline)
+          : await readInputBlob(deps, input.blob, { abortSignal: signal });
+      const partial = await kind.process(data, {
+        params: unit.params,
+        jobId,
+        index: item,
+        idempotencyKey: `${jobId}/${item}`,
+        abortSignal: signal,
+        logger: deps.logger,
+      });
+      if (kind.hasAggregate) run.partials.add(partial);
+      run.done.push(item);
+    } catch (error) {
+      if (unitControl.signal.reason instanceof JobStoppedSignal) {
+        run.skipped++;
+        return;
+      }
+      if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
+      const reason = error instanceof Error ? error.message : String(error);
+      if (error instanceof ItemError) fail(item, reason);
+      else if (lastDelivery)
+        fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
+      else {
+        // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
+        transient ??= { error };
+        unitControl.abort(error);
+      }
+    }
+  };
   try {
-    await Promise.all(
-      inputs.map((input, offset) =>
-        limit(async () => {
-          await workerSlice();
-          const item = first + offset;
-          if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
-            unitControl.abort(new JobStoppedSignal(jobId));
-          if (signal.aborted) {
-            // Stopped: skipped. Shut down, or another item failed transiently: the unit is delivered again.
-            if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
-            return;
-          }
-          try {
-            const data =
-              "inline" in input
-                ? inputOf(undefined, input.inline)
-                : await readInputBlob(deps, input.blob, { abortSignal: signal });
-            const partial = await kind.process(data, {
-              params: unit.params,
-              jobId,
-              index: item,
-              idempotencyKey: `${jobId}/${item}`,
-              abortSignal: signal,
-              logger: deps.logger,
-            });
-            if (kind.hasAggregate) run.partials.add(partial);
-            run.done.push(item);
-          } catch (error) {
-            if (unitControl.signal.reason instanceof JobStoppedSignal) {
-              run.skipped++;
-              return;
-            }
-            if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
-            const reason = error instanceof Error ? error.message : String(error);
-            if (error instanceof ItemError) fail(item, reason);
-            else if (lastDelivery)
-              fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
-            else {
-              // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
-              transient ??= { error };
-              unitControl.abort(error);
-            }
-          }
-        }),
-      ),
-    );
+    await forEachAtMost(kind.concurrency ?? deps.workUnitConcurrency, inputs, runItem);
   } finally {
     await watch.stop();
   }
@@ -275,6 +270,27 @@ async function runItems(
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
+}
+
+/**
+ * Runs `run` on each of `items`, in order of index, at most `concurrency` at once: that many runners, each taking the
+ * next item when its last one settles. `run` must not throw (a unit's item catches its own failure). A unit runs up
+ * to 1,000 items: a runner per slot rather than a queued closure and promises per item (a concurrency-limit library's
+ * way) keeps the worker's own cost per item below the cheapest kind's.
+ */
+async function forEachAtMost<T>(
+  concurrency: number,
+  items: readonly T[],
+  run: (item: T, index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const runner = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      await run(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, runner));
 }
 
 /**

@@ -169,7 +169,8 @@ describe("Function App on Flex Consumption", () => {
       JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { engines: { node: string } }
     ).engines.node;
     expect(defaultVersion).toBe("22");
-    // 22.12: the first 22 that loads an ES module dependency (p-limit) from the package's CommonJS without a flag.
+    // 22.12: the first 22 that loads an ES module dependency from the package's CommonJS without a flag (set for
+    // p-limit, since dropped; kept so an ES-module dependency needs no new floor).
     expect(engines).toBe(">=22.12");
     // Passed to every app, and the site's runtime version is that parameter, not a literal.
     expect(

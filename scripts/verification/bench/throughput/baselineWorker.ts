@@ -1,6 +1,4 @@
 import type { DequeuedMessageItem } from "@azure/storage-queue";
-import { groupRecords, mergeGroups, type GroupByPartial } from "../../../../src/coordination/groupBy";
-import { groupByParamsSchema } from "../../../../src/coordination/groupBySchema";
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../../../src/library/util/delay";
@@ -10,9 +8,8 @@ import {
   BASELINE_VISIBILITY_S,
   formatWorkerLine,
   pollDelaysMs,
-  type BaselineResult,
-  type BaselineWork,
 } from "./baselineProtocol";
+import { baselineUnitResult } from "./baselineUnit";
 import { countProcessRequests } from "./requestCounter";
 
 /**
@@ -66,18 +63,7 @@ async function main(): Promise<void> {
     try {
       const text = decodeBody(item.messageText, "base64");
       if (text === undefined) throw new Error(`message ${item.messageId} is not base64`);
-      const message = JSON.parse(text) as BaselineWork;
-      const params = groupByParamsSchema.parse(message.params);
-      const items = message.v === 1 ? [message.input] : message.inputs;
-      let partial: GroupByPartial = [];
-      // One item after another, as the app's worker does a unit's.
-      for (const input of items) partial = mergeGroups(partial, groupRecords(await readInput(input), params));
-      const result: BaselineResult = {
-        jobId: message.jobId,
-        first: message.v === 1 ? message.item : message.first,
-        count: items.length,
-        partial,
-      };
+      const result = await baselineUnitResult(text, readInput);
       await results.sendMessage(encodeBody(JSON.stringify(result), "base64"));
       await work.deleteMessage(item.messageId, item.popReceipt);
       processed++;
