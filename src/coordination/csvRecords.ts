@@ -68,6 +68,7 @@ export function forEachPlainCsvRecord(input: string, keyField: string, valueFiel
 /** The library path of {@link forEachCsvRecord}: any CSV text, through `csv-parse`. */
 export function forEachCsvRecordByLibrary(input: string, keyField: string, valueField: string, visit: CsvVisit): void {
   let record = 1;
+  let fromVisit: { error: unknown } | undefined;
   try {
     parseCsv<Record<string, string>>(input, {
       columns: true,
@@ -75,12 +76,18 @@ export function forEachCsvRecordByLibrary(input: string, keyField: string, value
       trim: true,
       // Each record is visited as it is parsed and not kept (null skips it from the result).
       on_record: (fields: Record<string, string>) => {
-        visit(++record, ownField(fields, keyField), ownField(fields, valueField));
+        try {
+          visit(++record, ownField(fields, keyField), ownField(fields, valueField));
+        } catch (error) {
+          fromVisit = { error };
+          throw error;
+        }
         return null;
       },
     });
   } catch (error) {
-    if (error instanceof ItemError) throw error; // from `visit`, not the parser
+    // What `visit` threw leaves as it was thrown, as from the plain path; only the parser's errors mean bad CSV.
+    if (fromVisit !== undefined) throw fromVisit.error;
     throw new ItemError(`${NOT_CSV}: ${error instanceof Error ? error.message : String(error)}`);
   }
 }

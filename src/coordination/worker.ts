@@ -283,6 +283,8 @@ async function forEachAtMost<T>(
   items: readonly T[],
   run: (item: T, index: number) => Promise<void>,
 ): Promise<void> {
+  if (!(Number.isInteger(concurrency) && concurrency >= 1))
+    throw new RangeError(`concurrency is ${String(concurrency)}; it must be a whole number of at least 1`);
   let next = 0;
   const runner = async (): Promise<void> => {
     while (next < items.length) {

@@ -22,30 +22,20 @@ function outcome(read: Read, input: string, keyField: string, valueField: string
   }
 }
 
-/** Field text from characters that matter to a CSV reader: separators, whitespace it trims, letters, digits. */
+/**
+ * Field text from characters that matter to a CSV reader: separators, whitespace it trims (ASCII and Unicode), letters,
+ * digits.
+ */
 const fieldChar = fc.constantFrom(
-  "a",
-  "b",
-  "k",
-  "v",
-  "1",
-  "2",
-  ".",
-  "-",
-  " ",
-  "\t",
-  ",",
-  "\u00a0",
-  "\ufeff",
-  "é",
-  "💶",
+  ...Array.from("abkv12.-, \t\v\f"),
+  ...["\u00a0", "\ufeff", "\u1680", "\u2028", "\u3000", "é", "💶"],
 );
 const field = fc.string({ unit: fieldChar, maxLength: 6 });
 const lineOf = fc.array(field, { minLength: 0, maxLength: 4 }).map((fields) => fields.join(","));
 const plainText = fc
   .tuple(fc.array(lineOf, { maxLength: 8 }), fc.boolean())
   .map(([lines, trailing]) => lines.join("\n") + (trailing ? "\n" : ""));
-const fieldName = fc.constantFrom("k", "v", "a", "b", "", "toString", "k ");
+const fieldName = fc.constantFrom("k", "v", "a", "b", "", "toString", "k ", "__proto__", "constructor");
 
 describe("CSV records (group-by's reader)", () => {
   it("the plain path gives the same records and errors as csv-parse on any quote-free, LF-only text", () => {
@@ -71,6 +61,21 @@ describe("CSV records (group-by's reader)", () => {
         });
       }).toThrow("record 3: bad");
       expect(seen).toEqual([2, 3]);
+    }
+  });
+
+  it("an error other than an ItemError thrown by the visit leaves either path as it was thrown (not as bad CSV)", () => {
+    for (const read of [forEachPlainCsvRecord, forEachCsvRecordByLibrary]) {
+      const thrown = new RangeError("out of room");
+      let caught: unknown;
+      try {
+        read("k,v\na,1\n", "k", "v", () => {
+          throw thrown;
+        });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, read.name).toBe(thrown);
     }
   });
 
