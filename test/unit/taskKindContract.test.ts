@@ -196,6 +196,29 @@ describe("a task kind does real work (issue 20): async, bytes and text, params, 
     expect(most).toBe(2);
   });
 
+  it("a worker given a unit concurrency below 1 refuses the unit (thrown, so it is delivered again) instead of processing none of its items", async () => {
+    const processed: number[] = [];
+    const plain = defineTaskKind({
+      name: "plain",
+      process: (_input, { index }) => {
+        processed.push(index);
+      },
+    });
+    const { deps } = world({ registry: new TaskRegistry([plain]), workUnitConcurrency: 0 });
+    const unit = {
+      v: 2,
+      jobId: "j",
+      kind: "plain",
+      params: null,
+      first: 0,
+      inputs: [{ inline: "x" }, { inline: "y" }],
+    };
+    await expect(processWorkMessage(deps, unit, { id: "m1", dequeueCount: 1, maxDequeueCount: 5 })).rejects.toThrow(
+      /concurrency/,
+    );
+    expect(processed).toEqual([]);
+  });
+
   it("a transient failure of one item aborts the unit's other items and is thrown (the host redelivers the unit); nothing is sent", async () => {
     const signals: AbortSignal[] = [];
     const started = deferred();

@@ -8,6 +8,7 @@ import { processWorkMessage } from "../../../src/coordination/worker";
 import { world } from "../../../test/support/coordinationWorld";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
 import { baselineUnitResult } from "./throughput/baselineUnit";
+import { median } from "./throughput/report";
 import { scenarioJob } from "./throughput/scenarios";
 import { appUnitItems, packUnits } from "./throughput/units";
 
@@ -73,12 +74,6 @@ function previousGroupRecords(text: string, keyField: string, valueField: string
   return [...groups]
     .map(([key, [count, sum, min, max]]): GroupByPartial[number] => [key, count, sum.toString(), min, max])
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
 async function timeMs(run: () => Promise<void> | void): Promise<number> {
@@ -155,8 +150,9 @@ async function main(): Promise<void> {
     const order = round % 2 === 0 ? names : [...names].reverse();
     for (const name of order) times[name]?.push(await timeMs(() => implementations[name]?.()));
   }
-  const perItemUs = (name: string): number => round2((median(times[name] ?? []) * 1000) / args.items);
-  const ratio = (a: string, b: string): number => round2(median(times[a] ?? []) / median(times[b] ?? []));
+  const medianMs = (name: string): number => median(times[name] ?? []) ?? 0;
+  const perItemUs = (name: string): number => round2((medianMs(name) * 1000) / args.items);
+  const ratio = (a: string, b: string): number => round2(medianMs(a) / medianMs(b));
   const report = {
     benchmark: "unit",
     node: process.version,
