@@ -1,0 +1,287 @@
+/**
+ * `npm run bench:instance`: the CPU one instance process of the real app (local host, host.json's queue settings)
+ * spends working a job's units — its first job after starting, and the jobs after it — with the Node flags the app is
+ * deployed with (`languageWorkers__node__arguments`, NODE_WORKER_ARGUMENTS) and with Node's defaults, alternating.
+ * The benchmark process is the leader: it holds the lease for the whole run, one step per job that dispatches and folds
+ * (so the instance's wake-ups find it held and never lead), takeover is off, and the instance's timer never fires.
+ * What `bench:throughput` cannot separate: there three instances, a leader and Azurite share two cores, and every run
+ * starts fresh processes.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { dirname, resolve } from "node:path";
+import { createCoordinatorApp, type Sink } from "../../../src/app/context";
+import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/operations";
+import { runCoordinationStep } from "../../../src/coordination/step";
+import { delay } from "../../../src/library/util/delay";
+import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers } from "../../tools/local/instances";
+import { instanceEnv, waitForReady } from "../../tools/local/run";
+import { ensureAppStorage } from "../../tools/local/storageSetup";
+import { startAzurite, type Azurite } from "../../support/azurite";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { readCpuTimes } from "./throughput/cpuTimes";
+import { median } from "./throughput/report";
+import { scenarioJob } from "./throughput/scenarios";
+
+const USAGE = `Usage: npm run bench:instance -- [--items 20000] [--jobs 5] [--runs 3] [--also="FLAGS"] [--out FILE]
+
+Times the CPU of one instance process of the app working a job of small CSV items (bench:throughput's small scenario),
+with the Node flags the app is deployed with and with Node's defaults, alternating: each run starts a fresh instance
+and gives it --jobs jobs one after another (the first is its first job; the others find it warm).
+
+Options:
+  --items N    small items per job, 1000–200000 (default 20000)
+  --jobs N     jobs per run, 2–20 (default 5)
+  --runs N     runs per flag set, alternating, 1–10 (default 3)
+  --also=FLAGS another set of Node flags to time beside the two, e.g. --also="--max-semi-space-size=4" (up to 3)
+  --out FILE   where to write the JSON report (default bench-results/instance.json)`;
+
+/** The instance's timer: once a year, so only the benchmark's own steps lead. */
+const NEVER_SCHEDULE = "0 0 0 1 1 *";
+/** After a job completes, its last deletes and wake-ups are counted before the CPU is read. */
+const SETTLE_MS = 500;
+/** Between jobs the instance idles this long: its queue trigger backs off to host.json's 2 s. */
+const IDLE_MS = 2000;
+
+interface FlagSet {
+  name: string;
+  nodeArguments: string;
+}
+
+interface Args {
+  items: number;
+  jobs: number;
+  runs: number;
+  flagSets: FlagSet[];
+  out: string;
+}
+
+/** Node flags as `languageWorkers__node__arguments` holds them: options only, each `--name` or `--name=value`. */
+const NODE_FLAGS = /^--[a-z0-9-]+(=[A-Za-z0-9._,:-]+)?(\s+--[a-z0-9-]+(=[A-Za-z0-9._,:-]+)?)*$/;
+
+function alsoFlag(raw: readonly string[] | undefined): FlagSet[] {
+  const sets = raw ?? [];
+  if (sets.length > 3) throw new UsageError(`--also is given ${sets.length} times; at most 3 are allowed.`);
+  return sets.map((text) => {
+    const nodeArguments = text.trim();
+    if (nodeArguments.length > 200 || !NODE_FLAGS.test(nodeArguments))
+      throw new UsageError(
+        `--also "${text.slice(0, 80)}" is not a list of Node options (each --name or --name=value, at most 200 characters).`,
+      );
+    return { name: nodeArguments, nodeArguments };
+  });
+}
+
+function parse(argv: string[]): Args | undefined {
+  const values = parseFlags(argv, {
+    items: { type: "string" },
+    jobs: { type: "string" },
+    runs: { type: "string" },
+    also: { type: "string", multiple: true },
+    out: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help === true) return undefined;
+  return {
+    items: numberFlag(values.items, "--items", { min: 1000, max: 200_000 }) ?? 20_000,
+    jobs: numberFlag(values.jobs, "--jobs", { min: 2, max: 20 }) ?? 5,
+    runs: numberFlag(values.runs, "--runs", { min: 1, max: 10 }) ?? 3,
+    flagSets: [...FLAG_SETS, ...alsoFlag(values.also)],
+    out: pathFlag(values.out, "--out") ?? "bench-results/instance.json",
+  };
+}
+
+const FLAG_SETS: readonly FlagSet[] = [
+  { name: "deployed", nodeArguments: NODE_WORKER_ARGUMENTS },
+  { name: "node-defaults", nodeArguments: "" },
+];
+
+interface Run {
+  flagSet: string;
+  /** CPU of the instance per job, ms, in order: the first is its first job. */
+  jobsCpuMs: number[];
+  /** Submission of the job's dispatch → completed, ms. */
+  jobsMs: number[];
+}
+
+const quiet: Sink = {
+  logger: { verbose: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+  emit: () => undefined,
+};
+
+/** A process's CPU time so far (user + system, every thread), ms; Linux only. */
+function cpuMsOf(pid: number | undefined): number {
+  const times = pid === undefined ? undefined : readCpuTimes(pid);
+  if (times === undefined) throw new Error("The instance's CPU time cannot be read (is it still running?).");
+  return Math.round(times.cpuS * 1000);
+}
+
+async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: number, runIndex: number) {
+  const { env, settings } = instanceEnv(
+    { ...process.env, languageWorkers__node__arguments: flagSet.nodeArguments },
+    azurite.connectionString,
+    NEVER_SCHEDULE,
+  );
+  // Fresh container and queue names per run: nothing of an earlier run is left for this one.
+  const suffix = `${runIndex}s${setIndex}`;
+  const names = {
+    LEASE_CONTAINER: `leases-bi${suffix}`,
+    STATE_CONTAINER: `state-bi${suffix}`,
+    INPUT_CONTAINER: `inputs-bi${suffix}`,
+    SYSTEM_CONTAINER: `system-bi${suffix}`,
+    WORK_QUEUE: `work-bi${suffix}`,
+    RESULTS_QUEUE: `results-bi${suffix}`,
+    WAKE_QUEUE: `wake-bi${suffix}`,
+  };
+  // Takeover off: the instance would otherwise take the lease from the benchmark whenever a submission or a leader
+  // step held the benchmark's event loop past LEASE_TAKEOVER_DEADLINE_MS (it did, once, on this 2-core machine).
+  const runEnv = { ...env, ...names, LEASE_TAKEOVER_DEADLINE_MS: "0" };
+  await ensureAppStorage(azurite.connectionString, { ...settings, ...names });
+  const handlers: InstanceHandlers = {
+    onEvent: () => undefined,
+    onLog: () => undefined,
+    onReady: () => undefined,
+    onExit: () => undefined,
+  };
+  const instance = new InstanceProcess("instance-1", runEnv, handlers);
+  const leader = createCoordinatorApp({ ...runEnv, WEBSITE_INSTANCE_ID: "bench-instance-leader" });
+  const run: Run = { flagSet: flagSet.name, jobsCpuMs: [], jobsMs: [] };
+  try {
+    await waitForReady([instance], undefined);
+    // One term for the whole run: the instance's wake-ups (sent as its units finish) always find the lease held, so it
+    // never leads, between jobs either. Each job gets a step of its own within the term.
+    const led = await leader.elector.tryLead(async (term) => {
+      for (let index = 0; index < args.jobs; index++) {
+        const job = scenarioJob("small", args.items, "unused", 20_260_501 + index);
+        const submitted = await submitJob(
+          leader,
+          { kind: job.kind, params: job.params, items: job.items },
+          { wake: false },
+        );
+        if (!submitted.ok) throw new Error(`The job was refused: ${JSON.stringify(submitted.errors)}`);
+        // The instance idles between jobs (its queue polling backs off), as between a deployed app's jobs.
+        term.reportProgress();
+        await delay(IDLE_MS, { abortSignal: term.signal });
+        term.reportProgress();
+        const before = cpuMsOf(instance.state.pid);
+        const startedMs = performance.now();
+        // Dispatches the job and folds its results until it completes.
+        await runCoordinationStep(coordinationDeps(leader, quiet), term, { budgetMs: 120_000 });
+        const status = await getJobStatus(leader, submitted.id);
+        if (status?.status !== "completed")
+          throw new Error(`Job ${index + 1} did not complete in its step (${status?.status ?? "?"}).`);
+        run.jobsMs.push(performance.now() - startedMs);
+        await delay(SETTLE_MS, { abortSignal: term.signal });
+        run.jobsCpuMs.push(cpuMsOf(instance.state.pid) - before);
+        term.reportProgress();
+      }
+    });
+    if (led.outcome === "aborted")
+      throw new Error(
+        `The benchmark's term ended before its jobs did (${led.reason}${led.error === undefined ? "" : `: ${led.error instanceof Error ? led.error.message : JSON.stringify(led.error)}`}).`,
+      );
+    if (led.outcome !== "completed") throw new Error(`The benchmark could not lead: ${led.outcome}.`);
+  } finally {
+    await instance.stop(35_000);
+  }
+  return run;
+}
+
+async function main(): Promise<number> {
+  let args: Args | undefined;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench:instance: ${error.message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (args === undefined) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (process.platform !== "linux") {
+    process.stderr.write("bench:instance reads CPU times from /proc: Linux only.\n");
+    return 2;
+  }
+  process.stdout.write(
+    `Instance benchmark: ${args.runs} runs per flag set, ${args.jobs} jobs of ${args.items} small items each (load average ${loadavg()[0]?.toFixed(1)}).\n`,
+  );
+  const azurite = await startAzurite();
+  const runs: Run[] = [];
+  try {
+    for (let runIndex = 0; runIndex < args.runs; runIndex++)
+      for (const [setIndex, flagSet] of (runIndex % 2 === 0
+        ? args.flagSets.entries()
+        : [...args.flagSets.entries()].reverse()) as Iterable<[number, FlagSet]>) {
+        const run = await oneRun(azurite, args, flagSet, setIndex, runIndex);
+        runs.push(run);
+        process.stdout.write(
+          `  run ${runIndex + 1}, ${flagSet.name.padEnd(13)} CPU per job, ms: ${run.jobsCpuMs.join(", ")} (job times ${run.jobsMs.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s)\n`,
+        );
+      }
+  } finally {
+    await azurite.stop();
+  }
+  const summary = args.flagSets.map((flagSet) => {
+    const of = runs.filter((run) => run.flagSet === flagSet.name);
+    const first = median(of.map((run) => run.jobsCpuMs[0] ?? 0)) ?? 0;
+    const warm = median(of.flatMap((run) => run.jobsCpuMs.slice(1))) ?? 0;
+    return {
+      flagSet: flagSet.name,
+      nodeArguments: flagSet.nodeArguments,
+      firstJobCpuMs: first,
+      warmJobCpuMs: warm,
+      firstJobUsPerItem: Math.round((first * 1000 * 10) / args.items) / 10,
+      warmJobUsPerItem: Math.round((warm * 1000 * 10) / args.items) / 10,
+    };
+  });
+  const defaults = summary.find((row) => row.flagSet === "node-defaults");
+  const ratio = (a: number, b: number | undefined): number | undefined =>
+    b === undefined || b <= 0 ? undefined : Math.round((a / b) * 100) / 100;
+  const overDefaults = summary.map((row) => ({
+    flagSet: row.flagSet,
+    firstJob: ratio(row.firstJobCpuMs, defaults?.firstJobCpuMs),
+    laterJobs: ratio(row.warmJobCpuMs, defaults?.warmJobCpuMs),
+  }));
+  const report = {
+    benchmark: "instance",
+    command: `npm run bench:instance -- ${process.argv.slice(2).join(" ")}`.trim(),
+    at: new Date().toISOString(),
+    node: process.version,
+    machine: { cpus: availableParallelism(), loadAverage1m: Math.round((loadavg()[0] ?? 0) * 100) / 100 },
+    items: args.items,
+    jobs: args.jobs,
+    runs: args.runs,
+    medianOf: "runs (first job), every later job of every run (warm)",
+    summary,
+    overDefaults,
+    runsDetail: runs,
+  };
+  const out = resolve(process.cwd(), args.out);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  for (const row of summary)
+    process.stdout.write(
+      `${row.flagSet.padEnd(13)} [${row.nodeArguments}]: first job ${row.firstJobCpuMs} ms (${row.firstJobUsPerItem} µs per item), later jobs ${row.warmJobCpuMs} ms (${row.warmJobUsPerItem} µs per item)\n`,
+    );
+  for (const row of overDefaults)
+    if (row.flagSet !== defaults?.flagSet)
+      process.stdout.write(
+        `${row.flagSet} ÷ Node's defaults: first job ${row.firstJob ?? "n/a"}×, later jobs ${row.laterJobs ?? "n/a"}×\n`,
+      );
+  process.stdout.write(`Report: ${out}\n`);
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(
+      `bench:instance failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 1;
+  },
+);
