@@ -172,7 +172,7 @@ function valueOf(field: Field, value: string): number | { why: string } {
  * `cron-parser` parses the expression (it refuses impossible ones, such as February 30th) and expands each field into
  * its values; the firings are enumerated from those sets in UTC arithmetic, a day counting when it is in both day
  * fields, as NCrontab reads them. Iterating `cron-parser` itself gives the same firings (`test/unit/schedule.test.ts`
- * holds the two equal) but builds date objects for every step: about 0.2 s of CPU for the default schedule's thousand,
+ * holds the two equal) but builds date objects for every step: 0.26–0.41 s of CPU for the default schedule's thousand,
  * in every process that reads the settings — each new instance, before its first invocation.
  */
 function firingsOf(numeric: string): number[] {
