@@ -200,7 +200,9 @@ function firingsOf(numeric: string): number[] {
             for (const second of seconds) {
               const at = midnight + ((hour * 60 + minute) * 60 + second) * 1000;
               if (at <= start) continue;
-              if (at > end || firings.push(at) >= MAX_FIRINGS) return firings;
+              if (at > end) return firings;
+              firings.push(at);
+              if (firings.length >= MAX_FIRINGS) return firings;
             }
       }
   return firings;

@@ -14,6 +14,7 @@ import { createCoordinatorApp, type Sink } from "../../../src/app/context";
 import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/operations";
 import { runCoordinationStep } from "../../../src/coordination/step";
 import { delay } from "../../../src/library/util/delay";
+import { silentLogger } from "../../../src/library/util/logger";
 import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers } from "../../tools/local/instances";
 import { instanceEnv, waitForReady } from "../../tools/local/run";
 import { ensureAppStorage } from "../../tools/local/storageSetup";
@@ -100,14 +101,11 @@ interface Run {
   flagSet: string;
   /** CPU of the instance per job, ms, in order: the first is its first job. */
   jobsCpuMs: number[];
-  /** Submission of the job's dispatch → completed, ms. */
+  /** The job's step, from its start (the first dispatch) to the job's completion, ms. */
   jobsMs: number[];
 }
 
-const quiet: Sink = {
-  logger: { verbose: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-  emit: () => undefined,
-};
+const quiet: Sink = { logger: silentLogger, emit: () => undefined };
 
 /** A process's CPU time so far (user + system, every thread), ms; Linux only. */
 function cpuMsOf(pid: number | undefined): number {
