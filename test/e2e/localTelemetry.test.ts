@@ -75,7 +75,16 @@ describe("OpenTelemetry from the local host (2 OS processes on Azurite) to an OT
       (record) => record.type === "job-completed" && record.jobId === job.id,
       90_000,
     );
-    expect(completed, "the local host's event log saw no job-completed within 90 s").toBeDefined();
+    if (completed === undefined) throw new Error("the local host's event log saw no job-completed within 90 s");
+    // The step that completed the job ends a moment later (the ended job's marker, the index). Stopping the instances
+    // before then aborts it with reason shutdown, and no step-completed is ever emitted: wait for it.
+    const stepDone = await running.waitForEvent(
+      (record) =>
+        record.type === "step-completed" && record.instance === completed.instance && record.epoch === completed.epoch,
+      30_000,
+      running.records.indexOf(completed),
+    );
+    expect(stepDone, "the step that completed the job did not complete within 30 s").toBeDefined();
     // The timer samples the queues after each tick; wait for a sample to be exported (every second here).
     const sampled = await waitFor(
       () => existsSync(file) && readFileSync(file, "utf8").includes('"coordinator.queue.depth"'),
@@ -95,9 +104,13 @@ describe("OpenTelemetry from the local host (2 OS processes on Azurite) to an OT
     expect(ofJob.map((record) => record.eventName)).toEqual(["job-registered", "job-completed"]);
     const done = ofJob.find((record) => record.eventName === "job-completed");
     expect(attribute(done?.attributes, "done")).toBe(12);
-    expect(attribute(done?.attributes, "epoch")).toBe(completed?.epoch);
+    expect(attribute(done?.attributes, "epoch")).toBe(completed.epoch);
     expect(attribute(done?.attributes, "ai.operation.name")).toEqual(expect.any(String));
-    expect(records.some((record) => record.eventName === "step-completed")).toBe(true);
+    expect(
+      records.some(
+        (record) => record.eventName === "step-completed" && attribute(record.attributes, "epoch") === completed.epoch,
+      ),
+    ).toBe(true);
 
     const points = lines.flatMap((line) =>
       (line.resourceMetrics ?? []).flatMap((resource) =>
