@@ -16,6 +16,8 @@ export default defineConfig({
     ],
   },
   test: {
+    // Stops the run on a Node.js older than the engines floor, saying so (test/support/nodeFloor.ts).
+    globalSetup: ["./test/support/nodeFloor.ts"],
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,

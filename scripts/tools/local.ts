@@ -1,3 +1,5 @@
+import { ConfigurationError } from "../../src/library/errors";
+import { assertSupportedNode } from "../../src/library/nodeVersion";
 import { runLocal } from "./local/run";
 import { parseLocalArgs, USAGE, UsageError } from "./local/options";
 
@@ -13,6 +15,13 @@ export { parseLocalArgs, UsageError, type LocalOptions, type RunLocalOptions } f
 /** Runs the CLI and returns its exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let options;
+  try {
+    assertSupportedNode();
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    return 2;
+  }
   try {
     options = parseLocalArgs(argv);
   } catch (error) {

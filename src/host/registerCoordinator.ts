@@ -10,6 +10,7 @@ import type { CoordinatorClient } from "../app/client";
 import type { CoordinatorSetupOptions } from "../app/options";
 import { resolveSetup } from "../app/setup";
 import { ConfigurationError } from "../library/errors";
+import { assertSupportedNode } from "../library/nodeVersion";
 import {
   cancelJobHandler,
   getJobHandler,
@@ -88,9 +89,11 @@ const AUTH_LEVELS: readonly AuthLevel[] = ["anonymous", "function", "admin"];
  * export const coordinator = registerCoordinator(app, { taskKinds: [groupByKind, myKind] });
  * ```
  *
- * @throws ConfigurationError naming each bad option or setting and what is allowed (so the app fails at start).
+ * @throws ConfigurationError naming each bad option or setting and what is allowed (so the app fails at start), or on
+ * a Node.js older than 22.12.
  */
 export function registerCoordinator(app: FunctionsApp, options: CoordinatorOptions): Coordinator {
+  assertSupportedNode();
   const setup = resolveSetup(options);
   const { settings, connection } = setup;
   const names = functionNamesOf(options);

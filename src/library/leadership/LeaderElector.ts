@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { StorageError } from "../errors";
+import { assertSupportedNode } from "../nodeVersion";
 import type { LeaderRecord } from "../lease/LeaseStore";
 import { abortReason, delay, throwIfAborted, withJitter, type Abortable } from "../util/delay";
 import type { Logger } from "../util/logger";
@@ -67,8 +68,9 @@ export class LeaderElector {
   /** The attempt or term in progress (its term once the lease is acquired): an elector never runs two at once. */
   private current: { term: Term | undefined } | undefined;
 
-  /** @throws ConfigurationError when an option is out of range. */
+  /** @throws ConfigurationError when an option is out of range, or on a Node.js older than 22.12. */
   constructor(options: LeaderElectorOptions) {
+    assertSupportedNode();
     this.options = resolveElectorOptions(options);
     this.silence = new SilenceWatch(this.options);
   }
