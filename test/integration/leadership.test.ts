@@ -10,6 +10,22 @@ import { Recorder } from "../support/recorder";
 
 const untilAborted: LeaderTask<never> = (term) => delay(3600_000, { abortSignal: term.signal }) as Promise<never>;
 
+/**
+ * `untilAborted`, and a promise that settles once the task has begun: the lease is held. Tests wait for it instead of
+ * a fixed head start, which a fresh Azurite on a loaded machine can take over a second to give (measured: 1.3 s).
+ */
+function heldUntilAborted(): { task: LeaderTask<never>; begun: Promise<void> } {
+  let begin: () => void = () => undefined;
+  const begun = new Promise<void>((resolve) => (begin = resolve));
+  return {
+    task: (term) => {
+      begin();
+      return untilAborted(term);
+    },
+    begun,
+  };
+}
+
 describe("leadership on Azurite", () => {
   const env = useAzurite();
   const newStore = (): BlobLeaseStore => new BlobLeaseStore(env.blobService(), { containerName: uniqueName("leases") });
@@ -155,8 +171,9 @@ describe("leadership on Azurite", () => {
   it("steps down when an operator revokes, and another instance takes over with a higher epoch", async () => {
     const store = newStore();
     const leader = newElector(store, "revokee");
-    const running = leader.tryLead(untilAborted);
-    await delay(500);
+    const held = heldUntilAborted();
+    const running = leader.tryLead(held.task);
+    await held.begun;
     const info = await describeLeader(store);
     expect(info).toMatchObject({ holder: "revokee", epoch: 1, transitions: 1, leaseState: "leased" });
     expect(await leader.requestStepDown()).toBe(1);
@@ -190,8 +207,9 @@ describe("leadership on Azurite", () => {
   it("a leader whose lease is breaking loses it, and its next attempt gives 'not-acquired', not an exception", async () => {
     const store = newStore();
     const elector = newElector(store, "holder");
-    const running = elector.tryLead(untilAborted);
-    await delay(300);
+    const held = heldUntilAborted();
+    const running = elector.tryLead(held.task);
+    await held.begun;
     await store.breakLease(30);
     expect(await running).toMatchObject({ outcome: "aborted", reason: "lost" });
     expect((await store.read()).state).toBe("breaking");
@@ -212,8 +230,10 @@ describe("leadership on Azurite", () => {
 
   it("lead() aborted mid-wait rejects with the caller's reason and never leads", async () => {
     const store = newStore();
-    const holder = newElector(store, "holder").tryLead(untilAborted, { abortSignal: AbortSignal.timeout(3000) });
-    await delay(300);
+    const stopHolder = new AbortController();
+    const held = heldUntilAborted();
+    const holder = newElector(store, "holder").tryLead(held.task, { abortSignal: stopHolder.signal });
+    await held.begun;
     const controller = new AbortController();
     let led = false;
     const waiting = newElector(store, "waiter").lead(
@@ -227,6 +247,7 @@ describe("leadership on Azurite", () => {
     controller.abort(new Error("operator stopped waiting"));
     await expect(waiting).rejects.toThrow("operator stopped waiting");
     expect(led).toBe(false);
+    stopHolder.abort();
     expect(await holder).toMatchObject({ outcome: "aborted", reason: "shutdown" });
   });
 });

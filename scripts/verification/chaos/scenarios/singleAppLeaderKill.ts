@@ -191,8 +191,14 @@ async function killRound(
     ROUND_TIMEOUT_MS,
     killIndex,
   );
-  // The step that completed the job ends just after it.
-  await cluster.waitForEvent(after("step-completed"), 30_000, killIndex);
+  // The step that completed the job ends just after it: wait for that step (its instance and epoch), not any other.
+  if (completed !== undefined) {
+    await cluster.waitForEvent(
+      after("step-completed", (record) => record.instance === completed.instance && record.epoch === completed.epoch),
+      30_000,
+      cluster.records.indexOf(completed),
+    );
+  }
   const seconds = (record: EventRecord | undefined): number | null =>
     record === undefined ? null : Math.round(Date.parse(record.ts) - caught.atMs) / 1000;
   const first = (type: string): EventRecord | undefined => cluster.records.slice(killIndex).find(after(type));
