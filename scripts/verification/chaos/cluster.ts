@@ -52,8 +52,6 @@ export interface ChaosInstance {
   readonly process: InstanceProcess;
   /** Worker invocations started and not yet finished (from the host's Executing/Executed lines). */
   readonly inFlight: Set<string>;
-  /** The epoch of the step it is running, if any (step-started seen, no end yet). */
-  runningEpoch?: number;
   frozen: boolean;
   /**
    * Whether its host holds its app's timer listener lock (from the host's log lines): it is the one firing the timer.
@@ -89,16 +87,7 @@ export class ChaosCluster {
     this.settings = readSettings(env);
     this.handlers = {
       onEvent: (state, line) => {
-        const record = recordFromEventLine(line);
-        const instance = this.byState(state);
-        if (instance !== undefined && line.type === "step-started") instance.runningEpoch = line.epoch;
-        if (
-          instance !== undefined &&
-          (line.type === "step-completed" || line.type === "step-aborted") &&
-          line.epoch === instance.runningEpoch
-        )
-          delete instance.runningEpoch;
-        this.events.append(record);
+        this.events.append(recordFromEventLine(line));
       },
       onLog: (state, line) => {
         const instance = this.byState(state);
@@ -119,7 +108,6 @@ export class ChaosCluster {
       onExit: (state) => {
         const instance = this.byState(state);
         if (instance === undefined) return;
-        delete instance.runningEpoch;
         instance.inFlight.clear();
         instance.holdsTimerLock = false;
         const exit = state.exit;
@@ -225,23 +213,6 @@ export class ChaosCluster {
         const record = records[index];
         if (record !== undefined && match(record)) return record;
       }
-      if (Date.now() > deadline) return undefined;
-      await delay(50);
-    }
-  }
-
-  /** Waits until some live, unfrozen instance is in a step; undefined after `timeoutMs`. */
-  async waitForStepRunning(
-    timeoutMs: number,
-    filter: (instance: ChaosInstance) => boolean = () => true,
-  ): Promise<ChaosInstance | undefined> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const leader = this.instances.find(
-        (instance) =>
-          instance.process.alive && !instance.frozen && instance.runningEpoch !== undefined && filter(instance),
-      );
-      if (leader !== undefined) return leader;
       if (Date.now() > deadline) return undefined;
       await delay(50);
     }

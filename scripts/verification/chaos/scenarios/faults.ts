@@ -13,29 +13,7 @@ export interface CaughtLeader {
 }
 
 /**
- * Waits for a leader in a step, lets the step run a seeded 200–1500 ms, and — if that very step is still running —
- * calls `strike` on it (SIGKILL, SIGSTOP, step-down…). Tries the next step when the chosen one ended first.
- */
-export async function catchLeaderMidStep(
-  run: ScenarioRun,
-  strike: (instance: ChaosInstance) => void | Promise<void>,
-  timeoutMs = 40_000,
-): Promise<CaughtLeader | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const leader = await run.cluster.waitForStepRunning(deadline - Date.now());
-    const epoch = leader?.runningEpoch;
-    if (leader === undefined || epoch === undefined) return undefined;
-    await delay(run.random.int(200, 1500));
-    if (leader.runningEpoch !== epoch || !leader.process.alive) continue;
-    await strike(leader);
-    return { instance: leader, epoch, atMs: Date.now() };
-  }
-  return undefined;
-}
-
-/**
- * Like {@link catchLeaderMidStep}, but for a step that has `jobId` to work on, decided from the event log alone: from
+ * Waits for a step that has `jobId` to work on and strikes it mid-step, decided from the event log alone: from
  * record `fromIndex` on, takes the step that registers the job, or any step begun after it, lets it run a seeded
  * 200–1500 ms, and calls `strike` if the log shows that very step still running (no step-completed/aborted, no exit)
  * and the job not completed. A step without an active job ends within milliseconds, so catching "any" step races the
@@ -98,26 +76,23 @@ export function stepStillRunning(records: readonly EventRecord[], instance: stri
 }
 
 /**
- * SIGKILLs the leader mid-step and records the fault (a leader must exist again soon after). With `job` (its id and
- * the event-log index it was submitted at), only a step that has that job to work on is struck: with work units and
- * wake-ups a job can finish within one short step, and the idle steps after it end in milliseconds.
+ * SIGKILLs the leader mid-step and records the fault (a leader must exist again soon after). Only a step that has
+ * `job` (its id and the event-log index it was submitted at) to work on is struck: with work units and wake-ups a job
+ * can finish within one short step, and the idle steps after it end in milliseconds.
  */
 export async function killLeaderMidStep(
   run: ScenarioRun,
   label: string,
-  job?: { id: string; fromIndex: number },
+  job: { id: string; fromIndex: number },
 ): Promise<CaughtLeader | undefined> {
   const kill = (instance: ChaosInstance): void => {
     instance.process.kill();
   };
-  const caught =
-    job === undefined ? await catchLeaderMidStep(run, kill) : await catchStepWithJob(run, job.id, job.fromIndex, kill);
+  const caught = await catchStepWithJob(run, job.id, job.fromIndex, kill);
   if (caught === undefined) {
-    const completed =
-      job !== undefined &&
-      run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
+    const completed = run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
     run.fail(
-      `${label}: no leader was in a step to kill${job === undefined ? "" : completed ? " (the job completed first)" : " with the job to work on"}`,
+      `${label}: no leader was in a step to kill${completed ? " (the job completed first)" : " with the job to work on"}`,
     );
     return undefined;
   }
