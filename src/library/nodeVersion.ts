@@ -4,9 +4,9 @@ import { ConfigurationError } from "./errors";
 const MINIMUM = [22, 12] as const;
 
 /**
- * Throws unless this process runs Node.js 22.12 or later, the `engines` floor. Older ones lack what the package uses
- * (`Promise.withResolvers` came in 22) and would otherwise fail every tick with a TypeError in the logs instead of
- * once, at start.
+ * Throws unless this process runs Node.js 22.12 or later: `engines` in package.json, the oldest Node the package is
+ * tested on. Below 22, `Promise.withResolvers` is missing and every term would fail with a TypeError in the logs; this
+ * says so once, at start, instead.
  *
  * @throws ConfigurationError naming the Node.js version needed and the one running.
  */

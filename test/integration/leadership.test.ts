@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { StorageError } from "../../src/library/errors";
 import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
-import { LeaderElector, type LeaderTask } from "../../src/library/leadership/LeaderElector";
+import { LeaderElector, type LeadResult, type LeaderTask } from "../../src/library/leadership/LeaderElector";
 import { describeLeader, requestStepDown } from "../../src/library/leadership/leaderInfo";
 import type { LeaderElectorOptions } from "../../src/library/leadership/options";
 import { delay } from "../../src/library/util/delay";
@@ -11,19 +11,25 @@ import { Recorder } from "../support/recorder";
 const untilAborted: LeaderTask<never> = (term) => delay(3600_000, { abortSignal: term.signal }) as Promise<never>;
 
 /**
- * `untilAborted`, and a promise that settles once the task has begun: the lease is held. Tests wait for it instead of
- * a fixed head start, which a fresh Azurite on a loaded machine can take over a second to give (measured: 1.3 s).
+ * Starts `elector.tryLead` with a task that holds leadership until aborted, and resolves once that task has begun: the
+ * lease is held. Tests wait for it instead of a fixed head start, which a fresh Azurite on a loaded machine can take
+ * over a second to give (measured: 1.3 s). Rejects, saying why, if the attempt ends without leading.
  */
-function heldUntilAborted(): { task: LeaderTask<never>; begun: Promise<void> } {
+async function holdLease(
+  elector: LeaderElector,
+  options: { abortSignal?: AbortSignal } = {},
+): Promise<{ running: Promise<LeadResult<never>> }> {
   let begin: () => void = () => undefined;
   const begun = new Promise<void>((resolve) => (begin = resolve));
-  return {
-    task: (term) => {
-      begin();
-      return untilAborted(term);
-    },
-    begun,
-  };
+  const running = elector.tryLead((term) => {
+    begin();
+    return untilAborted(term);
+  }, options);
+  const endedFirst = running.then((result) => {
+    throw new Error(`the holder never led: ${JSON.stringify(result)}`);
+  });
+  await Promise.race([begun, endedFirst]);
+  return { running };
 }
 
 describe("leadership on Azurite", () => {
@@ -171,9 +177,7 @@ describe("leadership on Azurite", () => {
   it("steps down when an operator revokes, and another instance takes over with a higher epoch", async () => {
     const store = newStore();
     const leader = newElector(store, "revokee");
-    const held = heldUntilAborted();
-    const running = leader.tryLead(held.task);
-    await held.begun;
+    const { running } = await holdLease(leader);
     const info = await describeLeader(store);
     expect(info).toMatchObject({ holder: "revokee", epoch: 1, transitions: 1, leaseState: "leased" });
     expect(await leader.requestStepDown()).toBe(1);
@@ -207,9 +211,7 @@ describe("leadership on Azurite", () => {
   it("a leader whose lease is breaking loses it, and its next attempt gives 'not-acquired', not an exception", async () => {
     const store = newStore();
     const elector = newElector(store, "holder");
-    const held = heldUntilAborted();
-    const running = elector.tryLead(held.task);
-    await held.begun;
+    const { running } = await holdLease(elector);
     await store.breakLease(30);
     expect(await running).toMatchObject({ outcome: "aborted", reason: "lost" });
     expect((await store.read()).state).toBe("breaking");
@@ -231,9 +233,10 @@ describe("leadership on Azurite", () => {
   it("lead() aborted mid-wait rejects with the caller's reason and never leads", async () => {
     const store = newStore();
     const stopHolder = new AbortController();
-    const held = heldUntilAborted();
-    const holder = newElector(store, "holder").tryLead(held.task, { abortSignal: stopHolder.signal });
-    await held.begun;
+    onTestFinished(() => {
+      stopHolder.abort();
+    });
+    const { running: holder } = await holdLease(newElector(store, "holder"), { abortSignal: stopHolder.signal });
     const controller = new AbortController();
     let led = false;
     const waiting = newElector(store, "waiter").lead(

@@ -12,7 +12,8 @@ import { FakeLeaseStore } from "../support/FakeLeaseStore";
 /**
  * On a Node older than `engines` (22.12), the coordinator used to register and then fail every tick with "TypeError:
  * Promise.withResolvers is not a function" in the logs, while `npm run local` showed followers and a job at 0 % until
- * it was interrupted. Each entry now refuses at once, saying which Node it needs and which one it runs on.
+ * it was interrupted. Each entry now refuses at once, saying which Node it needs and which one it runs on. A client
+ * that only submits or reads jobs is not refused: it builds a LeaderElector but never leads.
  */
 
 const realNode = process.versions.node;
@@ -27,7 +28,7 @@ afterEach(() => {
 const NEEDS = /needs Node\.js 22\.12 or later \(22 or 24 on Azure Functions\); this process runs Node 20\.20\.2/;
 
 describe("the supported Node.js versions (package.json engines: >=22.12)", () => {
-  it.each(["22.12.0", "22.23.3", "23.0.0", "24.0.0", "25.1.0"])("accepts %s", (version) => {
+  it.each(["22.12.0", "22.23.3", "23.0.0-rc.1", "24.0.0", "24.0.0-pre", "25.1.0"])("accepts %s", (version) => {
     expect(() => {
       assertSupportedNode(version);
     }).not.toThrow();
@@ -39,7 +40,7 @@ describe("the supported Node.js versions (package.json engines: >=22.12)", () =>
     }).toThrow(ConfigurationError);
     expect(() => {
       assertSupportedNode(version);
-    }).toThrow(`this process runs Node ${version}`);
+    }).toThrow(`needs Node.js 22.12 or later (22 or 24 on Azure Functions); this process runs Node ${version}.`);
   });
 
   it("its floor is package.json's engines", () => {
@@ -68,9 +69,13 @@ describe("the supported Node.js versions (package.json engines: >=22.12)", () =>
     expect(registered).toEqual([]);
   });
 
-  it("the leader-election entry's LeaderElector refuses on Node 20", () => {
+  it("the leader-election entry's LeaderElector refuses to lead on Node 20 (building one, as a client does, works)", async () => {
     pretendNode("20.20.2");
-    expect(() => new LeaderElector({ store: new FakeLeaseStore() })).toThrow(NEEDS);
+    const store = new FakeLeaseStore();
+    const elector = new LeaderElector({ store });
+    await expect(elector.tryLead(() => Promise.resolve())).rejects.toThrow(NEEDS);
+    await expect(elector.lead(() => Promise.resolve())).rejects.toThrow(NEEDS);
+    expect(store.calls).toEqual([]);
   });
 
   it("npm run local refuses on Node 20 with exit code 2 and the reason, starting nothing", async () => {

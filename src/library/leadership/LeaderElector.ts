@@ -68,9 +68,8 @@ export class LeaderElector {
   /** The attempt or term in progress (its term once the lease is acquired): an elector never runs two at once. */
   private current: { term: Term | undefined } | undefined;
 
-  /** @throws ConfigurationError when an option is out of range, or on a Node.js older than 22.12. */
+  /** @throws ConfigurationError when an option is out of range. */
   constructor(options: LeaderElectorOptions) {
-    assertSupportedNode();
     this.options = resolveElectorOptions(options);
     this.silence = new SilenceWatch(this.options);
   }
@@ -96,9 +95,11 @@ export class LeaderElector {
    *
    * @throws the task's own error when it fails while leadership holds (the lease is released first);
    *   a `StorageError` when storage cannot be reached (a lease that may have been acquired is released first);
-   *   the signal's reason when `abortSignal` fired before a term.
+   *   the signal's reason when `abortSignal` fired before a term; a `ConfigurationError` on a Node.js older than 22.12.
    */
   async tryLead<T>(task: LeaderTask<T>, options: LeadOptions = {}): Promise<LeadResult<T>> {
+    // Here, not in the constructor: a client that only submits or reads jobs builds an elector and never leads.
+    assertSupportedNode();
     const { abortSignal } = options;
     throwIfAborted(abortSignal);
     const callOptions = this.forCall(options);

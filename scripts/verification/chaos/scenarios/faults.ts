@@ -31,8 +31,6 @@ export async function catchStepWithJob(
   const { cluster } = run;
   const deadline = Date.now() + timeoutMs;
   const tried = new Set<string>();
-  const jobCompleted = (): boolean =>
-    cluster.records.some((record) => record.type === "job-completed" && record.jobId === jobId);
   let index = fromIndex;
   while (Date.now() < deadline) {
     const candidate = await cluster.waitForEvent(
@@ -40,7 +38,7 @@ export async function catchStepWithJob(
       deadline - Date.now(),
       index,
     );
-    if (candidate === undefined || jobCompleted()) return undefined;
+    if (candidate === undefined || jobCompleted(run, jobId)) return undefined;
     index = cluster.records.indexOf(candidate, index) + 1;
     const { instance: id, epoch } = candidate;
     if (epoch === undefined || tried.has(`${id}@${epoch}`)) continue;
@@ -52,7 +50,7 @@ export async function catchStepWithJob(
       !instance.process.alive ||
       instance.frozen ||
       !accept(instance) ||
-      jobCompleted() ||
+      jobCompleted(run, jobId) ||
       !stepStillRunning(cluster.records, id, epoch)
     )
       continue;
@@ -60,6 +58,11 @@ export async function catchStepWithJob(
     return { instance, epoch, atMs: Date.now() };
   }
   return undefined;
+}
+
+/** Whether the event log shows the job completed. */
+export function jobCompleted(run: ScenarioRun, jobId: string): boolean {
+  return run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === jobId);
 }
 
 /** Whether the log shows `instance`'s step of `epoch` begun and not yet ended (nor the instance exited). */
@@ -90,9 +93,8 @@ export async function killLeaderMidStep(
   };
   const caught = await catchStepWithJob(run, job.id, job.fromIndex, kill);
   if (caught === undefined) {
-    const completed = run.cluster.records.some((record) => record.type === "job-completed" && record.jobId === job.id);
     run.fail(
-      `${label}: no leader was in a step to kill${completed ? " (the job completed first)" : " with the job to work on"}`,
+      `${label}: no leader was in a step to kill${jobCompleted(run, job.id) ? " (the job completed first)" : " with the job to work on"}`,
     );
     return undefined;
   }

@@ -1,7 +1,7 @@
 import { delay } from "../../../../src/library/util/delay";
 import { stepIntervals } from "../invariants";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
-import { catchStepWithJob } from "./faults";
+import { catchStepWithJob, jobCompleted } from "./faults";
 
 /** Grace for a renewal answered just before Azurite stopped to be logged after, and for process scheduling. */
 const GRACE_MS = 2000;
@@ -31,7 +31,9 @@ export function outageScenario(options: ScenarioOptions): Promise<ScenarioResult
         await cluster.azurite.stopService();
       });
       if (caught === undefined) {
-        run.fail("no leader was in a step when the outage was due");
+        run.fail(
+          `no leader was in a step when the outage was due${jobCompleted(run, job.id) ? " (the job completed first)" : ""}`,
+        );
         return;
       }
       options.log(`  Azurite stopped while ${caught.instance.id} was in its step of epoch ${caught.epoch}`);

@@ -1,7 +1,7 @@
 import { delay } from "../../../../src/library/util/delay";
 import { writesOfEpochAfter } from "../invariants";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
-import { catchStepWithJob } from "./faults";
+import { catchStepWithJob, jobCompleted } from "./faults";
 
 /** Each work unit's invocation is held this long, so the job outlasts the seeded wait before the freeze. */
 const WORKER_DELAY_MS = 1000;
@@ -22,14 +22,15 @@ export function zombieScenario(options: ScenarioOptions): Promise<ScenarioResult
       await run.startInstances("instance", 3);
       const submittedAt = cluster.records.length;
       const job = await run.jobs.submitDemo("zombie", 120, options.seed);
-      // A step that has the job to work on: a step without work ends within milliseconds, and one that ended just
-      // before the freeze (its end still on its way to the log) would look like a zombie that completed after waking.
+      // A step that has the job to work on: a step without work ends within milliseconds, and the seeded wait could
+      // outlast the job's step, leaving only those. (It also narrows the window of a step whose end is still on its
+      // way to the log when the freeze lands: after the job completes, its step has index writes, ~57 ms, to do.)
       const caught = await catchStepWithJob(run, job.id, submittedAt, (instance) => {
         instance.process.signal("SIGSTOP");
         instance.frozen = true;
       });
       if (caught === undefined) {
-        run.fail("no leader was in a step to freeze");
+        run.fail(`no leader was in a step to freeze${jobCompleted(run, job.id) ? " (the job completed first)" : ""}`);
         return;
       }
       const { instance: zombie, epoch, atMs: frozenAt } = caught;
