@@ -1,6 +1,7 @@
 import { delay } from "../../../../src/library/util/delay";
 import type { EventRecord } from "../../../tools/local/eventLog";
 import type { ChaosInstance } from "../cluster";
+import { writesOfEpochAfter } from "../invariants";
 import type { ScenarioRun } from "../scenario";
 
 /** Fault helpers several scenarios share. */
@@ -58,6 +59,79 @@ export async function catchStepWithJob(
     return { instance, epoch, atMs: Date.now() };
   }
   return undefined;
+}
+
+/** {@link catchStepWithJob} with SIGSTOP as the strike: the caught instance is frozen, and marked so. */
+export function freezeStepWithJob(
+  run: ScenarioRun,
+  jobId: string,
+  fromIndex: number,
+): Promise<CaughtLeader | undefined> {
+  return catchStepWithJob(run, jobId, fromIndex, (instance) => {
+    instance.process.signal("SIGSTOP");
+    instance.frozen = true;
+  });
+}
+
+/** What came of a frozen step: who took over meanwhile, when it woke, how its step ended. */
+export interface Thawed {
+  /** The first lease-acquired of a higher epoch by another instance during the freeze. */
+  successor: EventRecord | undefined;
+  resumedAt: number;
+  /** The frozen step's step-completed or step-aborted, logged within 15 s of waking. */
+  ended: EventRecord | undefined;
+}
+
+/**
+ * Keeps a step {@link freezeStepWithJob} froze frozen until `freezeMs` after the strike, watching the log from record
+ * `fromIndex` on for a successor; then thaws it (SIGCONT), records the freeze and the fault, and waits up to 15 s for
+ * its step to end. After the jobs, every version stored with the frozen epoch after it woke is a stale write, failing
+ * the run as `who`'s ("the zombie", "the frozen leader").
+ */
+export async function thawAfter(
+  run: ScenarioRun,
+  caught: CaughtLeader,
+  freezeMs: number,
+  fromIndex: number,
+  who: string,
+): Promise<Thawed> {
+  const { cluster } = run;
+  const { instance, epoch, atMs: frozenAt } = caught;
+  const successor = await cluster.waitForEvent(
+    (record) =>
+      record.type === "lease-acquired" &&
+      record.instance !== instance.id &&
+      (record.epoch ?? 0) > epoch &&
+      Date.parse(record.ts) >= frozenAt,
+    freezeMs,
+    fromIndex,
+  );
+  await delay(Math.max(0, frozenAt + freezeMs - Date.now()));
+  const wokeAt = cluster.records.length;
+  instance.process.signal("SIGCONT");
+  instance.frozen = false;
+  const resumedAt = Date.now();
+  run.options.log(`  SIGCONT ${instance.id}`);
+  run.freezes.push({ instance: instance.id, fromMs: frozenAt, toMs: resumedAt });
+  run.recordFault(
+    { kind: "SIGSTOP", target: instance.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true },
+    { epoch, frozenMs: resumedAt - frozenAt },
+  );
+  const ended = await cluster.waitForEvent(
+    (record) =>
+      record.instance === instance.id &&
+      record.epoch === epoch &&
+      (record.type === "step-completed" || record.type === "step-aborted"),
+    15_000,
+    wokeAt,
+  );
+  run.afterJobs.push(() => {
+    const late = writesOfEpochAfter(run.observer.versions, epoch, resumedAt);
+    run.staleWrites += late.length;
+    for (const version of late) run.fail(`${who}'s epoch ${epoch} wrote ${version.key} after it woke`);
+    return Promise.resolve();
+  });
+  return { successor, resumedAt, ended };
 }
 
 /** Whether the event log shows the job completed. */

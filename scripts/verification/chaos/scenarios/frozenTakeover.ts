@@ -1,7 +1,5 @@
-import { delay } from "../../../../src/library/util/delay";
-import { writesOfEpochAfter } from "../invariants";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
-import { catchStepWithJob } from "./faults";
+import { freezeStepWithJob, thawAfter } from "./faults";
 
 /** How long the leader stays frozen: past its takeover deadline and a contender's wait, well short of its lease. */
 const FREEZE_MS = 8_000;
@@ -40,10 +38,7 @@ export function frozenTakeoverScenario(options: ScenarioOptions): Promise<Scenar
         const marker = cluster.records.length;
         const job = await run.jobs.submitDemo(`frozen-${round}`, 120, options.seed + round);
         // A step that has the job to work on (not any step: one without work ends within milliseconds).
-        const caught = await catchStepWithJob(run, job.id, marker, (instance) => {
-          instance.process.signal("SIGSTOP");
-          instance.frozen = true;
-        });
+        const caught = await freezeStepWithJob(run, job.id, marker);
         if (caught === undefined) {
           run.fail(`round ${round}: no leader was in a step to freeze`);
           continue;
@@ -53,50 +48,18 @@ export function frozenTakeoverScenario(options: ScenarioOptions): Promise<Scenar
         // Its lease was renewed at most one renew interval before the freeze: it cannot expire sooner than this.
         const leaseValidUntilMs =
           frozenAt - cluster.settings.LEASE_RENEW_INTERVAL_MS + cluster.settings.LEASE_DURATION_SECONDS * 1000;
-        const successor = await cluster.waitForEvent(
-          (record) =>
-            record.type === "lease-acquired" &&
-            record.instance !== frozen.id &&
-            (record.epoch ?? 0) > epoch &&
-            Date.parse(record.ts) >= frozenAt,
-          FREEZE_MS,
-          marker,
-        );
-        await delay(Math.max(0, frozenAt + FREEZE_MS - Date.now()));
-        const wokeMarker = cluster.records.length;
-        frozen.process.signal("SIGCONT");
-        frozen.frozen = false;
-        const resumedAt = Date.now();
-        run.freezes.push({ instance: frozen.id, fromMs: frozenAt, toMs: resumedAt });
-        run.recordFault(
-          { kind: "SIGSTOP", target: frozen.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true },
-          { epoch, frozenMs: resumedAt - frozenAt },
-        );
+        const { successor, resumedAt, ended } = await thawAfter(run, caught, FREEZE_MS, marker, "the frozen leader");
         if (successor === undefined) run.fail(`round ${round}: no successor took over while ${frozen.id} was frozen`);
         else if (typeof successor.brokenBy !== "string")
           run.fail(`round ${round}: the successor of epoch ${epoch} did not take over by breaking its lease`);
         else if (Date.parse(successor.ts) >= leaseValidUntilMs)
           run.fail(`round ${round}: the successor came only when the frozen leader's lease could have expired`);
-        const ended = await cluster.waitForEvent(
-          (record) =>
-            record.instance === frozen.id &&
-            record.epoch === epoch &&
-            (record.type === "step-completed" || record.type === "step-aborted"),
-          15_000,
-          wokeMarker,
-        );
         if (ended === undefined)
           run.fail(`round ${round}: the frozen leader's step did not end within 15 s of SIGCONT`);
         else if (ended.type === "step-completed")
           run.fail(
             `round ${round}: the frozen leader's step (epoch ${epoch}) COMPLETED after waking instead of aborting`,
           );
-        run.afterJobs.push(() => {
-          const late = writesOfEpochAfter(run.observer.versions, epoch, resumedAt);
-          run.staleWrites += late.length;
-          for (const version of late) run.fail(`the frozen leader's epoch ${epoch} wrote ${version.key} after it woke`);
-          return Promise.resolve();
-        });
         figures.push({
           round,
           frozen: frozen.id,

@@ -1,7 +1,5 @@
-import { delay } from "../../../../src/library/util/delay";
-import { writesOfEpochAfter } from "../invariants";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
-import { catchStepWithJob, jobCompleted } from "./faults";
+import { freezeStepWithJob, jobCompleted, thawAfter } from "./faults";
 
 /** Each work unit's invocation is held this long, so the job outlasts the seeded wait before the freeze. */
 const WORKER_DELAY_MS = 1000;
@@ -25,54 +23,19 @@ export function zombieScenario(options: ScenarioOptions): Promise<ScenarioResult
       // A step that has the job to work on: a step without work ends within milliseconds, and the seeded wait could
       // outlast the job's step, leaving only those. (It also narrows the window of a step whose end is still on its
       // way to the log when the freeze lands: after the job completes, its step has index writes, ~57 ms, to do.)
-      const caught = await catchStepWithJob(run, job.id, submittedAt, (instance) => {
-        instance.process.signal("SIGSTOP");
-        instance.frozen = true;
-      });
+      const caught = await freezeStepWithJob(run, job.id, submittedAt);
       if (caught === undefined) {
         run.fail(`no leader was in a step to freeze${jobCompleted(run, job.id) ? " (the job completed first)" : ""}`);
         return;
       }
       const { instance: zombie, epoch, atMs: frozenAt } = caught;
       options.log(`  SIGSTOP ${zombie.id} in its step of epoch ${epoch} for ${freezeMs / 1000} s`);
-      const successor = await cluster.waitForEvent(
-        (record) =>
-          record.type === "lease-acquired" &&
-          record.instance !== zombie.id &&
-          (record.epoch ?? 0) > epoch &&
-          Date.parse(record.ts) >= frozenAt,
-        freezeMs,
-      );
-      await delay(Math.max(0, frozenAt + freezeMs - Date.now()));
-      const marker = cluster.records.length;
-      zombie.process.signal("SIGCONT");
-      zombie.frozen = false;
-      const resumedAt = Date.now();
-      options.log(`  SIGCONT ${zombie.id}`);
-      run.freezes.push({ instance: zombie.id, fromMs: frozenAt, toMs: resumedAt });
-      run.recordFault(
-        { kind: "SIGSTOP", target: zombie.id, startMs: frozenAt, endMs: resumedAt, leaderCheck: true },
-        { epoch, frozenMs: resumedAt - frozenAt },
-      );
+      const { successor, resumedAt, ended } = await thawAfter(run, caught, freezeMs, submittedAt, "the zombie");
       if (successor === undefined)
         run.fail(`no successor acquired the lease while ${zombie.id} was frozen for ${freezeMs} ms`);
-      const ended = await cluster.waitForEvent(
-        (record) =>
-          record.instance === zombie.id &&
-          record.epoch === epoch &&
-          (record.type === "step-completed" || record.type === "step-aborted"),
-        15_000,
-        marker,
-      );
       if (ended === undefined) run.fail(`the zombie's step (epoch ${epoch}) did not end within 15 s of SIGCONT`);
       else if (ended.type === "step-completed")
         run.fail(`the zombie's step (epoch ${epoch}) COMPLETED after waking instead of aborting`);
-      run.afterJobs.push(() => {
-        const late = writesOfEpochAfter(run.observer.versions, epoch, resumedAt);
-        run.staleWrites += late.length;
-        for (const version of late) run.fail(`the zombie's epoch ${epoch} wrote ${version.key} after it woke`);
-        return Promise.resolve();
-      });
       Object.assign(run.details, {
         zombie: zombie.id,
         zombieEpoch: epoch,
