@@ -68,7 +68,10 @@ export async function redispatchAfterLapse(
  * queue hands a dead process's messages out again only then ([azure-webjobs-sdk#1040](https://github.com/Azure/azure-webjobs-sdk/issues/1040)),
  * and the job waits. Which units a dead process held is not known here, so every unit in flight is sent again: a unit
  * a live worker is still running is processed twice, and folding counts it once (its items' bits; a kind names its
- * outputs after the idempotency key). At most `maxInFlight` items a call.
+ * outputs after the idempotency key). Every unit in flight, however many: what dispatch allows a job to have out — its
+ * window of `maxInFlight` items, the last unit past it by less than a unit, and at a job's end its tail of at most half
+ * the window (`dispatch.ts`) — so up to about 1.5 × `maxInFlight` items; a unit left out would wait for the host's
+ * 10 minutes, which is what this is for. Messages are sent in groups of {@link SEND_GROUP}: at most that many are held.
  *
  * The units are found from the job's bits alone: a unit's result sets all of its items at once, and an item that
  * could not be sent ended its unit, so every run of items below the cursor with neither bit set starts at a unit's
@@ -90,7 +93,6 @@ export async function redispatchInFlight(
     messages = [];
   };
   for (const [from, end] of unfinishedRuns(state)) {
-    if (report.items >= deps.maxInFlight) break;
     for await (const piece of packUnits(deps, state, { from, until: end, end, chunks: options.chunks, ...io })) {
       if (piece.kind === "unsendable") break;
       messages.push(piece.message);

@@ -4,12 +4,15 @@ import { ChunkCache } from "../../src/coordination/chunkCache";
 import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
 import { keys, jobStateSchema } from "../../src/coordination/jobState";
 import { packUnits } from "../../src/coordination/packUnits";
-import { unfinishedRuns } from "../../src/coordination/redispatch";
+import { redispatchInFlight, unfinishedRuns } from "../../src/coordination/redispatch";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { Bitmap } from "../../src/coordination/bitmap";
+import { processWorkMessage } from "../../src/coordination/worker";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
-import { fakeTerm } from "../support/memoryPorts";
+import { fakeTerm, type MemoryQueue } from "../support/memoryPorts";
+import type { CoordinationDeps } from "../../src/coordination/deps";
+import type { ReceivedMessage } from "../../src/coordination/ports";
 
 /**
  * After a term whose lease lapsed (a crash, a freeze, a takeover), the new leader sends the job's units in flight again
@@ -19,6 +22,15 @@ import { fakeTerm } from "../support/memoryPorts";
 /** A unit's work message as sent: its first item and its inputs. */
 const unit = (body: string): { first: number; inputs: unknown[] } =>
   JSON.parse(body) as { first: number; inputs: unknown[] };
+/** A worker runs one received unit to its end and settles it (its first delivery). */
+async function finish(deps: CoordinationDeps, queue: MemoryQueue, message: ReceivedMessage): Promise<void> {
+  await processWorkMessage(deps, JSON.parse(message.text ?? "") as unknown, {
+    id: message.id,
+    dequeueCount: 1,
+    maxDequeueCount: 5,
+  });
+  await queue.delete(message);
+}
 const items = (count: number) => Array.from({ length: count }, (_, i) => item(`k${i % 3}`, i));
 
 describe("units in flight sent again after a lapsed term (issue 22)", () => {
@@ -63,6 +75,95 @@ describe("units in flight sent again after a lapsed term (issue 22)", () => {
       k1: { count: 8, sum: 92, min: 1, max: 22 },
       k2: { count: 8, sum: 100, min: 2, max: 23 },
     });
+  });
+
+  it("every unit of a dead term is sent again, its tail past the window too, however the runs of unfinished items fall (issue 37.1)", async () => {
+    // A window of 8, units of 2, a spread of 3: a 12-item job goes out whole (its tail of 4 with the window).
+    const {
+      deps,
+      work: queue,
+      state,
+    } = world({
+      workUnitMaxItems: 2,
+      workUnitSpread: 3,
+      dispatchBatchSize: 8,
+      maxInFlight: 8,
+    });
+    const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(12) });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(queue.bodies().map((body) => unit(body).first)).toEqual([0, 2, 4, 6, 8, 10]);
+    // A worker process takes every unit and dies; before it does, it finishes the unit of items 8 and 9.
+    const held = await queue.receive(6, 600);
+    const finished = held.find((message) => unit(message.text ?? "").first === 8);
+    if (finished === undefined) throw new Error("expected the unit of item 8");
+    await finish(deps, queue, finished);
+    await runCoordinationStep(deps, fakeTerm(2, "leader-2", "released"), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ doneCount: 2, dispatched: 12 });
+
+    // In flight: items 0–7 (a window's worth) and 10–11 (the tail). Every one of those units is sent again.
+    const before = queue.bodies().length;
+    const report = await runCoordinationStep(deps, fakeTerm(3, "leader-3", "lapsed"), ONE_PASS);
+    const again = queue
+      .bodies()
+      .slice(before)
+      .map((body) => unit(body).first);
+    expect(again).toEqual([0, 2, 4, 6, 10]);
+    expect(report.redispatched).toBe(10);
+  });
+
+  it("the re-send covers exactly the items in flight, each once, for any window, unit size, spread and results folded", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 24 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 2, max: 10 }),
+        fc.integer({ min: 1, max: 4 }),
+        // Mostly not: a dead worker held most units.
+        fc.array(
+          fc.nat(3).map((n) => n === 0),
+          { minLength: 120, maxLength: 120 },
+        ),
+        async (count, unitItems, window, spread, finishes) => {
+          const {
+            deps,
+            work: queue,
+            state,
+          } = world({
+            workUnitMaxItems: unitItems,
+            workUnitSpread: spread,
+            dispatchBatchSize: window,
+            maxInFlight: window,
+          });
+          const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(count) });
+          // Three rounds: units go out, a worker finishes some (the others die with it), their results are folded.
+          let n = 0;
+          for (let round = 0; round < 3; round++) {
+            await runCoordinationStep(deps, fakeTerm(1 + round), ONE_PASS);
+            for (const message of await queue.receive(40, 600)) {
+              if (finishes[n++] !== true) continue;
+              await finish(deps, queue, message);
+            }
+          }
+          await runCoordinationStep(deps, fakeTerm(4, "leader-4", "released"), ONE_PASS);
+          const job = await readJob(state, id);
+          if (job === undefined) throw new Error("expected the job's state");
+          const done = Bitmap.fromBase64(job.doneBits, count);
+          const open = Array.from({ length: job.dispatched }, (_, i) => i).filter((i) => !done.has(i));
+          const before = queue.bodies().length;
+          const report = await redispatchInFlight(deps, job, { chunks: new ChunkCache() });
+          const again = queue
+            .bodies()
+            .slice(before)
+            .flatMap((body) => {
+              const sent = unit(body);
+              return sent.inputs.map((_, offset) => sent.first + offset);
+            });
+          expect(again).toEqual(open);
+          expect(report.items).toBe(open.length);
+        },
+      ),
+      { numRuns: 200, seed: 37 },
+    );
   });
 
   it("a term after a released one sends nothing again", async () => {
