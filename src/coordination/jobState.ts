@@ -12,6 +12,9 @@ import { describeIssues, type ItemInput } from "./messages";
  * outside, stay strict.
  */
 
+/** Most item chunks a job has: `MAX_ITEMS_PER_JOB` ÷ `CHUNK_SIZE` (`submit.ts`), the fewest items a chunk holds. */
+export const MAX_CHUNKS_PER_JOB = 1000;
+
 /** The job spec the submitter writes (immutable); items are stored separately in chunks. */
 export const jobSpecSchema = z.looseObject({
   v: z.literal(1),
@@ -30,6 +33,12 @@ export const jobSpecSchema = z.looseObject({
    * such a job's units small (`unitSize.ts`). Absent in specs written before it was counted: treated as "may".
    */
   blobItems: z.number().int().min(0).optional(),
+  /**
+   * The length of each item chunk's text (characters of JSON, as read), in chunk order, written by the submitter: the
+   * leader reads ahead only chunks it knows to be small (`chunkCache.ts`), so it never holds several large ones. At
+   * most {@link MAX_CHUNKS_PER_JOB} entries. Absent in specs written before it was recorded: no chunk is read ahead.
+   */
+  chunkChars: z.array(z.number().int().min(0)).max(MAX_CHUNKS_PER_JOB).optional(),
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
@@ -152,6 +161,19 @@ export const keys = {
   /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
   stop: (id: string) => `jobs/${id}/stop`,
 } as const;
+
+/**
+ * The length of a job's chunk's text when the job recorded it (`chunkChars`, one entry per chunk); undefined when not
+ * known (a job submitted before it was recorded).
+ */
+export function chunkCharsOf(
+  job: Pick<JobSpec, "itemCount" | "chunkSize" | "chunkChars">,
+  chunk: number,
+): number | undefined {
+  const { chunkChars } = job;
+  if (chunkChars?.length !== Math.ceil(job.itemCount / job.chunkSize)) return undefined;
+  return chunkChars[chunk];
+}
 
 /** The format version (`v`) of the job specs and job states this version reads. */
 export const JOB_FORMAT_VERSION = jobSpecSchema.shape.v.value;

@@ -1,7 +1,7 @@
 import type { Abortable } from "../library/util/delay";
-import { PREFETCH_CHUNKS, PREFETCH_MAX_CHUNK_BYTES, type ChunkCache, type ChunkRead } from "./chunkCache";
+import { PREFETCH_CHUNKS, type ChunkCache, type ChunkRead } from "./chunkCache";
 import type { CoordinationDeps } from "./deps";
-import { keys, type JobState } from "./jobState";
+import { chunkCharsOf, keys, type JobState } from "./jobState";
 import {
   describeIssues,
   itemInputSchema,
@@ -44,7 +44,8 @@ export function unitLimits(
  * corrupt, its entry not an item input) or that would not fit a message on its own ends the unit before it and is
  * reported instead. Since every unit starts where the one before ended (or after such an item), packing again from a
  * unit's first item gives the same unit: a unit re-sent is the unit sent, which folding relies on. Lazy: a chunk is
- * read when the next item needs it (and up to {@link PREFETCH_CHUNKS} after it are read ahead, while chunks are small).
+ * read when the next item needs it (and up to {@link PREFETCH_CHUNKS} after it are read ahead, while the job's recorded
+ * sizes say they are small).
  */
 export async function* packUnits(
   deps: CoordinationDeps,
@@ -88,11 +89,12 @@ export async function* packUnits(
     const wanted = Math.floor(item / state.chunkSize);
     if (wanted !== chunkIndex) {
       chunkIndex = wanted;
-      const loaded = await chunks.read(deps, keys.chunk(state.id, chunkIndex), io);
+      chunk = { ok: true, entries: [] }; // the chunk done with is let go before the next is read
+      const loaded = await chunks.read(deps, keys.chunk(state.id, chunkIndex), chunkCharsOf(state, chunkIndex), io);
       chunk = loaded.read;
-      if (loaded.bytes <= PREFETCH_MAX_CHUNK_BYTES)
-        for (let next = chunkIndex + 1; next <= Math.min(lastChunk, chunkIndex + PREFETCH_CHUNKS); next++)
-          chunks.prefetch(deps, keys.chunk(state.id, next), io);
+      // The next chunks, while each is known to be small: a large one is read when it is needed, alone.
+      for (let next = chunkIndex + 1; next <= Math.min(lastChunk, chunkIndex + PREFETCH_CHUNKS); next++)
+        if (!chunks.prefetch(deps, keys.chunk(state.id, next), chunkCharsOf(state, next), io)) break;
     }
     const entry = item % state.chunkSize;
     const input = chunk.ok ? itemInputSchema.safeParse(chunk.entries[entry]) : undefined;

@@ -75,6 +75,7 @@ export async function registerJobs(
       params: data.params,
       itemCount: data.itemCount,
       chunkSize: data.chunkSize,
+      ...(data.chunkChars !== undefined ? { chunkChars: data.chunkChars } : {}),
       createdAtMs: data.createdAtMs,
       ...(data.deadlineAtMs !== undefined ? { deadlineAtMs: data.deadlineAtMs } : {}),
       registeredAtMs: deps.now(),

@@ -191,6 +191,8 @@ export class JobWriter {
   readonly id = randomUUID();
   private pending: ItemInput[] = [];
   private chunks = 0;
+  /** The length of each chunk's text, in order (the spec's `chunkChars`). */
+  private readonly chunkChars: number[] = [];
   private count = 0;
   private blobItems = 0;
   /** Chunk writes in flight; none rejects: a failure is kept in `failure`. */
@@ -238,6 +240,7 @@ export class JobWriter {
       createdAtMs,
       ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}),
       blobItems: this.blobItems,
+      chunkChars: this.chunkChars,
     };
     await this.system.writeText(keys.spec(this.id), JSON.stringify(spec), this.options);
     await this.system.writeText(keys.inbox(this.id), "", this.options);
@@ -257,9 +260,11 @@ export class JobWriter {
 
   private async flush(): Promise<void> {
     if (this.pending.length === 0) return;
+    const text = JSON.stringify(this.pending);
+    this.chunkChars.push(text.length);
     this.writes.push(
       this.system
-        .writeText(keys.chunk(this.id, this.chunks++), JSON.stringify(this.pending), this.options)
+        .writeText(keys.chunk(this.id, this.chunks++), text, this.options)
         .catch((error: unknown) => {
           this.failure ??= { error };
         }),
