@@ -63,6 +63,7 @@ ${renderTimeline(view)}
 ${renderJobs(view)}
 ${renderFailures(view)}
 ${renderPoison(view)}
+${renderRetention(view)}
 </main>`;
 }
 
@@ -191,6 +192,21 @@ function renderPoison(view: StatusView): SafeHtml {
   return html`<section id="poison"><h2>Poison queues</h2>
 <p class="muted">Messages waiting here were given up on. The leader records the items a job claims in the work poison queue as failed on its next step; what stays names no job, for a person to inspect.</p>
 <table><thead><tr><th>Queue</th><th>Messages</th></tr></thead><tbody>${rows}</tbody></table>
+</section>`;
+}
+
+/** Shown only when an ended job's removal failed: which, how often, when it is tried again, and why. */
+function renderRetention(view: StatusView): SafeHtml | undefined {
+  const { failures, more } = view.retention;
+  if (failures.length === 0) return undefined;
+  const rows = failures.map(
+    (job) =>
+      html`<tr data-removal-of="${job.id}"><td><code title="${job.id}">${job.id.slice(0, 8)}</code></td><td><time datetime="${job.endedAt}">${job.endedAt}</time></td><td class="num">${job.attempts}</td><td><time datetime="${job.retryAt}">${job.retryAt}</time></td><td>${job.error ?? ""}</td></tr>`,
+  );
+  return html`<section id="retention" class="problems"><h2>Retention</h2>
+<p>Ended jobs past <code>JOB_RETENTION_HOURS</code> that could not be removed (a blob storage will not delete: a legal hold, an immutability policy). Each stays readable and is tried again later; the other jobs go on.</p>
+<table><thead><tr><th>Job</th><th>Ended</th><th>Attempts</th><th>Next try</th><th>Last error</th></tr></thead><tbody>${rows}</tbody></table>
+${more && html`<p class="muted">and more.</p>`}
 </section>`;
 }
 

@@ -4,6 +4,7 @@ import type { JobStatus } from "../coordination/status";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
 import type { Abortable } from "../library/util/delay";
+import { readRetentionView, type RetentionView } from "./statusRetention";
 import {
   MAX_REASONS_SHOWN,
   readJobs,
@@ -105,6 +106,8 @@ export interface StatusView {
   jobs: { active: JobView[]; moreActive: number; pending: JobView[]; recent: JobView[] };
   failures: { items: number; jobsWithFailures: number; reasons: ReasonCount[] };
   poison: PoisonQueueView[];
+  /** Ended jobs whose removal failed and is put off (retention trouble). */
+  retention: RetentionView;
   /** Parts that could not be read, with why; the rest of the page still shows. */
   problems: string[];
 }
@@ -132,7 +135,7 @@ export async function readStatusView(sources: StatusSources, options: StatusView
       return fallback;
     }
   };
-  const [leader, terms, jobs, poison] = await Promise.all([
+  const [leader, terms, jobs, poison, retention] = await Promise.all([
     attempt("leader", () => describeLeader(sources.leaseStore, io), undefined),
     attempt("term history", () => readTermHistory(sources.state, io), []),
     attempt("jobs", () => readJobs(sources, attempt, io), { active: [], moreActive: 0, pending: [], recent: [] }),
@@ -142,8 +145,9 @@ export async function readStatusView(sources: StatusSources, options: StatusView
         depth: await attempt(`poison queue ${queue.name}`, () => queue.approximateCount(io), Number.NaN),
       })),
     ),
+    attempt("retention", () => readRetentionView(sources.system, io), { failures: [], more: false }),
   ]);
-  return buildStatusView({ nowMs, leader, terms, jobs, poison, problems });
+  return buildStatusView({ nowMs, leader, terms, jobs, poison, retention, problems });
 }
 
 /** What {@link buildStatusView} computes the view from (what {@link readStatusView} read). */
@@ -155,6 +159,8 @@ export interface StatusSnapshot {
   jobs: JobLists;
   /** Depth NaN: could not be read (the reason is in `problems`). */
   poison: PoisonQueueView[];
+  /** @default no retention trouble */
+  retention?: RetentionView;
   problems: string[];
 }
 
@@ -195,6 +201,7 @@ export function buildStatusView(snapshot: StatusSnapshot): StatusView {
       reasons: sumReasons(listed.flatMap((job) => job.reasons)),
     },
     poison: snapshot.poison,
+    retention: snapshot.retention ?? { failures: [], more: false },
     problems: snapshot.problems,
   };
 }
