@@ -47,8 +47,17 @@ export interface TermView {
   sinceAgo: string;
   /** True when this term's leader holds the lease now. */
   current: boolean;
+  /**
+   * How long it lasted, for a person: to its last step's end, or to now while it leads; undefined when its end was not
+   * recorded (its step failed, or a version before this one led).
+   */
+  lasted: string | undefined;
+  /** How it ended: gave the lease back, lapsed (expired, broken, taken over), leads now, or not known (yet). */
+  ended: "released" | "lapsed" | "leading now" | undefined;
   /** Position of its start on the timeline, 0 (oldest term) to 1 (now). */
   position: number;
+  /** Position of its end on the timeline (now while it leads); undefined when not recorded. */
+  endPosition: number | undefined;
   /** Index of its holder among `timeline.holders` (for a colour). */
   holderIndex: number;
 }
@@ -226,15 +235,23 @@ function timelineOf(terms: TermEntry[], leader: LeaderInfo | undefined, nowMs: n
   return {
     holders,
     start: startMs === undefined ? undefined : new Date(startMs).toISOString(),
-    terms: terms.map((term) => ({
-      holder: term.holder,
-      epoch: term.epoch,
-      since: new Date(term.sinceMs).toISOString(),
-      sinceAgo: formatDuration(nowMs - term.sinceMs),
-      current: leader?.holder === term.holder && leader.epoch === term.epoch,
-      position: span <= 0 || startMs === undefined ? 1 : clamp01((term.sinceMs - startMs) / span),
-      holderIndex: holders.indexOf(term.holder),
-    })),
+    terms: terms.map((term) => {
+      const current = leader?.holder === term.holder && leader.epoch === term.epoch;
+      const endMs = current ? nowMs : term.endedAtMs;
+      const at = (ms: number): number => (span <= 0 || startMs === undefined ? 1 : clamp01((ms - startMs) / span));
+      return {
+        holder: term.holder,
+        epoch: term.epoch,
+        since: new Date(term.sinceMs).toISOString(),
+        sinceAgo: formatDuration(nowMs - term.sinceMs),
+        current,
+        lasted: endMs === undefined ? undefined : formatDuration(endMs - term.sinceMs),
+        ended: current ? "leading now" : term.end,
+        position: at(term.sinceMs),
+        endPosition: endMs === undefined ? undefined : at(endMs),
+        holderIndex: holders.indexOf(term.holder),
+      };
+    }),
   };
 }
 

@@ -16,7 +16,7 @@ import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
 import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs, type RetentionOptions } from "./retention";
 import { redispatchAfterLapse } from "./redispatch";
-import { recordTerm } from "./termHistory";
+import { recordTerm, recordTermEnd } from "./termHistory";
 
 /**
  * How long an idle pass waits for workers before looking again, while jobs are active: from the first to the second,
@@ -290,7 +290,10 @@ export async function runCoordinationStep(
     // the pass has recorded the jobs that ended, and never holding up the step (`sweepRetention`).
     if (report.passes === 1 && deps.now() - (index?.value.sweptAtMs ?? 0) >= RETENTION_SWEEP_INTERVAL_MS)
       report.removedJobs += await sweepRetention(deps, jobs, { ...io, pastBudget });
-    if (ending) return report;
+    if (ending) {
+      await noteStepEnd(deps, fenced, term);
+      return report;
+    }
     const remainingMs = endMono - monotonicMs();
     // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.
     if (!work) {
@@ -321,6 +324,22 @@ async function sweepRetention(deps: CoordinationDeps, jobs: JobStore, options: R
     );
   }
   return removed;
+}
+
+/**
+ * Records in the term history when this step ended and how the term before it ended (`recordTermEnd`), for the status
+ * page. It changes nothing the coordination reads: a failure is logged, and only an abort is thrown.
+ */
+async function noteStepEnd(deps: CoordinationDeps, fenced: FencedStateStore, term: LeadershipTerm): Promise<void> {
+  try {
+    await recordTermEnd(fenced, term, deps.now(), { abortSignal: term.signal });
+  } catch (error) {
+    if (term.signal.aborted) throw error;
+    deps.logger.warn(
+      `The term history could not record the end of this step (the status page shows it without): ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId: deps.instanceId, epoch: term.epoch },
+    );
+  }
 }
 
 /** The event of a job that has ended, as the step takes it off the active list. */
