@@ -156,6 +156,44 @@ describe("takeover below the lease (unit, fake timers)", () => {
     expect(world.recorder.ofType("lease-renewed").length).toBeGreaterThanOrEqual(1);
   });
 
+  it("a term that ends reports, in lease-lost, the wall-clock moment of its takeover deadline: its last successful heartbeat's start + D", async () => {
+    // Issue 37: the chaos checker bounds a frozen leader's step by the leader's own evidence; heartbeats log nothing,
+    // so the term names the deadline it counted when it ends.
+    const view = new LeaseStoreView(world.store);
+    const started: { atMs: number; ok: boolean }[] = [];
+    const writeRecord = view.writeRecord.bind(view);
+    view.writeRecord = async (...args) => {
+      const call = { atMs: Date.now(), ok: false };
+      started.push(call);
+      await writeRecord(...args);
+      call.ok = true;
+    };
+    const a = on(view, world.store, world.recorder, { instanceId: "unit-a", ...TAKEOVER });
+    const result = a.tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(2_700);
+    Object.assign(view, { only: ["writeRecord"], landAfterMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await result).toMatchObject({ outcome: "aborted", reason: "deadline" });
+    const lastOk = started.filter((call) => call.ok).at(-1);
+    expect(started.filter((call) => call.ok).length).toBeGreaterThanOrEqual(3); // the record write and two heartbeats
+    expect(world.recorder.ofType("lease-lost")).toMatchObject([
+      { reason: "deadline", takeoverDeadlineAtMs: (lastOk?.atMs ?? NaN) + 2_500 },
+    ]);
+  });
+
+  it("a term without takeover names no takeover deadline when it ends", async () => {
+    const view = new LeaseStoreView(world.store);
+    const a = on(view, world.store, world.recorder, { instanceId: "unit-a" });
+    const result = a.tryLead(untilAborted);
+    await vi.advanceTimersByTimeAsync(1_000);
+    view.cut = true;
+    await vi.advanceTimersByTimeAsync(12_000);
+    expect(await result).toMatchObject({ outcome: "aborted", reason: "deadline" });
+    const [lost] = world.recorder.ofType("lease-lost");
+    expect(lost).toBeDefined();
+    expect(lost).not.toHaveProperty("takeoverDeadlineAtMs");
+  });
+
   it("never breaks a holder that does not heartbeat (takeover off, or an older version): it waits for the expiry", async () => {
     const viewA = new LeaseStoreView(world.store);
     const a = on(viewA, world.store, world.recorder, { instanceId: "unit-a" });
