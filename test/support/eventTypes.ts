@@ -20,4 +20,5 @@ export const EVERY_EVENT_TYPE: Readonly<Record<AppEventType, true>> = {
   "job-pass-failed": true,
   "job-removed": true,
   "message-rejected": true,
+  "item-held-event-loop": true,
 };

@@ -22,6 +22,11 @@ export const METRIC_NAMES = {
   leaderChanges: "coordinator.leader.changes",
   /** Jobs active at the end of a completed step. */
   activeJobs: "coordinator.jobs.active",
+  /**
+   * Work items that held the event loop longer than a leader in the process can go without heartbeats or renewals
+   * (`item-held-event-loop`), per task kind.
+   */
+  itemsHeldLoop: "coordinator.items.held_loop",
 } as const;
 
 /** When a step started (its step-started event's wall-clock ms) and what started it. */
@@ -45,6 +50,7 @@ export class CoordinatorMetrics {
   private readonly epoch: Gauge;
   private readonly leaderChanges: Counter;
   private readonly activeJobs: Gauge;
+  private readonly itemsHeldLoop: Counter;
 
   constructor(meter: Meter) {
     this.items = meter.createCounter(METRIC_NAMES.items, { unit: "{item}", description: "Work items processed" });
@@ -64,6 +70,10 @@ export class CoordinatorMetrics {
       description: "Terms begun by another instance than the previous holder",
     });
     this.activeJobs = meter.createGauge(METRIC_NAMES.activeJobs, { unit: "{job}", description: "Active jobs" });
+    this.itemsHeldLoop = meter.createCounter(METRIC_NAMES.itemsHeldLoop, {
+      unit: "{item}",
+      description: "Work items that held the event loop past what a leader's heartbeat allows",
+    });
   }
 
   /**
@@ -76,6 +86,7 @@ export class CoordinatorMetrics {
     if (event.type === "lease-acquired" && event.previousHolder !== "" && event.previousHolder !== event.instanceId)
       this.leaderChanges.add(1);
     if (event.type === "step-completed" || event.type === "step-aborted") this.recordStepEnd(event, started);
+    if (event.type === "item-held-event-loop") this.itemsHeldLoop.add(1, { kind: event.kind });
   }
 
   /** Records a worker's unit: its items done and failed, by task kind. */

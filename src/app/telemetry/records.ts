@@ -62,6 +62,8 @@ export const EVENT_LEVELS: Readonly<Record<AppEventType, LogLevel>> = {
   "job-pass-failed": "warning",
   "job-removed": "information",
   "message-rejected": "warning",
+  // A user's kind held the thread past what a leader's heartbeat allows: leadership may churn.
+  "item-held-event-loop": "warning",
 };
 
 /** An event as a record: a custom event named by its type, its fields as attributes. */
