@@ -1,5 +1,19 @@
 import type { CoordinationDeps } from "../coordination/deps";
 import type { CoordinatorApp, Sink } from "./context";
+import type { Settings } from "./settings";
+
+/**
+ * Longest a worker's item may hold the event loop before it is reported, in ms: what a leader in the same process
+ * survives without its timers running — with takeover the longest a heartbeat may take,
+ * `min(LEASE_TAKEOVER_DEADLINE_MS − LEASE_HEARTBEAT_INTERVAL_MS, LEASE_TAKEOVER_DEADLINE_MS / 2)` (1,250 ms at the
+ * defaults); without, the same of the renewals (5,000 ms).
+ */
+export function maxItemHoldMs(settings: Settings): number {
+  const takeover = settings.LEASE_TAKEOVER_DEADLINE_MS > 0;
+  const deadline = takeover ? settings.LEASE_TAKEOVER_DEADLINE_MS : settings.LEASE_RENEW_DEADLINE_MS;
+  const interval = takeover ? settings.LEASE_HEARTBEAT_INTERVAL_MS : settings.LEASE_RENEW_INTERVAL_MS;
+  return Math.min(deadline - interval, deadline / 2);
+}
 
 /** The coordination ports of this app, with the invocation's sink. */
 export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationDeps {
@@ -20,6 +34,7 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     jobRetentionMs: app.settings.JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
     workUnitConcurrency: app.settings.WORK_UNIT_CONCURRENCY,
+    maxItemHoldMs: maxItemHoldMs(app.settings),
     jobStops: app.jobStops,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,
     workUnitMaxBytes: app.settings.WORK_UNIT_MAX_BYTES,

@@ -105,8 +105,28 @@ export interface JobRemovalFailedEvent extends EventBase {
   error: string;
 }
 
+/**
+ * A worker's item kept the event loop from turning for longer than a leader in the same process can go without its
+ * heartbeats or renewals (synchronous work: parsing, hashing, a CPU-bound loop). A leader there may have lost its
+ * term (with takeover, after 2.5 s without a heartbeat), and every timer of the process waited. The kind should await
+ * between smaller pieces of work, or run it in a worker thread (docs/TASK-KINDS.md).
+ */
+export interface ItemHeldEventLoopEvent extends EventBase {
+  type: "item-held-event-loop";
+  jobId: string;
+  /** The task kind whose item it was. */
+  kind: string;
+  /** The item's index in its job. */
+  item: number;
+  /** The longest the event loop did not turn while the item ran, in ms (measured to about 50 ms). */
+  heldMs: number;
+  /** What the process allows (`maxItemHoldMs`), in ms. */
+  limitMs: number;
+}
+
 /** Every event of the coordination logic. */
 export type CoordinationEvent =
+  | ItemHeldEventLoopEvent
   | JobRegisteredEvent
   | JobCompletedEvent
   | JobFailedEvent

@@ -7,6 +7,7 @@ import { ItemError } from "./taskKinds";
 import { PartialMerger, type RegisteredKind } from "./taskRegistry";
 import { abortReason, delay, type Abortable } from "../library/util/delay";
 import { timeSlicer } from "../library/util/timeSlice";
+import { LoopHoldWatch } from "./loopHold";
 import { inputOf, readInputBlob } from "./workerInputs";
 import { sendItemResult, sendUnitResult } from "./workerResults";
 import { resendOnShutdown } from "./workerResend";
@@ -22,6 +23,7 @@ export type WorkerDeps = Pick<
   | "registry"
   | "maxInputBlobBytes"
   | "workUnitConcurrency"
+  | "maxItemHoldMs"
   | "jobStops"
   | "logger"
   | "emit"
@@ -84,6 +86,9 @@ export const WORKER_SLICE_MS = 10;
  * the process's timers (a leader's heartbeats and renewals, which takeover counts; the stop watch) and I/O would wait.
  */
 const workerSlice = timeSlicer(WORKER_SLICE_MS);
+
+/** The turns of this process's event loop, for items that hold it too long (`item-held-event-loop`). */
+const loopHolds = new LoopHoldWatch();
 
 /** Why a unit's items were aborted: its job was stopped. Not a failure of any item. */
 class JobStoppedSignal extends Error {
@@ -244,14 +249,17 @@ async function runItems(
         "inline" in input
           ? inputOf(undefined, input.inline)
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
-      const partial = await kind.process(data, {
-        params: unit.params,
-        jobId,
-        index: item,
-        idempotencyKey: `${jobId}/${item}`,
-        abortSignal: signal,
-        logger: deps.logger,
-      });
+      const hold = loopHolds.begin();
+      const partial = await kind
+        .process(data, {
+          params: unit.params,
+          jobId,
+          index: item,
+          idempotencyKey: `${jobId}/${item}`,
+          abortSignal: signal,
+          logger: deps.logger,
+        })
+        .finally(() => reportHold(deps, { jobId, kind: kind.name, item }, loopHolds.end(hold)));
       if (kind.hasAggregate) run.partials.add(partial);
       run.done.push(item);
     } catch (error) {
@@ -283,6 +291,24 @@ async function runItems(
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
+}
+
+/** Emits `item-held-event-loop` when an item held the event loop longer than the process allows. */
+function reportHold(deps: WorkerDeps, item: { jobId: string; kind: string; item: number }, heldMs: number): void {
+  const limitMs = deps.maxItemHoldMs;
+  if (limitMs <= 0 || heldMs <= limitMs) return;
+  deps.logger.warn(
+    `Item ${item.item} of job ${item.jobId} (kind "${item.kind}") held the event loop for ${Math.round(heldMs)} ms, longer than the ${limitMs} ms a leader in this process can go without heartbeats or renewals: await between smaller pieces of work, or run it in a worker thread (docs/TASK-KINDS.md)`,
+    { instanceId: deps.instanceId },
+  );
+  deps.emit({
+    type: "item-held-event-loop",
+    instanceId: deps.instanceId,
+    atMs: deps.now(),
+    ...item,
+    heldMs: Math.round(heldMs),
+    limitMs,
+  });
 }
 
 /**

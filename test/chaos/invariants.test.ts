@@ -1,8 +1,11 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { EventRecord } from "../../scripts/tools/local/eventLog";
 import {
   epochOrderViolations,
   epochsNotIncreasing,
+  freezesInLog,
   leaderAgainAfterMs,
   overlappingSteps,
   stepIntervals,
@@ -108,6 +111,111 @@ describe("step intervals and overlap", () => {
       overlappingSteps(stepIntervals(records, { renewDeadlineMs: 10_000, endOfRunMs: T0 + 30_000, freezes })),
     ).toHaveLength(1);
     expect(takeoversByBreak(records).map((record) => record.instance)).toEqual(["b"]);
+  });
+});
+
+/** An event log the chaos suite wrote (`chaos/<scenario>.events.jsonl`), kept as a fixture. */
+function fixtureLog(name: string): EventRecord[] {
+  return readFileSync(join(__dirname, "fixtures", name), "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as EventRecord);
+}
+
+describe("a frozen leader's step, bounded by its own evidence (issue 37)", () => {
+  // A full `npm run chaos` on a loaded machine failed frozen-leader-takeover on this log: "instance-3@e8
+  // (frozen-deadline) and instance-1@e9 (completed) overlap by 435 ms". Term 8 was acquired at 12:07:45.511, frozen at
+  // 46.447, and instance-1 acquired term 9 by a break at 48.742. Heartbeats logged nothing, so the checker capped the
+  // frozen step at the freeze + 250 ms + the 2,500 ms deadline (49.197).
+  const log = fixtureLog("frozen-leader-takeover-2026-11-27.events.jsonl");
+  const options = { renewDeadlineMs: 10_000, takeoverDeadlineMs: 2500, endOfRunMs: Date.parse("2026-11-27T12:09:00Z") };
+  const frozenStep = (intervals: ReturnType<typeof stepIntervals>) =>
+    intervals.find((interval) => interval.instance === "instance-3-22917" && interval.epoch === 8);
+  /** The log with term 8's lease-lost naming the takeover deadline its holder counted. */
+  const withEvidence = (deadlineAtIso: string): EventRecord[] =>
+    log.map((record) =>
+      record.type === "lease-lost" && record.epoch === 8
+        ? { ...record, takeoverDeadlineAtMs: Date.parse(deadlineAtIso) }
+        : record,
+    );
+
+  it("reads the freezes from the log's chaos-fault records", () => {
+    expect(freezesInLog(log)).toEqual([
+      {
+        instance: "instance-3-22917",
+        fromMs: Date.parse("2026-11-27T12:07:14.679Z"),
+        toMs: Date.parse("2026-11-27T12:07:22.684Z"),
+      },
+      {
+        instance: "instance-3-22917",
+        fromMs: Date.parse("2026-11-27T12:07:30.721Z"),
+        toMs: Date.parse("2026-11-27T12:07:38.725Z"),
+      },
+      {
+        instance: "instance-3-22917",
+        fromMs: Date.parse("2026-11-27T12:07:46.447Z"),
+        toMs: Date.parse("2026-11-27T12:07:54.455Z"),
+      },
+    ]);
+  });
+
+  it("without the holder's evidence (this log's version) it stays cautious: the freeze + 250 ms + the deadline, and the overlap it reported", () => {
+    const intervals = stepIntervals(log, { ...options, freezes: freezesInLog(log) });
+    expect(frozenStep(intervals)).toMatchObject({
+      endMs: Date.parse("2026-11-27T12:07:49.197Z"),
+      end: "frozen-deadline",
+    });
+    expect(overlappingSteps(intervals)).toEqual([
+      "instance-3-22917@e8 (frozen-deadline) and instance-1-22910@e9 (completed) overlap by 435 ms",
+    ]);
+  });
+
+  it("with the holder's evidence, its step ends at the deadline it counted: no overlap when its last heartbeat was the record write", () => {
+    // The successor's break landed 3.1 s (its wait) after its first read of the version it broke: no later heartbeat
+    // had landed, so term 8's last successful heartbeat was its record write, sent before its lease-acquired event
+    // (45.511): its deadline fell by 48.011, before the break. A term now names that deadline in its lease-lost.
+    const log2 = withEvidence("2026-11-27T12:07:48.011Z");
+    const intervals = stepIntervals(log2, { ...options, freezes: freezesInLog(log2) });
+    expect(frozenStep(intervals)).toMatchObject({
+      endMs: Date.parse("2026-11-27T12:07:48.011Z"),
+      end: "frozen-deadline",
+    });
+    expect(overlappingSteps(intervals)).toEqual([]);
+  });
+
+  it("a real overlap still fails: a holder whose own deadline fell after the successor's step began", () => {
+    // As if a heartbeat sent at 46.6 (after the harness noted the SIGSTOP, before the signal landed) had succeeded.
+    const log2 = withEvidence("2026-11-27T12:07:49.100Z");
+    const intervals = stepIntervals(log2, { ...options, freezes: freezesInLog(log2) });
+    expect(frozenStep(intervals)).toMatchObject({ endMs: Date.parse("2026-11-27T12:07:49.100Z") });
+    expect(overlappingSteps(intervals)).toEqual([
+      "instance-3-22917@e8 (frozen-deadline) and instance-1-22910@e9 (completed) overlap by 338 ms",
+    ]);
+  });
+
+  it("a run with the evidence (the same scenario after the change, 2026-11-27): every frozen step ends at its holder's own deadline, before its successor's", () => {
+    const run = fixtureLog("frozen-leader-takeover-evidence-2026-11-27.events.jsonl");
+    const freezes = freezesInLog(run);
+    const intervals = stepIntervals(run, { ...options, endOfRunMs: Date.parse("2026-11-27T14:00:00Z"), freezes });
+    const lost = run.filter(
+      (record) => record.type === "lease-lost" && typeof record.takeoverDeadlineAtMs === "number",
+    );
+    expect(freezes).toHaveLength(3);
+    expect(lost).toHaveLength(3);
+    for (const record of lost) {
+      const frozen = intervals.find(
+        (interval) => interval.instance === record.instance && interval.epoch === record.epoch,
+      );
+      expect(frozen).toMatchObject({ end: "frozen-deadline", endMs: record.takeoverDeadlineAtMs });
+    }
+    expect(overlappingSteps(intervals)).toEqual([]);
+  });
+
+  it("the holder's evidence is trusted past the freeze + 250 ms: a process that ran on after SIGSTOP was noted is not cut short", () => {
+    const log2 = withEvidence("2026-11-27T12:07:49.400Z");
+    const intervals = stepIntervals(log2, { ...options, freezes: freezesInLog(log2) });
+    expect(frozenStep(intervals)).toMatchObject({ endMs: Date.parse("2026-11-27T12:07:49.400Z") });
+    expect(overlappingSteps(intervals)).toHaveLength(1);
   });
 });
 

@@ -1,6 +1,7 @@
 import type { CoordinatorApp } from "../../src/app/context";
 import { LeaderWatch, type WatchedElector } from "../../src/coordination/leaderWatch";
 import type { MessageQueue } from "../../src/coordination/ports";
+import { CLOCK_RATE_BOUND } from "../../src/library/leadership/options";
 import { Term, type LeadershipTerm } from "../../src/library/leadership/Term";
 import type { LeaderRecord, LeaseStore } from "../../src/library/lease/LeaseStore";
 import { delay, type Abortable } from "../../src/library/util/delay";
@@ -35,7 +36,7 @@ export function maxRateRatio(clockDriftRatio: number): number {
  * A process's clock rate: exact, at the assumption's extreme, or in between (a third each), so pairs of processes at
  * the extremes are common.
  */
-export function drawClockRate(random: () => number, clockDriftRatio = 0.02): number {
+export function drawClockRate(random: () => number, clockDriftRatio = CLOCK_RATE_BOUND): number {
   const extreme = maxRateRatio(clockDriftRatio);
   const pick = random();
   if (pick < 1 / 3) return 1;

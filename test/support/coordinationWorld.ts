@@ -35,6 +35,7 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     jobRetentionMs: readSettings({}).JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: readSettings({}).MAX_INPUT_BLOB_BYTES,
     workUnitConcurrency: 1,
+    maxItemHoldMs: 0,
     jobStops: new JobStopChecks(system),
     // One item per work message unless a test asks for units (the per-item behaviour most tests check); a test that
     // asks gets units of that many items (no spread over several units, no smaller units for blobs) unless it asks.

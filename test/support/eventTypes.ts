@@ -21,4 +21,5 @@ export const EVERY_EVENT_TYPE: Readonly<Record<AppEventType, true>> = {
   "job-removed": true,
   "job-removal-failed": true,
   "message-rejected": true,
+  "item-held-event-loop": true,
 };

@@ -245,6 +245,7 @@ describe("reading the status view from the ports (in-memory)", () => {
       jobRetentionMs: 7 * 24 * 3_600_000,
       maxInputBlobBytes: 1024 * 1024,
       workUnitConcurrency: 1,
+      maxItemHoldMs: 0,
       jobStops: new JobStopChecks(files),
       workUnitMaxItems: 1,
       workUnitMaxBytes: 45 * 1024,

@@ -241,6 +241,27 @@ describe("telemetry: the coordinator's metrics", () => {
     expect(point(await metrics(), METRIC_NAMES.removalFailures)?.value).toBe(2);
   });
 
+  it("an item that held the event loop too long counts once per item, by kind (issue 37)", async () => {
+    const { telemetry, metrics } = recordingTelemetry();
+    const sink = telemetry.instrument(contextSink(), INVOCATION);
+    const held = (kind: string, item: number): AppEvent => ({
+      type: "item-held-event-loop",
+      instanceId: "instance-a",
+      atMs: 1000,
+      jobId: "job-1",
+      kind,
+      item,
+      heldMs: 3000,
+      limitMs: 1250,
+    });
+    sink.emit(held("slow-kind", 0));
+    sink.emit(held("slow-kind", 1));
+    sink.emit(held("other-kind", 0));
+    const points = await metrics();
+    expect(point(points, METRIC_NAMES.itemsHeldLoop, { kind: "slow-kind" })?.value).toBe(2);
+    expect(point(points, METRIC_NAMES.itemsHeldLoop, { kind: "other-kind" })?.value).toBe(1);
+  });
+
   it("one sample gives each queue's depth and the fold lag (the oldest result's age), whoever leads", async () => {
     const world = memoryApp();
     const { telemetry, metrics } = recordingTelemetry();

@@ -55,6 +55,53 @@ describe("a worker lets the process's timers run between items (the leader's hea
   });
 });
 
+describe("a worker reports an item that held the event loop longer than the leader's heartbeat allows (issue 37)", () => {
+  /** Runs one unit of `inputs` through `process` with a 60 ms limit; the job's id and the events the worker emitted. */
+  async function runUnit(process: (text: string) => number | Promise<number>, inputs: string[]) {
+    const kind = defineTaskKind({
+      name: "probe",
+      process: (input) => process(input.text),
+      aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+    });
+    const {
+      deps,
+      work: queue,
+      events,
+    } = world({ registry: new TaskRegistry([kind]), workUnitMaxItems: 8, maxItemHoldMs: 60 });
+    const { id } = await storeSubmission(deps.system, {
+      kind: "probe",
+      params: null,
+      items: inputs.map((inline) => ({ inline })),
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await work(deps, queue);
+    return { id, held: events.filter((event) => event.type === "item-held-event-loop") };
+  }
+
+  it("emits item-held-event-loop naming the job, kind, item and how long, for the item past the limit only", async () => {
+    // A kind computing for seconds without awaiting keeps a leader in the same process from heartbeating: with
+    // takeover its term ends, silently but for a lease-lost. The worker now says which item did it.
+    const { id, held } = await runUnit(
+      (text) => {
+        spin(text === "long" ? 120 : 1);
+        return 1;
+      },
+      ["short", "long", "short"],
+    );
+    expect(held).toMatchObject([{ jobId: id, kind: "probe", item: 1, limitMs: 60 }]);
+    const [first] = held;
+    expect(first !== undefined && "heldMs" in first ? first.heldMs : 0).toBeGreaterThanOrEqual(120);
+  });
+
+  it("reports nothing for an item that awaits I/O for longer than the limit: the loop turned meanwhile", async () => {
+    const { held } = await runUnit(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      return 1;
+    }, ["a"]);
+    expect(held).toEqual([]);
+  });
+});
+
 describe("timeSlicer: one slice shared by every loop that awaits it", () => {
   /** Whether the event loop has turned (a callback queued with setImmediate has run) since this was called. */
   const turnMarker = (): (() => boolean) => {

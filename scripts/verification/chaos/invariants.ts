@@ -9,9 +9,10 @@ import type { StateVersion } from "./observer";
  * or to that instance's `instance-exited` when it died first, or to the end of the run when neither came. The one
  * documented exception is a FROZEN instance (SIGSTOP): it cannot log while frozen, so its step is taken to end at the
  * last moment its term could still write — the last renewal it sent (or its acquisition) plus the renew deadline, and
- * with takeover no later than the freeze plus the takeover deadline (its last heartbeat was sent before the freeze),
- * after which the library's `assertLeader()` refuses every write — and the stored state is checked to prove that no
- * write of its epoch landed after it woke.
+ * with takeover no later than the takeover deadline the term counted itself (named by its `lease-lost` when it woke;
+ * without it, the freeze plus the takeover deadline: its last heartbeat was sent before the freeze), after which the
+ * library's `assertLeader()` refuses every write — and the stored state is checked to prove that no write of its
+ * epoch landed after it woke.
  */
 
 /**
@@ -36,6 +37,15 @@ export interface FreezeWindow {
 }
 
 const ms = (record: EventRecord): number => Date.parse(record.ts);
+
+/** The freezes a log records (its SIGSTOP `chaos-fault` records: from `startTs` to the record's time, the SIGCONT). */
+export function freezesInLog(records: readonly EventRecord[]): FreezeWindow[] {
+  return records
+    .filter(
+      (record) => record.type === "chaos-fault" && record.fault === "SIGSTOP" && typeof record.startTs === "string",
+    )
+    .map((record) => ({ instance: record.instance, fromMs: Date.parse(String(record.startTs)), toMs: ms(record) }));
+}
 
 /** The steps of a run (see the module comment for where each ends). */
 export function stepIntervals(
@@ -75,16 +85,39 @@ export function stepIntervals(
     for (const freeze of options.freezes ?? []) {
       if (freeze.instance !== start.instance || freeze.fromMs >= interval.endMs || freeze.toMs <= startMs) continue;
       const lastProof = termProofBefore(sorted, start.instance, start.epoch, freeze.fromMs) ?? startMs;
-      const { takeoverDeadlineMs } = options;
       const capMs = Math.min(
         lastProof + options.renewDeadlineMs,
-        takeoverDeadlineMs === undefined ? Infinity : freeze.fromMs + FREEZE_SIGNAL_SLACK_MS + takeoverDeadlineMs,
+        takeoverCapMs(sorted, start, freeze, options.takeoverDeadlineMs),
       );
       if (capMs < interval.endMs) interval = { ...interval, endMs: capMs, end: "frozen-deadline" };
     }
     intervals.push(interval);
   }
   return intervals;
+}
+
+/**
+ * With takeover, the latest a frozen term can have acted by its takeover deadline: the deadline it counted itself, as
+ * its `lease-lost` names it when it wakes (`takeoverDeadlineAtMs`: its last successful heartbeat's start + the
+ * deadline); without that evidence (a log of a version before it, or a process that never woke), the freeze plus
+ * {@link FREEZE_SIGNAL_SLACK_MS} plus the deadline, as its last heartbeat was sent before the freeze.
+ */
+function takeoverCapMs(
+  sorted: readonly EventRecord[],
+  start: EventRecord,
+  freeze: FreezeWindow,
+  takeoverDeadlineMs: number | undefined,
+): number {
+  if (takeoverDeadlineMs === undefined) return Infinity;
+  const evidence = sorted.find(
+    (record) =>
+      record.type === "lease-lost" &&
+      record.instance === start.instance &&
+      record.epoch === start.epoch &&
+      ms(record) >= freeze.fromMs &&
+      typeof record.takeoverDeadlineAtMs === "number",
+  )?.takeoverDeadlineAtMs;
+  return typeof evidence === "number" ? evidence : freeze.fromMs + FREEZE_SIGNAL_SLACK_MS + takeoverDeadlineMs;
 }
 
 /**

@@ -24,6 +24,11 @@ export const METRIC_NAMES = {
   activeJobs: "coordinator.jobs.active",
   /** Removals of ended jobs that failed (`job-removal-failed`: a blob storage will not delete), each put off. */
   removalFailures: "coordinator.retention.failures",
+  /**
+   * Work items that held the event loop longer than a leader in the process can go without heartbeats or renewals
+   * (`item-held-event-loop`), per task kind.
+   */
+  itemsHeldLoop: "coordinator.items.held_loop",
 } as const;
 
 /** When a step started (its step-started event's wall-clock ms) and what started it. */
@@ -48,6 +53,7 @@ export class CoordinatorMetrics {
   private readonly leaderChanges: Counter;
   private readonly activeJobs: Gauge;
   private readonly removalFailures: Counter;
+  private readonly itemsHeldLoop: Counter;
 
   constructor(meter: Meter) {
     this.items = meter.createCounter(METRIC_NAMES.items, { unit: "{item}", description: "Work items processed" });
@@ -71,6 +77,10 @@ export class CoordinatorMetrics {
       unit: "{failure}",
       description: "Removals of ended jobs that failed and were put off",
     });
+    this.itemsHeldLoop = meter.createCounter(METRIC_NAMES.itemsHeldLoop, {
+      unit: "{item}",
+      description: "Work items that held the event loop past what a leader's heartbeat allows",
+    });
   }
 
   /**
@@ -84,6 +94,7 @@ export class CoordinatorMetrics {
       this.leaderChanges.add(1);
     if (event.type === "step-completed" || event.type === "step-aborted") this.recordStepEnd(event, started);
     if (event.type === "job-removal-failed") this.removalFailures.add(1);
+    if (event.type === "item-held-event-loop") this.itemsHeldLoop.add(1, { kind: event.kind });
   }
 
   /** Records a worker's unit: its items done and failed, by task kind. */

@@ -64,6 +64,8 @@ export const EVENT_LEVELS: Readonly<Record<AppEventType, LogLevel>> = {
   // A blob storage will not delete (a legal hold, an immutability policy) keeps an ended job: someone should look.
   "job-removal-failed": "warning",
   "message-rejected": "warning",
+  // A user's kind held the thread past what a leader's heartbeat allows: leadership may churn.
+  "item-held-event-loop": "warning",
 };
 
 /** An event as a record: a custom event named by its type, its fields as attributes. */

@@ -214,7 +214,19 @@ export class Term implements LeadershipTerm {
     const error = new LeadershipLostError(reason, epoch, `${who} stopped leading: ${detail}.`, { cause });
     this.controller.abort(error);
     this.options.logger.warn(error.message, { instanceId, epoch, reason });
-    this.emit({ type: "lease-lost", instanceId, epoch, reason, detail, atMs: this.options.clock.wallMs() });
+    const { clock } = this.options;
+    const atMs = clock.wallMs();
+    const deadline = this.takeoverDeadlineMono;
+    this.emit({
+      type: "lease-lost",
+      instanceId,
+      epoch,
+      reason,
+      detail,
+      atMs,
+      // Where the takeover deadline fell on the wall clock, as this process counted it on its monotonic one.
+      ...(deadline === undefined ? {} : { takeoverDeadlineAtMs: Math.round(atMs - (clock.monotonicMs() - deadline)) }),
+    });
   }
 
   /** Reports an event once the term has begun; a throwing listener is logged, never allowed to break leadership. */

@@ -47,6 +47,13 @@ export interface LeaseLostEvent extends EventBase {
   reason: LeadershipLostReason;
   /** What happened, for a person. */
   detail: string;
+  /**
+   * With takeover: the wall-clock ms of the term's takeover deadline as it stood when the term ended — the start of its
+   * last successful heartbeat plus `takeoverDeadlineMs`, counted on its monotonic clock; past or future. Evidence of
+   * when the term stopped acting for a reader of the event log (the chaos suite bounds a frozen leader's step by it):
+   * heartbeats themselves log nothing. Absent without takeover, or before the term's record was written.
+   */
+  takeoverDeadlineAtMs?: number;
 }
 
 /** This instance released its lease at the end of a term. */

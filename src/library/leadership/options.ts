@@ -36,18 +36,27 @@ export interface TakeoverOptions {
   takeoverDeadlineMs?: number;
   /**
    * The clock assumption of `takeover`: no process's monotonic clock runs faster or slower than real time by more than
-   * this ratio (0.02 = 2 %). From 0 to below 0.5. A contender waits `D × (1 + r) / (1 − r) + takeoverMarginMs` of
-   * silence on its own clock before it breaks (`D`: the holder's `takeoverDeadlineMs`). @default 0.02 (40 times the
-   * 500 ppm by which NTP may slew a clock)
+   * this ratio (0.1 = 10 %). From 0 to below 0.5. A contender waits `D × (1 + r) / (1 − r) + takeoverMarginMs` of
+   * silence on its own clock before it breaks (`D`: the holder's `takeoverDeadlineMs`), so the part of the wait beyond
+   * `D` grows with `D`. @default 0.1 (Linux lets a clock's rate be set 10 % off, adjtimex's tick; chrony slews by up to
+   * 8.3 %, its `maxslewrate`; CLOCK_MONOTONIC follows both: docs/FAILOVER.md)
    */
   clockDriftRatio?: number;
   /**
    * What a contender waits beyond the clock bound before it breaks, in ms (≥ 0): a request the holder sent just before
-   * its deadline still lands before the break when it takes less than this (a later one is fenced by its epoch).
-   * @default 500
+   * its deadline still lands before the break when it takes less than `takeoverMarginMs / (1 + r)` with clocks at the
+   * bound — about 0.6 s more with clocks within NTP's usual 500 ppm (a later one is fenced by its epoch).
+   * @default 50
    */
   takeoverMarginMs?: number;
 }
+
+/**
+ * The default of `clockDriftRatio`: the rate bound takeover's argument assumes (docs/FAILOVER.md, assumption A1). Linux
+ * refuses a tick more than 10 % off its nominal length (adjtimex(2), `ADJ_TICK`), chrony slews by at most 8.3 %
+ * (`maxslewrate`), and CLOCK_MONOTONIC follows both.
+ */
+export const CLOCK_RATE_BOUND = 0.1;
 
 /**
  * Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration.
@@ -212,8 +221,8 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     takeover: options.takeover ?? false,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 1000,
     takeoverDeadlineMs: options.takeoverDeadlineMs ?? 2500,
-    clockDriftRatio: options.clockDriftRatio ?? 0.02,
-    takeoverMarginMs: options.takeoverMarginMs ?? 500,
+    clockDriftRatio: options.clockDriftRatio ?? CLOCK_RATE_BOUND,
+    takeoverMarginMs: options.takeoverMarginMs ?? 50,
   };
   const problems: string[] = [];
   const check = (ok: boolean, message: string): void => {
