@@ -32,6 +32,8 @@ export interface AzuriteOptions {
 export interface Azurite {
   readonly blobPort: number;
   readonly queuePort: number;
+  /** The table service's port (on a free port; the app uses no tables, a benchmark's peer does). */
+  readonly tablePort: number;
   /** A full connection string for these ports (`UseDevelopmentStorage=true` only means the default ports). */
   readonly connectionString: string;
   /** The child's pid while it runs. */
@@ -59,12 +61,13 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   const startTimeoutMs = options.startTimeoutMs ?? 30_000;
   const location = options.persistent ? mkdtempSync(join(tmpdir(), "azurite-")) : undefined;
   let child: ChildProcess | undefined;
-  let ports = await spawnAzurite({ blobPort: 0, queuePort: 0 });
+  let ports = await spawnAzurite({ blobPort: 0, queuePort: 0, tablePort: 0 });
 
   async function spawnAzurite(requested: {
     blobPort: number;
     queuePort: number;
-  }): Promise<{ blobPort: number; queuePort: number }> {
+    tablePort: number;
+  }): Promise<{ blobPort: number; queuePort: number; tablePort: number }> {
     const args = [
       GUARD,
       AZURITE_MAIN,
@@ -79,15 +82,17 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
       String(requested.blobPort),
       "--queuePort",
       String(requested.queuePort),
+      "--tableHost",
+      "127.0.0.1",
       "--tablePort",
-      "0",
+      String(requested.tablePort),
       ...(location ? ["--location", location] : ["--inMemoryPersistence"]),
     ];
     const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     child = proc;
     return new Promise((resolvePorts, reject) => {
       let output = "";
-      const found: { blob?: number; queue?: number } = {};
+      const found: { blob?: number; queue?: number; table?: number } = {};
       const timer = setTimeout(() => {
         proc.kill("SIGKILL");
         reject(new Error(`Azurite did not start within ${startTimeoutMs} ms. Output:\n${output}`));
@@ -95,18 +100,19 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
       const onData = (chunk: Buffer): void => {
         output += chunk.toString();
         for (const match of output.matchAll(
-          /Azurite (Blob|Queue) service is successfully listening at http:\/\/[^:]+:(\d+)/g,
+          /Azurite (Blob|Queue|Table) service is successfully listening at http:\/\/[^:]+:(\d+)/g,
         )) {
           const [, service, port] = match;
           if (service === "Blob") found.blob = Number(port);
           if (service === "Queue") found.queue = Number(port);
+          if (service === "Table") found.table = Number(port);
         }
-        if (found.blob !== undefined && found.queue !== undefined) {
+        if (found.blob !== undefined && found.queue !== undefined && found.table !== undefined) {
           clearTimeout(timer);
           proc.stdout.off("data", onData);
           proc.stdout.resume();
           proc.stderr.resume();
-          resolvePorts({ blobPort: found.blob, queuePort: found.queue });
+          resolvePorts({ blobPort: found.blob, queuePort: found.queue, tablePort: found.table });
         }
       };
       proc.stdout.on("data", onData);
@@ -149,6 +155,9 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     },
     get queuePort() {
       return ports.queuePort;
+    },
+    get tablePort() {
+      return ports.tablePort;
     },
     get connectionString() {
       return azuriteConnectionString(ports.blobPort, ports.queuePort);

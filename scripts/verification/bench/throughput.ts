@@ -19,13 +19,14 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { setMaxListeners } from "node:events";
-import { arch, cpus, loadavg, platform, release, totalmem } from "node:os";
+import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { readSettings } from "../../../src/app/settings";
 import { ensureAppStorage } from "../../tools/local/storageSetup";
 import { parseSchedule } from "../../tools/local/timerTrigger";
 import { startAzurite, type Azurite } from "../../support/azurite";
+import { machineInfo, uploadInputBlobs } from "./benchSetup";
 import { killBaselineWorkers, runBaseline, type BaselineMode } from "./throughput/baseline";
 import { IDLE_LOOP_MS } from "./throughput/baselineProtocol";
 import { sumOf } from "./throughput/cpuTimes";
@@ -118,16 +119,7 @@ async function main(): Promise<number> {
     short: scenarioJob("short", args.shortItems, "bench/short"),
   };
   const inputs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(settings.INPUT_CONTAINER);
-  const upload = async (blobs: readonly { name: string; text: string }[]): Promise<void> => {
-    for (let start = 0; start < blobs.length; start += 64) {
-      await Promise.all(
-        blobs
-          .slice(start, start + 64)
-          .map((blob) => inputs.getBlockBlobClient(blob.name).upload(blob.text, Buffer.byteLength(blob.text))),
-      );
-    }
-  };
-  await upload(jobs.blob.blobs);
+  await uploadInputBlobs(inputs, jobs.blob.blobs);
 
   const baseline = (mode: BaselineMode, job: ScenarioJob, label: string, idleBeforeSendMs = 0) =>
     runBaseline({
@@ -338,16 +330,7 @@ async function main(): Promise<number> {
         "project only, an estimate: per instance as Flex would place the invocations (it scales each queue- or timer-triggered function on instances of its own: https://learn.microsoft.com/azure/azure-functions/event-driven-scaling): workers one instance per local process, the wake-up function on one instance (a few messages; target-based scaling asks one instance per 16), the timer on one; the time at least one invocation ran (from the local host's Executing/Executed lines), each activity period at least 1 s and rounded up to 100 ms, × 2 GB (Flex Consumption's billing rule: https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing); computeUpperUSD bills each execution alone (at least 1 s each), the bound should the minimum apply per execution; invocation durations on this loaded 2-core machine, not Azure's",
       azurite: "persistent (on disk in a temporary folder)",
     },
-    machine: {
-      loadAverage1m: { start: loadAtStart, end: load() },
-      platform: platform(),
-      release: release(),
-      arch: arch(),
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model,
-      totalMemoryMiB: Math.round(totalmem() / 1024 / 1024),
-      node: process.version,
-    },
+    machine: machineInfo({ start: loadAtStart, end: load() }),
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     output: outputDir,

@@ -15,6 +15,12 @@ export const PRICES = {
   blobWritePerMillion: 5.5,
   /** Blob Storage hot LRS read and all other operations (per million); deletes are free. */
   blobReadOtherPerMillion: 0.44,
+  /**
+   * Table Storage, standard LRS, any transaction (per million): $0.00036 per 10,000
+   * (https://azure.microsoft.com/pricing/details/storage/tables/); a batch (entity group transaction) is billed per
+   * entity it carries. Our app uses no tables; the Durable Task Framework's peer does (../peer/).
+   */
+  tableTransactionPerMillion: 0.036,
   /** Flex Consumption on-demand executions (per million). */
   executionPerMillion: 0.4,
   /** Flex Consumption on-demand execution time, per GB-s (docs/DEPLOY.md#costs). */
@@ -25,7 +31,7 @@ export const PRICES = {
 
 /** The prices as a sentence, for reports. */
 export const PRICES_NOTE =
-  "USD list prices: queue operation $0.40/M; blob hot LRS write $5.50/M (list and create container at the write price, as Azure bills them), read and other operations $0.44/M, delete free; Flex Consumption executions $0.40/M, execution time $0.000026/GB-s at 2 GB per instance";
+  "USD list prices: queue operation $0.40/M; blob hot LRS write $5.50/M (list and create container at the write price, as Azure bills them), read and other operations $0.44/M, delete free; table transaction $0.036/M (a batch per entity); Flex Consumption executions $0.40/M, execution time $0.000026/GB-s at 2 GB per instance";
 
 export type PriceClass = "queue" | "blobWrite" | "blobReadOther" | "free";
 

@@ -57,6 +57,8 @@ export interface ProjectRunOptions {
   idleBeforeSubmitMs?: number;
   /** Measure the instances' memory: idle RSS after `memoryIdleWaitS`, then the peak during the job. */
   memory?: { idleWaitS: number };
+  /** Read each instance's peak RSS (VmHWM, since it started) at the end, without `memory`'s idle wait. */
+  peakRss?: boolean;
   abortSignal: AbortSignal;
   log: (line: string) => void;
 }
@@ -103,6 +105,8 @@ export interface ProjectRunResult {
   gbSecondsUpper: number;
   instances: InstanceReport[];
   status: JobStatus | undefined;
+  /** The counting window of `counts`, ms since the epoch: [fromMs, toMs). */
+  countWindow: { fromMs: number; toMs: number };
 }
 
 interface Invocation {
@@ -242,6 +246,9 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         ...(options.memory === undefined || pid === undefined
           ? {}
           : { idleRssMiB: mib(idle.get(instance.state.name)), peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }),
+        ...(options.memory === undefined && options.peakRss === true && pid !== undefined
+          ? { peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }
+          : {}),
       });
     }
   } catch (error) {
@@ -326,6 +333,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     gbSecondsUpper: perExecutionGbSeconds([...intervals.values()]),
     instances: reports,
     status,
+    countWindow: { fromMs: fromMs - (fromMs % 200), toMs },
   };
 }
 
