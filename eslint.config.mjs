@@ -17,6 +17,7 @@ export default tseslint.config(
       // A user's project, compiled against the packed package by test/consumer/package.test.ts (its own tsconfig).
       "test/consumer/app/**",
       ".deploy/**",
+      ".bicep-cli/**",
     ],
   },
   js.configs.recommended,

@@ -37,7 +37,7 @@ var tags = {
   'azd-env-name': environmentName
 }
 
-resource environmentGroup 'Microsoft.Resources/resourceGroups@2022-09-01' = {
+resource environmentGroup 'Microsoft.Resources/resourceGroups@2025-04-01' = {
   name: 'rg-${environmentName}'
   location: location
   tags: tags

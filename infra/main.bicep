@@ -10,8 +10,12 @@
 // Functions host already runs a timer on one instance at a time; across apps (regions) only the lease keeps a single
 // coordinator. See docs/DEPLOY.md.
 //
-// Checked in CI without the Bicep CLI (test/infra): syntax, resource types, API-version floors, hardening, no keys,
-// role ids, and that the app settings below are exactly the names src/app/settings.ts reads.
+// The coordination account's containers, queues and the apps' roles on them come from the module the package ships
+// for users' own apps (bicep/coordinator.bicep), so this deployment proves it by use.
+//
+// Checked in CI by the Bicep compiler itself (npm run infra:check: build, build-params, lint with bicepconfig.json's
+// rules, zero warnings) and by test/infra on what it compiles: resources, API versions, hardening, no keys, roles and
+// their scopes, and that the app settings are exactly the names src/app/settings.ts reads.
 
 targetScope = 'resourceGroup'
 
@@ -69,7 +73,7 @@ param nodeVersion string = '22'
 param logRetentionInDays int = 30
 
 @description('Tags applied to every resource.')
-param tags object = {}
+param tags {*: string} = {}
 
 // ---- Operations: alerts, the deployer's data-plane access, azd (docs/OPERATIONS.md, docs/DEPLOY.md). ----
 
@@ -261,21 +265,39 @@ module coordinationStorage 'modules/storageAccount.bicep' = {
     location: coordinationLocation
     tags: tags
     skuName: coordinationStorageSkuName
-    containerNames: [
-      leaseContainer
-      stateContainer
-      inputContainer
-      systemContainer
-    ]
     deleteRetentionDays: coordinationSoftDeleteDays
-    // The Functions host moves a message to <queue>-poison after maxDequeueCount failed attempts.
-    queueNames: [
-      workQueue
-      '${workQueue}-poison'
-      resultsQueue
-      '${resultsQueue}-poison'
-      wakeQueue
+  }
+}
+
+// One user-assigned identity per app, created before the apps: the coordinator module grants them their roles on the
+// coordination account, and each app gets the settings the module outputs for its identity.
+resource identities 'Microsoft.ManagedIdentity/userAssignedIdentities@2024-11-30' = [
+  for (region, i) in appRegions: {
+    name: 'id-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+    location: nameToken(region)
+    tags: tags
+  }
+]
+
+// The containers and queues of the coordination account, the apps' roles on them, and their settings: the module the
+// package ships for users' apps (docs/DEPLOY-YOUR-APP.md).
+module coordinator '../bicep/coordinator.bicep' = {
+  name: 'coordinator'
+  params: {
+    storageAccountName: coordinationStorage.outputs.name
+    apps: [
+      for (region, i) in appRegions: {
+        principalId: identities[i].properties.principalId
+        clientId: identities[i].properties.clientId
+      }
     ]
+    leaseContainer: leaseContainer
+    stateContainer: stateContainer
+    inputContainer: inputContainer
+    systemContainer: systemContainer
+    workQueue: workQueue
+    resultsQueue: resultsQueue
+    wakeQueue: wakeQueue
   }
 }
 
@@ -298,18 +320,15 @@ module apps 'modules/functionApp.bicep' = [
       location: nameToken(region)
       tags: tags
       planName: 'plan-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
-      identityName: 'id-${prefix}-${nameToken(region)}-${i}-${take(token, 6)}'
+      identityName: identities[i].name
+      coordinatorSettings: coordinator.outputs.appSettings[i]
       hostStorageName: 'st${prefix}h${i}${take(uniqueString(resourceGroup().id, prefix, nameToken(region), string(i)), 8)}'
       siteTags: i == 0 && !empty(azdServiceName) ? { 'azd-service-name': azdServiceName } : {}
-      coordinationStorageName: coordinationStorage.outputs.name
-      coordinationBlobEndpoint: coordinationStorage.outputs.blobEndpoint
-      coordinationQueueEndpoint: coordinationStorage.outputs.queueEndpoint
       applicationInsightsName: monitoring.outputs.applicationInsightsName
       maximumInstanceCount: maximumInstanceCount
       instanceMemoryMB: instanceMemoryMB
       nodeVersion: nodeVersion
       coordinatorSchedule: coordinatorSchedule
-      leaseContainer: leaseContainer
       leaseBlob: leaseBlob
       leaseDurationSeconds: leaseDurationSeconds
       leaseRenewIntervalMs: leaseRenewIntervalMs
@@ -318,12 +337,6 @@ module apps 'modules/functionApp.bicep' = [
       leaseHeartbeatIntervalMs: leaseHeartbeatIntervalMs
       leaderWatchIntervalMs: leaderWatchIntervalMs
       leaderSentinelSeconds: leaderSentinelSeconds
-      stateContainer: stateContainer
-      inputContainer: inputContainer
-      systemContainer: systemContainer
-      workQueue: workQueue
-      resultsQueue: resultsQueue
-      wakeQueue: wakeQueue
       stepBudgetMs: stepBudgetMs
       activityWakeIntervalMs: activityWakeIntervalMs
       dispatchBatchSize: dispatchBatchSize

@@ -12,7 +12,7 @@ param applicationInsightsName string
 param location string
 
 @description('Tags applied to every resource.')
-param tags object = {}
+param tags {*: string} = {}
 
 @description('E-mail address the alerts are sent to, through an action group created for it. Empty: the rules still fire and show in Azure Monitor > Alerts, but notify nobody.')
 param alertEmail string = ''
@@ -150,7 +150,7 @@ var rules = [
   }
 ]
 
-resource alertRules 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
+resource alertRules 'Microsoft.Insights/scheduledQueryRules@2026-03-01' = [
   for rule in rules: {
     name: 'alert-${applicationInsightsName}-${rule.name}'
     location: location

@@ -42,36 +42,36 @@ param stateContainerName string
 @description('WAKE_QUEUE: the wake-up a submission sends.')
 param wakeQueueName string
 
-resource coordinationStorage 'Microsoft.Storage/storageAccounts@2024-01-01' existing = {
+resource coordinationStorage 'Microsoft.Storage/storageAccounts@2026-06-01' existing = {
   name: coordinationStorageName
 }
 
-resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' existing = {
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2026-06-01' existing = {
   parent: coordinationStorage
   name: 'default'
 }
 
-resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2024-01-01' existing = {
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2026-06-01' existing = {
   parent: coordinationStorage
   name: 'default'
 }
 
-resource inputContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' existing = {
+resource inputContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-06-01' existing = {
   parent: blobService
   name: inputContainerName
 }
 
-resource systemContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' existing = {
+resource systemContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-06-01' existing = {
   parent: blobService
   name: systemContainerName
 }
 
-resource stateContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' existing = {
+resource stateContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-06-01' existing = {
   parent: blobService
   name: stateContainerName
 }
 
-resource wakeQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2024-01-01' existing = {
+resource wakeQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2026-06-01' existing = {
   parent: queueService
   name: wakeQueueName
 }

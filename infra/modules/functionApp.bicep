@@ -1,9 +1,13 @@
-// One deployment of the coordinator app: its own Flex Consumption plan (Linux, Node 22 or 24), user-assigned managed
-// identity, host storage and least-privilege roles, and app settings that point it at the SHARED coordination account.
-// main.bicep instantiates this once per entry of appRegions.
+// One deployment of the coordinator app: its own Flex Consumption plan (Linux, Node 22 or 24), host storage and
+// least-privilege roles on it, and app settings that point it at the SHARED coordination account. main.bicep
+// instantiates this once per entry of appRegions, after creating the app's user-assigned identity and giving it its
+// roles on the coordination account through the shipped module (bicep/coordinator.bicep), whose settings come in as
+// coordinatorSettings.
 //
 // No secret reaches the app: every connection is identity-based (`<PREFIX>__credential = managedidentity` plus the
 // identity's client id), the storage accounts refuse shared keys, and Application Insights refuses key-only ingestion.
+
+import { coordinatorAppSettings } from '../../bicep/coordinator.bicep'
 
 @description('Function app name (globally unique, becomes <name>.azurewebsites.net or a regional default host name).')
 param name string
@@ -12,31 +16,25 @@ param name string
 param location string
 
 @description('Tags applied to every resource of this app.')
-param tags object = {}
+param tags {*: string} = {}
 
 @description('Tags of the Function App alone, on top of tags (azd finds the app to deploy to by its azd-service-name tag).')
-param siteTags object = {}
+param siteTags {*: string} = {}
 
 @description('Flex Consumption plan name (one app per Flex plan).')
 param planName string
 
-@description('User-assigned managed identity name.')
+@description('Name of the app\'s user-assigned managed identity (same resource group; main.bicep creates it).')
 param identityName string
+
+@description('The coordinator\'s settings for this app: bicep/coordinator.bicep\'s appSettings entry for its identity (the coordination account\'s endpoints, the identity, the containers and queues).')
+param coordinatorSettings coordinatorAppSettings
 
 @description('Name of this app\'s own host storage account (AzureWebJobsStorage + deployment package).')
 param hostStorageName string
 
 @description('Replication of the host storage account.')
 param hostStorageSkuName string = 'Standard_LRS'
-
-@description('Name of the shared coordination storage account (same resource group).')
-param coordinationStorageName string
-
-@description('Blob endpoint of the coordination account.')
-param coordinationBlobEndpoint string
-
-@description('Queue endpoint of the coordination account.')
-param coordinationQueueEndpoint string
 
 @description('Name of the shared Application Insights component (same resource group).')
 param applicationInsightsName string
@@ -52,7 +50,6 @@ param nodeVersion string
 
 // The coordinator's own settings, passed through from main.bicep where they are documented and validated.
 param coordinatorSchedule string
-param leaseContainer string
 param leaseBlob string
 param leaseDurationSeconds int
 param leaseRenewIntervalMs int
@@ -61,12 +58,6 @@ param leaseTakeoverDeadlineMs int
 param leaseHeartbeatIntervalMs int
 param leaderWatchIntervalMs int
 param leaderSentinelSeconds int
-param stateContainer string
-param inputContainer string
-param systemContainer string
-param workQueue string
-param resultsQueue string
-param wakeQueue string
 param stepBudgetMs int
 param activityWakeIntervalMs int
 param dispatchBatchSize int
@@ -84,10 +75,8 @@ param stepStallTimeoutMs int
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
 var deploymentContainerName = 'deployment-package'
 
-resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2024-11-30' existing = {
   name: identityName
-  location: location
-  tags: tags
 }
 
 module hostStorage 'storageAccount.bicep' = {
@@ -105,11 +94,6 @@ module roles 'appRoles.bicep' = {
   name: '${name}-roles'
   params: {
     principalId: identity.properties.principalId
-    coordinationStorageName: coordinationStorageName
-    leaseContainerName: leaseContainer
-    stateContainerName: stateContainer
-    inputContainerName: inputContainer
-    systemContainerName: systemContainer
     hostStorageName: hostStorage.outputs.name
     applicationInsightsName: applicationInsightsName
   }
@@ -119,7 +103,7 @@ resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing
   name: applicationInsightsName
 }
 
-resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+resource plan 'Microsoft.Web/serverfarms@2025-03-01' = {
   name: planName
   location: location
   tags: tags
@@ -134,7 +118,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
 }
 
-resource site 'Microsoft.Web/sites@2024-04-01' = {
+resource site 'Microsoft.Web/sites@2025-03-01' = {
   name: name
   location: location
   tags: union(tags, siteTags)
@@ -176,15 +160,16 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   }
 }
 
-// Every app setting, in one object. Keys fall in two groups (test/infra/settings.test.ts tells them apart by prefix):
-// - host settings, read by the Functions host: AzureWebJobsStorage__*, APPLICATIONINSIGHTS_*;
-// - app settings, read by the code: exactly APP_SETTING_NAMES of src/app/settings.ts.
+// Every app setting, in one resource. Keys fall in two groups (test/infra/settings.test.ts tells them apart by prefix):
+// - host settings, read by the Functions host: AzureWebJobsStorage__*, APPLICATIONINSIGHTS_*, languageWorkers__*;
+// - app settings, read by the code: exactly APP_SETTING_NAMES of src/app/settings.ts, the coordination account's
+//   connection, containers and queues among them from coordinatorSettings (the shipped module's output).
 // Deployed after the role assignments so the host's first start with these settings already has its permissions
 // (RBAC can still take a few minutes to propagate; the host retries).
-resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
+resource appSettings 'Microsoft.Web/sites/config@2025-03-01' = {
   parent: site
   name: 'appsettings'
-  properties: {
+  properties: union(coordinatorSettings, {
     // Host storage, identity-based: no AzureWebJobsStorage connection string exists.
     AzureWebJobsStorage__credential: 'managedidentity'
     AzureWebJobsStorage__clientId: identity.properties.clientId
@@ -200,15 +185,10 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     // full GC, so a busy instance's RSS stays near its live heap (issue 9). The local host runs with the same flags
     // (NODE_WORKER_ARGUMENTS, scripts/tools/local/instances.ts).
     languageWorkers__node__arguments: '--max-semi-space-size=4 --heap-growing-percent=30'
-    // The shared coordination account, identity-based connection "COORDINATION_STORAGE" (the worker's queue trigger
-    // binds with connection: 'COORDINATION_STORAGE'; the code builds its clients from the same settings).
-    COORDINATION_STORAGE__blobServiceUri: coordinationBlobEndpoint
-    COORDINATION_STORAGE__queueServiceUri: coordinationQueueEndpoint
-    COORDINATION_STORAGE__credential: 'managedidentity'
-    COORDINATION_STORAGE__clientId: identity.properties.clientId
-    // The coordinator's settings (src/app/settings.ts).
+    // The coordinator's tuning (src/app/settings.ts); its connection "COORDINATION_STORAGE" (the worker's queue trigger
+    // binds with connection: 'COORDINATION_STORAGE'; the code builds its clients from the same settings), containers
+    // and queues come from coordinatorSettings.
     COORDINATOR_SCHEDULE: coordinatorSchedule
-    LEASE_CONTAINER: leaseContainer
     LEASE_BLOB: leaseBlob
     LEASE_DURATION_SECONDS: string(leaseDurationSeconds)
     LEASE_RENEW_INTERVAL_MS: string(leaseRenewIntervalMs)
@@ -217,12 +197,6 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     LEASE_HEARTBEAT_INTERVAL_MS: string(leaseHeartbeatIntervalMs)
     LEADER_WATCH_INTERVAL_MS: string(leaderWatchIntervalMs)
     LEADER_SENTINEL_SECONDS: string(leaderSentinelSeconds)
-    STATE_CONTAINER: stateContainer
-    INPUT_CONTAINER: inputContainer
-    SYSTEM_CONTAINER: systemContainer
-    WORK_QUEUE: workQueue
-    RESULTS_QUEUE: resultsQueue
-    WAKE_QUEUE: wakeQueue
     STEP_BUDGET_MS: string(stepBudgetMs)
     ACTIVITY_WAKE_INTERVAL_MS: string(activityWakeIntervalMs)
     DISPATCH_BATCH_SIZE: string(dispatchBatchSize)
@@ -236,7 +210,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     MAX_JOB_DOCUMENT_BYTES: string(maxJobDocumentBytes)
     JOB_RETENTION_HOURS: string(jobRetentionHours)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
-  }
+  })
   dependsOn: [
     roles
   ]

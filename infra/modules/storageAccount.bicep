@@ -14,7 +14,7 @@ param name string
 param location string
 
 @description('Tags applied to the account.')
-param tags object = {}
+param tags {*: string} = {}
 
 @description('Replication. LRS is the cheapest; ZRS survives a zone outage where the region has zones.')
 @allowed([
@@ -31,12 +31,12 @@ param containerNames string[] = []
 @description('Queues to create.')
 param queueNames string[] = []
 
-@description('Days a deleted blob or container (and the previous content of an overwritten blob) stays recoverable; 0 turns soft delete off.')
-@minValue(0)
+@description('Days a deleted blob or container (and the previous content of an overwritten blob) stays recoverable; null (the default) turns soft delete off.')
+@minValue(1)
 @maxValue(365)
-param deleteRetentionDays int = 0
+param deleteRetentionDays int?
 
-resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
+resource account 'Microsoft.Storage/storageAccounts@2026-06-01' = {
   name: name
   location: location
   tags: tags
@@ -67,16 +67,18 @@ resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
 // Soft delete: a blob or container deleted by mistake (or by a buggy or compromised client) can be restored within
 // the retention period (az storage blob undelete / az storage container restore). Without it, deleting the lease
 // container would silently reset leadership and lose the coordinator's state.
-resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' = {
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2026-06-01' = {
   parent: account
   name: 'default'
   properties: {
-    deleteRetentionPolicy: deleteRetentionDays > 0 ? { enabled: true, days: deleteRetentionDays } : { enabled: false }
-    containerDeleteRetentionPolicy: deleteRetentionDays > 0 ? { enabled: true, days: deleteRetentionDays } : { enabled: false }
+    deleteRetentionPolicy: deleteRetentionDays == null ? { enabled: false } : { enabled: true, days: deleteRetentionDays }
+    containerDeleteRetentionPolicy: deleteRetentionDays == null
+      ? { enabled: false }
+      : { enabled: true, days: deleteRetentionDays }
   }
 }
 
-resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' = [
+resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-06-01' = [
   for containerName in containerNames: {
     parent: blobService
     name: containerName
@@ -86,12 +88,12 @@ resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2
   }
 ]
 
-resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2024-01-01' = {
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2026-06-01' = {
   parent: account
   name: 'default'
 }
 
-resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2024-01-01' = [
+resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2026-06-01' = [
   for queueName in queueNames: {
     parent: queueService
     name: queueName

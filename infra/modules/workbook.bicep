@@ -10,7 +10,7 @@ param applicationInsightsName string
 param location string
 
 @description('Tags applied to the workbook.')
-param tags object = {}
+param tags {*: string} = {}
 
 resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
   name: applicationInsightsName

@@ -3,7 +3,7 @@
  *
  * Copies what the Functions host runs — host.json, package.json, package-lock.json and the build output (dist/) —
  * into DIR, fresh, and installs the production dependencies there exactly as the lockfile says (`npm ci --omit=dev`),
- * so development dependencies (TypeScript, Azurite, Vitest, Playwright, tree-sitter, …) are never deployed. The
+ * so development dependencies (TypeScript, Azurite, Vitest, Playwright, …) are never deployed. The
  * project's own node_modules stays as it is. Publish DIR: `cd .deploy && func azure functionapp publish <app>
  * --typescript`, or `azd deploy` (azure.yaml packages `.deploy`). Prints the package's size.
  */

@@ -1,19 +1,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import {
-  type BicepFile,
-  INFRA_DIR,
-  REPO_ROOT,
-  moduleDeclarations,
-  parameterDeclarations,
-  parseBicepFile,
-  resourceDeclarations,
-  stringLiteral,
-  valueAt,
-} from "./bicep";
-import { type BicepValue, evaluate } from "./evaluate";
+import { describeCompiled, ofType, only, readSnapshot, useCompiledInfra } from "./compiled";
+import { INFRA_DIR, REPO_ROOT } from "./paths";
 
 /**
  * `azd up` (azure.yaml) deploys the single-app case as the official Flex Consumption quickstarts do: infra/azd.bicep at
@@ -40,15 +30,6 @@ interface AzureYaml {
 }
 
 const azureYaml = parse(readFileSync(path.join(REPO_ROOT, "azure.yaml"), "utf8")) as AzureYaml;
-let azd: BicepFile;
-let main: BicepFile;
-let functionApp: BicepFile;
-
-beforeAll(async () => {
-  azd = await parseBicepFile(path.join(INFRA_DIR, "azd.bicep"));
-  main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
-  functionApp = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
-});
 
 describe("azure.yaml", () => {
   it("one TypeScript function service; azd zips .deploy/, which its prepackage hook builds with npm run package", () => {
@@ -76,52 +57,46 @@ describe("azure.yaml", () => {
       principalId: { value: "${AZURE_PRINCIPAL_ID}" },
       alertEmail: { value: "${ALERT_EMAIL}" },
     });
-    const declared = parameterDeclarations(azd);
-    for (const name of Object.keys(parameters.parameters)) expect(declared.has(name), name).toBe(true);
   });
 });
 
-describe("infra/azd.bicep", () => {
-  it("subscription scope: the environment's resource group, tagged, with main.bicep deployed into it", () => {
-    expect(azd.source).toMatch(/^targetScope = 'subscription'$/m);
-    const group = resourceDeclarations(azd).find((resource) => resource.type === "Microsoft.Resources/resourceGroups");
-    expect(valueAt(group?.body, "name")?.text).toBe("'rg-${environmentName}'");
-    expect(valueAt(group?.body, "tags")?.text).toBe("tags");
-    const coordinator = moduleDeclarations(azd).find((module) => module.path === "main.bicep");
-    expect(valueAt(coordinator?.body, "scope")?.text).toBe(group?.symbol);
-    expect(azd.source).toContain("'azd-env-name': environmentName");
+describeCompiled("infra/azd.bicep, as the compiler evaluates it (environment dev)", () => {
+  const infra = useCompiledInfra();
+
+  it("declares the parameters azd.parameters.json maps", () => {
+    const parameters = JSON.parse(readFileSync(path.join(INFRA_DIR, "azd.parameters.json"), "utf8")) as {
+      parameters: Record<string, unknown>;
+    };
+    const template = JSON.parse(readFileSync(path.join(infra().dir, "infra", "azd.json"), "utf8")) as {
+      parameters: Record<string, unknown>;
+    };
+    for (const name of Object.keys(parameters.parameters)) expect(template.parameters, name).toHaveProperty(name);
   });
 
-  it("one app in the environment's region, tagged with azure.yaml's service name; the signed-in user as deployer", () => {
-    const params = valueAt(moduleDeclarations(azd).find((module) => module.path === "main.bicep")?.body, "params");
-    expect(valueAt(params, "appRegions")?.namedChildren.map((child) => child.text)).toEqual(["location"]);
-    expect(stringLiteral(valueAt(params, "azdServiceName"))).toBe(Object.keys(azureYaml.services)[0]);
-    expect(valueAt(params, "deployerPrincipalId")?.text).toBe("principalId");
-    expect(valueAt(params, "deployerPrincipalType")?.text).toBe("principalType");
-    expect(valueAt(params, "alertEmail")?.text).toBe("alertEmail");
+  it("subscription scope: the environment's resource group, tagged, with main.bicep's resources deployed into it", () => {
+    const azd = readSnapshot(infra(), "azd");
+    const group = only(azd, "Microsoft.Resources/resourceGroups");
+    expect(group).toMatchObject({ name: "rg-dev", location: "swedencentral", tags: { "azd-env-name": "dev" } });
+    const site = only(azd, "Microsoft.Web/sites");
+    expect(site.id).toMatch(/\/resourceGroups\/rg-dev\/providers\/Microsoft\.Web\/sites\//);
+    expect(azd.outputs).toMatchObject({ AZURE_RESOURCE_GROUP: "rg-dev", AZURE_FUNCTION_APP_NAME: site.name });
   });
 
-  it("azd-service-name goes on the first app only, and on no other resource (azd deploy needs exactly one)", () => {
-    const passed = valueAt(
-      moduleDeclarations(main).find((module) => module.path === "modules/functionApp.bicep")?.body,
-      "params",
-      "siteTags",
+  it("one app in the environment's region, tagged with azure.yaml's service name, and no other resource is", () => {
+    const azd = readSnapshot(infra(), "azd");
+    const tagged = azd.predictedResources.filter((resource) => resource.tags?.["azd-service-name"] !== undefined);
+    expect(tagged.map((resource) => [resource.type, resource.tags?.["azd-service-name"]])).toEqual([
+      ["Microsoft.Web/sites", Object.keys(azureYaml.services)[0]],
+    ]);
+    expect(ofType(azd, "Microsoft.Web/sites").map((site) => site.location)).toEqual(["swedencentral"]);
+  });
+
+  it("the signed-in user gets the deployer's roles", () => {
+    const azd = readSnapshot(infra(), "azd");
+    const deployer = ofType(azd, "Microsoft.Authorization/roleAssignments").filter(
+      (assignment) => assignment.properties?.principalId === "11111111-1111-1111-1111-111111111111",
     );
-    if (passed === undefined) throw new Error("main.bicep passes no siteTags");
-    const tagsFor = (index: number, service: string): BicepValue =>
-      evaluate(
-        passed,
-        new Map<string, BicepValue>([
-          ["i", index],
-          ["azdServiceName", service],
-        ]),
-      );
-    expect(tagsFor(0, "coordinator")).toEqual({ "azd-service-name": "coordinator" });
-    expect(tagsFor(1, "coordinator")).toEqual({});
-    expect(tagsFor(0, "")).toEqual({});
-    const tagged = resourceDeclarations(functionApp).filter((resource) =>
-      valueAt(resource.body, "tags")?.text.includes("siteTags"),
-    );
-    expect(tagged.map((resource) => resource.type)).toEqual(["Microsoft.Web/sites"]);
+    expect(deployer).toHaveLength(4);
+    for (const assignment of deployer) expect(assignment.properties?.principalType).toBe("User");
   });
 });

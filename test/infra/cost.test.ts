@@ -3,7 +3,7 @@ import path from "node:path";
 import { CronExpressionParser } from "cron-parser";
 import { describe, expect, it } from "vitest";
 import { settingsSchema } from "../../src/app/settings";
-import { REPO_ROOT } from "./bicep";
+import { REPO_ROOT } from "./paths";
 
 /**
  * docs/DEPLOY.md prints the idle cost of the coordinator timer per schedule. This test recomputes every row from the

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CapturedRegistrations } from "../support/captureRegistrations";
-import { REPO_ROOT } from "./bicep";
+import { REPO_ROOT } from "./paths";
 import {
   type RunResult,
   bashBlocks,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { REPO_ROOT } from "./bicep";
+import { REPO_ROOT } from "./paths";
 
 /**
  * Helpers of the deploy-package tests: a fresh clone of the repository, the documented bash blocks run in it, the

@@ -5,15 +5,23 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { METRIC_NAMES } from "../../src/app/telemetry/metrics";
 import type { JobProgress } from "../../src/coordination/step";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
-import { INFRA_DIR, REPO_ROOT, parseBicepFile, variableDeclarations } from "./bicep";
-import { type BicepValue, templateScope } from "./evaluate";
+import {
+  alertQueries as compiledAlertQueries,
+  bicepAvailable,
+  compiledInfra,
+  describeCompiled,
+  readSnapshot,
+  workbookContent,
+} from "./compiled";
+import { REPO_ROOT } from "./paths";
 
 /**
  * The KQL the project ships — the queries of docs/OPERATIONS.md, and those of the alert rules and the workbook in
- * infra/ with their thresholds substituted as deployed — parse and bind against the schemas of Application Insights'
- * customEvents, customMetrics and traces tables, checked with Kusto's own language service (Kusto.Language, the parser
- * and binder of Azure Data Explorer, compiled to JavaScript). They read the events' and metrics' attributes
- * (customDimensions), never a substring of a log message, and name only event types, fields and metrics the app emits.
+ * infra/ with their thresholds substituted as deployed (the Bicep compiler's snapshot of main.bicepparam) — parse and
+ * bind against the schemas of Application Insights' customEvents, customMetrics and traces tables, checked with
+ * Kusto's own language service (Kusto.Language, the parser and binder of Azure Data Explorer, compiled to JavaScript).
+ * They read the events' and metrics' attributes (customDimensions), never a substring of a log message, and name only
+ * event types, fields and metrics the app emits.
  */
 
 /** The slice of the Kusto.Language bridge used here (the package's typings are a global namespace of ~30k lines). */
@@ -53,29 +61,6 @@ const docQueries = [...readFileSync(path.join(REPO_ROOT, DOC), "utf8").matchAll(
   (match) => match[1] ?? "",
 );
 
-/**
- * Every string at a `query` key of what a template's variables evaluate to, with its parameters at their defaults:
- * the alert rules' queries (thresholds substituted as deployed) and the workbook's panels.
- */
-async function bicepQueries(file: string): Promise<string[]> {
-  const template = await parseBicepFile(path.join(INFRA_DIR, "modules", file));
-  const found: string[] = [];
-  const collect = (value: BicepValue): void => {
-    if (Array.isArray(value)) value.forEach(collect);
-    else if (value !== null && typeof value === "object")
-      for (const [key, inner] of Object.entries(value)) {
-        if (key === "query" && typeof inner === "string") found.push(inner);
-        else collect(inner);
-      }
-  };
-  const scope = templateScope(template);
-  for (const name of variableDeclarations(template).keys()) {
-    const value = scope.get(name);
-    if (value !== undefined) collect(value);
-  }
-  return found;
-}
-
 let analyze: (query: string) => string[];
 let alertQueries: string[] = [];
 let workbookQueries: string[] = [];
@@ -102,9 +87,13 @@ beforeAll(async () => {
     }
     return errors;
   };
-  alertQueries = await bicepQueries("alerts.bicep");
-  workbookQueries = await bicepQueries("workbook.bicep");
-}, 60_000);
+  // The alert rules' and the workbook's queries as the compiler evaluates them (thresholds substituted as deployed).
+  if (bicepAvailable()) {
+    const main = readSnapshot(await compiledInfra(), "main");
+    alertQueries = compiledAlertQueries(main);
+    workbookQueries = workbookContent(main).queries;
+  }
+}, 600_000);
 
 /** The text of every TypeScript file under src/. */
 function sourceText(dir = path.join(REPO_ROOT, "src")): string {
@@ -123,7 +112,7 @@ const everyQuery = (): { where: string; query: string }[] => [
 ];
 
 describe("the KQL of docs/OPERATIONS.md, the alert rules and the workbook", () => {
-  it("covers leader history, step outcomes, a job's progress, throughput and queues; four alerts; seven panels", () => {
+  it("covers leader history, step outcomes, a job's progress, throughput and queues", () => {
     expect(docQueries.length).toBeGreaterThanOrEqual(6);
     expect(docQueries.some((query) => query.includes("lease-acquired") && query.includes("by epoch"))).toBe(true);
     expect(docQueries.some((query) => query.includes("step-aborted"))).toBe(true);
@@ -132,11 +121,16 @@ describe("the KQL of docs/OPERATIONS.md, the alert rules and the workbook", () =
     ).toBe(true);
     expect(docQueries.some((query) => query.includes("coordinator.items"))).toBe(true);
     expect(docQueries.some((query) => query.includes("coordinator.queue.depth"))).toBe(true);
-    expect(alertQueries).toHaveLength(4);
-    expect(workbookQueries).toHaveLength(7);
-    // The thresholds are substituted as deployed: the stalled rule's window is the default, 10 minutes.
-    expect(alertQueries.filter((query) => query.includes("let window = 10m;"))).toHaveLength(1);
-    expect(alertQueries.join("\n")).not.toContain("__WINDOW__");
+  });
+
+  describeCompiled("the alert rules and the workbook, as compiled", () => {
+    it("four alert rules and seven panels, the thresholds substituted as deployed", () => {
+      expect(alertQueries).toHaveLength(4);
+      expect(workbookQueries).toHaveLength(7);
+      // The stalled rule's window is the default, 10 minutes.
+      expect(alertQueries.filter((query) => query.includes("let window = 10m;"))).toHaveLength(1);
+      expect(alertQueries.join("\n")).not.toContain("__WINDOW__");
+    });
   });
 
   it("each parses and binds against the customEvents, customMetrics and traces tables with no error", () => {

@@ -1,246 +1,108 @@
-import { createHash } from "node:crypto";
-import path from "node:path";
-import type { Node } from "web-tree-sitter";
-import { beforeAll, describe, expect, it } from "vitest";
-import {
-  type BicepFile,
-  INFRA_DIR,
-  descendants,
-  parameterDeclarations,
-  parseBicepFile,
-  valueAt,
-  variableDeclarations,
-} from "./bicep";
-import { type BicepFunctions, type BicepValue, evaluate, userFunctions } from "./evaluate";
+import { expect, it } from "vitest";
+import { type Snapshot, describeCompiled, ofType, readSnapshot, useCompiledInfra } from "./compiled";
 
 /**
  * `namePrefix` and every entry of `appRegions` flow into resource names, and Azure's naming rules differ per resource
- * type (a storage account takes only 3-24 lowercase letters and digits). These tests evaluate the name expressions of
- * main.bicep for documented and awkward inputs and check every resulting name against the rules of its type, as
- * listed in https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules .
- *
- * `resourceGroup()` and `uniqueString()` only exist at deployment time; they are bound to stand-ins here. The
- * stand-in for uniqueString returns what the real one does in shape (13 lowercase letters and digits, deterministic
- * per input), which is all the rules below depend on.
+ * type (a storage account takes only 3-24 lowercase letters and digits). test/infra/fixtures/names.bicep deploys
+ * main.bicep once per awkward input; the compiler evaluates every name (its own uniqueString, toLower, filter …), and
+ * each is checked against the rules of its type, as listed in
+ * https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules .
  */
 
 const NAME_RULES: Readonly<Record<string, { pattern: RegExp; rule: string }>> = {
-  storage: { pattern: /^[a-z0-9]{3,24}$/, rule: "3-24 lowercase letters and digits" },
-  site: {
+  "Microsoft.Storage/storageAccounts": { pattern: /^[a-z0-9]{3,24}$/, rule: "3-24 lowercase letters and digits" },
+  "Microsoft.Web/sites": {
     pattern: /^(?=.{2,60}$)[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$/,
     rule: "2-60 letters, digits, hyphens; not starting or ending with a hyphen",
   },
-  plan: { pattern: /^[a-zA-Z0-9-]{1,60}$/, rule: "1-60 letters, digits, hyphens" },
-  identity: {
+  "Microsoft.Web/serverfarms": { pattern: /^[a-zA-Z0-9-]{1,60}$/, rule: "1-60 letters, digits, hyphens" },
+  "Microsoft.ManagedIdentity/userAssignedIdentities": {
     pattern: /^[a-zA-Z0-9][a-zA-Z0-9_-]{2,127}$/,
     rule: "3-128 letters, digits, hyphens, underscores, starting with a letter or digit",
   },
-  workspace: {
+  "Microsoft.OperationalInsights/workspaces": {
     pattern: /^(?=.{4,63}$)[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]$/,
     rule: "4-63 letters, digits, hyphens, starting and ending with a letter or digit",
   },
-  insights: {
+  "Microsoft.Insights/components": {
     pattern: /^[^%&\\?/\p{Cc}]{1,260}(?<![ .])$/u,
     rule: "1-260 characters without %&\\?/ or control characters, not ending in space or period",
   },
-  deployment: { pattern: /^[-\w.()]{1,64}$/, rule: "1-64 letters, digits, underscores, parentheses, hyphens, periods" },
-  location: { pattern: /^[a-z0-9]+$/, rule: "a region's programmatic name: lowercase letters and digits" },
 };
 
-let main: BicepFile;
+/** A region's programmatic name, as a resource's location must be. */
+const LOCATION = /^[a-z0-9]+$/;
 
-beforeAll(async () => {
-  main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
-});
-
-/** Stand-in for uniqueString(): 13 characters from the base-32 alphabet the real one uses, deterministic. */
-function fakeUniqueString(args: BicepValue[]): string {
-  const digest = createHash("sha256").update(JSON.stringify(args)).digest();
-  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
-  return Array.from(digest.subarray(0, 13), (byte) => alphabet[byte % 32] ?? "a").join("");
+/** Names that break their type's rule, and locations that are not programmatic names, as readable lines. */
+function violations(snapshot: Snapshot): string[] {
+  const found: string[] = [];
+  for (const [type, { pattern, rule }] of Object.entries(NAME_RULES))
+    for (const { name } of ofType(snapshot, type))
+      if (!pattern.test(name)) found.push(`${type} ${JSON.stringify(name)} is not ${rule}`);
+  for (const resource of snapshot.predictedResources)
+    if (resource.location !== undefined && !LOCATION.test(resource.location))
+      found.push(`${resource.type} ${resource.name} is in ${JSON.stringify(resource.location)}`);
+  return found;
 }
 
-const DEPLOYMENT_FUNCTIONS: BicepFunctions = {
-  resourceGroup: () => ({
-    id: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader",
-    location: "swedencentral",
-  }),
-  uniqueString: fakeUniqueString,
-};
+describeCompiled("resource names from namePrefix and appRegions (evaluated by Bicep)", () => {
+  const infra = useCompiledInfra();
 
-/** The module declaration node whose path is `modulePath`. */
-function moduleNode(modulePath: string): Node {
-  const node = descendants(main.root, "module_declaration").find((module) =>
-    module.namedChildren.some((child) => child.type === "string" && child.text === `'${modulePath}'`),
-  );
-  if (node === undefined) throw new Error(`main.bicep has no module '${modulePath}'`);
-  return node;
-}
-
-/** Every resource name main.bicep produces for these parameters, labelled with the rule it must follow. */
-function namesFor(params: {
-  namePrefix: string;
-  appRegions: string[];
-}): { kind: string; what: string; name: BicepValue }[] {
-  const functions = userFunctions(main, DEPLOYMENT_FUNCTIONS);
-  const scope = new Map<string, BicepValue>();
-  for (const [name, declaration] of parameterDeclarations(main)) {
-    if (declaration.defaultValue === undefined) continue;
-    try {
-      scope.set(name, evaluate(declaration.defaultValue, scope, functions));
-    } catch {
-      // appRegions' default: tree-sitter-bicep splits a multi-line array item that ends in a call's `()`; it is
-      // overridden below anyway.
-    }
-  }
-  scope.set("namePrefix", params.namePrefix);
-  scope.set("appRegions", params.appRegions);
-  for (const [name, value] of variableDeclarations(main)) scope.set(name, evaluate(value, scope, functions));
-  const at = (node: Node | undefined, where: string, inner: ReadonlyMap<string, BicepValue> = scope): BicepValue => {
-    if (node === undefined) throw new Error(`main.bicep has no ${where}`);
-    return evaluate(node, inner, functions);
-  };
-
-  const names: { kind: string; what: string; name: BicepValue }[] = [];
-  const single = (modulePath: string) => moduleNode(modulePath).namedChildren.find((child) => child.type === "object");
-  const coordination = single("modules/storageAccount.bicep");
-  const monitoring = single("modules/monitoring.bicep");
-  names.push({
-    kind: "storage",
-    what: "coordination storage",
-    name: at(valueAt(coordination, "params", "name"), "coordination storage name"),
-  });
-  names.push({
-    kind: "deployment",
-    what: "coordination storage deployment",
-    name: at(valueAt(coordination, "name"), "coordination deployment name"),
-  });
-  names.push({
-    kind: "workspace",
-    what: "Log Analytics workspace",
-    name: at(valueAt(monitoring, "params", "workspaceName"), "workspace name"),
-  });
-  names.push({
-    kind: "insights",
-    what: "Application Insights",
-    name: at(valueAt(monitoring, "params", "applicationInsightsName"), "Application Insights name"),
+  it("every case of fixtures/names.bicep (prefixes with hyphens, underscores, capitals, spaces, punctuation or symbols only; display-name regions; ten apps in the longest regions) names every resource within its type's rule", () => {
+    const names = readSnapshot(infra(), "names");
+    // Each prefix reduced to its lowercase letters and digits ('my-app', 'my_app', 'MyApp', 'my app' all to 'myapp',
+    // which name the same resources), or 'app' when nothing is left of it.
+    const prefixes = new Set(ofType(names, "Microsoft.Web/sites").map((site) => site.name.split("-")[1]));
+    expect([...prefixes].sort()).toEqual(["2026v1b", "abcdefghij", "app", "leader", "myapp"]);
+    expect(violations(names)).toEqual([]);
   });
 
-  const loop = moduleNode("modules/functionApp.bicep").namedChildren.find((child) => child.type === "for_statement");
-  const [variable, index] =
-    loop?.namedChildren.find((child) => child.type === "for_loop_parameters")?.namedChildren ?? [];
-  const body = loop?.childForFieldName("body") ?? undefined;
-  if (variable === undefined || index === undefined || body === undefined)
-    throw new Error("the app module is not a [for (region, i) in …] loop");
-  params.appRegions.forEach((region, i) => {
-    const inner = new Map([...scope, [variable.text, region], [index.text, i]]);
-    const app = (kind: string, what: string, key: string) =>
-      names.push({ kind, what: `app ${i} (${region}) ${what}`, name: at(valueAt(body, "params", key), key, inner) });
-    names.push({
-      kind: "deployment",
-      what: `app ${i} (${region}) deployment`,
-      name: at(valueAt(body, "name"), "app deployment name", inner),
-    });
-    app("site", "function app", "name");
-    app("plan", "plan", "planName");
-    app("identity", "identity", "identityName");
-    app("storage", "host storage", "hostStorageName");
-    app("location", "location", "location");
-  });
-  return names;
-}
-
-/** Names that break their type's rule, as readable lines (empty = all valid). */
-function violations(names: { kind: string; what: string; name: BicepValue }[]): string[] {
-  return names.flatMap(({ kind, what, name }) => {
-    const rule = NAME_RULES[kind];
-    if (rule === undefined) return [`${what}: no rule for ${kind}`];
-    return typeof name === "string" && rule.pattern.test(name)
-      ? []
-      : [`${what} ${JSON.stringify(name)} is not ${rule.rule}`];
-  });
-}
-
-describe("resource names from namePrefix and appRegions", () => {
-  it("the parameters are documented as free text that is normalised, within the length bounds", () => {
-    const prefix = parameterDeclarations(main).get("namePrefix");
-    expect(prefix?.type).toBe("string");
-    const text = main.source;
-    expect(text).toMatch(/@minLength\(3\)\s*@maxLength\(10\)\s*param namePrefix string/);
-    expect(text).toMatch(/@maxLength\(10\)\s*param appRegions string\[\]/);
-  });
-
-  it.each([
-    { case: "the defaults", namePrefix: "leader", appRegions: ["swedencentral"] },
-    { case: "a prefix with a hyphen", namePrefix: "my-app", appRegions: ["westeurope"] },
-    { case: "a prefix with an underscore", namePrefix: "my_app", appRegions: ["westeurope"] },
-    { case: "a prefix with capitals", namePrefix: "MyApp", appRegions: ["westeurope"] },
-    { case: "a prefix with a space", namePrefix: "my app", appRegions: ["westeurope"] },
-    { case: "a prefix of 10 digits and punctuation", namePrefix: "2026.v1-b!", appRegions: ["westeurope"] },
-    { case: "a prefix of symbols only", namePrefix: "-_-", appRegions: ["westeurope"] },
-    {
-      case: "regions as display names",
-      namePrefix: "leader",
-      appRegions: ["Sweden Central", "North Europe", "West US 2"],
-    },
-    {
-      case: "the longest region names, ten apps",
-      namePrefix: "abcdefghij",
-      appRegions: [
-        "germanywestcentral",
-        "australiasoutheast",
-        "switzerlandnorth",
-        "southafricanorth",
-        "australiacentral2",
-        "northcentralus",
-        "newzealandnorth",
-        "brazilsoutheast",
-        "germanywestcentral",
-        "swedencentral",
+  it("the check itself names a name that breaks a rule and a display-name location", () => {
+    const broken: Snapshot = {
+      outputs: {},
+      predictedResources: [
+        { id: "a", type: "Microsoft.Storage/storageAccounts", name: "st-my-app", apiVersion: "x" },
+        { id: "b", type: "Microsoft.Web/sites", name: "func-a b", apiVersion: "x", location: "West Europe" },
       ],
-    },
-  ])("$case: every name follows its resource type's rule", ({ namePrefix, appRegions }) => {
-    expect(violations(namesFor({ namePrefix, appRegions }))).toEqual([]);
+    };
+    expect(violations(broken)).toEqual([
+      'Microsoft.Storage/storageAccounts "st-my-app" is not 3-24 lowercase letters and digits',
+      'Microsoft.Web/sites "func-a b" is not 2-60 letters, digits, hyphens; not starting or ending with a hyphen',
+      'Microsoft.Web/sites func-a b is in "West Europe"',
+    ]);
   });
 
   it("a region given as a display name deploys to that region's programmatic name", () => {
-    const locations = namesFor({ namePrefix: "leader", appRegions: ["Sweden Central", "West US 2"] }).filter(
-      (entry) => entry.kind === "location",
+    const locations = new Set(
+      ofType(readSnapshot(infra(), "names"), "Microsoft.Web/sites").map((site) => site.location),
     );
-    expect(locations.map((entry) => entry.name)).toEqual(["swedencentral", "westus2"]);
+    for (const region of ["swedencentral", "northeurope", "westus2", "westeurope"]) expect(locations).toContain(region);
   });
 
   it("valid inputs keep the names they had before normalisation (no redeploy renames an existing account)", () => {
-    const names = namesFor({ namePrefix: "leader", appRegions: ["swedencentral", "swedencentral"] });
-    const byWhat = new Map(names.map((entry) => [entry.what, entry.name]));
-    const token = fakeUniqueString([
-      "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader",
-      "leader",
-    ]);
-    expect(byWhat.get("coordination storage")).toBe(`stleaderco${token.slice(0, 8)}`);
-    expect(byWhat.get("app 1 (swedencentral) function app")).toBe(`func-leader-swedencentral-1-${token.slice(0, 6)}`);
-    expect(byWhat.get("app 1 (swedencentral) deployment")).toBe("app-1-swedencentral");
-    const hostToken = fakeUniqueString([
-      "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-leader",
-      "leader",
-      "swedencentral",
-      "1",
-    ]);
-    expect(byWhat.get("app 1 (swedencentral) host storage")).toBe(`stleaderh1${hostToken.slice(0, 8)}`);
+    const main = readSnapshot(infra(), "main");
+    const coordination = String(main.outputs.coordinationStorageAccountName);
+    const token = /^stleaderco([a-z0-9]{8})$/.exec(coordination)?.[1] ?? "";
+    expect(token).toHaveLength(8);
+    expect(main.outputs.appNames).toEqual([`func-leader-swedencentral-0-${token.slice(0, 6)}`]);
+    expect(main.outputs.hostStorageAccountNames).toEqual([expect.stringMatching(/^stleaderh0[a-z0-9]{8}$/)]);
   });
 
-  it("names that must be unique per app stay unique when a region repeats", () => {
-    const names = namesFor({ namePrefix: "leader", appRegions: ["westeurope", "westeurope", "West Europe"] });
-    for (const kind of ["site", "plan", "identity", "storage", "deployment"]) {
-      const values = names.filter((entry) => entry.kind === kind).map((entry) => entry.name);
-      expect(new Set(values).size, kind).toBe(values.length);
+  it("names that must be unique per app stay unique when a region repeats ('Sweden Central' and 'swedencentral')", () => {
+    const variant = readSnapshot(infra(), "variant");
+    for (const type of [
+      "Microsoft.Web/sites",
+      "Microsoft.Web/serverfarms",
+      "Microsoft.ManagedIdentity/userAssignedIdentities",
+      "Microsoft.Storage/storageAccounts",
+    ]) {
+      const names = ofType(variant, type).map((resource) => resource.name);
+      expect(names.length, type).toBeGreaterThan(1);
+      expect(new Set(names).size, type).toBe(names.length);
     }
-  });
-
-  it("the check itself rejects a name that breaks a rule", () => {
-    expect(violations([{ kind: "storage", what: "x", name: "st-my-app" }])).toEqual([
-      'x "st-my-app" is not 3-24 lowercase letters and digits',
+    expect(ofType(variant, "Microsoft.Web/sites").map((site) => site.name)).toEqual([
+      expect.stringMatching(/^func-myapp-swedencentral-0-/),
+      expect.stringMatching(/^func-myapp-swedencentral-1-/),
     ]);
-    expect(violations([{ kind: "site", what: "y", name: "func-a b" }])).toHaveLength(1);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "./bicep";
+import { REPO_ROOT } from "./paths";
 import { bashBlocks } from "./deployPackage";
 
 /**

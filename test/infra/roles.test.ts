@@ -1,145 +1,101 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
-import {
-  FIXTURES_DIR,
-  INFRA_DIR,
-  listFiles,
-  moduleDeclarations,
-  parseBicepFile,
-  resourceDeclarations,
-  valueAt,
-} from "./bicep";
-import { DOCUMENTED_ROLES, appSettingsObjects, roleAssignments } from "./checks";
+import { expect, it } from "vitest";
+import { listFiles } from "../../scripts/verification/infraCheck/compile";
+import { TEMPLATE_ROOTS, VARIANT_DEPLOYER_ID } from "../../scripts/verification/infraCheck/repoInfra";
+import { type Snapshot, describeCompiled, readSnapshot, roleAssignments, shortId, useCompiledInfra } from "./compiled";
+import { REPO_ROOT } from "./paths";
 
-describe("role assignments", () => {
-  it("the documented role table has the ids Azure gives these built-in roles (Azure built-in roles reference)", () => {
-    expect(DOCUMENTED_ROLES["b7e6dc6d-f1e8-4753-8033-0f276bb0955b"]).toBe("Storage Blob Data Owner");
-    expect(DOCUMENTED_ROLES["974c5e8b-45b9-4653-ba55-5f855dd0fb88"]).toBe("Storage Queue Data Contributor");
-    expect(DOCUMENTED_ROLES["3913510d-42f4-4e42-8a64-420c390055eb"]).toBe("Monitoring Metrics Publisher");
+/**
+ * Built-in role definition ids this project may assign, with their names as in
+ * https://learn.microsoft.com/azure/role-based-access-control/built-in-roles (Storage and Monitor categories).
+ * Built-in role ids are the same in every Azure cloud.
+ */
+const DOCUMENTED_ROLES: Readonly<Record<string, string>> = {
+  "b7e6dc6d-f1e8-4753-8033-0f276bb0955b": "Storage Blob Data Owner",
+  "ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",
+  "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": "Storage Blob Data Reader",
+  "974c5e8b-45b9-4653-ba55-5f855dd0fb88": "Storage Queue Data Contributor",
+  "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3": "Storage Table Data Contributor",
+  "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a": "Storage Queue Data Message Sender",
+  "3913510d-42f4-4e42-8a64-420c390055eb": "Monitoring Metrics Publisher",
+};
+
+/** Each role assignment as `<scope> <- <principal>: <role>`, sorted; an undocumented role id shows as itself. */
+function granted(snapshot: Snapshot): string[] {
+  return roleAssignments(snapshot)
+    .map(({ scope, principal, roleId, principalType }) => {
+      const who = principal.startsWith("identity:") ? "app identity" : `${principal} (${String(principalType)})`;
+      return `${shortId(scope)} <- ${who}: ${DOCUMENTED_ROLES[roleId] ?? roleId}`;
+    })
+    .sort();
+}
+
+describeCompiled("role assignments (as the compiler evaluates them)", () => {
+  const infra = useCompiledInfra();
+
+  it("every role id in a template is a documented built-in role, named in a comment on its line", () => {
+    const problems: string[] = [];
+    for (const file of TEMPLATE_ROOTS.flatMap((root) => listFiles(REPO_ROOT, root, ".bicep")))
+      readFileSync(path.join(REPO_ROOT, file), "utf8")
+        .split("\n")
+        .forEach((line, index) => {
+          for (const [, id = ""] of line.matchAll(
+            /'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'/g,
+          )) {
+            const role = DOCUMENTED_ROLES[id];
+            if (role === undefined) problems.push(`${file}:${index + 1}: ${id} is not a documented built-in role`);
+            else if (!line.includes(`// ${role}`)) problems.push(`${file}:${index + 1}: ${id} needs // ${role}`);
+          }
+        });
+    expect(problems).toEqual([]);
   });
 
-  it("use documented built-in role ids, each named in a comment, assigned to the identity on one resource", async () => {
-    const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
-    const { violations, assignments } = roleAssignments(templates);
-    expect(violations).toEqual([]);
-    expect(assignments).not.toHaveLength(0);
-  });
-
-  it("grant exactly the least-privilege set: inputs read-only, blob contributor only on the containers the app writes, queue contributor on coordination, blob owner and table contributor on own host storage, telemetry publisher", async () => {
-    const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
-    const granted = roleAssignments(templates)
-      .assignments.filter(({ principal }) => principal === "managed identity")
-      .map(({ scopeSymbol, scopeType, roleName }) => `${scopeSymbol} (${scopeType}): ${roleName}`)
-      .sort();
-    expect(granted).toEqual([
-      "applicationInsights (Microsoft.Insights/components): Monitoring Metrics Publisher",
-      "coordinationStorage (Microsoft.Storage/storageAccounts): Storage Queue Data Contributor",
-      "hostStorage (Microsoft.Storage/storageAccounts): Storage Blob Data Owner",
-      // The host writes diagnostic events to table storage, which Blob Data Owner does not cover (issue 12).
-      "hostStorage (Microsoft.Storage/storageAccounts): Storage Table Data Contributor",
-      // Job inputs are the user's data: the app may read them, never change or delete them.
-      "inputContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Reader",
-      "leaseContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
-      "stateContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
-      "systemContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
-    ]);
-  });
-
-  it("the deployer (optional) gets what npm run enqueue needs and no more: write inputs and submissions, read state, send wake-ups", async () => {
-    const templates = await Promise.all(listFiles(INFRA_DIR, ".bicep").map((file) => parseBicepFile(file)));
-    const granted = roleAssignments(templates)
-      .assignments.filter(({ principal }) => principal === "named principal")
-      .map(({ file, scopeSymbol, scopeType, roleName }) => `${file} ${scopeSymbol} (${scopeType}): ${roleName}`)
-      .sort();
-    expect(granted).toEqual([
-      "infra/modules/deployerRoles.bicep inputContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
-      "infra/modules/deployerRoles.bicep stateContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Reader",
-      "infra/modules/deployerRoles.bicep systemContainer (Microsoft.Storage/storageAccounts/blobServices/containers): Storage Blob Data Contributor",
-      "infra/modules/deployerRoles.bicep wakeQueue (Microsoft.Storage/storageAccounts/queueServices/queues): Storage Queue Data Message Sender",
-    ]);
-    // Deployed only when main.bicep names a deployer, and to the containers and queue the app settings name.
-    const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
-    const module = moduleDeclarations(main).find((m) => m.path === "modules/deployerRoles.bicep");
-    expect(main.source).toContain(
-      "module deployerRoles 'modules/deployerRoles.bicep' = if (!empty(deployerPrincipalId))",
+  it("the app identity gets exactly the least-privilege set: inputs read-only, blob contributor on the containers it writes, queue contributor on the coordination account, blob owner and table contributor on its own host storage, telemetry publisher", () => {
+    const main = readSnapshot(infra(), "main");
+    const coordination = String(main.outputs.coordinationStorageAccountName);
+    const [host] = main.outputs.hostStorageAccountNames as string[];
+    const insights = String(main.outputs.applicationInsightsName);
+    const containers = `Microsoft.Storage/storageAccounts/${coordination}/blobServices/default/containers`;
+    expect(granted(main)).toEqual(
+      [
+        `Microsoft.Insights/components/${insights} <- app identity: Monitoring Metrics Publisher`,
+        // Job inputs are the user's data: the app may read them, never change or delete them.
+        `${containers}/job-inputs <- app identity: Storage Blob Data Reader`,
+        `${containers}/leases <- app identity: Storage Blob Data Contributor`,
+        `${containers}/coordinator-state <- app identity: Storage Blob Data Contributor`,
+        `${containers}/coordinator-system <- app identity: Storage Blob Data Contributor`,
+        `Microsoft.Storage/storageAccounts/${coordination} <- app identity: Storage Queue Data Contributor`,
+        `Microsoft.Storage/storageAccounts/${String(host)} <- app identity: Storage Blob Data Owner`,
+        // The host writes diagnostic events to table storage, which Blob Data Owner does not cover (issue 12).
+        `Microsoft.Storage/storageAccounts/${String(host)} <- app identity: Storage Table Data Contributor`,
+      ].sort(),
     );
-    for (const [param, value] of [
-      ["principalId", "deployerPrincipalId"],
-      ["inputContainerName", "inputContainer"],
-      ["systemContainerName", "systemContainer"],
-      ["stateContainerName", "stateContainer"],
-      ["wakeQueueName", "wakeQueue"],
-      ["coordinationStorageName", "coordinationStorage.outputs.name"],
-    ] as const)
-      expect(valueAt(module?.body, "params", param)?.text, param).toBe(value);
+    for (const assignment of roleAssignments(main)) expect(assignment.principalType).toBe("ServicePrincipal");
   });
 
-  it("the container-scoped grants name the same containers as the app settings, in the shared coordination account", async () => {
-    const roles = await parseBicepFile(path.join(INFRA_DIR, "modules", "appRoles.bicep"));
-    const app = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
-    const settings = appSettingsObjects([app])[0]?.entries ?? [];
-    const resources = resourceDeclarations(roles);
-    const passedToRoles = valueAt(moduleDeclarations(app).find((m) => m.path === "appRoles.bicep")?.body, "params");
-    const blobService = resources.find(
-      (r) => r.type === "Microsoft.Storage/storageAccounts/blobServices" && r.existing,
+  it("with a deployer, it gets what npm run enqueue needs and no more, on the renamed containers and queue; each app gets its own grants", () => {
+    const variant = readSnapshot(infra(), "variant");
+    const coordination = String(variant.outputs.coordinationStorageAccountName);
+    const containers = `Microsoft.Storage/storageAccounts/${coordination}/blobServices/default/containers`;
+    const deployer = granted(variant).filter((line) => line.includes(VARIANT_DEPLOYER_ID));
+    expect(deployer).toEqual(
+      [
+        `${containers}/i-renamed <- ${VARIANT_DEPLOYER_ID} (ServicePrincipal): Storage Blob Data Contributor`,
+        `${containers}/y-renamed <- ${VARIANT_DEPLOYER_ID} (ServicePrincipal): Storage Blob Data Contributor`,
+        `${containers}/s-renamed <- ${VARIANT_DEPLOYER_ID} (ServicePrincipal): Storage Blob Data Reader`,
+        `Microsoft.Storage/storageAccounts/${coordination}/queueServices/default/queues/k-renamed <- ${VARIANT_DEPLOYER_ID} (ServicePrincipal): Storage Queue Data Message Sender`,
+      ].sort(),
     );
-    expect(valueAt(blobService?.body, "parent")?.text).toBe("coordinationStorage");
-    for (const [symbol, setting] of [
-      ["inputContainer", "INPUT_CONTAINER"],
-      ["leaseContainer", "LEASE_CONTAINER"],
-      ["stateContainer", "STATE_CONTAINER"],
-      ["systemContainer", "SYSTEM_CONTAINER"],
-    ] as const) {
-      const container = resources.find((r) => r.symbol === symbol && r.existing);
-      expect(container?.type, symbol).toBe("Microsoft.Storage/storageAccounts/blobServices/containers");
-      expect(valueAt(container?.body, "parent")?.text, symbol).toBe(blobService?.symbol);
-      const param = valueAt(container?.body, "name")?.text ?? "";
-      // What functionApp.bicep passes for that parameter is exactly what it sets the app setting to.
-      expect(valueAt(passedToRoles, param)?.text, symbol).toBe(
-        settings.find((entry) => entry.key === setting)?.value.text,
-      );
-    }
-  });
-
-  it("the role scopes are wired to the right accounts: the shared coordination account and the app's own host storage", async () => {
-    const roles = await parseBicepFile(path.join(INFRA_DIR, "modules", "appRoles.bicep"));
-    const app = await parseBicepFile(path.join(INFRA_DIR, "modules", "functionApp.bicep"));
-    const main = await parseBicepFile(path.join(INFRA_DIR, "main.bicep"));
-    const existingName = (symbol: string) =>
-      valueAt(resourceDeclarations(roles).find((r) => r.symbol === symbol && r.existing)?.body, "name")?.text;
-    const passed = (file: typeof main, modulePath: string, param: string) =>
-      valueAt(moduleDeclarations(file).find((m) => m.path === modulePath)?.body, "params", param)?.text;
-
-    expect(existingName("coordinationStorage")).toBe("coordinationStorageName");
-    expect(existingName("hostStorage")).toBe("hostStorageName");
-    expect(existingName("applicationInsights")).toBe("applicationInsightsName");
-    expect(passed(app, "appRoles.bicep", "coordinationStorageName")).toBe("coordinationStorageName");
-    expect(passed(app, "appRoles.bicep", "hostStorageName")).toBe("hostStorage.outputs.name");
-    expect(passed(app, "appRoles.bicep", "principalId")).toBe("identity.properties.principalId");
-    expect(passed(main, "modules/functionApp.bicep", "coordinationStorageName")).toBe(
-      "coordinationStorage.outputs.name",
+    // Two apps: every grant of an app identity twice, one per identity.
+    const identities = new Set(
+      roleAssignments(variant)
+        .map((assignment) => assignment.principal)
+        .filter((principal) => principal.startsWith("identity:")),
     );
-    expect(passed(main, "modules/functionApp.bicep", "applicationInsightsName")).toBe(
-      "monitoring.outputs.applicationInsightsName",
-    );
-  });
-
-  it("the check rejects an undocumented role, a misnamed role comment, a raw id string, a user principal and a group-wide scope (fixtures/wrong-role.bicep)", async () => {
-    const { violations, assignments } = roleAssignments([
-      await parseBicepFile(path.join(FIXTURES_DIR, "wrong-role.bicep")),
-    ]);
-    expect(assignments).toEqual([]);
-    expect(violations).toEqual([
-      expect.stringMatching(
-        /wrong-role\.bicep:6: 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 is not a documented built-in role/,
-      ),
-      expect.stringMatching(
-        /wrong-role\.bicep:7: role id ba92f5b4-.* needs a comment naming it 'Storage Blob Data Contributor'/,
-      ),
-      expect.stringMatching(/ownerOnStorage: roleDefinitionId must be subscriptionResourceId/),
-      expect.stringMatching(/rawIdAtGroup: roleDefinitionId must be subscriptionResourceId/),
-      expect.stringMatching(/contributorAtGroup: principalType must be 'ServicePrincipal'/),
-      expect.stringMatching(/contributorAtGroup: scope must be a resource of this file/),
-    ]);
+    expect(identities.size).toBe(2);
+    expect(granted(variant).filter((line) => line.includes("app identity"))).toHaveLength(16);
+    // Without a deployer (main.bicepparam) there is no such grant.
+    expect(roleAssignments(readSnapshot(infra(), "main")).every((a) => a.principal.startsWith("identity:"))).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INFRA_DIR } from "./bicep";
+import { INFRA_DIR } from "./paths";
 
 /**
  * infra/smoke.sh talks to a deployed app, which CI cannot reach. Here it runs against stand-ins for `az` and `curl`
