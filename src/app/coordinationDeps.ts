@@ -1,6 +1,6 @@
-import type { CoordinationDeps } from "../coordination/deps";
-import type { CoordinatorApp, Sink } from "./context";
-import type { Settings } from "./settings";
+import type { CoordinationDeps } from "../coordination/deps.js";
+import type { CoordinatorApp, Sink } from "./context.js";
+import type { Settings } from "./settings.js";
 
 /**
  * Longest a worker's item may hold the event loop before it is reported, in ms: what a leader in the same process

@@ -1,7 +1,7 @@
-import { keys } from "../coordination/jobState";
-import type { BlobFiles } from "../coordination/ports";
-import { parseRetryMarker } from "../coordination/retention";
-import type { Abortable } from "../library/util/delay";
+import { keys } from "../coordination/jobState.js";
+import type { BlobFiles } from "../coordination/ports.js";
+import { parseRetryMarker } from "../coordination/retention.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * The status page's view of retention trouble: ended jobs whose removal failed (a blob storage will not delete: a

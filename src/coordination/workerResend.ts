@@ -1,5 +1,5 @@
-import type { CoordinationDeps } from "./deps";
-import { withTimeout } from "../library/util/timeout";
+import type { CoordinationDeps } from "./deps.js";
+import { withTimeout } from "../library/util/timeout.js";
 
 /**
  * Longest the worker waits for the work queue to take a unit it sends again during a shutdown, in ms: the host gives a
