@@ -45,12 +45,15 @@ export function chunkSizeFor(items: readonly ItemInput[]): number {
 /** Furthest a job's deadline may lie ahead: 7 days, in seconds. */
 export const MAX_DEADLINE_S = 7 * 24 * 3600;
 
+/** The fields of a submission, as an error about an unknown field lists them. */
+const SUBMISSION_FIELDS = ["kind", "params", "items", "manifest", "deadline", "timeoutS"] as const;
+
 /**
  * A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the
- * two).
+ * two; {@link validateSubmission} checks that and the deadline beside the fields' own checks, to report every problem).
  */
-export const submissionSchema = z
-  .strictObject({
+export const submissionSchema = z.strictObject(
+  {
     kind: z.string().min(1).max(64),
     /** The kind's params, validated by its schema; absent for a kind that takes none. */
     params: z.unknown().optional(),
@@ -69,20 +72,18 @@ export const submissionSchema = z
     timeoutS: z
       .number()
       .int(`must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`)
-      .min(1)
+      .min(1, `must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`)
       .max(MAX_DEADLINE_S, `at most ${MAX_DEADLINE_S} s (7 days)`)
       .optional(),
-  })
-  .superRefine((value, context) => {
-    if ((value.items === undefined) === (value.manifest === undefined)) {
-      context.addIssue({
-        code: "custom",
-        path: [value.items === undefined ? "items" : "manifest"],
-        message:
-          'give exactly one of "items" (an array of items) or "manifest" (the name of an NDJSON blob in the input container, one item per line)',
-      });
-    }
-  });
+  },
+  {
+    error: (issue) => {
+      if (issue.code === "unrecognized_keys")
+        return `unknown field${issue.keys.length === 1 ? "" : "s"} ${issue.keys.map((key) => JSON.stringify(key)).join(", ")}; a submission has ${SUBMISSION_FIELDS.join(", ")}`;
+      return undefined;
+    },
+  },
+);
 export type Submission = z.infer<typeof submissionSchema>;
 /** A submission with its items in the body. */
 export type ItemsSubmission = JobHeader & { items: ItemInput[] };
@@ -94,30 +95,70 @@ export type ValidatedSubmission = { ok: true; value: Submission } | { ok: false;
 
 /**
  * Validates a submission, including the task kind's own params and its deadline against `nowMs`, and returns every
- * problem at once.
+ * problem at once: each check runs on the fields it reads when they are well-formed, whatever else is wrong.
  */
 export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs = Date.now()): ValidatedSubmission {
-  const parsed = submissionSchema.safeParse(body);
-  if (!parsed.success)
+  if (typeof body !== "object" || body === null || Array.isArray(body))
     return {
       ok: false,
-      errors: parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "(body)", message: issue.message })),
+      errors: [{ field: "(body)", message: `a job submission is a JSON object with ${SUBMISSION_FIELDS.join(", ")}` }],
     };
-  const deadlineError = checkDeadline(parsed.data, nowMs);
-  if (deadlineError !== undefined) return { ok: false, errors: [deadlineError] };
-  const kind = registry.get(parsed.data.kind);
+  const parsed = submissionSchema.safeParse(body);
+  const issues = parsed.success ? [] : parsed.error.issues;
+  const errors: FieldError[] = issues.map((issue) => ({
+    field: issue.path.join(".") || "(body)",
+    message: issue.message,
+  }));
+  // The checks across fields run on the fields the schema did not refuse.
+  const faulty = new Set(issues.map((issue) => String(issue.path[0] ?? "")));
+  const submission: Partial<Submission> = parsed.success ? parsed.data : body;
+  errors.push(...acrossFields(submission, faulty, nowMs));
+  const params = faulty.has("kind") ? undefined : checkKind(submission.kind, submission.params, registry);
+  if (params !== undefined && !params.ok) errors.push(...params.errors);
+  if (!parsed.success || params === undefined || !params.ok || errors.length > 0) return { ok: false, errors };
+  return { ok: true, value: { ...parsed.data, params: params.value } };
+}
+
+/** The checks across fields: exactly one of items or manifest, and the deadline (`faulty`: fields to skip). */
+function* acrossFields(
+  submission: Partial<Submission>,
+  faulty: ReadonlySet<string>,
+  nowMs: number,
+): Generator<FieldError> {
+  const hasItems = submission.items !== undefined;
+  if (hasItems === (submission.manifest !== undefined))
+    yield {
+      field: hasItems ? "manifest" : "items",
+      message:
+        'give exactly one of "items" (an array of items) or "manifest" (the name of an NDJSON blob in the input container, one item per line)',
+    };
+  if (submission.deadline !== undefined && submission.timeoutS !== undefined)
+    yield { field: "deadline", message: "give either deadline or timeoutS, not both" };
+  else if (!faulty.has("deadline")) {
+    const deadlineError = checkDeadline(submission, nowMs);
+    if (deadlineError !== undefined) yield deadlineError;
+  }
+}
+
+/** The task kind is known, and its params parse by its schema within {@link MAX_PARAMS_BYTES} as JSON. */
+function checkKind(
+  name: unknown,
+  rawParams: unknown,
+  registry: TaskRegistry,
+): { ok: true; value: unknown } | { ok: false; errors: FieldError[] } {
+  const kind = typeof name === "string" ? registry.get(name) : undefined;
   if (kind === undefined)
     return {
       ok: false,
       errors: [
         {
           field: "kind",
-          message: `unknown task kind "${parsed.data.kind}"; known kinds: ${registry.names().join(", ")}`,
+          message: `unknown task kind ${JSON.stringify(name)}; known kinds: ${registry.names().join(", ")}`,
         },
       ],
     };
   // Stored and sent as null when absent (every stored spec and work message carries params): the kind sees null.
-  const params = kind.parseParams(parsed.data.params ?? null);
+  const params = kind.parseParams(rawParams ?? null);
   if (!params.ok)
     return {
       ok: false,
@@ -137,7 +178,7 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
         },
       ],
     };
-  return { ok: true, value: { ...parsed.data, params: params.value } };
+  return { ok: true, value: params.value };
 }
 
 /** The wall-clock ms a submission's `deadline` or `timeoutS` stands for, submitted at `nowMs`; undefined for none. */
@@ -146,10 +187,9 @@ export function deadlineOf(submission: Pick<Submission, "deadline" | "timeoutS">
   return submission.deadline === undefined ? undefined : Date.parse(submission.deadline);
 }
 
-function checkDeadline(submission: Submission, nowMs: number): FieldError | undefined {
+/** A well-formed `deadline` (given without `timeoutS`) lies ahead, at most 7 days. */
+function checkDeadline(submission: Partial<Submission>, nowMs: number): FieldError | undefined {
   if (submission.deadline === undefined) return undefined;
-  if (submission.timeoutS !== undefined)
-    return { field: "deadline", message: "give either deadline or timeoutS, not both" };
   const atMs = deadlineOf(submission, nowMs) ?? nowMs;
   if (atMs <= nowMs)
     return { field: "deadline", message: `must be in the future (it is now ${new Date(nowMs).toISOString()})` };

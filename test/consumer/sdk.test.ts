@@ -32,6 +32,19 @@ describe("the package's storage clients in a user's app with its own @azure/stor
 
   afterAll(() => removeProject(project), REMOVE_TIMEOUT_MS);
 
+  it("importing either entry from ESM loads, registers and prints nothing (@azure/functions is not even installed)", async () => {
+    const script = [
+      'const main = await import("azure-leader-coordinator");',
+      'const library = await import("azure-leader-coordinator/leader-election");',
+      "process.stdout.write(JSON.stringify([Object.keys(main).length, Object.keys(library).length]));",
+    ].join("\n");
+    const { stdout, stderr } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: project });
+    expect(stderr).toBe("");
+    const [main, library] = JSON.parse(stdout) as number[];
+    expect(main).toBeGreaterThan(5);
+    expect(library).toBeGreaterThan(5);
+  });
+
   describe.each([
     { kind: "ESM", type: "module", loads: /from "azure-leader-coordinator"/ },
     { kind: "CommonJS", type: "commonjs", loads: /require\("azure-leader-coordinator"\)/ },

@@ -101,6 +101,14 @@ describe("HTTP API handlers (the registered handlers, real Azurite)", () => {
     expect(errors.find((e) => e.field === field)?.message).toMatch(message);
   });
 
+  it("POST /api/jobs with several faults answers 400 naming every one at once", async () => {
+    const body = JSON.stringify({ kind: "mystery", items: [{ inline: 1 }], timeoutS: 0, color: "red" });
+    const response = await handlers.submitJobHandler(post(body), context());
+    expect(response.status).toBe(400);
+    const errors = (response.jsonBody as { errors: { field: string; message: string }[] }).errors;
+    expect(errors.map((error) => error.field).sort()).toEqual(["(body)", "items.0", "kind", "timeoutS"]);
+  });
+
   it("POST /api/jobs with a body over the limit answers 413 without reading it, pointing to manifests", async () => {
     const response = await handlers.submitJobHandler(
       post("{}", { "content-length": String(64 * 1024 * 1024) }),
