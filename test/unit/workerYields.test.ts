@@ -3,7 +3,7 @@ import { runCoordinationStep } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";
 import { defineTaskKind } from "../../src/coordination/taskKinds";
 import { TaskRegistry } from "../../src/coordination/taskRegistry";
-import { WORKER_SLICE_MS } from "../../src/coordination/worker";
+import { processWorkMessage, WORKER_SLICE_MS } from "../../src/coordination/worker";
 import { timeSlicer } from "../../src/library/util/timeSlice";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
@@ -99,6 +99,51 @@ describe("a worker reports an item that held the event loop longer than the lead
       return 1;
     }, ["a"]);
     expect(held).toEqual([]);
+  });
+});
+
+describe("units running at once in one process take turns with the process's timers (issue 37)", () => {
+  it("items of two units whose awaits resolve together do not run back to back: a timer runs between any two", async () => {
+    // Each unit's item awaits its input (here: the job's stop check, from storage) after the slice; both answers
+    // arrive in one turn, and both items then ran in that turn, one after the other: 2 × an item's hold without a
+    // timer (the bench:blocking run of 2026-11-27 reported items of 1 s holding the loop for over 1.25 s).
+    const order: { item: number; ticks: number }[] = [];
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const cpuBound = defineTaskKind({
+      name: "cpu-bound",
+      process: (_input, { index }) => {
+        order.push({ item: index, ticks });
+        spin(WORKER_SLICE_MS + 5);
+        return 1;
+      },
+      aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+    });
+    const { deps, work: queue } = world({ registry: new TaskRegistry([cpuBound]), workUnitMaxItems: 1 });
+    await storeSubmission(deps.system, {
+      kind: "cpu-bound",
+      params: null,
+      items: Array.from({ length: 4 }, (_, i) => ({ inline: String(i) })),
+    });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const messages = await queue.receive(10, 60);
+    expect(messages).toHaveLength(4);
+    try {
+      await Promise.all(
+        messages.map((message) =>
+          processWorkMessage(deps, JSON.parse(message.text ?? "null") as unknown, {
+            id: message.id,
+            dequeueCount: 1,
+            maxDequeueCount: 5,
+          }),
+        ),
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    expect(order).toHaveLength(4);
+    for (let index = 1; index < order.length; index++)
+      expect(order[index]?.ticks, `item run number ${index + 1}`).toBeGreaterThan(order[index - 1]?.ticks ?? Infinity);
   });
 });
 
