@@ -87,7 +87,11 @@ function toRegisteredKind(kind: TaskKind): RegisteredKind {
       const parsed = validateWith(aggregate.schema, value, `task kind "${name}"'s aggregate`);
       return parsed.ok ? parsed : { ok: false, reason: issuesText(parsed.issues) };
     },
-    process: (input, context) => Promise.resolve().then(() => kind.process(input, context)),
+    // Runs the kind at once (a synchronous throw becomes a rejection): the worker checks its time slice right before.
+    process: (input, context) =>
+      new Promise((resolve) => {
+        resolve(kind.process(input, context));
+      }),
     empty: () => (aggregate === undefined ? null : aggregate.empty()),
     merge: (a, b) => (aggregate === undefined ? null : aggregate.merge(a, b)),
     view: (partial) => (aggregate?.view === undefined ? partial : aggregate.view(partial)),

@@ -235,7 +235,6 @@ async function runItems(
   let transient: { error: unknown } | undefined;
   const watch = watchForStop(deps, jobId, unitControl);
   const runItem = async (input: ItemInput, offset: number): Promise<void> => {
-    await workerSlice();
     const item = first + offset;
     if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
       unitControl.abort(new JobStoppedSignal(jobId));
@@ -249,6 +248,9 @@ async function runItems(
         "inline" in input
           ? inputOf(undefined, input.inline)
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
+      // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
+      // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
+      while (workerSlice.spent()) await workerSlice();
       const hold = loopHolds.begin();
       const partial = await kind
         .process(data, {

@@ -58,6 +58,9 @@ export interface TakeoverOptions {
  */
 export const CLOCK_RATE_BOUND = 0.1;
 
+/** The default of `requestTimeoutMs`: how long one storage request of the elector may take, in ms. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 3000;
+
 /**
  * Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration.
  */
@@ -210,7 +213,7 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
     renewDeadlineMs: options.renewDeadlineMs ?? 10_000,
     retryIntervalMs: options.retryIntervalMs ?? 1000,
     jitterRatio: options.jitterRatio ?? 0.2,
-    requestTimeoutMs: options.requestTimeoutMs ?? 3000,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     stallTimeoutMs: options.stallTimeoutMs,
     logger: options.logger ?? silentLogger,
     onEvent: options.onEvent,
