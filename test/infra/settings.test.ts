@@ -136,7 +136,7 @@ describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
     expect([...inBicep].sort()).toEqual([...APP_SETTING_NAMES].sort());
   });
 
-  it("the host settings are only identity-based storage, Entra-authenticated Application Insights and the Node flags", () => {
+  it("the host settings are only identity-based storage and Entra-authenticated Application Insights", () => {
     const hostNames = settings
       .map((entry) => entry.key)
       .filter(isHostSetting)
@@ -148,12 +148,12 @@ describe("app settings: Bicep and src/app/settings.ts are the same set", () => {
       "AzureWebJobsStorage__clientId",
       "AzureWebJobsStorage__credential",
       "AzureWebJobsStorage__tableServiceUri",
-      "languageWorkers__node__arguments",
     ]);
   });
 
-  it("the Node flags are the local host's (NODE_WORKER_ARGUMENTS), so local runs and benchmarks measure what is deployed", () => {
-    expect(setting("languageWorkers__node__arguments")?.value.text).toBe(`'${NODE_WORKER_ARGUMENTS}'`);
+  it("the Node worker runs with Node's defaults, deployed and local (issue 35: Flex bills an instance's size, not its RSS)", () => {
+    expect(setting("languageWorkers__node__arguments")).toBeUndefined();
+    expect(NODE_WORKER_ARGUMENTS).toBe("");
   });
 });
 
