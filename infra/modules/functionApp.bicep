@@ -181,10 +181,8 @@ resource appSettings 'Microsoft.Web/sites/config@2025-03-01' = {
     // credential: ingestion needs the identity's Entra token (Monitoring Metrics Publisher).
     APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identity.properties.clientId};Authorization=AAD'
-    // Node flags of the worker process: a small young generation (2 × 4 MiB) and old-generation growth of 30% after a
-    // full GC, so a busy instance's RSS stays near its live heap (issue 9). The local host runs with the same flags
-    // (NODE_WORKER_ARGUMENTS, scripts/tools/local/instances.ts).
-    languageWorkers__node__arguments: '--max-semi-space-size=4 --heap-growing-percent=30'
+    // No languageWorkers__node__arguments: the Node worker runs with Node's defaults, as the local host does
+    // (NODE_WORKER_ARGUMENTS). Flex bills an instance's memory size, not its RSS (docs/DEPLOY.md).
     // The coordinator's tuning (src/app/settings.ts); its connection "COORDINATION_STORAGE" (the worker's queue trigger
     // binds with connection: 'COORDINATION_STORAGE'; the code builds its clients from the same settings), containers
     // and queues come from coordinatorSettings.

@@ -73,7 +73,7 @@ describeCompiled("app settings: what Bicep deploys and src/app/settings.ts are t
     expect(names.sort()).toEqual([...APP_SETTING_NAMES].sort());
   });
 
-  it("the host settings are only identity-based storage, Entra-authenticated Application Insights and the Node flags (the local host's)", () => {
+  it("the host settings are only identity-based storage and Entra-authenticated Application Insights", () => {
     expect(Object.keys(main()).filter(isHostSetting).sort()).toEqual([
       "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
       "APPLICATIONINSIGHTS_CONNECTION_STRING",
@@ -81,9 +81,12 @@ describeCompiled("app settings: what Bicep deploys and src/app/settings.ts are t
       "AzureWebJobsStorage__clientId",
       "AzureWebJobsStorage__credential",
       "AzureWebJobsStorage__tableServiceUri",
-      "languageWorkers__node__arguments",
     ]);
-    expect(main().languageWorkers__node__arguments).toBe(NODE_WORKER_ARGUMENTS);
+  });
+
+  it("the Node worker runs with Node's defaults, deployed and local (issue 35: Flex bills an instance's size, not its RSS)", () => {
+    expect(main()).not.toHaveProperty("languageWorkers__node__arguments");
+    expect(NODE_WORKER_ARGUMENTS).toBe("");
   });
 
   it.each([["AzureWebJobsStorage"], [CONNECTION_SETTINGS.coordination]])(

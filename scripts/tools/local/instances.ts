@@ -18,14 +18,13 @@ const INSTANCE_SCRIPT = resolve(__dirname, "instance.ts");
 const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
 
 /**
- * The Node flags the app is deployed with (app setting `languageWorkers__node__arguments`,
- * infra/modules/functionApp.bicep; the infra tests check they are the same): V8's young generation at most 2 × 4 MiB,
- * and the old generation grown by 30% after each full GC. Without them V8 sizes its heap from the machine's memory: on
- * a large machine it lets a busy instance's young generation grow to 2 × 16 MiB and its old generation to 4× its live
- * size before collecting, so RSS rises by 50–150 MiB of garbage while the live heap stays flat (issue 9, the
- * leader-memory job).
+ * The Node flags the local host starts an instance's worker with unless `languageWorkers__node__arguments` says
+ * otherwise: none, as deployed (infra/modules/functionApp.bicep sets no such app setting; the infra tests check it).
+ * Issue 9 had set `--max-semi-space-size=4 --heap-growing-percent=30` to keep a busy leader's RSS down; issue 35
+ * dropped them: Flex Consumption bills execution time at the instance's memory size, not at the memory used, and they
+ * cost 1.48 times the CPU per warm job (`npm run bench:instance`, docs/COST.md).
  */
-export const NODE_WORKER_ARGUMENTS = "--max-semi-space-size=4 --heap-growing-percent=30";
+export const NODE_WORKER_ARGUMENTS = "";
 
 /** What is known about an instance. */
 export interface InstanceState {

@@ -1,16 +1,20 @@
 /**
  * `npm run bench:instance`: the CPU one instance process of the real app (local host, host.json's queue settings)
- * spends working a job's units — its first job after starting, and the jobs after it — with the Node flags the app is
- * deployed with (`languageWorkers__node__arguments`, NODE_WORKER_ARGUMENTS) and with Node's defaults, alternating.
+ * spends working a job's units — its first job after starting, and the jobs after it — against one worker process of
+ * the batched loop (./throughput/baselineSession.ts: the raw SDKs, the same unit messages, nothing else) given the same
+ * jobs, alternating who goes first; `workerCpuRatioVsLoop` is the app's warm jobs' median CPU over the loop's (issue
+ * 35's target: at most 1.3×). The app runs with the Node flags it is deployed with (`languageWorkers__node__arguments`,
+ * NODE_WORKER_ARGUMENTS: none since issue 35); `--also` adds flag sets.
  * The benchmark process is the leader: it holds the lease for the whole run, one step per job that dispatches and folds
  * (so the instance's wake-ups find it held and never lead), takeover is off, and the instance's timer never fires.
  * What `bench:throughput` cannot separate: there three instances, a leader and Azurite share two cores, and every run
  * starts fresh processes.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
-import { dirname, resolve } from "node:path";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { createCoordinatorApp, type Sink } from "../../../src/app/context";
+import { readSettings } from "../../../src/app/settings";
 import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/operations";
 import { runCoordinationStep } from "../../../src/coordination/step";
 import { delay } from "../../../src/library/util/delay";
@@ -20,21 +24,25 @@ import { instanceEnv, waitForReady } from "../../tools/local/run";
 import { ensureAppStorage } from "../../tools/local/storageSetup";
 import { startAzurite, type Azurite } from "../../support/azurite";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { startLoopSession } from "./throughput/baselineSession";
 import { readCpuTimes } from "./throughput/cpuTimes";
 import { median } from "./throughput/report";
 import { scenarioJob } from "./throughput/scenarios";
+import { appUnitItems } from "./throughput/units";
 
 const USAGE = `Usage: npm run bench:instance -- [--items 20000] [--jobs 5] [--runs 3] [--also="FLAGS"] [--out FILE]
 
 Times the CPU of one instance process of the app working a job of small CSV items (bench:throughput's small scenario),
-with the Node flags the app is deployed with and with Node's defaults, alternating: each run starts a fresh instance
-and gives it --jobs jobs one after another (the first is its first job; the others find it warm).
+with the Node flags the app is deployed with, against one worker process of the batched loop on the same units,
+alternating: each run starts a fresh instance (or loop worker) and gives it --jobs jobs one after another (the first
+is its first job; the others find it warm). Reports workerCpuRatioVsLoop: the app's warm jobs' median CPU ÷ the
+loop's.
 
 Options:
   --items N    small items per job, 1000–200000 (default 20000)
   --jobs N     jobs per run, 2–20 (default 5)
   --runs N     runs per flag set, alternating, 1–10 (default 3)
-  --also=FLAGS another set of Node flags to time beside the two, e.g. --also="--max-semi-space-size=4" (up to 3)
+  --also=FLAGS another set of Node flags for the app, timed beside it, e.g. --also="--max-semi-space-size=4" (up to 3)
   --out FILE   where to write the JSON report (default bench-results/instance.json)`;
 
 /** The instance's timer: once a year, so only the benchmark's own steps lead. */
@@ -92,9 +100,12 @@ function parse(argv: string[]): Args | undefined {
   };
 }
 
+/** The app as deployed, and the loop (its flags: the benchmark's Node's, unused by the name). */
+const DEPLOYED = "deployed";
+const LOOP = "loop";
 const FLAG_SETS: readonly FlagSet[] = [
-  { name: "deployed", nodeArguments: NODE_WORKER_ARGUMENTS },
-  { name: "node-defaults", nodeArguments: "" },
+  { name: DEPLOYED, nodeArguments: NODE_WORKER_ARGUMENTS },
+  { name: LOOP, nodeArguments: "" },
 ];
 
 interface Run {
@@ -185,6 +196,34 @@ async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: 
   return run;
 }
 
+/** The loop's side of a run: one fresh loop worker given the same jobs, idle between them as the instance is. */
+async function loopRun(azurite: Azurite, args: Args, runIndex: number): Promise<Run> {
+  const settings = readSettings({});
+  await ensureAppStorage(azurite.connectionString, settings);
+  const session = await startLoopSession({
+    connectionString: azurite.connectionString,
+    inputContainer: settings.INPUT_CONTAINER,
+    label: `instance-${runIndex}`,
+    countsPrefix: join(tmpdir(), `bench-instance-${process.pid}`),
+    workers: 1,
+  });
+  const run: Run = { flagSet: LOOP, jobsCpuMs: [], jobsMs: [] };
+  const abortSignal = new AbortController().signal;
+  try {
+    for (let index = 0; index < args.jobs; index++) {
+      const job = scenarioJob("small", args.items, "unused", 20_260_501 + index);
+      await delay(IDLE_MS);
+      const limits = { maxItems: appUnitItems(settings, job.items), maxBytes: settings.WORK_UNIT_MAX_BYTES };
+      const { cpuMs, ms } = await session.runJob(job, limits, { settleMs: SETTLE_MS, abortSignal });
+      run.jobsCpuMs.push(cpuMs);
+      run.jobsMs.push(ms);
+    }
+  } finally {
+    await session.stop();
+  }
+  return run;
+}
+
 async function main(): Promise<number> {
   let args: Args | undefined;
   try {
@@ -212,7 +251,10 @@ async function main(): Promise<number> {
       for (const [setIndex, flagSet] of (runIndex % 2 === 0
         ? args.flagSets.entries()
         : [...args.flagSets.entries()].reverse()) as Iterable<[number, FlagSet]>) {
-        const run = await oneRun(azurite, args, flagSet, setIndex, runIndex);
+        const run =
+          flagSet.name === LOOP
+            ? await loopRun(azurite, args, runIndex)
+            : await oneRun(azurite, args, flagSet, setIndex, runIndex);
         runs.push(run);
         process.stdout.write(
           `  run ${runIndex + 1}, ${flagSet.name.padEnd(13)} CPU per job, ms: ${run.jobsCpuMs.join(", ")} (job times ${run.jobsMs.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s)\n`,
@@ -234,14 +276,19 @@ async function main(): Promise<number> {
       warmJobUsPerItem: Math.round((warm * 1000 * 10) / args.items) / 10,
     };
   });
-  const defaults = summary.find((row) => row.flagSet === "node-defaults");
-  const ratio = (a: number, b: number | undefined): number | undefined =>
-    b === undefined || b <= 0 ? undefined : Math.round((a / b) * 100) / 100;
-  const overDefaults = summary.map((row) => ({
-    flagSet: row.flagSet,
-    firstJob: ratio(row.firstJobCpuMs, defaults?.firstJobCpuMs),
-    laterJobs: ratio(row.warmJobCpuMs, defaults?.warmJobCpuMs),
-  }));
+  const loop = summary.find((row) => row.flagSet === LOOP);
+  const deployed = summary.find((row) => row.flagSet === DEPLOYED);
+  const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
+    a === undefined || b === undefined || b <= 0 ? undefined : Math.round((a / b) * 100) / 100;
+  /** Issue 35: the app's worker path, warm, against the loop's worker on the same units; target at most 1.3×. */
+  const workerCpuRatioVsLoop = ratio(deployed?.warmJobCpuMs, loop?.warmJobCpuMs);
+  const overLoop = summary
+    .filter((row) => row.flagSet !== LOOP)
+    .map((row) => ({
+      flagSet: row.flagSet,
+      firstJob: ratio(row.firstJobCpuMs, loop?.firstJobCpuMs),
+      laterJobs: ratio(row.warmJobCpuMs, loop?.warmJobCpuMs),
+    }));
   const report = {
     benchmark: "instance",
     command: `npm run bench:instance -- ${process.argv.slice(2).join(" ")}`.trim(),
@@ -253,7 +300,9 @@ async function main(): Promise<number> {
     runs: args.runs,
     medianOf: "runs (first job), every later job of every run (warm)",
     summary,
-    overDefaults,
+    workerCpuRatioVsLoop,
+    workerCpuRatioTarget: 1.3,
+    overLoop,
     runsDetail: runs,
   };
   const out = resolve(process.cwd(), args.out);
@@ -263,11 +312,13 @@ async function main(): Promise<number> {
     process.stdout.write(
       `${row.flagSet.padEnd(13)} [${row.nodeArguments}]: first job ${row.firstJobCpuMs} ms (${row.firstJobUsPerItem} µs per item), later jobs ${row.warmJobCpuMs} ms (${row.warmJobUsPerItem} µs per item)\n`,
     );
-  for (const row of overDefaults)
-    if (row.flagSet !== defaults?.flagSet)
-      process.stdout.write(
-        `${row.flagSet} ÷ Node's defaults: first job ${row.firstJob ?? "n/a"}×, later jobs ${row.laterJobs ?? "n/a"}×\n`,
-      );
+  for (const row of overLoop)
+    process.stdout.write(
+      `${row.flagSet} ÷ the loop's worker: first job ${row.firstJob ?? "n/a"}×, later jobs ${row.laterJobs ?? "n/a"}×\n`,
+    );
+  process.stdout.write(
+    `workerCpuRatioVsLoop ${workerCpuRatioVsLoop ?? "n/a"} (target ≤ 1.3: ${workerCpuRatioVsLoop !== undefined && workerCpuRatioVsLoop <= 1.3 ? "met" : "NOT met"})\n`,
+  );
   process.stdout.write(`Report: ${out}\n`);
   return 0;
 }

@@ -289,7 +289,7 @@ async function main(): Promise<number> {
       leaderIdleRssMiB: leader?.idleRssMiB,
       leaderPeakRssMiB: leader?.peakRssMiB,
       leaderGrowthMiB,
-      target: `growth ≤ ${TARGETS.leaderRssGrowthMaxMiB} MiB`,
+      target: `growth ≤ ${TARGETS.leaderRssGrowthMaxMiB} MiB over the 1,000,000-item job (this job: ${args.memoryItems} items)`,
       met: leaderGrowthMiB !== undefined && leaderGrowthMiB <= TARGETS.leaderRssGrowthMaxMiB,
       how: "each instance's VmRSS after idling past a timer tick, just before the submission; then VmHWM reset (clear_refs 5) and read after completion: the peak during the job. The leader: of the instances that led during the job, the one that grew most",
       submitToCompletedS: run.submitToCompletedS === undefined ? undefined : round(run.submitToCompletedS, 1),

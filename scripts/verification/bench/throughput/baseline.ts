@@ -142,18 +142,7 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
       problem = "Interrupted.";
     }
   counter.take();
-  const jobId = randomUUID();
-  const base = { jobId, kind: job.kind, params: job.params };
-  const bodies =
-    mode === "per-item"
-      ? job.items.map((input, item) => JSON.stringify({ v: 1, ...base, item, input } satisfies BaselineWork))
-      : packUnits(
-          job.items,
-          { maxItems: options.unitMaxItems, maxBytes: options.unitMaxBytes },
-          Buffer.byteLength(JSON.stringify({ v: 2, ...base, first: job.items.length, inputs: [] })),
-        ).map((unit) =>
-          JSON.stringify({ v: 2, ...base, first: unit.first, inputs: unit.inputs } satisfies BaselineWork),
-        );
+  const bodies = workBodies(job, mode, { maxItems: options.unitMaxItems, maxBytes: options.unitMaxBytes });
   let aggregate: GroupByPartial = [];
   let duplicates = 0;
   let firstSendMs: number | undefined;
@@ -220,8 +209,24 @@ export async function runBaseline(options: BaselineOptions): Promise<BaselineRun
   };
 }
 
+/** A job's work messages under a fresh job id: one per item, or the app's units (./units.ts) at these limits. */
+export function workBodies(
+  job: ScenarioJob,
+  mode: BaselineMode,
+  limits: { maxItems: number; maxBytes: number },
+): string[] {
+  const base = { jobId: randomUUID(), kind: job.kind, params: job.params };
+  return mode === "per-item"
+    ? job.items.map((input, item) => JSON.stringify({ v: 1, ...base, item, input } satisfies BaselineWork))
+    : packUnits(
+        job.items,
+        limits,
+        Buffer.byteLength(JSON.stringify({ v: 2, ...base, first: job.items.length, inputs: [] })),
+      ).map((unit) => JSON.stringify({ v: 2, ...base, first: unit.first, inputs: unit.inputs } satisfies BaselineWork));
+}
+
 /** Sends every work message (base64, as the host reads them), `BASELINE_SEND_PARALLELISM` at a time. */
-async function produce(
+export async function produce(
   work: QueueClient,
   bodies: readonly string[],
   abortSignal: AbortSignal,
@@ -238,7 +243,7 @@ async function produce(
 }
 
 /** Receives results 32 at a time, merges each item once, deletes them; returns when every item is merged. */
-async function consume(
+export async function consume(
   results: QueueClient,
   items: number,
   abortSignal: AbortSignal,
@@ -281,7 +286,7 @@ async function consume(
 }
 
 /** Every worker's CPU times (./projectRun.ts readCpuTimes), or undefined if any cannot be read. */
-function workersCpuTimes(workers: readonly WorkerProcess[]): CpuTimes[] | undefined {
+export function workersCpuTimes(workers: readonly WorkerProcess[]): CpuTimes[] | undefined {
   const times: CpuTimes[] = [];
   for (const worker of workers) {
     const read = worker.child.pid === undefined ? undefined : readCpuTimes(worker.child.pid);
@@ -291,12 +296,12 @@ function workersCpuTimes(workers: readonly WorkerProcess[]): CpuTimes[] | undefi
   return times;
 }
 
-interface WorkerProcess {
+export interface WorkerProcess {
   child: ChildProcess;
   stopped: Promise<{ processed: number | undefined; failed: number | undefined }>;
 }
 
-async function startWorkers(
+export async function startWorkers(
   countsFiles: readonly string[],
   names: { connectionString: string; workQueue: string; resultsQueue: string; inputContainer: string },
 ): Promise<WorkerProcess[]> {
@@ -354,7 +359,7 @@ async function startWorkers(
   return workers;
 }
 
-async function stopWorkers(workers: readonly WorkerProcess[]): Promise<BaselineRunResult["workers"]> {
+export async function stopWorkers(workers: readonly WorkerProcess[]): Promise<BaselineRunResult["workers"]> {
   return Promise.all(
     workers.map(async ({ child, stopped }) => {
       child.kill("SIGTERM");

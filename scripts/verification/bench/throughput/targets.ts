@@ -2,20 +2,19 @@ import type { BeforeFigures } from "./compare";
 
 /** The benchmark's targets, and how a scenario's report is checked against them. */
 
-/** Targets of issue 9 (speed against the loops, first dispatch, memory) and issue 24 (cost per item, every round). */
+/**
+ * Targets of issue 9 (speed against the per-item loop, first dispatch, memory) and issue 24 (operations per item), as
+ * issue 35 left them: the ratio to the batched loop and the all-in USD per million are reported, not targets.
+ */
 export const TARGETS = {
   smallVsPerItemMin: 2,
   smallExecutionsPerItemMax: 0.1,
   blobVsPerItemMin: 0.9,
   submitToFirstDispatchMedianMaxS: 2,
-  leaderRssGrowthMaxMiB: 40,
+  /** Issue 35: the leader's RSS growth over the 1,000,000-item job (`--memory-items 1000000`); was 40 over 100,000. */
+  leaderRssGrowthMaxMiB: 128,
   /** Issue 24: storage operations per small item. */
   smallOpsPerItemMax: 0.05,
-  /** Issue 24: USD per million small items, every cost counted (storage, executions, execution time). */
-  smallAllInUSDPerMillionMax: 0.03,
-  /** Issue 24: the app's items/s over the batched loop's in the same round — their median, and the lowest. */
-  smallRoundRatioMedianMin: 0.9,
-  smallRoundRatioMin: 0.7,
 } as const;
 
 /** What the targets read of a scenario's report (./report.ts `ScenarioReport`, which builds them from these). */
@@ -69,17 +68,8 @@ export function scenarioTargets(name: "small" | "blob" | "short", report: Target
   const { before } = report;
   if (name === "small") {
     vsPerItem(TARGETS.smallVsPerItemMin);
-    const ratios = report.roundRatiosVsBatched;
-    targets.roundRatioVsBatchedMedian = {
-      target: `≥ ${TARGETS.smallRoundRatioMedianMin}×`,
-      value: ratios.median,
-      met: atLeast(ratios.median, TARGETS.smallRoundRatioMedianMin),
-    };
-    targets.roundRatioVsBatchedLowest = {
-      target: `≥ ${TARGETS.smallRoundRatioMin}×`,
-      value: ratios.min,
-      met: atLeast(ratios.min, TARGETS.smallRoundRatioMin),
-    };
+    // Issue 35 (issue 24's decisions): the ratio to the batched loop on two shared cores stays in the report, not a
+    // target (bench:instance's workerCpuRatioVsLoop replaces it); likewise the all-in USD, until Azure measures GB-s.
     targets.opsPerItem = {
       target: `≤ ${TARGETS.smallOpsPerItemMax}`,
       value: report.opsPerItem,
@@ -89,11 +79,6 @@ export function scenarioTargets(name: "small" | "blob" | "short", report: Target
       target: `≤ ${TARGETS.smallExecutionsPerItemMax}`,
       value: report.executionsPerItem,
       met: atMost(report.executionsPerItem, TARGETS.smallExecutionsPerItemMax),
-    };
-    targets.allInUSDPerMillion = {
-      target: `≤ $${TARGETS.smallAllInUSDPerMillionMax}`,
-      value: report.allInCostPerMillionItemsUSD,
-      met: atMost(report.allInCostPerMillionItemsUSD, TARGETS.smallAllInUSDPerMillionMax),
     };
     firstDispatchTarget();
   } else if (name === "blob") {
