@@ -20,6 +20,8 @@
 //   (job specs, item chunks, outcomes, markers). Lease operations are blob writes, which Contributor covers.
 // - Storage Blob Data Reader on the input container: job inputs are your data; the app reads and lists them, never
 //   changes or deletes one.
+// - Storage Blob Data Contributor on each of outputContainers (what your task kinds write), Storage Blob Data Reader
+//   on each of readOnlyContainers.
 // - Storage Queue Data Contributor on the account: the app sends to and receives from the work, results and wake-up
 //   queues, and the Functions host creates-if-missing and writes <queue>-poison (queues/write), which the narrower
 //   Message Sender/Processor roles do not cover.
@@ -109,6 +111,14 @@ param resultsQueue string = 'work-results'
 @minLength(3)
 @maxLength(63)
 param wakeQueue string = 'coordinator-wake'
+
+@description('Containers your task kinds write their outputs to, in the coordination account: each is created, and each app gets Storage Blob Data Contributor on it (on nothing broader). Must differ from the four above.')
+@maxLength(20)
+param outputContainers string[] = []
+
+@description('Containers your task kinds only read besides INPUT_CONTAINER (reference data, say): each is created, and each app gets Storage Blob Data Reader on it.')
+@maxLength(20)
+param readOnlyContainers string[] = []
 
 // The Functions host moves a message to <queue>-poison after maxDequeueCount failed deliveries; created here so that
 // nothing depends on creating it at run time.
@@ -238,6 +248,56 @@ resource queueUsers 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
   }
 ]
 
+resource outputs 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-06-01' = [
+  for name in outputContainers: {
+    parent: blobService
+    name: name
+    properties: {
+      publicAccess: 'None'
+    }
+  }
+]
+
+resource readOnly 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-06-01' = [
+  for name in readOnlyContainers: {
+    parent: blobService
+    name: name
+    properties: {
+      publicAccess: 'None'
+    }
+  }
+]
+
+// One grant per app and container: [{ container: index, principalId }].
+var outputGrants = flatten(map(range(0, length(outputContainers)), c => map(apps, app => { container: c, principalId: app.principalId })))
+var readOnlyGrants = flatten(map(range(0, length(readOnlyContainers)), c => map(apps, app => { container: c, principalId: app.principalId })))
+
+resource outputWriters 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for grant in outputGrants: {
+    name: guid(outputs[grant.container].id, grant.principalId, roleIds.storageBlobDataContributor)
+    scope: outputs[grant.container]
+    properties: {
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
+      principalId: grant.principalId
+      principalType: 'ServicePrincipal'
+      description: 'Task kinds\' outputs.'
+    }
+  }
+]
+
+resource readOnlyReaders 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for grant in readOnlyGrants: {
+    name: guid(readOnly[grant.container].id, grant.principalId, roleIds.storageBlobDataReader)
+    scope: readOnly[grant.container]
+    properties: {
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataReader)
+      principalId: grant.principalId
+      principalType: 'ServicePrincipal'
+      description: 'Data task kinds read.'
+    }
+  }
+]
+
 var sharedSettings = {
   COORDINATION_STORAGE__blobServiceUri: account.properties.primaryEndpoints.blob
   COORDINATION_STORAGE__queueServiceUri: account.properties.primaryEndpoints.queue
@@ -256,8 +316,8 @@ output appSettings coordinatorAppSettings[] = [
   for app in apps: union(sharedSettings, contains(app, 'clientId') ? { COORDINATION_STORAGE__clientId: app.?clientId } : {})
 ]
 
-@description('The containers created, in the order lease, state, input, system.')
-output containerNames string[] = [lease.name, state.name, inputs.name, system.name]
+@description('The containers created: lease, state, input, system, then outputContainers and readOnlyContainers.')
+output containerNames string[] = concat([lease.name, state.name, inputs.name, system.name], outputContainers, readOnlyContainers)
 
 @description('The queues created, poison queues included.')
 output queueNames string[] = queueNames

@@ -46,6 +46,7 @@ describeCompiled("a user's own app deployed with the shipped module", () => {
       defaults.STATE_CONTAINER,
       defaults.INPUT_CONTAINER,
       defaults.SYSTEM_CONTAINER,
+      "reports", // the page's outputContainers: what its task kinds write
     ]);
     expect(
       ofType(snapshot(), "Microsoft.Storage/storageAccounts/queueServices/queues").map(
@@ -60,7 +61,7 @@ describeCompiled("a user's own app deployed with the shipped module", () => {
     ]);
   });
 
-  it("grants the app's identity the coordinator's least-privilege roles, scoped to those containers and the account", () => {
+  it("grants the app's identity the coordinator's least-privilege roles, scoped to those containers (its kinds' outputs too) and the account", () => {
     const coordination = ofType(snapshot(), "Microsoft.Storage/storageAccounts").find((account) =>
       account.name.startsWith("stco"),
     );
@@ -79,6 +80,7 @@ describeCompiled("a user's own app deployed with the shipped module", () => {
         `<coordination>/blobServices/default/containers/coordinator-system <- ${identity}: ba92f5b4-2d11-453d-a403-e96b0029c9fe`,
         `<coordination>/blobServices/default/containers/job-inputs <- ${identity}: 2a2b9908-6ea1-4ae2-8e65-a410df84e7d1`,
         `<coordination>/blobServices/default/containers/leases <- ${identity}: ba92f5b4-2d11-453d-a403-e96b0029c9fe`,
+        `<coordination>/blobServices/default/containers/reports <- ${identity}: ba92f5b4-2d11-453d-a403-e96b0029c9fe`,
       ].sort(),
     );
   });
