@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EventRecord } from "../../scripts/tools/local/eventLog";
+import type { EventRecord } from "../../src/local/eventLog";
 import {
   epochOrderViolations,
   epochsNotIncreasing,

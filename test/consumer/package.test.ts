@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/tools/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
 import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 

@@ -22,7 +22,7 @@ import {
 } from "./bicep";
 import { type BicepValue, evaluate } from "./evaluate";
 import { type AppSettingEntry, appSettingsObjects } from "./checks";
-import { NODE_WORKER_ARGUMENTS } from "../../scripts/tools/local/instances";
+import { NODE_WORKER_ARGUMENTS } from "../../src/local/instances";
 
 /**
  * One source of truth for app settings: src/app/settings.ts. These tests prove that the Bicep templates set exactly

@@ -3,7 +3,7 @@
  * allowed.
  */
 import { describe, expect, it } from "vitest";
-import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../scripts/support/cli";
+import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../src/cli/flags";
 
 describe("parseFlags", () => {
   const options = { rounds: { type: "string" }, quick: { type: "boolean" } } as const;

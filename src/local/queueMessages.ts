@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { DequeuedMessageItem } from "@azure/storage-queue";
-import { decodeBase64, type MessageEncoding } from "../../../src/azure/StorageQueue";
+import { decodeBase64, type MessageEncoding } from "../azure/StorageQueue";
 import type { RpcTypedData } from "./coreApi";
 
 /** Decoding queue messages and describing them to the function as the queues extension (5.x) does. */

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { eventEpoch } from "../../../src/app/events";
+import { eventEpoch } from "../app/events";
 import type { EventLine } from "./protocol";
 
 /**

@@ -1,5 +1,5 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay } from "../../../src/library/util/delay";
+import { delay } from "../library/util/delay";
 import type { HostLogSink } from "./invoke";
 
 /**

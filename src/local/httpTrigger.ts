@@ -22,6 +22,15 @@ interface HttpFunction {
   methods: Set<string> | undefined;
 }
 
+/** An HTTP route the host serves. */
+export interface HttpRoute {
+  functionName: string;
+  /** Upper-case methods; empty means any. */
+  methods: string[];
+  /** The path without its leading `/`, e.g. `api/jobs/{id}`. */
+  template: string;
+}
+
 /** Serves every HTTP-triggered function of the app on one port. */
 export class HttpListener {
   private readonly functions: HttpFunction[] = [];
@@ -56,6 +65,15 @@ export class HttpListener {
       functionName: name,
       message: `${name}: [${[...(methods ?? ["*"])].join(",")}] /${route.template}${keyNote}`,
     });
+  }
+
+  /** Every HTTP route served: its function, methods (upper case; empty: any) and path template (`api/jobs/{id}`). */
+  get routes(): HttpRoute[] {
+    return this.functions.map((entry) => ({
+      functionName: entry.fn.metadata.name,
+      methods: [...(entry.methods ?? [])],
+      template: entry.route.template,
+    }));
   }
 
   /** True when there is something to serve. */

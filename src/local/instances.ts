@@ -1,21 +1,18 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
-import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
-import { instanceIdFrom } from "../../../src/app/context";
-import { eventEpoch } from "../../../src/app/events";
+import { instanceIdFrom } from "../app/context";
+import { eventEpoch } from "../app/events";
+import { ConfigurationError } from "../library/errors";
+import { appEntryArgs, localModule } from "./entryPoints";
 import { fieldText } from "./eventLog";
+import type { HttpRoute } from "./httpTrigger";
 import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol";
 
 /**
- * One instance process of a local run: `node --import tsx scripts/tools/local/instance.ts` (tsx as a loader in the same
- * process, not the tsx CLI, which would put a wrapper process between us and the instance — SIGKILL must hit the
- * instance itself). Tracks what the live view shows: pid, role, epoch, last step, exit.
+ * One instance process of a local run: `node instance.js` from the package, `node --import tsx instance.ts` from this
+ * repository's sources (`entryPoints.ts`), running the app entry `LOCAL_APP_ENTRY` (a TypeScript entry with the
+ * project's tsx). Tracks what the live view shows: pid, role, epoch, last step, exit.
  */
-
-const INSTANCE_SCRIPT = resolve(__dirname, "instance.ts");
-const TSX_LOADER = pathToFileURL(createRequire(__filename).resolve("tsx")).href;
 
 /**
  * The Node flags the app is deployed with (app setting `languageWorkers__node__arguments`,
@@ -40,6 +37,8 @@ export interface InstanceState {
   /** The latest step outcome: "completed", "aborted (lease-lost)", "skipped", … */
   lastStep?: { outcome: string; atMs: number };
   httpPort?: number;
+  /** The HTTP routes it serves on `httpPort` (from its ready line). */
+  httpRoutes?: readonly HttpRoute[];
   exit?: { code: number | null; signal: NodeJS.Signals | null; atMs: number; killedByRunner: boolean };
   startedAtMs: number;
   /** The last log lines, for error messages when it dies early. */
@@ -73,6 +72,11 @@ export class InstanceProcess {
   readonly exited: Promise<void>;
   private readonly child: ChildProcess;
 
+  /**
+   * @param env the instance's environment: the app settings, `LOCAL_APP_ENTRY` (the app's entry file) and the other
+   *   `LOCAL_*` settings of `instance.ts`.
+   * @throws ConfigurationError when `LOCAL_APP_ENTRY` is unset or missing, or is TypeScript and there is no tsx.
+   */
   constructor(
     name: string,
     env: Record<string, string | undefined>,
@@ -82,8 +86,14 @@ export class InstanceProcess {
     // in order. An orphan still stops: its stdin closes when the runner dies. (On Windows detached means a new
     // console window, so not there.)
     // As the Functions host starts its Node worker: with the flags of `languageWorkers__node__arguments`.
+    // A loader for a TypeScript entry comes first, so that flags after it may `--import` TypeScript too.
     const nodeArguments = (env.languageWorkers__node__arguments ?? "").split(/\s+/).filter((arg) => arg !== "");
-    this.child = spawn(process.execPath, [...nodeArguments, "--import", TSX_LOADER, INSTANCE_SCRIPT], {
+    const entry = env.LOCAL_APP_ENTRY ?? "";
+    if (entry === "")
+      throw new ConfigurationError("LOCAL_APP_ENTRY must name the app's entry file (its compiled JavaScript).");
+    const instance = localModule("instance");
+    const loader = appEntryArgs(entry, env.LOCAL_PROJECT_DIR ?? process.cwd());
+    this.child = spawn(process.execPath, [...loader, ...instance.nodeArgs, ...nodeArguments, instance.script], {
       env: { ...env, WEBSITE_INSTANCE_ID: name },
       stdio: ["pipe", "pipe", "pipe"],
       detached: process.platform !== "win32",
@@ -151,6 +161,7 @@ export class InstanceProcess {
     if (line.kind === "log") this.log(line);
     else if (line.kind === "ready") {
       this.state.httpPort = line.httpPort;
+      this.state.httpRoutes = line.httpRoutes;
       if (this.state.role === "starting") this.state.role = "follower";
       this.handlers.onReady(this.state, line);
     } else if (line.kind === "event") {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
-import { parseTimeSpanMs } from "./bindings";
+import { parseTimeSpanMs } from "../app/timeSpan";
 import { HOST_LISTENER_LOCK_DEFAULTS, validateListenerLockSettings, type ListenerLockSettings } from "./listenerLock";
-import type { MessageEncoding } from "../../../src/azure/StorageQueue";
+import type { MessageEncoding } from "../azure/StorageQueue";
 
 /**
  * The host.json settings the local host honours, with the Functions defaults (queues extension 5.x:

@@ -1,4 +1,4 @@
-import type { JobStatus } from "../../../src/coordination/jobStatus";
+import type { JobStatus } from "../coordination/jobStatus";
 import type { InstanceProcess } from "./instances";
 import type { EventLine } from "./protocol";
 

@@ -1,6 +1,5 @@
-import type { CoordinatorApp } from "../../../src/app/context";
-import { getJobStatus, type JobStatus } from "../../../src/app/jobs";
-import { delay } from "../../../src/library/util/delay";
+import type { JobStatus } from "../coordination/jobStatus";
+import { delay } from "../library/util/delay";
 import type { InstanceProcess } from "./instances";
 import type { MidJobLeaderKill } from "./leaderKill";
 import type { LiveView } from "./liveView";
@@ -9,13 +8,14 @@ import type { RunLocalOptions } from "./options";
 /**
  * The watching phase of a local run: redraw the live view ~2×/s, read the job's status every second (and tell the
  * `--kill-leader-after` killer), and decide when to stop — at `--duration`, or a few seconds after the
- * job completed, or at the give-up deadline, or when every instance is gone, or on abort.
+ * job ended, or at the give-up deadline, or when every instance is gone, or on abort. Without a job it runs until the
+ * duration ends, every instance is gone, or the run is stopped.
  */
 
 /** What {@link watchRun} needs. */
 export interface WatchInput {
-  app: CoordinatorApp;
-  jobId: string;
+  /** The job and how to read its status (through the app's HTTP routes); undefined without a job. */
+  job?: { id: string; read: () => Promise<JobStatus | undefined> };
   instances: readonly InstanceProcess[];
   view: LiveView;
   /** When the instances were started: durations count from here. */
@@ -30,18 +30,19 @@ const STATUS_EVERY_MS = 1000;
 
 /** Watches until it is time to stop; returns the last status read and, if the run went wrong, why. */
 export async function watchRun(input: WatchInput): Promise<{ status: JobStatus | undefined; problem?: string }> {
-  const { app, jobId, instances, view, startedMs, options } = input;
+  const { job, instances, view, startedMs, options } = input;
   const durationMs = options.durationS === undefined ? undefined : options.durationS * 1000;
-  const deadlineMs = startedMs + (durationMs ?? (options.maxWaitS ?? 300) * 1000);
+  const deadlineMs =
+    startedMs + (durationMs ?? (job === undefined ? Number.POSITIVE_INFINITY : (options.maxWaitS ?? 300) * 1000));
   let status: JobStatus | undefined;
   let lastStatusMs = -Infinity;
   let completedAtMs: number | undefined;
   for (;;) {
     const now = Date.now();
     if (options.abortSignal?.aborted === true) return { status };
-    if (now - lastStatusMs >= STATUS_EVERY_MS) {
+    if (job !== undefined && now - lastStatusMs >= STATUS_EVERY_MS) {
       lastStatusMs = now;
-      status = (await getJobStatus(app, jobId).catch(() => undefined)) ?? status;
+      status = (await job.read().catch(() => undefined)) ?? status;
       input.killer?.onStatus(status);
       if (status?.status === "failed")
         return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
@@ -53,14 +54,14 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
         completedAtMs === undefined
       ) {
         completedAtMs = now;
-        view.note(now - startedMs, `job ${jobId.slice(0, 8)} ${status.status}`);
+        view.note(now - startedMs, `job ${job.id.slice(0, 8)} ${status.status}`);
       }
     }
     if (durationMs === undefined && completedAtMs !== undefined && now - completedAtMs >= (options.settleS ?? 5) * 1000)
       return { status };
     if (now >= deadlineMs) {
       const seconds = Math.round((deadlineMs - startedMs) / 1000);
-      return completedAtMs !== undefined || durationMs !== undefined
+      return completedAtMs !== undefined || durationMs !== undefined || job === undefined
         ? { status }
         : { status, problem: `The job did not complete within ${seconds} s; give it longer with --duration.` };
     }

@@ -1,6 +1,6 @@
 import type { Aggregate } from "./demoData";
 import { fieldText } from "./eventLog";
-import { eventEpoch } from "../../../src/app/events";
+import { eventEpoch } from "../app/events";
 import type { EventLine } from "./protocol";
 
 /** Words for people: the notable events of a run and its final summary. */

@@ -1,28 +1,23 @@
-import { resolve } from "node:path";
-import { instanceIdFrom } from "../../../src/app/context";
-import { parseEventLine } from "../../../src/app/events";
+import { instanceIdFrom } from "../app/context";
+import { parseEventLine } from "../app/events";
 import { FunctionsHost } from "./host";
 import type { HostLogEntry } from "./invoke";
 import { formatInstanceLine, type InstanceLine } from "./protocol";
 import { loadFunctionApp } from "./registrations";
-import { countProcessRequests } from "../../verification/bench/throughput/requestCounter";
 
 /**
- * Entry of one local instance process (started by `scripts/tools/local.ts`, one per simulated Functions instance). It
+ * Entry of one local instance process (started by `instances.ts`, one per simulated Functions instance). It
  * loads the app with the local host and runs it until SIGTERM/SIGINT or until its stdin closes (the orchestrator is
  * gone: an orphan must not keep running). stdout carries the protocol of `protocol.ts`; nothing else is printed.
  *
  * Environment: `WEBSITE_INSTANCE_ID` (set by the orchestrator, e.g. `instance-1`), `COORDINATION_STORAGE` and the
- * app settings; `LOCAL_APP_ENTRY` (default `functions/index.ts`), `LOCAL_HOST_JSON` (default `host.json`),
- * `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's),
+ * app settings; `LOCAL_APP_ENTRY` (the app's entry file: required), `LOCAL_HOST_JSON` (default none: the host's
+ * defaults), `LOCAL_HTTP_PORT` (default 0: a free port), `LOCAL_MESSAGE_LEASE_SECONDS` (default 600, the host's),
  * `LOCAL_LISTENER_LOCK_PERIOD_SECONDS` / `LOCAL_LISTENER_LOCK_RECOVERY_SECONDS` (the timer listener lock's periods,
  * winning over host.json `singleton`; default the host's 60 s / 60 s), and for fault injection `LOCAL_INVOKE_DELAY_MS`
- * (`worker=300,other=50`: each invocation of that function takes that much longer); for benchmarks
- * `LOCAL_REQUEST_COUNTS_FILE` (count every storage request, see ../throughput/requestCounter.ts). The timer listener
+ * (`worker=300,other=50`: each invocation of that function takes that much longer). The timer listener
  * lock is per app name (WEBSITE_SITE_NAME) in host storage (AzureWebJobsStorage); see `listenerLock.ts`.
  */
-
-const REPO_ROOT = resolve(__dirname, "..", "..", "..");
 
 function write(line: InstanceLine, then?: () => void): void {
   process.stdout.write(formatInstanceLine(line), then);
@@ -72,15 +67,13 @@ function invokeDelays(raw: string | undefined): Record<string, number> {
 
 async function main(): Promise<void> {
   const instanceId = instanceIdFrom(process.env);
-  // Benchmarks: count every storage request of this process (before any client exists).
-  const countsFile = process.env.LOCAL_REQUEST_COUNTS_FILE;
-  if (countsFile !== undefined && countsFile !== "")
-    countProcessRequests(countsFile, "app", process.env.COORDINATION_STORAGE ?? "");
-  const app = await loadFunctionApp(process.env.LOCAL_APP_ENTRY ?? resolve(REPO_ROOT, "functions", "index.ts"));
+  const entry = process.env.LOCAL_APP_ENTRY;
+  if (entry === undefined || entry === "") throw new Error("LOCAL_APP_ENTRY must name the app's entry file.");
+  const app = await loadFunctionApp(entry);
   const host = new FunctionsHost({
     app,
     log: forward,
-    hostJsonPath: process.env.LOCAL_HOST_JSON ?? resolve(REPO_ROOT, "host.json"),
+    hostJsonPath: process.env.LOCAL_HOST_JSON === "" ? undefined : process.env.LOCAL_HOST_JSON,
     httpPort: numberSetting("LOCAL_HTTP_PORT", 0),
     messageLeaseMs: numberSetting("LOCAL_MESSAGE_LEASE_SECONDS", 600) * 1000,
     singletonOverrides: {
@@ -106,6 +99,7 @@ async function main(): Promise<void> {
     instanceId,
     functions: app.functions.map((fn) => fn.metadata.name),
     httpPort: host.httpPort,
+    httpRoutes: host.httpRoutes,
   });
 }
 

@@ -1,5 +1,5 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay, withJitter } from "../../../src/library/util/delay";
+import { delay, withJitter } from "../library/util/delay";
 import { stringProperty, type TriggerBinding } from "./bindings";
 import type { QueueSettings } from "./hostConfig";
 import type { HostLogSink, Invoker } from "./invoke";

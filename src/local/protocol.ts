@@ -1,4 +1,5 @@
-import type { AppEvent } from "../../../src/app/events";
+import type { AppEvent } from "../app/events";
+import type { HttpRoute } from "./httpTrigger";
 
 /**
  * What an instance process writes on stdout, one JSON object per line, and how the orchestrator reads it back.
@@ -25,6 +26,8 @@ export interface ReadyLine {
   instanceId: string;
   functions: string[];
   httpPort?: number;
+  /** The HTTP routes served on `httpPort`. */
+  httpRoutes?: HttpRoute[];
 }
 
 /** The host stopped; `drained` is false when invocations were still running at the stop deadline. */

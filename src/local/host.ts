@@ -2,7 +2,7 @@ import { dirname, resolve } from "node:path";
 import { AppHooks } from "./appHooks";
 import { findTrigger } from "./bindings";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig";
-import { HttpListener } from "./httpTrigger";
+import { HttpListener, type HttpRoute } from "./httpTrigger";
 import { invokeFunction, type HostLogSink, type Invoker } from "./invoke";
 import { hostIdFrom, ListenerLock, type ListenerLockSettings } from "./listenerLock";
 import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings";
@@ -28,7 +28,7 @@ export interface FunctionsHostOptions {
   log: HostLogSink;
   /** App settings. @default process.env */
   env?: Record<string, string | undefined>;
-  /** host.json to read. @default the repository's host.json */
+  /** host.json to read. @default none: every setting at the Functions host's default */
   hostJsonPath?: string;
   /** Queue settings that win over host.json (tests use short timings). */
   queueOverrides?: Partial<QueueSettings>;
@@ -40,6 +40,11 @@ export interface FunctionsHostOptions {
   messageLeaseMs?: number;
   /** Fault injection: extra ms each invocation of a function takes, by function name (slow work). @default none */
   invokeDelayMs?: Readonly<Record<string, number>>;
+  /**
+   * Serve only the HTTP triggers: no timer, no queue listener (`enqueue --app` submits through the app's own route
+   * without becoming an instance of it). @default false
+   */
+  httpOnly?: boolean;
   /** How long {@link FunctionsHost.stop} waits for running invocations and appTerminate hooks, in ms. @default 30000 */
   stopTimeoutMs?: number;
 }
@@ -55,13 +60,18 @@ export class FunctionsHost {
   /** The function app's folder (where host.json is), as appStart hooks see it. */
   private readonly appDirectory: string;
   private started = false;
+  /** The HTTP routes served (once started, on {@link httpPort}). */
+  get httpRoutes(): HttpRoute[] {
+    return this.http.routes;
+  }
+
   /** The HTTP port once started, if any function is HTTP-triggered. */
   httpPort: number | undefined;
 
   constructor(private readonly options: FunctionsHostOptions) {
     this.env = options.env ?? process.env;
-    const hostJsonPath = options.hostJsonPath ?? resolve(__dirname, "..", "..", "..", "host.json");
-    this.appDirectory = dirname(hostJsonPath);
+    const hostJsonPath = options.hostJsonPath;
+    this.appDirectory = hostJsonPath === undefined ? process.cwd() : dirname(resolve(hostJsonPath));
     this.config = readHostConfig(hostJsonPath, options.queueOverrides, options.singletonOverrides);
     const hostStorage = this.env.AzureWebJobsStorage?.trim();
     const hostId = hostIdFrom(this.env);
@@ -88,7 +98,9 @@ export class FunctionsHost {
         this.warn(
           `Function "${name}": output bindings ${skipped.join(", ")} are not emulated locally and will not be written.`,
         );
-      switch (trigger.type.toLowerCase()) {
+      const type = trigger.type.toLowerCase();
+      if (options.httpOnly === true && type !== "httptrigger") continue;
+      switch (type) {
         case "timertrigger": {
           const lock = hostStorage
             ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, (level, message) =>

@@ -1,6 +1,7 @@
 import { CronExpressionParser } from "cron-parser";
-import { delay } from "../../../src/library/util/delay";
-import { parseTimeSpanMs, stringProperty, type TriggerBinding } from "./bindings";
+import { delay } from "../library/util/delay";
+import { parseTimeSpanMs } from "../app/timeSpan";
+import { stringProperty, type TriggerBinding } from "./bindings";
 import type { Invoker } from "./invoke";
 import type { ListenerLock } from "./listenerLock";
 import type { RegisteredFunction } from "./registrations";

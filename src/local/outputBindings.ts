@@ -3,7 +3,7 @@ import type { InvocationResponse, RpcBindingInfo } from "./coreApi";
 import type { QueueSettings } from "./hostConfig";
 import { typedDataValue } from "./invoke";
 import type { QueueClients } from "./queueClients";
-import { encodeBody } from "../../../src/azure/StorageQueue";
+import { encodeBody } from "../azure/StorageQueue";
 import type { RegisteredFunction } from "./registrations";
 
 /**

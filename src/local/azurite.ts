@@ -1,21 +1,55 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join } from "node:path";
+import { ConfigurationError } from "../library/errors";
 
 /**
- * Starts and stops the pinned Azurite (a devDependency) for tests, benchmarks and the local runner: spawned with node
- * directly (not npx, which can orphan it), telemetry off, on free ports read back from its "listening at" lines.
- * Nothing is installed globally and no Docker is needed.
+ * Starts and stops Azurite for the local host, the testing entry, tests and benchmarks: spawned with node directly
+ * (not npx, which can orphan it), telemetry off, on free ports read back from its "listening at" lines. Azurite is an
+ * optional peer dependency of the package: it is resolved from the user's project (then from beside the package), and
+ * a clear error says how to install it when it is missing. Nothing is installed globally and no Docker is needed.
  */
 
 /** The well-known Azurite development account. Local/test configuration only; it is not a secret. */
 const DEV_ACCOUNT = "devstoreaccount1";
 const DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
-const AZURITE_MAIN = resolve(__dirname, "..", "..", "node_modules", "azurite", "dist", "src", "azurite.js");
-/** Kills Azurite when this process dies, even by SIGKILL (it watches our end of a pipe). */
-const GUARD = resolve(__dirname, "azurite-guard.js");
+/**
+ * Runs Azurite as a grandchild and kills it when its parent goes away (its stdin closes), so a run that is SIGKILLed
+ * never leaves an Azurite behind. Plain JS given to `node -e`: it needs no file and no TypeScript loader.
+ */
+const GUARD = `"use strict";
+const { spawn } = require("node:child_process");
+const [azuriteMain, ...args] = process.argv.slice(1);
+const azurite = spawn(process.execPath, [azuriteMain, ...args], { stdio: ["ignore", "inherit", "inherit"] });
+const stop = (signal) => { if (azurite.exitCode === null && azurite.signalCode === null) azurite.kill(signal); };
+process.stdin.on("end", () => stop("SIGKILL"));
+process.stdin.on("close", () => stop("SIGKILL"));
+process.stdin.resume();
+process.on("SIGTERM", () => stop("SIGTERM"));
+process.on("SIGINT", () => stop("SIGTERM"));
+azurite.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));`;
+
+/**
+ * Azurite's main script: from the project in `projectDir` (the user's), else from beside this package.
+ *
+ * @throws ConfigurationError saying how to install it when neither has it.
+ */
+export function resolveAzuriteMain(projectDir: string = process.cwd()): string {
+  for (const from of [join(projectDir, "package.json"), __filename]) {
+    try {
+      const manifest = createRequire(from).resolve("azurite/package.json");
+      return join(dirname(manifest), "dist", "src", "azurite.js");
+    } catch {
+      // not installed there: try the next place
+    }
+  }
+  throw new ConfigurationError(
+    `Azurite is not installed in ${projectDir}. It is an optional peer dependency of azure-leader-coordinator, needed to run your app locally and in tests: npm install --save-dev azurite (or set COORDINATION_STORAGE to use other storage).`,
+  );
+}
 
 /** Options for {@link startAzurite}. */
 export interface AzuriteOptions {
@@ -26,6 +60,8 @@ export interface AzuriteOptions {
   persistent?: boolean;
   /** How long to wait for Azurite to listen, in ms. @default 30000 */
   startTimeoutMs?: number;
+  /** The project whose Azurite runs (its node_modules). @default the current directory */
+  projectDir?: string;
 }
 
 /** A running Azurite. */
@@ -57,6 +93,7 @@ export function azuriteConnectionString(blobPort: number, queuePort: number): st
 /** Starts Azurite on free ports. */
 export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
   const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+  const azuriteMain = resolveAzuriteMain(options.projectDir);
   const location = options.persistent ? mkdtempSync(join(tmpdir(), "azurite-")) : undefined;
   let child: ChildProcess | undefined;
   let ports = await spawnAzurite({ blobPort: 0, queuePort: 0 });
@@ -66,8 +103,9 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     queuePort: number;
   }): Promise<{ blobPort: number; queuePort: number }> {
     const args = [
+      "-e",
       GUARD,
-      AZURITE_MAIN,
+      azuriteMain,
       "--silent",
       "--disableTelemetry",
       "--skipApiVersionCheck",
