@@ -65,8 +65,9 @@ export const boundary = [
         {
           patterns: [
             {
-              regex: "^\\.\\./(\\.\\./)*src/(?!index$)",
-              message: "functions/ uses the package's public API only: import from ../src/index.",
+              regex: "^\\.\\./(\\.\\./)*src(/|$)",
+              message:
+                "functions/ imports the package by name (azure-leader-coordinator), as a user's app does: its build resolves the name to the package's own CommonJS build.",
             },
           ],
         },
@@ -130,7 +131,7 @@ export const boundary = [
             },
             { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
             {
-              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports$)",
+              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports(\\.js)?$)",
               message: "The Azure adapters may import only the coordination logic's ports (coordination/ports).",
             },
           ],

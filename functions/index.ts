@@ -4,6 +4,6 @@
  * app settings (see docs/SETTINGS.md).
  */
 import { app } from "@azure/functions";
-import { groupByKind, registerCoordinator } from "../src/index";
+import { groupByKind, registerCoordinator } from "azure-leader-coordinator";
 
 export const coordinator = registerCoordinator(app, { taskKinds: [groupByKind] });

@@ -10,12 +10,12 @@ export {
   type CoordinatorOptions,
   type FunctionsApp,
   type HttpOptions,
-} from "./host/registerCoordinator";
-export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/options";
-export type { CoordinatorClient, JobSubmission, WaitOptions } from "./app/client";
-export { createCoordinatorClient } from "./app/createClient";
-export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results";
-export type { CancelRequestResult, EndedStatus, FieldError, JobStatus, RunStatus } from "./coordination/jobStatus";
+} from "./host/registerCoordinator.js";
+export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/options.js";
+export type { CoordinatorClient, JobSubmission, WaitOptions } from "./app/client.js";
+export { createCoordinatorClient } from "./app/createClient.js";
+export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results.js";
+export type { CancelRequestResult, EndedStatus, FieldError, JobStatus, RunStatus } from "./coordination/jobStatus.js";
 export {
   defineTaskKind,
   ItemError,
@@ -23,13 +23,13 @@ export {
   type TaskContext,
   type TaskInput,
   type TaskKind,
-} from "./coordination/taskKinds";
+} from "./coordination/taskKinds.js";
 export {
   groupByKind,
   groupByView,
   type GroupByParams,
   type GroupByPartial,
   type GroupStats,
-} from "./coordination/groupBy";
-export { storageClientsFromSettings, type StorageClients } from "./azure/clients";
-export { ConfigurationError, type Logger, type LeaderInfo } from "./library/index";
+} from "./coordination/groupBy.js";
+export { storageClientsFromSettings, type StorageClients } from "./azure/clients.js";
+export { ConfigurationError, type Logger, type LeaderInfo } from "./library/index.js";

@@ -1,7 +1,7 @@
-import type { JobStatus } from "../coordination/jobStatus";
-import type { Abortable } from "../library/util/delay";
-import type { LeaderInfo } from "../library/leadership/leaderInfo";
-import type { CancelResult, SubmitOptions, SubmitResult } from "./results";
+import type { JobStatus } from "../coordination/jobStatus.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { LeaderInfo } from "../library/leadership/leaderInfo.js";
+import type { CancelResult, SubmitOptions, SubmitResult } from "./results.js";
 
 /** A job submission: `items` inline or naming blobs in the input container, or a `manifest` blob naming them. */
 export interface JobSubmission {

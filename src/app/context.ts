@@ -1,29 +1,29 @@
 import { hostname } from "node:os";
-import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings";
-import { groupByKind } from "../coordination/groupBy";
-import type { CoordinationPorts } from "../coordination/deps";
-import type { MessageQueue } from "../coordination/ports";
-import { TaskRegistry } from "../coordination/taskRegistry";
-import { epochOptions } from "../coordination/termHistory";
-import { ActivityWakeUps } from "../coordination/wake";
-import { LeaderWatch } from "../coordination/leaderWatch";
-import { JobStopChecks } from "../coordination/jobStops";
-import { BlobStateStore } from "../azure/BlobStateStore";
-import { BlobLeaseStore } from "../azure/BlobLeaseStore";
-import type { LeaseStore } from "../library/lease/LeaseStore";
-import { LeaderElector } from "../library/leadership/LeaderElector";
-import type { LeaderElectorOptions } from "../library/leadership/options";
-import type { Abortable } from "../library/util/delay";
-import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore";
+import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings.js";
+import { groupByKind } from "../coordination/groupBy.js";
+import type { CoordinationPorts } from "../coordination/deps.js";
+import type { MessageQueue } from "../coordination/ports.js";
+import { TaskRegistry } from "../coordination/taskRegistry.js";
+import { epochOptions } from "../coordination/termHistory.js";
+import { ActivityWakeUps } from "../coordination/wake.js";
+import { LeaderWatch } from "../coordination/leaderWatch.js";
+import { JobStopChecks } from "../coordination/jobStops.js";
+import { BlobStateStore } from "../azure/BlobStateStore.js";
+import { BlobLeaseStore } from "../azure/BlobLeaseStore.js";
+import type { LeaseStore } from "../library/lease/LeaseStore.js";
+import { LeaderElector } from "../library/leadership/LeaderElector.js";
+import type { LeaderElectorOptions } from "../library/leadership/options.js";
+import type { Abortable } from "../library/util/delay.js";
+import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore.js";
 import {
   connectionFromSettings,
   createStorageClients,
   DEFAULT_PIPELINE_OPTIONS,
   type StorageClientOptions,
-} from "../azure/clients";
-import { StorageQueue } from "../azure/StorageQueue";
-import type { Logger } from "../library/util/logger";
-import type { AppEvent } from "./events";
+} from "../azure/clients.js";
+import { StorageQueue } from "../azure/StorageQueue.js";
+import type { Logger } from "../library/util/logger.js";
+import type { AppEvent } from "./events.js";
 
 /**
  * host.json `extensions.queues.maxDequeueCount`. The worker needs it to know a delivery is the last; a test proves

@@ -1,5 +1,5 @@
-import type { CoordinationDeps } from "../coordination/deps";
-import type { CoordinatorApp, Sink } from "./context";
+import type { CoordinationDeps } from "../coordination/deps.js";
+import type { CoordinatorApp, Sink } from "./context.js";
 
 /** The coordination ports of this app, with the invocation's sink. */
 export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationDeps {

@@ -1,6 +1,6 @@
-import type { CoordinatorClient } from "./client";
-import type { CoordinatorSetupOptions } from "./options";
-import { resolveSetup } from "./setup";
+import type { CoordinatorClient } from "./client.js";
+import type { CoordinatorSetupOptions } from "./options.js";
+import { resolveSetup } from "./setup.js";
 
 /**
  * A client of a coordinator from outside its Function app (a script, a service): the same options as its

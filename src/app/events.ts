@@ -4,10 +4,10 @@
  * `InvocationContext`, so they reach Application Insights in Azure (query traces for the prefix) and the local
  * runner's event log.
  */
-import type { CoordinationEvent } from "../coordination/events";
-import type { StepReport } from "../coordination/step";
-import type { LeadershipLostReason } from "../library/errors";
-import type { LeadershipEvent } from "../library/leadership/events";
+import type { CoordinationEvent } from "../coordination/events.js";
+import type { StepReport } from "../coordination/step.js";
+import type { LeadershipLostReason } from "../library/errors.js";
+import type { LeadershipEvent } from "../library/leadership/events.js";
 
 /** Prefix of an event log line. */
 export const EVENT_LOG_PREFIX = "[coordinator-event] ";

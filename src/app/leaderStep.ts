@@ -1,8 +1,8 @@
-import { LeaderSentinel } from "../coordination/sentinel";
-import { runCoordinationStep, type StepReport } from "../coordination/step";
-import type { LeaderTask } from "../library/leadership/runTerm";
-import type { CoordinatorApp, Sink } from "./context";
-import { coordinationDeps } from "./coordinationDeps";
+import { LeaderSentinel } from "../coordination/sentinel.js";
+import { runCoordinationStep, type StepReport } from "../coordination/step.js";
+import type { LeaderTask } from "../library/leadership/runTerm.js";
+import type { CoordinatorApp, Sink } from "./context.js";
+import { coordinationDeps } from "./coordinationDeps.js";
 
 /** What started a leadership attempt, for the step events. */
 export type StepTrigger =

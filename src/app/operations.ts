@@ -1,29 +1,29 @@
-import { StaleEpochError } from "../library/errors";
-import { requestCancel } from "../coordination/cancel";
-import type { StepReport } from "../coordination/step";
-import { readJobStatus, type JobStatus } from "../coordination/status";
+import { StaleEpochError } from "../library/errors.js";
+import { requestCancel } from "../coordination/cancel.js";
+import type { StepReport } from "../coordination/step.js";
+import { readJobStatus, type JobStatus } from "../coordination/status.js";
 
-export { UnreadableJobError } from "../coordination/jobState";
-import { storeSubmission, validateSubmission } from "../coordination/submit";
-import { parseMessage } from "../coordination/messages";
-import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake";
-import { storeManifestSubmission } from "../coordination/manifest";
-import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker";
-import type { LeadResult } from "../library/leadership/LeaderElector";
-import type { LeaderRecord } from "../library/lease/LeaseStore";
-import type { Abortable } from "../library/util/delay";
-import type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results";
+export { UnreadableJobError } from "../coordination/jobState.js";
+import { storeSubmission, validateSubmission } from "../coordination/submit.js";
+import { parseMessage } from "../coordination/messages.js";
+import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake.js";
+import { storeManifestSubmission } from "../coordination/manifest.js";
+import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker.js";
+import type { LeadResult } from "../library/leadership/LeaderElector.js";
+import type { LeaderRecord } from "../library/lease/LeaseStore.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results.js";
 
-export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results";
-import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo";
-import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context";
-import { coordinationDeps } from "./coordinationDeps";
-import { leaderStep, type StepTrigger } from "./leaderStep";
+export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results.js";
+import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo.js";
+import { MAX_DEQUEUE_COUNT, type CoordinatorApp, type Sink } from "./context.js";
+import { coordinationDeps } from "./coordinationDeps.js";
+import { leaderStep, type StepTrigger } from "./leaderStep.js";
 
-export { coordinationDeps } from "./coordinationDeps";
-export { IDLE_STEP_SURFACE_S } from "./leaderStep";
-import { renderStatusPage, statusPageHeaders } from "./renderStatusPage";
-import { readStatusView } from "./statusView";
+export { coordinationDeps } from "./coordinationDeps.js";
+export { IDLE_STEP_SURFACE_S } from "./leaderStep.js";
+import { renderStatusPage, statusPageHeaders } from "./renderStatusPage.js";
+import { readStatusView } from "./statusView.js";
 
 /** How a timer tick ended: "shutdown" when the signal had fired before a term began (nothing was led). */
 export type TickOutcome = LeadResult<StepReport>["outcome"] | "shutdown" | "error";

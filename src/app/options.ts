@@ -1,4 +1,4 @@
-import type { TaskKind } from "../coordination/taskKinds";
+import type { TaskKind } from "../coordination/taskKinds.js";
 
 /**
  * The options a coordinator is set up with in code (plain types: part of the package's public declarations). Every

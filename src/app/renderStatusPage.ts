@@ -1,5 +1,5 @@
-import { html, type SafeHtml } from "./html";
-import type { JobView, StatusView, TermView } from "./statusView";
+import { html, type SafeHtml } from "./html.js";
+import type { JobView, StatusView, TermView } from "./statusView.js";
 
 /**
  * Renders the status view as one self-contained HTML page: inline CSS and one small inline script, no external

@@ -1,5 +1,5 @@
-import type { CancelRequestResult, FieldError } from "../coordination/jobStatus";
-import type { Abortable } from "../library/util/delay";
+import type { CancelRequestResult, FieldError } from "../coordination/jobStatus.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** What submitting and cancelling answer (plain types: part of the package's public declarations). */
 

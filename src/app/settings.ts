@@ -1,16 +1,16 @@
 import { z } from "zod";
-import { ConfigurationError } from "../library/errors";
-import { leaseTimingProblems } from "../library/leadership/options";
+import { ConfigurationError } from "../library/errors.js";
+import { leaseTimingProblems } from "../library/leadership/options.js";
 import {
   AZURE_CONTAINER_OR_QUEUE_NAME,
   AZURE_CONTAINER_OR_QUEUE_NAME_RULE,
   BLOB_DOT_SEGMENT_RULE,
   hasDotSegment,
-} from "../azure/azureNames";
-import { keys } from "../coordination/jobState";
-import { TERMS_KEY } from "../coordination/termHistory";
-import type { SettingName } from "./options";
-import { parseNcrontab } from "./schedule";
+} from "../azure/azureNames.js";
+import { keys } from "../coordination/jobState.js";
+import { TERMS_KEY } from "../coordination/termHistory.js";
+import type { SettingName } from "./options.js";
+import { parseNcrontab } from "./schedule.js";
 
 /**
  * Every app setting the app reads, with its default and validation, in one place.

@@ -1,12 +1,12 @@
-import { TaskRegistry } from "../coordination/taskRegistry";
-import { ConfigurationError } from "../library/errors";
-import { delay } from "../library/util/delay";
-import type { CoordinatorClient } from "./client";
-import { createCoordinatorApp, type CoordinatorApp } from "./context";
-import { cancelJob, getJobStatus, getLeader, stepDown, submitJob } from "./operations";
-import { SETTING_NAMES, type CoordinatorSetupOptions } from "./options";
-import { CONNECTION_SETTINGS, readSettings, type Settings } from "./settings";
-import { processShutdown } from "./shutdown";
+import { TaskRegistry } from "../coordination/taskRegistry.js";
+import { ConfigurationError } from "../library/errors.js";
+import { delay } from "../library/util/delay.js";
+import type { CoordinatorClient } from "./client.js";
+import { createCoordinatorApp, type CoordinatorApp } from "./context.js";
+import { cancelJob, getJobStatus, getLeader, stepDown, submitJob } from "./operations.js";
+import { SETTING_NAMES, type CoordinatorSetupOptions } from "./options.js";
+import { CONNECTION_SETTINGS, readSettings, type Settings } from "./settings.js";
+import { processShutdown } from "./shutdown.js";
 
 /** A coordinator's validated setup: its settings, its kinds, and its app, built on first use. */
 export interface CoordinatorSetup {

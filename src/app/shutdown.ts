@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
-import { AbortError } from "../library/errors";
-import { delay, type Abortable } from "../library/util/delay";
+import { AbortError } from "../library/errors.js";
+import { delay, type Abortable } from "../library/util/delay.js";
 
 /**
  * Options for {@link ProcessShutdown.shutdown}; `abortSignal` stops waiting early (the signal has fired by then either

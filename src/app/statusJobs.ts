@@ -1,11 +1,11 @@
-import { jobIndexSchema, keys } from "../coordination/jobState";
-import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary";
-import { readJobStatus, readPendingStatus, type JobStatus } from "../coordination/status";
-import type { Abortable } from "../library/util/delay";
-import type { BlobFiles, MessageQueue } from "../coordination/ports";
-import type { TaskRegistry } from "../coordination/taskRegistry";
-import type { StateStore } from "../library/fencing/StateStore";
-import type { LeaseStore } from "../library/lease/LeaseStore";
+import { jobIndexSchema, keys } from "../coordination/jobState.js";
+import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary.js";
+import { readJobStatus, readPendingStatus, type JobStatus } from "../coordination/status.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { BlobFiles, MessageQueue } from "../coordination/ports.js";
+import type { TaskRegistry } from "../coordination/taskRegistry.js";
+import type { StateStore } from "../library/fencing/StateStore.js";
+import type { LeaseStore } from "../library/lease/LeaseStore.js";
 
 /**
  * The status page's jobs: each read from its summary (one small request; never its document, whose bitmaps and

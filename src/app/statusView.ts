@@ -1,9 +1,9 @@
 import { ZodError } from "zod";
-import type { ReasonCount } from "../coordination/jobSummary";
-import type { JobStatus } from "../coordination/status";
-import { readTermHistory, type TermEntry } from "../coordination/termHistory";
-import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
-import type { Abortable } from "../library/util/delay";
+import type { ReasonCount } from "../coordination/jobSummary.js";
+import type { JobStatus } from "../coordination/status.js";
+import { readTermHistory, type TermEntry } from "../coordination/termHistory.js";
+import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo.js";
+import type { Abortable } from "../library/util/delay.js";
 import {
   MAX_REASONS_SHOWN,
   readJobs,
@@ -11,7 +11,7 @@ import {
   type JobLine,
   type JobLists,
   type StatusSources,
-} from "./statusJobs";
+} from "./statusJobs.js";
 
 /**
  * The status page's view model: everything the page shows, read from storage without the lease (any instance may
@@ -52,7 +52,7 @@ export interface TermView {
   holderIndex: number;
 }
 
-export type { ReasonCount } from "../coordination/jobSummary";
+export type { ReasonCount } from "../coordination/jobSummary.js";
 export {
   MAX_ACTIVE_JOBS_SHOWN,
   MAX_PENDING_JOBS_SHOWN,
@@ -64,7 +64,7 @@ export {
   type JobLine,
   type JobLists,
   type StatusSources,
-} from "./statusJobs";
+} from "./statusJobs.js";
 
 /** One job's line. */
 export interface JobView {

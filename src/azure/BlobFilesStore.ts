@@ -1,11 +1,11 @@
 import type { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import type { ContainerClient } from "@azure/storage-blob";
-import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports";
-import { storageFailure, toLibraryError } from "./storageErrors";
-import { OnDemandCreation } from "./OnDemandCreation";
-import { blobIn } from "./azureNames";
-import type { Abortable } from "../library/util/delay";
+import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports.js";
+import { storageFailure, toLibraryError } from "./storageErrors.js";
+import { OnDemandCreation } from "./OnDemandCreation.js";
+import { blobIn } from "./azureNames.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * Read-only access to one blob container (the input container): it never writes, creates or deletes anything, and

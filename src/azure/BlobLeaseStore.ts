@@ -6,10 +6,10 @@ import {
   BLOB_DOT_SEGMENT_RULE,
   blobIn,
   hasDotSegment,
-} from "./azureNames";
-import { ConfigurationError, LeadershipLostError } from "../library/errors";
-import { storageFailure, toLibraryError } from "./storageErrors";
-import { retryAfterCreating } from "./OnDemandCreation";
+} from "./azureNames.js";
+import { ConfigurationError, LeadershipLostError } from "../library/errors.js";
+import { storageFailure, toLibraryError } from "./storageErrors.js";
+import { retryAfterCreating } from "./OnDemandCreation.js";
 import {
   EMPTY_RECORD,
   type AcquireResult,
@@ -19,9 +19,9 @@ import {
   type HonourOptions,
   type LeaseStore,
   type Revocation,
-} from "../library/lease/LeaseStore";
-import type { Abortable } from "../library/util/delay";
-import { parseRecord, parseRevocation, recordMetadata, REVOCATION_META } from "./leaseMetadata";
+} from "../library/lease/LeaseStore.js";
+import type { Abortable } from "../library/util/delay.js";
+import { parseRecord, parseRevocation, recordMetadata, REVOCATION_META } from "./leaseMetadata.js";
 
 /** Options for {@link BlobLeaseStore}. */
 export interface BlobLeaseStoreOptions {

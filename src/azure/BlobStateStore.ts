@@ -1,7 +1,7 @@
 import { buffer } from "node:stream/consumers";
 import type { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import { ConcurrentUpdateError, ConfigurationError, StorageError } from "../library/errors";
-import { storageFailure, toLibraryError } from "./storageErrors";
+import { ConcurrentUpdateError, ConfigurationError, StorageError } from "../library/errors.js";
+import { storageFailure, toLibraryError } from "./storageErrors.js";
 import {
   MAX_SUMMARY_BYTES,
   type StateStore,
@@ -9,10 +9,10 @@ import {
   type StoredSummary,
   type WriteCondition,
   type WriteOptions,
-} from "../library/fencing/StateStore";
-import { OnDemandCreation } from "./OnDemandCreation";
-import { blobIn } from "./azureNames";
-import type { Abortable } from "../library/util/delay";
+} from "../library/fencing/StateStore.js";
+import { OnDemandCreation } from "./OnDemandCreation.js";
+import { blobIn } from "./azureNames.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata, and a document's

@@ -1,5 +1,5 @@
-import type { Abortable } from "../library/util/delay";
-import { storageFailure } from "./storageErrors";
+import type { Abortable } from "../library/util/delay.js";
+import { storageFailure } from "./storageErrors.js";
 
 /**
  * Runs `operation`; when it fails because what it writes to is missing (`isMissing(error)`: a container, a queue, a

@@ -1,8 +1,14 @@
 import type { QueueClient } from "@azure/storage-queue";
-import type { MessageQueue, MessageReceipt, PeekedMessage, ReceivedMessage, SendOptions } from "../coordination/ports";
-import { storageFailure, toLibraryError } from "./storageErrors";
-import { OnDemandCreation } from "./OnDemandCreation";
-import type { Abortable } from "../library/util/delay";
+import type {
+  MessageQueue,
+  MessageReceipt,
+  PeekedMessage,
+  ReceivedMessage,
+  SendOptions,
+} from "../coordination/ports.js";
+import { storageFailure, toLibraryError } from "./storageErrors.js";
+import { OnDemandCreation } from "./OnDemandCreation.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /*
  * The queue body codec, shared by this adapter and the local Functions host (scripts/tools/local/queueMessages.ts).

@@ -1,5 +1,5 @@
 import type { BlobClient, ContainerClient } from "@azure/storage-blob";
-import { ConfigurationError } from "../library/errors";
+import { ConfigurationError } from "../library/errors.js";
 
 /**
  * Azure's naming rule for blob containers and queues: 3–63 lowercase letters, digits or single hyphens, starting and

@@ -1,7 +1,7 @@
 import { DefaultAzureCredential, type TokenCredential } from "@azure/identity";
 import { BlobServiceClient, newPipeline as newBlobPipeline, type RequestPolicyFactory } from "@azure/storage-blob";
 import { QueueServiceClient, newPipeline as newQueuePipeline } from "@azure/storage-queue";
-import { ConfigurationError } from "../library/errors";
+import { ConfigurationError } from "../library/errors.js";
 
 /**
  * Where the coordination storage account is and how to authenticate to it. The same code path serves Azurite

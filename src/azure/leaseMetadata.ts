@@ -1,4 +1,4 @@
-import { EMPTY_RECORD, type LeaderRecord, type Revocation } from "../library/lease/LeaseStore";
+import { EMPTY_RECORD, type LeaderRecord, type Revocation } from "../library/lease/LeaseStore.js";
 
 /**
  * The lease blob's metadata: the leader record (written only under the lease) and, on the `<blob>.revocation`

@@ -1,6 +1,6 @@
 import { RestError } from "@azure/storage-blob";
-import { StorageError } from "../library/errors";
-import { abortReason } from "../library/util/delay";
+import { StorageError } from "../library/errors.js";
+import { abortReason } from "../library/util/delay.js";
 
 /** The storage error code (`x-ms-error-code`) and HTTP status of a failed request, when storage answered. */
 export interface StorageFailure {

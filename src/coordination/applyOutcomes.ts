@@ -1,14 +1,14 @@
-import type { CoordinationDeps } from "./deps";
-import type { ByJob, Entry, FoldOptions, Source } from "./foldEntries";
-import { foldOutcomes, lastItem, type UnitOutcome } from "./foldOutcomes";
-import { emptyCounts, type FoldReport } from "./foldReport";
-import { isStopped, type JobState } from "./jobState";
-import type { JobStore } from "./jobStore";
-import type { ItemRef } from "./messages";
-import type { ReceivedMessage } from "./ports";
-import { endsTheStep, reject } from "./rejectMessages";
-import type { Versioned } from "../library/fencing/FencedStateStore";
-import type { Abortable } from "../library/util/delay";
+import type { CoordinationDeps } from "./deps.js";
+import type { ByJob, Entry, FoldOptions, Source } from "./foldEntries.js";
+import { foldOutcomes, lastItem, type UnitOutcome } from "./foldOutcomes.js";
+import { emptyCounts, type FoldReport } from "./foldReport.js";
+import { isStopped, type JobState } from "./jobState.js";
+import type { JobStore } from "./jobStore.js";
+import type { ItemRef } from "./messages.js";
+import type { ReceivedMessage } from "./ports.js";
+import { endsTheStep, reject } from "./rejectMessages.js";
+import type { Versioned } from "../library/fencing/FencedStateStore.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * A job's state, or the error reading or parsing it (damaged, or of a shape a newer version wrote): the job's

@@ -1,13 +1,13 @@
-import { AbortError, LeadershipLostError, StaleEpochError } from "../library/errors";
-import type { Versioned } from "../library/fencing/FencedStateStore";
-import type { CoordinationDeps, CoordinationPorts } from "./deps";
-import { isJobId, keys, readJobState, type JobState, type StoppedStatus } from "./jobState";
-import type { JobStore } from "./jobStore";
-import type { CancelRequestResult } from "./jobStatus";
+import { AbortError, LeadershipLostError, StaleEpochError } from "../library/errors.js";
+import type { Versioned } from "../library/fencing/FencedStateStore.js";
+import type { CoordinationDeps, CoordinationPorts } from "./deps.js";
+import { isJobId, keys, readJobState, type JobState, type StoppedStatus } from "./jobState.js";
+import type { JobStore } from "./jobStore.js";
+import type { CancelRequestResult } from "./jobStatus.js";
 
-export type { CancelRequestResult } from "./jobStatus";
-import { writeJobStop } from "./jobStops";
-import type { Abortable } from "../library/util/delay";
+export type { CancelRequestResult } from "./jobStatus.js";
+import { writeJobStop } from "./jobStops.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * Cancellation and deadlines. A cancellation is a request the submitter writes (a marker blob `cancel/<id>` next to the

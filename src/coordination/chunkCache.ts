@@ -1,7 +1,7 @@
-import type { CoordinationDeps } from "./deps";
-import { chunkSchema } from "./jobState";
-import { describeIssues } from "./messages";
-import type { Abortable } from "../library/util/delay";
+import type { CoordinationDeps } from "./deps.js";
+import { chunkSchema } from "./jobState.js";
+import { describeIssues } from "./messages.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** A chunk's entries, or why there are none. */
 export type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: string };

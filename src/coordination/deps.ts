@@ -1,9 +1,9 @@
-import type { CoordinationEvent } from "./events";
-import type { StateStore } from "../library/fencing/StateStore";
-import type { Logger } from "../library/util/logger";
-import type { BlobFiles, InputFiles, MessageQueue } from "./ports";
-import type { JobStopChecks } from "./jobStops";
-import type { TaskRegistry } from "./taskRegistry";
+import type { CoordinationEvent } from "./events.js";
+import type { StateStore } from "../library/fencing/StateStore.js";
+import type { Logger } from "../library/util/logger.js";
+import type { BlobFiles, InputFiles, MessageQueue } from "./ports.js";
+import type { JobStopChecks } from "./jobStops.js";
+import type { TaskRegistry } from "./taskRegistry.js";
 
 /** The storage ports and task kinds of the app: the same code runs on Azure Storage and on fakes. */
 export interface CoordinationPorts {

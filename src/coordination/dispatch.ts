@@ -1,13 +1,13 @@
-import type { Versioned } from "../library/fencing/FencedStateStore";
-import type { LeadershipTerm } from "../library/leadership/Term";
-import type { CoordinationDeps } from "./deps";
-import { foldOutcomes, type UnitOutcome } from "./foldOutcomes";
-import type { FoldCounts } from "./foldReport";
-import { ChunkCache } from "./chunkCache";
-import type { JobState } from "./jobState";
-import type { JobStore } from "./jobStore";
-import { packUnits, unitLimits, type Packed } from "./packUnits";
-import type { Abortable } from "../library/util/delay";
+import type { Versioned } from "../library/fencing/FencedStateStore.js";
+import type { LeadershipTerm } from "../library/leadership/Term.js";
+import type { CoordinationDeps } from "./deps.js";
+import { foldOutcomes, type UnitOutcome } from "./foldOutcomes.js";
+import type { FoldCounts } from "./foldReport.js";
+import { ChunkCache } from "./chunkCache.js";
+import type { JobState } from "./jobState.js";
+import type { JobStore } from "./jobStore.js";
+import { packUnits, unitLimits, type Packed } from "./packUnits.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** Work messages sent at once: a group, after which the job's cursor is written. */
 const SEND_PARALLELISM = 64;

@@ -1,7 +1,7 @@
-import type { UnitOutcome } from "./foldOutcomes";
-import type { ItemRef } from "./messages";
-import type { MessageQueue, ReceivedMessage } from "./ports";
-import type { Abortable } from "../library/util/delay";
+import type { UnitOutcome } from "./foldOutcomes.js";
+import type { ItemRef } from "./messages.js";
+import type { MessageQueue, ReceivedMessage } from "./ports.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** Options of a fold batch ({@link foldResultBatch}, {@link foldPoisonBatch}). */
 export interface FoldOptions extends Abortable {

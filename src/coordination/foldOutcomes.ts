@@ -1,9 +1,9 @@
-import { Bitmap } from "./bitmap";
-import type { CoordinationDeps } from "./deps";
-import { emptyCounts, type FoldCounts } from "./foldReport";
-import { MAX_RECORDED_FAILURES, type JobState } from "./jobState";
-import { jsonByteLength } from "./jsonSize";
-import { mergeAll } from "./taskRegistry";
+import { Bitmap } from "./bitmap.js";
+import type { CoordinationDeps } from "./deps.js";
+import { emptyCounts, type FoldCounts } from "./foldReport.js";
+import { MAX_RECORDED_FAILURES, type JobState } from "./jobState.js";
+import { jsonByteLength } from "./jsonSize.js";
+import { mergeAll } from "./taskRegistry.js";
 
 /** An outcome for one item, from a v1 result message. */
 export type ItemOutcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };

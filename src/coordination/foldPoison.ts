@@ -1,10 +1,10 @@
-import { applyOutcomes, readJobOf } from "./applyOutcomes";
-import type { CoordinationDeps } from "./deps";
-import { addOutcome, type ByJob, type FoldOptions, type Source } from "./foldEntries";
-import { emptyReport, type FoldReport } from "./foldReport";
-import type { JobStore } from "./jobStore";
-import { claimPoison } from "./messages";
-import type { ReceivedMessage } from "./ports";
+import { applyOutcomes, readJobOf } from "./applyOutcomes.js";
+import type { CoordinationDeps } from "./deps.js";
+import { addOutcome, type ByJob, type FoldOptions, type Source } from "./foldEntries.js";
+import { emptyReport, type FoldReport } from "./foldReport.js";
+import type { JobStore } from "./jobStore.js";
+import { claimPoison } from "./messages.js";
+import type { ReceivedMessage } from "./ports.js";
 
 /**
  * Seconds a received poison message stays invisible. The leader receives poison only when it can claim some of it,

@@ -1,4 +1,4 @@
-import type { CoordinationDeps } from "./deps";
+import type { CoordinationDeps } from "./deps.js";
 
 /** Counts of what folding did. */
 export interface FoldCounts {

@@ -1,13 +1,13 @@
-import { applyOutcomes } from "./applyOutcomes";
-import type { CoordinationDeps } from "./deps";
-import { addOutcome, type ByJob, type Entry, type FoldOptions, type Source } from "./foldEntries";
-import { addReport, emptyReport, type FoldReport } from "./foldReport";
-import type { JobStore } from "./jobStore";
-import { MAX_OUTCOME_BYTES, outcomeTooLarge, resultUnitOf, RESULT_VERSION, type ItemRef } from "./messages";
-import type { OpenedBlob, ReceivedMessage } from "./ports";
-import { readBounded, resultOf, type OutcomeReader } from "./readResult";
-import { MAX_REJECTION_REASON_LENGTH } from "./rejection";
-import { blamesTheMessage, refusedForTheRequest, reject } from "./rejectMessages";
+import { applyOutcomes } from "./applyOutcomes.js";
+import type { CoordinationDeps } from "./deps.js";
+import { addOutcome, type ByJob, type Entry, type FoldOptions, type Source } from "./foldEntries.js";
+import { addReport, emptyReport, type FoldReport } from "./foldReport.js";
+import type { JobStore } from "./jobStore.js";
+import { MAX_OUTCOME_BYTES, outcomeTooLarge, resultUnitOf, RESULT_VERSION, type ItemRef } from "./messages.js";
+import type { OpenedBlob, ReceivedMessage } from "./ports.js";
+import { readBounded, resultOf, type OutcomeReader } from "./readResult.js";
+import { MAX_REJECTION_REASON_LENGTH } from "./rejection.js";
+import { blamesTheMessage, refusedForTheRequest, reject } from "./rejectMessages.js";
 
 /** Receives made at once per fold batch (32 messages each): fewer round trips per result, one state write per job. */
 const PARALLEL_RECEIVES = 4;

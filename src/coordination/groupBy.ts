@@ -1,9 +1,9 @@
-import { forEachCsvRecord } from "./csvRecords";
-import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema";
-import type { GroupByParams, GroupByPartial } from "./groupByTypes";
-import { defineTaskKind, ItemError } from "./taskKinds";
+import { forEachCsvRecord } from "./csvRecords.js";
+import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema.js";
+import type { GroupByParams, GroupByPartial } from "./groupByTypes.js";
+import { defineTaskKind, ItemError } from "./taskKinds.js";
 
-export type { GroupByParams, GroupByPartial } from "./groupByTypes";
+export type { GroupByParams, GroupByPartial } from "./groupByTypes.js";
 
 /**
  * Most characters of a group's key: an item with a longer one fails alone, with the reason. A job's aggregate holds

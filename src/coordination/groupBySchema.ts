@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { GroupByParams, GroupByPartial } from "./groupByTypes";
+import type { GroupByParams, GroupByPartial } from "./groupByTypes.js";
 
 /**
  * The group-by kind's schemas (zod, kept out of the package's public declarations: users never need zod's types).

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { StorageError } from "../library/errors";
-import type { StateStore } from "../library/fencing/StateStore";
-import type { Abortable } from "../library/util/delay";
-import type { RunStatus } from "./jobStatus";
-import { describeIssues, type ItemInput } from "./messages";
+import { StorageError } from "../library/errors.js";
+import type { StateStore } from "../library/fencing/StateStore.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { RunStatus } from "./jobStatus.js";
+import { describeIssues, type ItemInput } from "./messages.js";
 
 /**
  * Stored documents (specs, job states, the index, the term history) are read with `looseObject`: fields this version

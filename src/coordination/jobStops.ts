@@ -1,6 +1,6 @@
-import { keys } from "./jobState";
-import type { BlobFiles, InputFiles } from "./ports";
-import type { Abortable } from "../library/util/delay";
+import { keys } from "./jobState.js";
+import type { BlobFiles, InputFiles } from "./ports.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * Whether workers should stop processing a job's items: a blob `jobs/<id>/stop` in the system container, written by a

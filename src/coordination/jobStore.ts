@@ -1,5 +1,5 @@
-import { ConcurrentUpdateError } from "../library/errors";
-import type { FencedStateStore, Versioned } from "../library/fencing/FencedStateStore";
+import { ConcurrentUpdateError } from "../library/errors.js";
+import type { FencedStateStore, Versioned } from "../library/fencing/FencedStateStore.js";
 import {
   RECENT_JOBS_LIMIT,
   UnreadableJobError,
@@ -9,9 +9,9 @@ import {
   readJobDocument,
   type JobIndex,
   type JobState,
-} from "./jobState";
-import type { Abortable } from "../library/util/delay";
-import { summarizeJob } from "./jobSummary";
+} from "./jobState.js";
+import type { Abortable } from "../library/util/delay.js";
+import { summarizeJob } from "./jobSummary.js";
 
 /**
  * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README

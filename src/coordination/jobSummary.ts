@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { MAX_SUMMARY_BYTES, type StateStore } from "../library/fencing/StateStore";
-import type { Abortable } from "../library/util/delay";
-import { jobStateSchema, keys, type JobState } from "./jobState";
+import { MAX_SUMMARY_BYTES, type StateStore } from "../library/fencing/StateStore.js";
+import type { Abortable } from "../library/util/delay.js";
+import { jobStateSchema, keys, type JobState } from "./jobState.js";
 
 /**
  * A job's summary: what the status page shows of a job — status, counts, times, why it failed, its most frequent

@@ -1,7 +1,7 @@
-import type { LeaderWatch as Watched } from "../library/leadership/LeaderElector";
-import { delay, withJitter, type Abortable } from "../library/util/delay";
-import type { MessageQueue } from "./ports";
-import { sendWakeUp } from "./wake";
+import type { LeaderWatch as Watched } from "../library/leadership/LeaderElector.js";
+import { delay, withJitter, type Abortable } from "../library/util/delay.js";
+import type { MessageQueue } from "./ports.js";
+import { sendWakeUp } from "./wake.js";
 
 /**
  * Watching the leader from processes that are busy anyway. Between timer ticks nobody runs inside a Functions app: a

@@ -1,8 +1,8 @@
-import type { FieldError, JobHeader } from "./submit";
-import { JobWriter, MAX_ITEMS_PER_JOB } from "./submit";
-import { describeIssues, submittedItemSchema, type ItemInput } from "./messages";
-import type { BlobFiles, InputFiles } from "./ports";
-import type { Abortable } from "../library/util/delay";
+import type { FieldError, JobHeader } from "./submit.js";
+import { JobWriter, MAX_ITEMS_PER_JOB } from "./submit.js";
+import { describeIssues, submittedItemSchema, type ItemInput } from "./messages.js";
+import type { BlobFiles, InputFiles } from "./ports.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * Manifests: a submission may name its items in an NDJSON blob in the input container instead of the request body

@@ -1,14 +1,14 @@
-import type { Abortable } from "../library/util/delay";
-import { PREFETCH_CHUNKS, PREFETCH_MAX_CHUNK_BYTES, type ChunkCache, type ChunkRead } from "./chunkCache";
-import type { CoordinationDeps } from "./deps";
-import { keys, type JobState } from "./jobState";
+import type { Abortable } from "../library/util/delay.js";
+import { PREFETCH_CHUNKS, PREFETCH_MAX_CHUNK_BYTES, type ChunkCache, type ChunkRead } from "./chunkCache.js";
+import type { CoordinationDeps } from "./deps.js";
+import { keys, type JobState } from "./jobState.js";
 import {
   describeIssues,
   itemInputSchema,
   MAX_WORK_MESSAGE_BYTES,
   type ItemInput,
   type UnitWorkMessage,
-} from "./messages";
+} from "./messages.js";
 
 /** One piece of a job's items as they are packed: a unit to send, or an item that cannot be sent, with why. */
 export type Packed =

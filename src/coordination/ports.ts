@@ -3,7 +3,7 @@
  * in-memory fakes. Every operation takes an `abortSignal` ({@link Abortable}).
  */
 
-import type { Abortable } from "../library/util/delay";
+import type { Abortable } from "../library/util/delay.js";
 
 /** Options of {@link MessageQueue.send}. */
 export interface SendOptions extends Abortable {

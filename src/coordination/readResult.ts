@@ -1,7 +1,7 @@
 import type { z } from "zod";
-import { KIND_WAIT_MS } from "./applyOutcomes";
-import { asUnit, type ItemOutcome, type UnitOutcome } from "./foldOutcomes";
-import { keys } from "./jobState";
+import { KIND_WAIT_MS } from "./applyOutcomes.js";
+import { asUnit, type ItemOutcome, type UnitOutcome } from "./foldOutcomes.js";
+import { keys } from "./jobState.js";
 import {
   fromRanges,
   parseMessage,
@@ -13,8 +13,8 @@ import {
   type ItemRanges,
   type ItemRef,
   type unitResultMessageSchema,
-} from "./messages";
-import type { OpenedBlob, ReceivedMessage } from "./ports";
+} from "./messages.js";
+import type { OpenedBlob, ReceivedMessage } from "./ports.js";
 
 /**
  * An outcome blob's text (undefined when it does not exist); or why it was not read: it is larger than

@@ -1,11 +1,11 @@
-import type { Abortable } from "../library/util/delay";
-import { Bitmap } from "./bitmap";
-import type { ChunkCache } from "./chunkCache";
-import type { CoordinationDeps } from "./deps";
-import type { Versioned } from "../library/fencing/FencedStateStore";
-import type { JobState } from "./jobState";
-import type { JobStore } from "./jobStore";
-import { packUnits } from "./packUnits";
+import type { Abortable } from "../library/util/delay.js";
+import { Bitmap } from "./bitmap.js";
+import type { ChunkCache } from "./chunkCache.js";
+import type { CoordinationDeps } from "./deps.js";
+import type { Versioned } from "../library/fencing/FencedStateStore.js";
+import type { JobState } from "./jobState.js";
+import type { JobStore } from "./jobStore.js";
+import { packUnits } from "./packUnits.js";
 
 /** Work messages sent at once. */
 const SEND_GROUP = 64;

@@ -1,10 +1,10 @@
-import { ConcurrentUpdateError } from "../library/errors";
-import { Bitmap } from "./bitmap";
-import type { CoordinationDeps } from "./deps";
-import { JOB_FORMAT_VERSION, formatVersion, jobSpecSchema, keys, type JobState } from "./jobState";
-import type { JobStore } from "./jobStore";
-import { unitItemsFor } from "./unitSize";
-import type { Abortable } from "../library/util/delay";
+import { ConcurrentUpdateError } from "../library/errors.js";
+import { Bitmap } from "./bitmap.js";
+import type { CoordinationDeps } from "./deps.js";
+import { JOB_FORMAT_VERSION, formatVersion, jobSpecSchema, keys, type JobState } from "./jobState.js";
+import type { JobStore } from "./jobStore.js";
+import { unitItemsFor } from "./unitSize.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** Most new jobs taken from the inbox per pass. */
 const INBOX_BATCH = 50;

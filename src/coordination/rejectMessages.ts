@@ -1,15 +1,15 @@
-import type { CoordinationDeps } from "./deps";
-import type { Source } from "./foldEntries";
-import type { ReceivedMessage } from "./ports";
-import { rejectionReason, rejectionText } from "./rejection";
+import type { CoordinationDeps } from "./deps.js";
+import type { Source } from "./foldEntries.js";
+import type { ReceivedMessage } from "./ports.js";
+import { rejectionReason, rejectionText } from "./rejection.js";
 import {
   AbortError,
   ConcurrentUpdateError,
   LeadershipLostError,
   StaleEpochError,
   StorageError,
-} from "../library/errors";
-import type { Abortable } from "../library/util/delay";
+} from "../library/errors.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * Whether an error on a message may be the message's doing: not the leader's own end (the step aborted, the term lost

@@ -1,4 +1,4 @@
-import type { Rejection } from "./messages";
+import type { Rejection } from "./messages.js";
 
 /**
  * Most bytes of a rejection's JSON text. Its base64 form on the poison queue (4/3 as long) then takes at most 54 KiB,

@@ -1,8 +1,8 @@
-import { ConcurrentUpdateError } from "../library/errors";
-import type { Abortable } from "../library/util/delay";
-import type { CoordinationDeps } from "./deps";
-import { keys } from "./jobState";
-import type { JobStore } from "./jobStore";
+import { ConcurrentUpdateError } from "../library/errors.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { CoordinationDeps } from "./deps.js";
+import { keys } from "./jobState.js";
+import type { JobStore } from "./jobStore.js";
 
 /**
  * Retention of ended jobs: nothing of a job stays for ever. As the leader takes an ended job off the active list it

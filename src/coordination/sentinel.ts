@@ -1,7 +1,7 @@
-import { delay, type Abortable } from "../library/util/delay";
-import type { Logger } from "../library/util/logger";
-import type { MessageQueue, MessageReceipt } from "./ports";
-import { wakeMessageText } from "./wake";
+import { delay, type Abortable } from "../library/util/delay.js";
+import type { Logger } from "../library/util/logger.js";
+import type { MessageQueue, MessageReceipt } from "./ports.js";
+import { wakeMessageText } from "./wake.js";
 
 /**
  * The leader's sentinel: a dead man's switch on the wake queue. While its step has active jobs, the leader keeps one

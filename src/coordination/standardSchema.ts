@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { ConfigurationError } from "../library/errors";
+import { ConfigurationError } from "../library/errors.js";
 
 /** One problem a schema found: the dotted path of the field (empty for the value itself) and what is wrong. */
 export interface SchemaIssue {

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { StateStore } from "../library/fencing/StateStore";
-import { isCancelRequested } from "./cancel";
+import type { StateStore } from "../library/fencing/StateStore.js";
+import { isCancelRequested } from "./cancel.js";
 import {
   JOB_FORMAT_VERSION,
   formatVersion,
@@ -10,13 +10,13 @@ import {
   readJobDocument,
   readJobState,
   UnreadableJobError,
-} from "./jobState";
-import type { BlobFiles } from "./ports";
-import type { TaskRegistry } from "./taskRegistry";
-import type { Abortable } from "../library/util/delay";
-import type { JobStatus } from "./jobStatus";
+} from "./jobState.js";
+import type { BlobFiles } from "./ports.js";
+import type { TaskRegistry } from "./taskRegistry.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { JobStatus } from "./jobStatus.js";
 
-export type { JobStatus } from "./jobStatus";
+export type { JobStatus } from "./jobStatus.js";
 
 /**
  * What a spec of a newer format version must still hold for its job to be shown as pending: the fields this version

@@ -1,22 +1,22 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { LeadershipLostError, StaleEpochError } from "../library/errors";
-import { FencedStateStore } from "../library/fencing/FencedStateStore";
-import type { LeadershipTerm } from "../library/leadership/Term";
-import { delay, throwIfAborted } from "../library/util/delay";
-import { applyCancelRequests, expireIfDue } from "./cancel";
-import type { CoordinationDeps } from "./deps";
-import { ChunkCache } from "./chunkCache";
-import { dispatchJob } from "./dispatch";
-import { foldPoisonBatch } from "./foldPoison";
-import { awaitAcknowledgements, type FoldReport } from "./foldReport";
-import { foldResultBatch } from "./foldResultBatch";
-import { isStopped, type JobState } from "./jobState";
-import { writeJobStop } from "./jobStops";
-import { JobStore } from "./jobStore";
-import { registerJobs } from "./registerJobs";
-import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention";
-import { redispatchAfterLapse } from "./redispatch";
-import { recordTerm } from "./termHistory";
+import { LeadershipLostError, StaleEpochError } from "../library/errors.js";
+import { FencedStateStore } from "../library/fencing/FencedStateStore.js";
+import type { LeadershipTerm } from "../library/leadership/Term.js";
+import { delay, throwIfAborted } from "../library/util/delay.js";
+import { applyCancelRequests, expireIfDue } from "./cancel.js";
+import type { CoordinationDeps } from "./deps.js";
+import { ChunkCache } from "./chunkCache.js";
+import { dispatchJob } from "./dispatch.js";
+import { foldPoisonBatch } from "./foldPoison.js";
+import { awaitAcknowledgements, type FoldReport } from "./foldReport.js";
+import { foldResultBatch } from "./foldResultBatch.js";
+import { isStopped, type JobState } from "./jobState.js";
+import { writeJobStop } from "./jobStops.js";
+import { JobStore } from "./jobStore.js";
+import { registerJobs } from "./registerJobs.js";
+import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention.js";
+import { redispatchAfterLapse } from "./redispatch.js";
+import { recordTerm } from "./termHistory.js";
 
 /**
  * How long an idle pass waits for workers before looking again, while jobs are active: from the first to the second,

@@ -6,14 +6,14 @@ import {
   inputBlobName,
   submittedItemSchema,
   type ItemInput,
-} from "./messages";
-import { keys, type JobSpec } from "./jobState";
-import type { FieldError } from "./jobStatus";
-import type { BlobFiles } from "./ports";
+} from "./messages.js";
+import { keys, type JobSpec } from "./jobState.js";
+import type { FieldError } from "./jobStatus.js";
+import type { BlobFiles } from "./ports.js";
 
-export type { FieldError } from "./jobStatus";
-import type { TaskRegistry } from "./taskRegistry";
-import type { Abortable } from "../library/util/delay";
+export type { FieldError } from "./jobStatus.js";
+import type { TaskRegistry } from "./taskRegistry.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** Most items in one job. */
 export const MAX_ITEMS_PER_JOB = 1_000_000;

@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import type { Logger } from "../library/util/logger";
+import type { Logger } from "../library/util/logger.js";
 
 /**
  * A task kind: the user's work. Workers call {@link TaskKind.process} once per item of a job of this kind, in any

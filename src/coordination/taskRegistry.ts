@@ -1,6 +1,6 @@
-import { ConfigurationError } from "../library/errors";
-import { issuesText, validateWith, type SchemaIssue, type Validated } from "./standardSchema";
-import type { TaskContext, TaskInput, TaskKind } from "./taskKinds";
+import { ConfigurationError } from "../library/errors.js";
+import { issuesText, validateWith, type SchemaIssue, type Validated } from "./standardSchema.js";
+import type { TaskContext, TaskInput, TaskKind } from "./taskKinds.js";
 
 /** A task kind's name as messages carry it: 1–64 letters, digits, `.`, `_` or `-`. */
 const KIND_NAME = /^[\w.-]{1,64}$/;

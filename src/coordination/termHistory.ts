@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { StaleEpochError } from "../library/errors";
-import { FencedStateStore } from "../library/fencing/FencedStateStore";
-import type { StateStore } from "../library/fencing/StateStore";
-import type { LeaderElectorOptions } from "../library/leadership/options";
-import type { LeadershipTerm } from "../library/leadership/Term";
-import type { Logger } from "../library/util/logger";
-import type { Abortable } from "../library/util/delay";
+import { StaleEpochError } from "../library/errors.js";
+import { FencedStateStore } from "../library/fencing/FencedStateStore.js";
+import type { StateStore } from "../library/fencing/StateStore.js";
+import type { LeaderElectorOptions } from "../library/leadership/options.js";
+import type { LeadershipTerm } from "../library/leadership/Term.js";
+import type { Logger } from "../library/util/logger.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /** State key of the term history. Every term writes it before any other document. */
 export const TERMS_KEY = "terms.json";

@@ -1,5 +1,5 @@
-import type { CoordinationDeps } from "./deps";
-import type { JobSpec } from "./jobState";
+import type { CoordinationDeps } from "./deps.js";
+import type { JobSpec } from "./jobState.js";
 
 /**
  * How many items a job's work units may carry, chosen once when the job registers and stored in its state

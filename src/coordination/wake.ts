@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { MessageQueue, SendOptions } from "./ports";
-import type { Abortable } from "../library/util/delay";
+import type { MessageQueue, SendOptions } from "./ports.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /**
  * Wake-ups: small messages on the control queue (WAKE_QUEUE) that ask for a coordination step now instead of at the

@@ -1,14 +1,14 @@
 import { z } from "zod";
-import type { CoordinationDeps } from "./deps";
-import { itemRefOf, parseMessage, toRanges, fromRanges, workMessageSchema, type ItemInput } from "./messages";
-import { originalText, rejectionReason, rejectionText } from "./rejection";
-import { issuesText } from "./standardSchema";
-import { ItemError } from "./taskKinds";
-import { PartialMerger, type RegisteredKind } from "./taskRegistry";
-import { abortReason, delay, type Abortable } from "../library/util/delay";
-import { timeSlicer } from "../library/util/timeSlice";
-import { inputOf, readInputBlob } from "./workerInputs";
-import { sendItemResult, sendUnitResult } from "./workerResults";
+import type { CoordinationDeps } from "./deps.js";
+import { itemRefOf, parseMessage, toRanges, fromRanges, workMessageSchema, type ItemInput } from "./messages.js";
+import { originalText, rejectionReason, rejectionText } from "./rejection.js";
+import { issuesText } from "./standardSchema.js";
+import { ItemError } from "./taskKinds.js";
+import { PartialMerger, type RegisteredKind } from "./taskRegistry.js";
+import { abortReason, delay, type Abortable } from "../library/util/delay.js";
+import { timeSlicer } from "../library/util/timeSlice.js";
+import { inputOf, readInputBlob } from "./workerInputs.js";
+import { sendItemResult, sendUnitResult } from "./workerResults.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<

@@ -1,8 +1,8 @@
-import type { CoordinationDeps } from "./deps";
-import type { OpenedBlob } from "./ports";
-import { ItemError, type TaskInput } from "./taskKinds";
-import { ConfigurationError } from "../library/errors";
-import type { Abortable } from "../library/util/delay";
+import type { CoordinationDeps } from "./deps.js";
+import type { OpenedBlob } from "./ports.js";
+import { ItemError, type TaskInput } from "./taskKinds.js";
+import { ConfigurationError } from "../library/errors.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /* What a worker hands a task kind for an item: its input, inline or read from the user's input container. */
 

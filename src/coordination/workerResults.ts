@@ -1,8 +1,13 @@
 import type { z } from "zod";
-import type { CoordinationDeps } from "./deps";
-import { keys } from "./jobState";
-import { MAX_OUTCOME_BYTES, outcomeTooLarge, type itemResultMessageSchema, type UnitResultMessage } from "./messages";
-import type { Abortable } from "../library/util/delay";
+import type { CoordinationDeps } from "./deps.js";
+import { keys } from "./jobState.js";
+import {
+  MAX_OUTCOME_BYTES,
+  outcomeTooLarge,
+  type itemResultMessageSchema,
+  type UnitResultMessage,
+} from "./messages.js";
+import type { Abortable } from "../library/util/delay.js";
 
 /* How a worker reports what it did: one result message per unit (or item), large outcomes in a blob it names. */
 

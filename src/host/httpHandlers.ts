@@ -8,9 +8,9 @@ import {
   getStatusPage,
   stepDown,
   submitJob,
-} from "../app/operations";
-import { problem, readJsonBody } from "./http";
-import type { AppSource } from "./triggers";
+} from "../app/operations.js";
+import { problem, readJsonBody } from "./http.js";
+import type { AppSource } from "./triggers.js";
 
 /** POST /api/jobs: submit a job. 202 with its id; 400 with field-level errors. */
 export function submitJobHandler(app: AppSource) {

@@ -1,7 +1,7 @@
 import type { InvocationContext } from "@azure/functions";
-import type { Sink } from "../app/context";
-import { formatEventLine } from "../app/events";
-import { getTelemetry } from "../app/telemetry/setupTelemetry";
+import type { Sink } from "../app/context.js";
+import { formatEventLine } from "../app/events.js";
+import { getTelemetry } from "../app/telemetry/setupTelemetry.js";
 
 // What the handlers take from an invocation's context for the app: where it logs, and a queue message's delivery.
 

@@ -6,11 +6,11 @@ import type {
   StorageQueueFunctionOptions,
   TimerFunctionOptions,
 } from "@azure/functions";
-import type { CoordinatorClient } from "../app/client";
-import type { CoordinatorSetupOptions } from "../app/options";
-import { resolveSetup } from "../app/setup";
-import { ConfigurationError } from "../library/errors";
-import { assertSupportedNode } from "../library/nodeVersion";
+import type { CoordinatorClient } from "../app/client.js";
+import type { CoordinatorSetupOptions } from "../app/options.js";
+import { resolveSetup } from "../app/setup.js";
+import { ConfigurationError } from "../library/errors.js";
+import { assertSupportedNode } from "../library/nodeVersion.js";
 import {
   cancelJobHandler,
   getJobHandler,
@@ -18,8 +18,8 @@ import {
   getStatusHandler,
   stepDownHandler,
   submitJobHandler,
-} from "./httpHandlers";
-import { appTerminateHandler, coordinatorHandler, wakeHandler, workerHandler } from "./triggers";
+} from "./httpHandlers.js";
+import { appTerminateHandler, coordinatorHandler, wakeHandler, workerHandler } from "./triggers.js";
 
 /** What {@link registerCoordinator} uses of `app` from `@azure/functions` (pass that object). */
 export interface FunctionsApp {

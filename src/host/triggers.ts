@@ -1,9 +1,9 @@
 import type { InvocationContext, Timer } from "@azure/functions";
-import type { CoordinatorApp } from "../app/context";
-import { handleWakeMessage, handleWorkMessage, runCoordinatorTick } from "../app/operations";
-import { processShutdown } from "../app/shutdown";
-import { getTelemetry } from "../app/telemetry/setupTelemetry";
-import { deliveryOf, sinkFor } from "./invocation";
+import type { CoordinatorApp } from "../app/context.js";
+import { handleWakeMessage, handleWorkMessage, runCoordinatorTick } from "../app/operations.js";
+import { processShutdown } from "../app/shutdown.js";
+import { getTelemetry } from "../app/telemetry/setupTelemetry.js";
+import { deliveryOf, sinkFor } from "./invocation.js";
 
 /** The app of one registration, built on first use (registering connects to nothing). */
 export type AppSource = () => CoordinatorApp;

@@ -1,23 +1,23 @@
 /** Public API of the leader-election library. */
-export * from "./errors";
-export type { Logger } from "./util/logger";
-export { silentLogger } from "./util/logger";
-export type { Clock } from "./util/clock";
-export { systemClock } from "./util/clock";
-export { delay, type Abortable } from "./util/delay";
-export * from "./lease/LeaseStore";
-export { BlobLeaseStore, type BlobLeaseStoreOptions } from "../azure/BlobLeaseStore";
+export * from "./errors.js";
+export type { Logger } from "./util/logger.js";
+export { silentLogger } from "./util/logger.js";
+export type { Clock } from "./util/clock.js";
+export { systemClock } from "./util/clock.js";
+export { delay, type Abortable } from "./util/delay.js";
+export * from "./lease/LeaseStore.js";
+export { BlobLeaseStore, type BlobLeaseStoreOptions } from "../azure/BlobLeaseStore.js";
 export {
   LeaderElector,
   type LeadOptions,
   type LeadResult,
   type LeaderTask,
   type LeaderWatch,
-} from "./leadership/LeaderElector";
-export type { EpochClaim, LeaderElectorOptions, TakeoverOptions } from "./leadership/options";
-export type { LeadershipTerm } from "./leadership/Term";
-export type * from "./leadership/events";
-export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/leaderInfo";
-export * from "./fencing/StateStore";
-export { BlobStateStore } from "../azure/BlobStateStore";
-export { FencedStateStore, type Fence, type Versioned, type UpdateOptions } from "./fencing/FencedStateStore";
+} from "./leadership/LeaderElector.js";
+export type { EpochClaim, LeaderElectorOptions, TakeoverOptions } from "./leadership/options.js";
+export type { LeadershipTerm } from "./leadership/Term.js";
+export type * from "./leadership/events.js";
+export { describeLeader, requestStepDown, type LeaderInfo } from "./leadership/leaderInfo.js";
+export * from "./fencing/StateStore.js";
+export { BlobStateStore } from "../azure/BlobStateStore.js";
+export { FencedStateStore, type Fence, type Versioned, type UpdateOptions } from "./fencing/FencedStateStore.js";

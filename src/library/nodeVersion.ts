@@ -1,4 +1,4 @@
-import { ConfigurationError } from "./errors";
+import { ConfigurationError } from "./errors.js";
 
 /** The oldest Node.js this package runs on: `engines` in package.json. */
 const MINIMUM = [22, 12] as const;

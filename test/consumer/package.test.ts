@@ -86,10 +86,18 @@ describe("the packed package in a user's project outside the repo (consumer test
 
   it("ships built output, README and LICENSE only: no sources, tests, scripts or infra", () => {
     const paths = packed.files.map((file) => file.path);
-    expect(paths).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "dist/src/index.js"]));
-    expect(paths).toEqual(expect.arrayContaining(["dist/src/index.d.ts", "dist/src/library/index.d.ts"]));
+    expect(paths).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE"]));
+    for (const build of ["esm", "commonjs"])
+      expect(paths).toEqual(
+        expect.arrayContaining([
+          `dist/${build}/package.json`,
+          `dist/${build}/index.js`,
+          `dist/${build}/index.d.ts`,
+          `dist/${build}/library/index.d.ts`,
+        ]),
+      );
     // npm always packs the file `main` names: this repo's own Function app entry, which `exports` does not expose.
-    const others = paths.filter((path) => !/^dist\/src\/.*\.(js|d\.ts)$/.test(path));
+    const others = paths.filter((path) => !/^dist\/(esm|commonjs)\/(.*\.(js|d\.ts)|package\.json)$/.test(path));
     expect(others.sort()).toEqual(["LICENSE", "README.md", "dist/functions/index.js", "package.json"]);
   });
 
@@ -133,8 +141,10 @@ describe("the packed package in a user's project outside the repo (consumer test
         if (next !== undefined) visit(next);
       }
     };
-    visit(join(installed, "dist", "src", "index.d.ts"));
-    visit(join(installed, "dist", "src", "library", "index.d.ts"));
+    for (const build of ["esm", "commonjs"]) {
+      visit(join(installed, "dist", build, "index.d.ts"));
+      visit(join(installed, "dist", build, "library", "index.d.ts"));
+    }
     expect(seen.size).toBeGreaterThan(10);
   });
 
@@ -163,7 +173,9 @@ describe("the packed package in a user's project outside the repo (consumer test
     );
     // Deep imports stay private: only the entries in `exports` resolve.
     await expect(
-      run(process.execPath, ["-e", 'require("azure-leader-coordinator/dist/src/app/context")'], { cwd: project }),
+      run(process.execPath, ["-e", 'require("azure-leader-coordinator/dist/commonjs/app/context.js")'], {
+        cwd: project,
+      }),
     ).rejects.toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
   });
 

@@ -148,14 +148,14 @@ describe(".funcignore, for a publish from the project folder itself", () => {
     expect(accepts("host.json")).toBe(true);
   });
 
-  it("Core Tools and git-semantics tools (azd) read it alike: the build output with dist/src, no sources, not .deploy", async () => {
+  it("Core Tools and git-semantics tools (azd) read it alike: the build output with the package's CommonJS build, no sources, not .deploy", async () => {
     const funcignore = path.join(clone, ".funcignore");
     const outside = (file: string): boolean => !file.startsWith("node_modules/");
     const coreTools = coreToolsFiles(clone, readFileSync(funcignore, "utf8")).filter(outside);
     const git = (await gitFiles(clone, funcignore)).filter(outside);
     expect(git).toEqual(coreTools);
     expect(coreTools).toEqual(
-      expect.arrayContaining(["host.json", "package.json", "dist/functions/index.js", "dist/src/app/context.js"]),
+      expect.arrayContaining(["host.json", "package.json", "dist/functions/index.js", "dist/commonjs/app/context.js"]),
     );
     expect(
       coreTools.filter(

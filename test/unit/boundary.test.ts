@@ -61,8 +61,13 @@ describe("the library boundary, enforced by lint", () => {
   });
 
   it("this repo's Function app (functions/) uses only the package's public entry, as a user's app does", async () => {
-    const across = ["../src/app/context", "../src/host/registerCoordinator", "../src/library/index"];
-    const allowed = ["../src/index", "@azure/functions", "./other"];
+    const across = ["../src/app/context", "../src/host/registerCoordinator", "../src/library/index", "../src/index.js"];
+    const allowed = [
+      "azure-leader-coordinator",
+      "azure-leader-coordinator/leader-election",
+      "@azure/functions",
+      "./other",
+    ];
     expect(await refused("functions/x.ts", [...allowed, ...across])).toEqual(across);
   });
 
@@ -90,7 +95,13 @@ describe("the library boundary, enforced by lint", () => {
   });
 
   it("the Azure adapters import the library and the coordination ports, nothing else of coordination, not the app", async () => {
-    const allowed = ["../library/errors", "../coordination/ports", "./storageErrors", "@azure/storage-queue"];
+    const allowed = [
+      "../library/errors",
+      "../coordination/ports",
+      "../coordination/ports.js",
+      "./storageErrors.js",
+      "@azure/storage-queue",
+    ];
     expect(await refused("src/azure/x.ts", [...allowed, "../coordination/jobState", "../app/settings"])).toEqual([
       "../coordination/jobState",
       "../app/settings",

@@ -1,6 +1,6 @@
 import type { Counter, Gauge, Histogram, Meter } from "@opentelemetry/api";
-import type { WorkOutcome } from "../../coordination/worker";
-import type { AppEvent, StepCompletedEvent, StepAbortedEvent } from "../events";
+import type { WorkOutcome } from "../../coordination/worker.js";
+import type { AppEvent, StepCompletedEvent, StepAbortedEvent } from "../events.js";
 
 /**
  * The coordinator's metrics. Counters and histograms are sent as deltas (each export counts what happened since the

@@ -1,6 +1,6 @@
 import { SeverityNumber, type LogAttributes } from "@opentelemetry/api-logs";
-import type { AppEvent, AppEventType } from "../events";
-import type { LogLevel } from "./telemetrySettings";
+import type { AppEvent, AppEventType } from "../events.js";
+import type { LogLevel } from "./telemetrySettings.js";
 
 /**
  * How the app's events and log lines become OpenTelemetry log records. An event is a record whose attributes are its

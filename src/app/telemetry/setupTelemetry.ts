@@ -2,10 +2,10 @@ import { ManagedIdentityCredential } from "@azure/identity";
 import { AzureMonitorLogExporter, AzureMonitorMetricExporter } from "@azure/monitor-opentelemetry-exporter";
 import { BatchLogRecordProcessor } from "@opentelemetry/sdk-logs";
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
-import { instanceIdFrom } from "../context";
-import { OtlpFileLogExporter, OtlpFileMetricExporter } from "./otlpFile";
-import { Telemetry } from "./telemetry";
-import { readTelemetrySettings, type TelemetrySettings } from "./telemetrySettings";
+import { instanceIdFrom } from "../context.js";
+import { OtlpFileLogExporter, OtlpFileMetricExporter } from "./otlpFile.js";
+import { Telemetry } from "./telemetry.js";
+import { readTelemetrySettings, type TelemetrySettings } from "./telemetrySettings.js";
 
 /**
  * Sets up the app's telemetry from the environment (see `telemetrySettings.ts`): to Application Insights through

@@ -4,15 +4,15 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { LoggerProvider, type LogRecordProcessor } from "@opentelemetry/sdk-logs";
 import { MeterProvider, type IMetricReader } from "@opentelemetry/sdk-metrics";
-import type { MessageQueue } from "../../coordination/ports";
-import type { WorkOutcome } from "../../coordination/worker";
-import type { Abortable } from "../../library/util/delay";
-import type { Logger } from "../../library/util/logger";
-import type { Sink } from "../context";
-import { formatEventLine, type AppEvent } from "../events";
-import { CoordinatorMetrics, type QueueRole } from "./metrics";
-import { SEVERITIES, eventRecord, logRecord, type RecordParts } from "./records";
-import type { LogLevel } from "./telemetrySettings";
+import type { MessageQueue } from "../../coordination/ports.js";
+import type { WorkOutcome } from "../../coordination/worker.js";
+import type { Abortable } from "../../library/util/delay.js";
+import type { Logger } from "../../library/util/logger.js";
+import type { Sink } from "../context.js";
+import { formatEventLine, type AppEvent } from "../events.js";
+import { CoordinatorMetrics, type QueueRole } from "./metrics.js";
+import { SEVERITIES, eventRecord, logRecord, type RecordParts } from "./records.js";
+import type { LogLevel } from "./telemetrySettings.js";
 
 /** The instrumentation scope of the app's records and metrics. */
 export const TELEMETRY_SCOPE = "azure-leader-coordinator";

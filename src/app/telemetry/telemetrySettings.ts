@@ -1,4 +1,4 @@
-import { ConfigurationError } from "../../library/errors";
+import { ConfigurationError } from "../../library/errors.js";
 
 /**
  * Where the app's OpenTelemetry goes, read from the environment (app settings in Azure, local.settings.json or the

@@ -1,6 +1,6 @@
-import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../errors";
-import type { StateStore, WriteOptions } from "./StateStore";
-import type { Abortable } from "../util/delay";
+import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../errors.js";
+import type { StateStore, WriteOptions } from "./StateStore.js";
+import type { Abortable } from "../util/delay.js";
 
 /** The part of a leadership term the fenced store needs: its epoch and a live check. */
 export interface Fence {

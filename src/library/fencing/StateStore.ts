@@ -3,7 +3,7 @@
  * talks to Azure Blob Storage ({@link BlobStateStore}); unit tests use an in-memory fake with the same semantics.
  */
 
-import type { Abortable } from "../util/delay";
+import type { Abortable } from "../util/delay.js";
 
 /** A stored document, as read. */
 export interface StoredState {

@@ -1,18 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { StorageError } from "../errors";
-import { assertSupportedNode } from "../nodeVersion";
-import type { LeaderRecord } from "../lease/LeaseStore";
-import { abortReason, delay, throwIfAborted, withJitter, type Abortable } from "../util/delay";
-import type { Logger } from "../util/logger";
-import type { LeadershipEvent } from "./events";
-import { withTimeout } from "../util/timeout";
-import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo";
-import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options";
-import { runTerm, type LeadResult, type LeaderTask } from "./runTerm";
-import { breakIfSilent, SilenceWatch } from "./takeover";
-import { emitEvent, Term, type PreviousEnd } from "./Term";
+import { StorageError } from "../errors.js";
+import { assertSupportedNode } from "../nodeVersion.js";
+import type { LeaderRecord } from "../lease/LeaseStore.js";
+import { abortReason, delay, throwIfAborted, withJitter, type Abortable } from "../util/delay.js";
+import type { Logger } from "../util/logger.js";
+import type { LeadershipEvent } from "./events.js";
+import { withTimeout } from "../util/timeout.js";
+import { describeLeader, requestStepDown, type LeaderInfo } from "./leaderInfo.js";
+import { resolveElectorOptions, type LeaderElectorOptions, type ResolvedElectorOptions } from "./options.js";
+import { runTerm, type LeadResult, type LeaderTask } from "./runTerm.js";
+import { breakIfSilent, SilenceWatch } from "./takeover.js";
+import { emitEvent, Term, type PreviousEnd } from "./Term.js";
 
-export type { LeadResult, LeaderTask } from "./runTerm";
+export type { LeadResult, LeaderTask } from "./runTerm.js";
 
 /**
  * Options for {@link LeaderElector.tryLead} and {@link LeaderElector.lead}. `abortSignal` is shutdown: before a term it

@@ -1,8 +1,8 @@
 import { setMaxListeners } from "node:events";
-import { LeadershipLostError, type LeadershipLostReason } from "../errors";
-import type { LeaderRecord } from "../lease/LeaseStore";
-import type { LeadershipEvent, PreviousEnd } from "./events";
-import type { ResolvedElectorOptions } from "./options";
+import { LeadershipLostError, type LeadershipLostReason } from "../errors.js";
+import type { LeaderRecord } from "../lease/LeaseStore.js";
+import type { LeadershipEvent, PreviousEnd } from "./events.js";
+import type { ResolvedElectorOptions } from "./options.js";
 
 /**
  * What a leader's task sees of its term: its epoch (the fencing token), an `AbortSignal` that fires the moment
@@ -35,7 +35,7 @@ export interface LeadershipTerm {
   reportProgress(): void;
 }
 
-export type { PreviousEnd } from "./events";
+export type { PreviousEnd } from "./events.js";
 
 /**
  * The term's internal state; the task only sees {@link LeadershipTerm}. It exists from the moment the lease is

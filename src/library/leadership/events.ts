@@ -1,4 +1,4 @@
-import type { LeadershipLostReason } from "../errors";
+import type { LeadershipLostReason } from "../errors.js";
 
 /** How the term before a term ended: see `LeadershipTerm.previousEnd`. */
 export type PreviousEnd = "released" | "lapsed";

@@ -1,5 +1,5 @@
-import type { LeaseState, LeaseStore } from "../lease/LeaseStore";
-import type { Abortable } from "../util/delay";
+import type { LeaseState, LeaseStore } from "../lease/LeaseStore.js";
+import type { Abortable } from "../util/delay.js";
 
 /** What any instance (or an operator) can read about leadership. */
 export interface LeaderInfo {

@@ -1,11 +1,11 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
-import { ConfigurationError } from "../errors";
-import type { LeaseStore } from "../lease/LeaseStore";
-import { systemClock, type Clock } from "../util/clock";
-import { silentLogger, type Logger } from "../util/logger";
-import type { Abortable } from "../util/delay";
-import type { LeadershipEvent } from "./events";
+import { ConfigurationError } from "../errors.js";
+import type { LeaseStore } from "../lease/LeaseStore.js";
+import { systemClock, type Clock } from "../util/clock.js";
+import { silentLogger, type Logger } from "../util/logger.js";
+import type { Abortable } from "../util/delay.js";
+import type { LeadershipEvent } from "./events.js";
 
 /** The elector's options of takeover below the lease (part of `LeaderElectorOptions`). */
 export interface TakeoverOptions {

@@ -1,7 +1,7 @@
-import type { Revocation } from "../lease/LeaseStore";
-import { withTimeout } from "../util/timeout";
-import type { ResolvedElectorOptions } from "./options";
-import type { Term } from "./Term";
+import type { Revocation } from "../lease/LeaseStore.js";
+import { withTimeout } from "../util/timeout.js";
+import type { ResolvedElectorOptions } from "./options.js";
+import type { Term } from "./Term.js";
 
 /**
  * Whether a step-down request binds this term: it names the term's own epoch, or it names an earlier epoch and no term

@@ -1,10 +1,10 @@
-import { ConfigurationError, LeadershipLostError, StaleEpochError } from "../errors";
-import type { LeaderRecord } from "../lease/LeaseStore";
-import { withTimeout } from "../util/timeout";
-import type { EpochClaim, ResolvedElectorOptions } from "./options";
-import { checkRevocation } from "./revocation";
-import { superviseTerm } from "./superviseTerm";
-import type { LeadershipTerm, Term } from "./Term";
+import { ConfigurationError, LeadershipLostError, StaleEpochError } from "../errors.js";
+import type { LeaderRecord } from "../lease/LeaseStore.js";
+import { withTimeout } from "../util/timeout.js";
+import type { EpochClaim, ResolvedElectorOptions } from "./options.js";
+import { checkRevocation } from "./revocation.js";
+import { superviseTerm } from "./superviseTerm.js";
+import type { LeadershipTerm, Term } from "./Term.js";
 
 /** The leader's work: runs once per term; must stop when `term.signal` fires. */
 export type LeaderTask<T> = (term: LeadershipTerm) => Promise<T>;

@@ -1,10 +1,10 @@
-import { LeadershipLostError } from "../errors";
-import type { LeaderRecord } from "../lease/LeaseStore";
-import { delay } from "../util/delay";
-import { withTimeout } from "../util/timeout";
-import type { ResolvedElectorOptions } from "./options";
-import { checkRevocation } from "./revocation";
-import type { Term } from "./Term";
+import { LeadershipLostError } from "../errors.js";
+import type { LeaderRecord } from "../lease/LeaseStore.js";
+import { delay } from "../util/delay.js";
+import { withTimeout } from "../util/timeout.js";
+import type { ResolvedElectorOptions } from "./options.js";
+import { checkRevocation } from "./revocation.js";
+import type { Term } from "./Term.js";
 
 /**
  * Keeps a term alive until `stopSignal` fires or the term ends: renews on schedule — counted from the acquire's start,

@@ -1,8 +1,8 @@
-import type { LeaderRecord, LeaseSnapshot } from "../lease/LeaseStore";
-import type { ResolvedElectorOptions } from "./options";
-import { emitEvent } from "./Term";
+import type { LeaderRecord, LeaseSnapshot } from "../lease/LeaseStore.js";
+import type { ResolvedElectorOptions } from "./options.js";
+import { emitEvent } from "./Term.js";
 
-export type { TakeoverOptions } from "./options";
+export type { TakeoverOptions } from "./options.js";
 
 /**
  * Takeover below the lease, the contender's side (docs/FAILOVER.md has the argument). A holder with takeover on stops

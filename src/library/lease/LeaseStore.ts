@@ -3,7 +3,7 @@
  * ({@link BlobLeaseStore}); unit tests use an in-memory fake with the same semantics.
  */
 
-import type { Abortable } from "../util/delay";
+import type { Abortable } from "../util/delay.js";
 
 /** The leadership record kept in the lease blob's metadata. Only the lease holder can write it. */
 export interface LeaderRecord {

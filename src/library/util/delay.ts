@@ -1,4 +1,4 @@
-import { AbortError } from "../errors";
+import { AbortError } from "../errors.js";
 
 /**
  * The options of everything that waits or talks to storage (CONTRIBUTING.md, "Abort signals"); options that add fields

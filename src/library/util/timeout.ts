@@ -1,5 +1,5 @@
-import { StorageError } from "../errors";
-import { delay, type Abortable } from "./delay";
+import { StorageError } from "../errors.js";
+import { delay, type Abortable } from "./delay.js";
 
 /**
  * Runs `operation` with a signal that fires after `timeoutInMs` (or when the caller's signal fires). Built on the one
