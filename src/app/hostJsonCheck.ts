@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { MAX_DEQUEUE_COUNT } from "./context";
-import { parseTimeSpanMs } from "./timeSpan";
+import { MAX_DEQUEUE_COUNT } from "./context.js";
+import { parseTimeSpanMs } from "./timeSpan.js";
 
 /**
  * The host.json settings the coordinator relies on (docs/HOST-JSON.md), checked: what a host.json lacks or sets against

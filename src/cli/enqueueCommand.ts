@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
-import type { JobStatus } from "../coordination/jobStatus";
-import { delay } from "../library/util/delay";
-import { isTypeScriptEntry, runningFromSources } from "../local/entryPoints";
-import { FunctionsHost } from "../local/host";
-import { JobsHttpApi, jobsBaseUrl } from "../local/jobsHttpApi";
-import { loadFunctionApp } from "../local/registrations";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "./flags";
-import { readJobFile } from "./jobFile";
+import type { JobStatus } from "../coordination/jobStatus.js";
+import { delay } from "../library/util/delay.js";
+import { isTypeScriptEntry, runningFromSources } from "../local/entryPoints.js";
+import { FunctionsHost } from "../local/host.js";
+import { JobsHttpApi, jobsBaseUrl } from "../local/jobsHttpApi.js";
+import { loadFunctionApp } from "../local/registrations.js";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "./flags.js";
+import { readJobFile } from "./jobFile.js";
 
 /**
  * `azure-leader-coordinator enqueue`: submits a job of any kind the user's app registers, cancels one, or reads its

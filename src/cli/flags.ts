@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { parseSchedule } from "../local/timerTrigger";
+import { parseSchedule } from "../local/timerTrigger.js";
 
 /**
  * The command-line helpers every script shares: Node's `util.parseArgs` (strict, no positionals) and the checks its

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
-import { MAX_BODY_BYTES } from "../host/http";
-import { UsageError } from "./flags";
+import { MAX_BODY_BYTES } from "../host/http.js";
+import { UsageError } from "./flags.js";
 
 /**
  * Reads a job file (`--job`, `--file`): JSON as `POST /api/jobs` takes it, `{"kind":…,"params":…,"items":[…]}`, at

@@ -1,9 +1,9 @@
-import { ConfigurationError } from "../library/errors";
-import { assertSupportedNode } from "../library/nodeVersion";
-import { runLocal } from "../local/run";
-import { ENQUEUE_USAGE, parseEnqueueArgs, runEnqueue, type CommandIo } from "./enqueueCommand";
-import { UsageError } from "./flags";
-import { LOCAL_USAGE, parseLocalArgs } from "./localCommand";
+import { ConfigurationError } from "../library/errors.js";
+import { assertSupportedNode } from "../library/nodeVersion.js";
+import { runLocal } from "../local/run.js";
+import { ENQUEUE_USAGE, parseEnqueueArgs, runEnqueue, type CommandIo } from "./enqueueCommand.js";
+import { UsageError } from "./flags.js";
+import { LOCAL_USAGE, parseLocalArgs } from "./localCommand.js";
 
 /**
  * The command line of `azure-leader-coordinator` (the package's `bin`, `bin.ts`): `local` runs the user's app as

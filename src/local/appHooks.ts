@@ -1,5 +1,5 @@
-import type { RpcLogLevel } from "./coreApi";
-import type { RegisteredHook } from "./registrations";
+import type { RpcLogLevel } from "./coreApi.js";
+import type { RegisteredHook } from "./registrations.js";
 
 /**
  * The app-level hooks (`app.hook.appStart`, `app.hook.appTerminate`) run the way the Node worker runs them: in

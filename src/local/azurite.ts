@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ConfigurationError } from "../library/errors";
+import { ConfigurationError } from "../library/errors.js";
+import { MODULE_FILE } from "./moduleFile.js";
 
 /**
  * Starts and stops Azurite for the local host, the testing entry, tests and benchmarks: spawned with node directly
@@ -38,7 +39,7 @@ azurite.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));`;
  * @throws ConfigurationError saying how to install it when neither has it.
  */
 export function resolveAzuriteMain(projectDir: string = process.cwd()): string {
-  for (const from of [join(projectDir, "package.json"), __filename]) {
+  for (const from of [join(projectDir, "package.json"), MODULE_FILE]) {
     try {
       const manifest = createRequire(from).resolve("azurite/package.json");
       return join(dirname(manifest), "dist", "src", "azurite.js");

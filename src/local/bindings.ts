@@ -1,4 +1,4 @@
-import type { FunctionMetadata, RpcBindingInfo } from "./coreApi";
+import type { FunctionMetadata, RpcBindingInfo } from "./coreApi.js";
 
 /** Reading binding metadata as the host does: find the trigger, resolve `%AppSetting%` references, parse TimeSpans. */
 

@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
-import { extname, join, resolve } from "node:path";
+import { dirname, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ConfigurationError } from "../library/errors";
+import { ConfigurationError } from "../library/errors.js";
+import { MODULE_FILE } from "./moduleFile.js";
 
 /**
  * Where the local host's own processes start from, and how a user's app entry is loaded. From the package (compiled
@@ -12,7 +13,9 @@ import { ConfigurationError } from "../library/errors";
  */
 
 /** True when this module runs from TypeScript sources (tsx, vitest), not from the compiled package. */
-const FROM_SOURCES = extname(__filename) === ".ts";
+const FROM_SOURCES = extname(MODULE_FILE) === ".ts";
+/** This folder: the instance entry is here. */
+const HERE = dirname(MODULE_FILE);
 
 /** True when this process runs the host from its TypeScript sources (so it can load a TypeScript app entry too). */
 export function runningFromSources(): boolean {
@@ -28,8 +31,8 @@ export interface LocalModule {
 
 /** The module `name` of this folder (`instance`) as a process's entry. */
 export function localModule(name: string): LocalModule {
-  if (!FROM_SOURCES) return { nodeArgs: [], script: join(__dirname, `${name}.js`) };
-  return { nodeArgs: ["--import", tsxLoaderFrom(__filename)], script: join(__dirname, `${name}.ts`) };
+  if (!FROM_SOURCES) return { nodeArgs: [], script: join(HERE, `${name}.js`) };
+  return { nodeArgs: ["--import", tsxLoaderFrom(MODULE_FILE)], script: join(HERE, `${name}.ts`) };
 }
 
 /** tsx's loader as a `--import` URL, resolved from `fromFile`; undefined when tsx is not installed there. */

@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { eventEpoch } from "../app/events";
-import type { EventLine } from "./protocol";
+import { eventEpoch } from "../app/events.js";
+import type { EventLine } from "./protocol.js";
 
 /**
  * The run's event log: one JSON object per line — `ts` (ISO-8601 with ms), `instance`, `pid`, `type`, `epoch` where

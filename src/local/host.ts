@@ -1,15 +1,15 @@
 import { dirname, resolve } from "node:path";
-import { AppHooks } from "./appHooks";
-import { findTrigger } from "./bindings";
-import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig";
-import { HttpListener, type HttpRoute } from "./httpTrigger";
-import { invokeFunction, type HostLogSink, type Invoker } from "./invoke";
-import { hostIdFrom, ListenerLock, type ListenerLockSettings } from "./listenerLock";
-import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings";
-import { QueueClients } from "./queueClients";
-import { QueueListener } from "./queueTrigger";
-import { setSystemLogSink, type FunctionApp } from "./registrations";
-import { TimerListener } from "./timerTrigger";
+import { AppHooks } from "./appHooks.js";
+import { findTrigger } from "./bindings.js";
+import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig.js";
+import { HttpListener, type HttpRoute } from "./httpTrigger.js";
+import { invokeFunction, type HostLogSink, type Invoker } from "./invoke.js";
+import { hostIdFrom, ListenerLock, type ListenerLockSettings } from "./listenerLock.js";
+import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings.js";
+import { QueueClients } from "./queueClients.js";
+import { QueueListener } from "./queueTrigger.js";
+import { setSystemLogSink, type FunctionApp } from "./registrations.js";
+import { TimerListener } from "./timerTrigger.js";
 
 /**
  * A small Functions host for the Node v4 programming model: it runs the registrations captured by

@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buffer } from "node:stream/consumers";
-import { stringProperty, type TriggerBinding } from "./bindings";
-import type { RpcHttpData } from "./coreApi";
-import type { HostLogSink, Invoker } from "./invoke";
-import type { RegisteredFunction } from "./registrations";
-import { compileRoute, type Route } from "./routes";
+import { stringProperty, type TriggerBinding } from "./bindings.js";
+import type { RpcHttpData } from "./coreApi.js";
+import type { HostLogSink, Invoker } from "./invoke.js";
+import type { RegisteredFunction } from "./registrations.js";
+import { compileRoute, type Route } from "./routes.js";
 
 /**
  * HTTP triggers served on a local port (`node:http`), routed like the host (`/<routePrefix>/<route>`). The request

@@ -1,9 +1,9 @@
-import { instanceIdFrom } from "../app/context";
-import { parseEventLine } from "../app/events";
-import { FunctionsHost } from "./host";
-import type { HostLogEntry } from "./invoke";
-import { formatInstanceLine, type InstanceLine } from "./protocol";
-import { loadFunctionApp } from "./registrations";
+import { instanceIdFrom } from "../app/context.js";
+import { parseEventLine } from "../app/events.js";
+import { FunctionsHost } from "./host.js";
+import type { HostLogEntry } from "./invoke.js";
+import { formatInstanceLine, type InstanceLine } from "./protocol.js";
+import { loadFunctionApp } from "./registrations.js";
 
 /**
  * Entry of one local instance process (started by `instances.ts`, one per simulated Functions instance). It

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import { instanceIdFrom } from "../app/context";
-import { eventEpoch } from "../app/events";
-import { ConfigurationError } from "../library/errors";
-import { appEntryArgs, localModule } from "./entryPoints";
-import { fieldText } from "./eventLog";
-import type { HttpRoute } from "./httpTrigger";
-import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol";
+import { instanceIdFrom } from "../app/context.js";
+import { eventEpoch } from "../app/events.js";
+import { ConfigurationError } from "../library/errors.js";
+import { appEntryArgs, localModule } from "./entryPoints.js";
+import { fieldText } from "./eventLog.js";
+import type { HttpRoute } from "./httpTrigger.js";
+import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from "./protocol.js";
 
 /**
  * One instance process of a local run: `node instance.js` from the package, `node --import tsx instance.ts` from this

@@ -6,9 +6,9 @@ import type {
   RpcLogCategory,
   RpcLogLevel,
   RpcTypedData,
-} from "./coreApi";
-import type { RegisteredFunction } from "./registrations";
-import { findTrigger } from "./bindings";
+} from "./coreApi.js";
+import type { RegisteredFunction } from "./registrations.js";
+import { findTrigger } from "./bindings.js";
 
 /**
  * Runs one invocation the way the Node worker does: the trigger value and metadata go in as worker data, and the

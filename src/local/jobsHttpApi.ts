@@ -1,6 +1,6 @@
-import type { FieldError, JobStatus } from "../coordination/jobStatus";
-import type { Abortable } from "../library/util/delay";
-import type { HttpRoute } from "./httpTrigger";
+import type { FieldError, JobStatus } from "../coordination/jobStatus.js";
+import type { Abortable } from "../library/util/delay.js";
+import type { HttpRoute } from "./httpTrigger.js";
 
 /**
  * The coordinator's job routes over HTTP, as any client of a deployed app uses them — submit (`POST …/jobs`), status
@@ -105,9 +105,20 @@ async function jsonOf(response: Response): Promise<Record<string, unknown>> {
  * `http://127.0.0.1:<port>`; undefined when it serves none (the app registered `http: false`).
  */
 export function jobsBaseUrl(port: number, routes: readonly HttpRoute[]): string | undefined {
-  const submit = routes.find(
-    (route) => /(^|\/)jobs$/.test(route.template) && (route.methods.length === 0 || route.methods.includes("POST")),
+  const submit = routeEndingIn(routes, "jobs", "POST");
+  return submit === undefined ? undefined : `http://127.0.0.1:${port}/${submit.template.slice(0, -"jobs".length)}`;
+}
+
+/** The status page's URL among an instance's routes (`GET <prefix>/status`); undefined when it serves none. */
+export function statusPageUrl(port: number, routes: readonly HttpRoute[]): string | undefined {
+  const page = routeEndingIn(routes, "status", "GET");
+  return page === undefined ? undefined : `http://127.0.0.1:${port}/${page.template}`;
+}
+
+function routeEndingIn(routes: readonly HttpRoute[], last: string, method: string): HttpRoute | undefined {
+  return routes.find(
+    (route) =>
+      (route.template === last || route.template.endsWith(`/${last}`)) &&
+      (route.methods.length === 0 || route.methods.includes(method)),
   );
-  if (submit === undefined) return undefined;
-  return `http://127.0.0.1:${port}/${submit.template.slice(0, -"jobs".length)}`;
 }

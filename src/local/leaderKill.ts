@@ -1,6 +1,6 @@
-import type { JobStatus } from "../coordination/jobStatus";
-import type { InstanceProcess } from "./instances";
-import type { EventLine } from "./protocol";
+import type { JobStatus } from "../coordination/jobStatus.js";
+import type { InstanceProcess } from "./instances.js";
+import type { EventLine } from "./protocol.js";
 
 /**
  * `--kill-leader-after S`: SIGKILL a leader while the job runs. A leader holds its term only while it runs a step,

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
-import { createStorageClients } from "../azure/clients";
-import { delay } from "../library/util/delay";
-import { retryAfterCreating } from "../azure/OnDemandCreation";
+import { createStorageClients } from "../azure/clients.js";
+import { delay } from "../library/util/delay.js";
+import { retryAfterCreating } from "../azure/OnDemandCreation.js";
 
 /**
  * The host's timer listener lock, emulated. Inside one function app the Functions host runs a timer trigger's

@@ -1,5 +1,5 @@
 import { clearScreenDown, moveCursor } from "node:readline";
-import type { InstanceState } from "./instances";
+import type { InstanceState } from "./instances.js";
 
 /**
  * What a person watching a local run sees. On a TTY a small table is redrawn in place (~2×/s): per instance its pid,

@@ -1,7 +1,7 @@
 import { BlobServiceClient } from "@azure/storage-blob";
-import type { Settings } from "../app/settings";
-import { createDemoJob, type Aggregate } from "./demoData";
-import type { LocalJob } from "./options";
+import type { Settings } from "../app/settings.js";
+import { createDemoJob, type Aggregate } from "./demoData.js";
+import type { LocalJob } from "./options.js";
 
 /** A job ready to submit: its body, and for the demo the aggregate it must come to. */
 export interface PreparedJob {

@@ -1,6 +1,6 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay } from "../library/util/delay";
-import type { HostLogSink } from "./invoke";
+import { delay } from "../library/util/delay.js";
+import type { HostLogSink } from "./invoke.js";
 
 /**
  * Keeps a received message invisible while its function runs, as the host does: it receives with a long visibility

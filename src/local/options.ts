@@ -1,5 +1,5 @@
-import type { Abortable } from "../library/util/delay";
-import type { LiveMode } from "./liveView";
+import type { Abortable } from "../library/util/delay.js";
+import type { LiveMode } from "./liveView.js";
 
 /**
  * The options of a local run: what `azure-leader-coordinator local` parses from its command line (`src/cli/`), and

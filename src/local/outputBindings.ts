@@ -1,10 +1,10 @@
-import { stringProperty } from "./bindings";
-import type { InvocationResponse, RpcBindingInfo } from "./coreApi";
-import type { QueueSettings } from "./hostConfig";
-import { typedDataValue } from "./invoke";
-import type { QueueClients } from "./queueClients";
-import { encodeBody } from "../azure/StorageQueue";
-import type { RegisteredFunction } from "./registrations";
+import { stringProperty } from "./bindings.js";
+import type { InvocationResponse, RpcBindingInfo } from "./coreApi.js";
+import type { QueueSettings } from "./hostConfig.js";
+import { typedDataValue } from "./invoke.js";
+import type { QueueClients } from "./queueClients.js";
+import { encodeBody } from "../azure/StorageQueue.js";
+import type { RegisteredFunction } from "./registrations.js";
 
 /**
  * Output bindings the local host writes after a successful handler: storage queue outputs (`output.storageQueue`,

@@ -1,5 +1,5 @@
-import type { AppEvent } from "../app/events";
-import type { HttpRoute } from "./httpTrigger";
+import type { AppEvent } from "../app/events.js";
+import type { HttpRoute } from "./httpTrigger.js";
 
 /**
  * What an instance process writes on stdout, one JSON object per line, and how the orchestrator reads it back.

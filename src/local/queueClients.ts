@@ -1,5 +1,5 @@
 import type { QueueClient, QueueServiceClient } from "@azure/storage-queue";
-import { createStorageClients } from "../azure/clients";
+import { createStorageClients } from "../azure/clients.js";
 
 /**
  * Queue clients for bindings, by the binding's `connection` setting (default `AzureWebJobsStorage`). Locally the

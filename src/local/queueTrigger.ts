@@ -1,12 +1,12 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay, withJitter } from "../library/util/delay";
-import { stringProperty, type TriggerBinding } from "./bindings";
-import type { QueueSettings } from "./hostConfig";
-import type { HostLogSink, Invoker } from "./invoke";
-import { MessageLease } from "./messageLease";
-import type { QueueClients } from "./queueClients";
-import { decodeMessageText, queueTriggerMetadata } from "./queueMessages";
-import type { RegisteredFunction } from "./registrations";
+import { delay, withJitter } from "../library/util/delay.js";
+import { stringProperty, type TriggerBinding } from "./bindings.js";
+import type { QueueSettings } from "./hostConfig.js";
+import type { HostLogSink, Invoker } from "./invoke.js";
+import { MessageLease } from "./messageLease.js";
+import type { QueueClients } from "./queueClients.js";
+import { decodeMessageText, queueTriggerMetadata } from "./queueMessages.js";
+import type { RegisteredFunction } from "./registrations.js";
 
 /**
  * A queue trigger as the queues extension (5.x) runs it: fetch up to `batchSize` messages, fetch again when no more

@@ -9,7 +9,7 @@ import type {
   ProgrammingModel,
   RpcLogCategory,
   RpcLogLevel,
-} from "./coreApi";
+} from "./coreApi.js";
 
 /**
  * Captures the app's real registrations the way the Functions Node worker does: by answering

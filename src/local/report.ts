@@ -1,7 +1,7 @@
-import type { Aggregate } from "./demoData";
-import { fieldText } from "./eventLog";
-import { eventEpoch } from "../app/events";
-import type { EventLine } from "./protocol";
+import type { Aggregate } from "./demoData.js";
+import { fieldText } from "./eventLog.js";
+import { eventEpoch } from "../app/events.js";
+import type { EventLine } from "./protocol.js";
 
 /** Words for people: the notable events of a run and its final summary. */
 

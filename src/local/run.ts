@@ -1,23 +1,23 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import type { JobStatus } from "../coordination/jobStatus";
-import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck";
-import { startAzurite, type Azurite } from "./azurite";
-import { EventLog, recordFromEventLine } from "./eventLog";
-import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances";
-import { JobsHttpApi, jobsBaseUrl } from "./jobsHttpApi";
-import { MidJobLeaderKill } from "./leaderKill";
-import { LiveView } from "./liveView";
-import { prepareJob } from "./localJob";
-import type { RunLocalOptions } from "./options";
-import { describeEvent } from "./report";
-import { ensureAppStorage } from "./storageSetup";
-import { finish, type InstanceSummary, type LocalRunResult } from "./summary";
-import { instanceEnv, waitForReady } from "./startup";
-import { renderTimeline } from "./timeline";
-import { watchRun } from "./watch";
+import type { JobStatus } from "../coordination/jobStatus.js";
+import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck.js";
+import { startAzurite, type Azurite } from "./azurite.js";
+import { EventLog, recordFromEventLine } from "./eventLog.js";
+import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances.js";
+import { JobsHttpApi, jobsBaseUrl, statusPageUrl } from "./jobsHttpApi.js";
+import { MidJobLeaderKill } from "./leaderKill.js";
+import { LiveView } from "./liveView.js";
+import { prepareJob } from "./localJob.js";
+import type { RunLocalOptions } from "./options.js";
+import { describeEvent } from "./report.js";
+import { ensureAppStorage } from "./storageSetup.js";
+import { finish, type InstanceSummary, type LocalRunResult } from "./summary.js";
+import { instanceEnv, waitForReady } from "./startup.js";
+import { renderTimeline } from "./timeline.js";
+import { watchRun } from "./watch.js";
 
-export type { InstanceSummary, LocalRunResult } from "./summary";
+export type { InstanceSummary, LocalRunResult } from "./summary.js";
 
 /**
  * `runLocal`: the whole local run of a user's Function app, importable (`azure-leader-coordinator local` is a thin
@@ -121,8 +121,9 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     await waitForReady(instances, options.abortSignal);
     const serving = instances.find((instance) => instance.state.httpPort !== undefined);
     if (serving?.state.httpPort !== undefined) {
-      result.statusUrl = statusPageUrl(serving.state.httpPort);
-      print(`Status page (every instance serves it; it refreshes itself): ${result.statusUrl}`);
+      result.statusUrl = statusPageUrl(serving.state.httpPort, serving.state.httpRoutes ?? []);
+      if (result.statusUrl !== undefined)
+        print(`Status page (every instance serves it; it refreshes itself): ${result.statusUrl}`);
       const base = jobsBaseUrl(serving.state.httpPort, serving.state.httpRoutes ?? []);
       if (base !== undefined)
         print(
@@ -194,10 +195,11 @@ function runHandlers(run: {
       );
     },
     onReady: (instance, line) => {
+      const page = line.httpPort === undefined ? undefined : statusPageUrl(line.httpPort, line.httpRoutes ?? []);
       const http =
         line.httpPort === undefined
           ? ""
-          : `, HTTP http://127.0.0.1:${line.httpPort}/api, status page ${statusPageUrl(line.httpPort)}`;
+          : `, HTTP on 127.0.0.1:${line.httpPort}${page === undefined ? "" : `, status page ${page}`}`;
       view.note(elapsed(), `${instance.name} ready (pid ${line.pid}, ${line.functions.length} functions${http})`);
     },
     onExit: (instance) => {
@@ -219,10 +221,6 @@ function runHandlers(run: {
   };
 }
 
-/** GET /api/status on a local instance (authLevel is not enforced locally, so no `?code=`). */
-function statusPageUrl(port: number): string {
-  return `http://127.0.0.1:${port}/api/status`;
-}
 
 function summarize(state: InstanceState): InstanceSummary {
   const exit = state.exit;

@@ -1,8 +1,8 @@
-import { readSettings, settingsSchema, type Settings } from "../app/settings";
-import { parseNcrontab } from "../app/schedule";
-import { delay } from "../library/util/delay";
-import { NODE_WORKER_ARGUMENTS, lastOutput, type InstanceProcess } from "./instances";
-import type { LocalOptions } from "./options";
+import { readSettings, settingsSchema, type Settings } from "../app/settings.js";
+import { parseNcrontab } from "../app/schedule.js";
+import { delay } from "../library/util/delay.js";
+import { NODE_WORKER_ARGUMENTS, lastOutput, type InstanceProcess } from "./instances.js";
+import type { LocalOptions } from "./options.js";
 
 /**
  * What every caller that starts instances shares (the runner, the testing entry, the chaos suite, the benchmarks):

@@ -1,6 +1,6 @@
-import type { JobStatus } from "../coordination/jobStatus";
-import { aggregatesMatch, asAggregate, type Aggregate } from "./demoData";
-import { aggregateTable } from "./report";
+import type { JobStatus } from "../coordination/jobStatus.js";
+import { aggregatesMatch, asAggregate, type Aggregate } from "./demoData.js";
+import { aggregateTable } from "./report.js";
 
 /**
  * The end of a local run: whether it went as asked (its exit code) and the summary printed for people — the job's

@@ -1,4 +1,4 @@
-import { fieldText, type EventRecord } from "./eventLog";
+import { fieldText, type EventRecord } from "./eventLog.js";
 
 /**
  * Draws the leadership timeline of a run as a self-contained SVG: one lane per instance; each term a bar labelled

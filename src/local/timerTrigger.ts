@@ -1,10 +1,10 @@
 import { CronExpressionParser } from "cron-parser";
-import { delay } from "../library/util/delay";
-import { parseTimeSpanMs } from "../app/timeSpan";
-import { stringProperty, type TriggerBinding } from "./bindings";
-import type { Invoker } from "./invoke";
-import type { ListenerLock } from "./listenerLock";
-import type { RegisteredFunction } from "./registrations";
+import { delay } from "../library/util/delay.js";
+import { parseTimeSpanMs } from "../app/timeSpan.js";
+import { stringProperty, type TriggerBinding } from "./bindings.js";
+import type { Invoker } from "./invoke.js";
+import type { ListenerLock } from "./listenerLock.js";
+import type { RegisteredFunction } from "./registrations.js";
 
 /**
  * Timer triggers as the host runs them: NCRONTAB with seconds (`*\/5 * * * * *`; five fields also parse, seconds 0)

@@ -1,9 +1,9 @@
-import type { JobStatus } from "../coordination/jobStatus";
-import { delay } from "../library/util/delay";
-import type { InstanceProcess } from "./instances";
-import type { MidJobLeaderKill } from "./leaderKill";
-import type { LiveView } from "./liveView";
-import type { RunLocalOptions } from "./options";
+import type { JobStatus } from "../coordination/jobStatus.js";
+import { delay } from "../library/util/delay.js";
+import type { InstanceProcess } from "./instances.js";
+import type { MidJobLeaderKill } from "./leaderKill.js";
+import type { LiveView } from "./liveView.js";
+import type { RunLocalOptions } from "./options.js";
 
 /**
  * The watching phase of a local run: redraw the live view ~2×/s, read the job's status every second (and tell the
