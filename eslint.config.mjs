@@ -14,8 +14,9 @@ export default tseslint.config(
       "coverage/**",
       ".local/**",
       "bench-results/**",
-      // A user's project, compiled against the packed package by test/consumer/package.test.ts (its own tsconfig).
-      "test/consumer/app/**",
+      // Users' projects (test/consumer/*app/), each compiled against the packed package by a consumer test with its own
+      // tsconfig.
+      "test/consumer/*app/**",
       ".deploy/**",
     ],
   },

@@ -43,13 +43,20 @@ export default defineConfig({
         extends: true,
         test: {
           name: "processes",
-          include: [
-            "test/e2e/**/*.test.ts",
-            "test/consumer/**/*.test.ts",
-            "test/chaos/**/*.test.ts",
-            "test/sim/**/*.test.ts",
-          ],
+          include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"],
           sequence: { groupOrder: 1 },
+          fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // The packed package as users meet it: packed once per run (packOnce.ts, only when a file here runs), then
+          // one user's project per file, after the other tiers, one file at a time.
+          name: "consumer",
+          include: ["test/consumer/**/*.test.ts"],
+          globalSetup: ["./test/consumer/packOnce.ts"],
+          sequence: { groupOrder: 2 },
           fileParallelism: false,
         },
       },

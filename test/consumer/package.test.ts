@@ -1,91 +1,38 @@
-import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
 import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
+import { compile, installProject, removeProject, REMOVE_TIMEOUT_MS } from "./project";
 
 /**
- * The package as a user meets it (issue 20): `npm pack`, installed from the tarball into a project outside the repo
- * (its own tsconfig: NodeNext, strict), compiled, imported, and run as a Function app on the local Functions host with
- * the user's own async task kind; a job submitted over HTTP completes with the right aggregate. If this fails, the
- * package is broken for users.
+ * The package as a user meets it (issue 20): `npm pack` (once per run, test/consumer/packOnce.ts), installed from the
+ * tarball into a project outside the repo (its own tsconfig: NodeNext, strict), compiled, imported, and run as a
+ * Function app on the local Functions host with the user's own async task kind; a job submitted over HTTP completes
+ * with the right aggregate. If this fails, the package is broken for users.
  */
 
-const REPO = resolve(__dirname, "..", "..");
 const FIXTURE = resolve(__dirname, "app");
 const run = promisify(execFile);
 
-/** The version this repo's lockfile pins for a package (what `npm ci` installed, so the npm cache has it). */
-function pinned(name: string): string {
-  const manifest = JSON.parse(readFileSync(join(REPO, "node_modules", name, "package.json"), "utf8")) as {
-    version: string;
-  };
-  return manifest.version;
-}
-
-/** Runs a command; its output on failure says what went wrong. */
-async function sh(file: string, args: string[], cwd: string, timeoutMs = 240_000): Promise<string> {
-  try {
-    const { stdout } = await run(file, args, {
-      cwd,
-      timeout: timeoutMs,
-      maxBuffer: 16 * 1024 * 1024,
-      env: process.env,
-    });
-    return stdout;
-  } catch (error) {
-    const failed = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(
-      `${file} ${args.join(" ")} failed in ${cwd}: ${failed.message}\n${failed.stdout ?? ""}\n${failed.stderr ?? ""}`,
-    );
-  }
-}
-
 describe("the packed package in a user's project outside the repo (consumer test)", () => {
   const storage = useAzurite();
-  const work = mkdtempSync(join(tmpdir(), "consumer-"));
-  const project = join(work, "app");
-  let packed: { filename: string; files: { path: string }[] };
+  const packed = inject("packed");
+  let project = "";
 
   beforeAll(async () => {
-    // As a publisher would: `npm pack` (its prepack builds), then the user's `npm install <tarball>`.
-    const [info] = JSON.parse(
-      await sh("npm", ["pack", "--json", "--pack-destination", work], REPO),
-    ) as (typeof packed)[];
-    if (info === undefined) throw new Error("npm pack printed nothing");
-    packed = info;
-    cpSync(FIXTURE, project, { recursive: true });
-    await sh(
-      "npm",
-      [
-        "install",
-        "--prefer-offline",
-        "--no-audit",
-        "--no-fund",
-        "--no-package-lock",
-        join(work, packed.filename),
-        `@azure/functions@${pinned("@azure/functions")}`,
-        `@types/node@${pinned("@types/node")}`,
-      ],
-      project,
-    );
-    await sh(
-      process.execPath,
-      [join(REPO, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"],
-      project,
-    );
+    // The user's `npm install <tarball>`, then their build.
+    project = await installProject(FIXTURE, packed.tarball, ["@azure/functions", "@types/node"]);
+    await compile(project);
   }, 600_000);
 
-  afterAll(() => {
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => removeProject(project), REMOVE_TIMEOUT_MS);
 
   it("ships built output, README and LICENSE only: no sources, tests, scripts or infra", () => {
-    const paths = packed.files.map((file) => file.path);
+    const paths = packed.files;
     expect(paths).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE"]));
     for (const build of ["esm", "commonjs"])
       expect(paths).toEqual(
@@ -119,11 +66,7 @@ describe("the packed package in a user's project outside the repo (consumer test
         include: ["src"],
       }),
     );
-    await sh(
-      process.execPath,
-      [join(REPO, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.template.json"],
-      project,
-    );
+    await compile(project, "tsconfig.template.json");
     expect(readFileSync(join(project, "dist", "index.js"), "utf8")).toContain('require("azure-leader-coordinator")');
   });
 
