@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { instanceIdFrom } from "../app/context.js";
 import { parseEventLine } from "../app/events.js";
 import { FunctionsHost } from "./host.js";
@@ -69,6 +70,9 @@ async function main(): Promise<void> {
   const instanceId = instanceIdFrom(process.env);
   const entry = process.env.LOCAL_APP_ENTRY;
   if (entry === undefined || entry === "") throw new Error("LOCAL_APP_ENTRY must name the app's entry file.");
+  // As the host sets it: the app's root folder, where its host.json is (the app reads it there at its first tick).
+  const hostJson = process.env.LOCAL_HOST_JSON;
+  if (hostJson !== undefined && hostJson !== "") process.env.AzureWebJobsScriptRoot ??= dirname(hostJson);
   const app = await loadFunctionApp(entry);
   const host = new FunctionsHost({
     app,

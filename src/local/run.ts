@@ -221,7 +221,6 @@ function runHandlers(run: {
   };
 }
 
-
 function summarize(state: InstanceState): InstanceSummary {
   const exit = state.exit;
   return {

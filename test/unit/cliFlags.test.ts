@@ -1,5 +1,5 @@
 /**
- * The command-line helpers every script shares (scripts/support/cli.ts): each bad flag names itself and what is
+ * The command-line helpers every script shares (src/cli/flags.ts): each bad flag names itself and what is
  * allowed.
  */
 import { describe, expect, it } from "vitest";
