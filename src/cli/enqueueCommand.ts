@@ -116,7 +116,10 @@ export async function runEnqueue(args: EnqueueArgs, io: CommandIo): Promise<numb
       const app = await loadFunctionApp(args.target.entry);
       const started = new FunctionsHost({
         app,
-        log: () => undefined,
+        // The app's own errors are worth showing; its routine lines are not.
+        log: (entry) => {
+          if (entry.level === "error" || entry.level === "critical") io.stderr.write(`${entry.message}\n`);
+        },
         httpOnly: true,
         hostJsonPath: args.target.hostJsonPath ?? resolve("host.json"),
       });
