@@ -16,6 +16,11 @@ const AZURE_SDK = "^@azure/(storage-|identity|core-)";
 /** A relative import into one of `src/`'s folders (`./app/…` from src/, `../app/…` from a folder of src/). */
 const relativeInto = (...folders) => `^\\.\\.?/(\\.\\./)*(${folders.join("|")})(/|$)`;
 
+/** The tools built on the package (the local host, the command line, the testing entry): nothing under them imports them. */
+const TOOLS = ["local", "cli", "testing"];
+const TOOLS_MESSAGE =
+  "The library, the adapters, the logic, the app and the registration must not import the tools built on them (src/local/, src/cli/, src/testing/).";
+
 /** One config block per folder; each folder's block replaces the one before for its files. */
 export const boundary = [
   {
@@ -35,6 +40,7 @@ export const boundary = [
               regex: relativeInto("azure"),
               message: "The registration must not import the Azure adapters: the app (src/app/) wires them.",
             },
+            { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
             { regex: AZURE_SDK, message: "The registration must not talk to an Azure SDK: the app (src/app/) does." },
           ],
         },
@@ -80,8 +86,8 @@ export const boundary = [
           paths: [FUNCTIONS_IMPORT],
           patterns: [
             {
-              regex: relativeInto("app", "azure", "coordination"),
-              message: "The library must not import the app, the Azure adapters or the coordination logic.",
+              regex: relativeInto("app", "azure", "coordination", ...TOOLS),
+              message: "The library must not import the app, the Azure adapters, the coordination logic or the tools.",
             },
             {
               regex: AZURE_SDK,
@@ -123,6 +129,7 @@ export const boundary = [
               regex: relativeInto("app"),
               message: "The Azure adapters must not import the app: the app passes them what they need.",
             },
+            { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
             {
               regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports(\\.js)?$)",
               message: "The Azure adapters may import only the coordination logic's ports (coordination/ports).",
@@ -146,12 +153,80 @@ export const boundary = [
               message:
                 "The coordination logic must not import the app or the Azure adapters (src/azure/): use its ports (ports.ts, deps.ts).",
             },
+            { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
             {
               regex: AZURE_SDK,
               message:
                 "Only the Azure adapters (src/azure/) talk to an Azure SDK; the coordination logic works over its ports.",
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // The app's wiring and operations: every folder of src/ below it, not the tools built on it.
+    files: ["src/app/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { paths: [FUNCTIONS_IMPORT], patterns: [{ regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE }] },
+      ],
+    },
+  },
+  {
+    // The local Functions host (`local`, the testing entry): runs a user's app as the host does, over the app's
+    // wiring; the programming model's types only (the user's app brings @azure/functions, the host captures it).
+    files: ["src/local/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              // `../host/…` (the registration), not `./host` (the local host's own module).
+              regex: "^\\.\\./(\\.\\./)*(cli|testing|host)(/|$)",
+              message:
+                "The local host must not import the command line, the testing entry or the registration: it runs the user's app, and they use it.",
+            },
+          ],
+        },
+      ],
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        { paths: [{ ...FUNCTIONS_IMPORT, allowTypeImports: true }] },
+      ],
+    },
+  },
+  {
+    // The command line (the package's bin): drives the local host and the app's HTTP routes; storage only through them.
+    files: ["src/cli/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            { regex: relativeInto("testing"), message: "The command line must not import the testing entry." },
+            {
+              regex: AZURE_SDK,
+              message:
+                "The command line reaches storage through the app and the local host (src/local/), not an Azure SDK.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The testing entry (`azure-leader-coordinator/testing`): a cluster of the user's app on the local host.
+    files: ["src/testing/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [{ regex: relativeInto("cli"), message: "The testing entry must not import the command line." }],
         },
       ],
     },

@@ -9,6 +9,10 @@ export default defineConfig({
   resolve: {
     alias: [
       {
+        find: /^azure-leader-coordinator\/testing$/,
+        replacement: fileURLToPath(new URL("./src/testing/index.ts", import.meta.url)),
+      },
+      {
         find: /^azure-leader-coordinator\/leader-election$/,
         replacement: fileURLToPath(new URL("./src/library/index.ts", import.meta.url)),
       },

@@ -21,7 +21,7 @@ import { MAX_MANIFEST_BYTES } from "../../src/coordination/manifest";
 import { connectionFromSettings, createStorageClients } from "../../src/azure/clients";
 import { storageFailure } from "../../src/azure/storageErrors";
 import { delay } from "../../src/library/util/delay";
-import { numberFlag, parseFlags, UsageError } from "../support/cli";
+import { numberFlag, parseFlags, UsageError } from "../../src/cli/flags";
 
 const USAGE = `Usage:
   npm run enqueue -- --file JOB.json [DEADLINE] [--wait] [--timeout SECONDS]

@@ -10,7 +10,7 @@
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
-import { parseFlags, pathFlag, UsageError } from "../support/cli";
+import { parseFlags, pathFlag, UsageError } from "../../src/cli/flags";
 
 const USAGE = `Usage: npm run package -- [--out DIR]
 Builds the deploy package in DIR (default .deploy): host.json, package.json, package-lock.json, dist/ (run

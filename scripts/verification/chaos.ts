@@ -1,4 +1,4 @@
-import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../support/cli";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../../src/cli/flags";
 import { runChaosSuite } from "./chaos/suite";
 import { SCENARIOS } from "./chaos/scenarios/index";
 

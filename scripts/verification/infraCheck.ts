@@ -13,7 +13,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseFlags, pathFlag, UsageError } from "../support/cli";
+import { parseFlags, pathFlag, UsageError } from "../../src/cli/flags";
 import { BicepUnavailableError, findBicep } from "./infraCheck/bicepCli";
 import { type CompileResult, compileTemplates, listFiles } from "./infraCheck/compile";
 import { formatDiagnostic } from "./infraCheck/diagnostics";

@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { INVARIANTS, INVARIANT_NAMES, type InvariantName } from "../../test/sim/invariants";
 import { FAULT_KINDS, type FaultKind } from "../../test/sim/plan";
 import { describeFailure, replayCommand, runSeed } from "../../test/sim/simulator";
-import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../support/cli";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../../src/cli/flags";
 
 const HELP = `Usage: npm run simulate -- [--runs N] [--seed S] [--out FILE] [--invariants a,b] [--faults x,y] [--shrink-seconds T] [--trace FILE] [--quiet]
 

@@ -16,7 +16,7 @@ import * as api from "../../src/app/operations";
 import { GROUP_BY_CSV_JOB } from "../../test/support/csvJob";
 import { drainWorkQueue } from "../../test/support/drainWork";
 import { memoryApp } from "../../test/support/memoryApp";
-import { parseFlags, UsageError } from "../support/cli";
+import { parseFlags, UsageError } from "../../src/cli/flags";
 
 const HELP = `Usage: npm run trace:tick -- [--json]
 

@@ -11,7 +11,7 @@ import { OnDemandCreation } from "./OnDemandCreation.js";
 import type { Abortable } from "../library/util/delay.js";
 
 /*
- * The queue body codec, shared by this adapter and the local Functions host (scripts/tools/local/queueMessages.ts).
+ * The queue body codec, shared by this adapter and the local Functions host (src/local/queueMessages.ts).
  */
 
 /** Body encodings the Functions host understands (host.json `extensions.queues.messageEncoding`). */

@@ -19,6 +19,7 @@ import {
   stepDownHandler,
   submitJobHandler,
 } from "./httpHandlers.js";
+import { hostJsonNotice } from "./hostJsonNotice.js";
 import { appTerminateHandler, coordinatorHandler, wakeHandler, workerHandler } from "./triggers.js";
 
 /** What {@link registerCoordinator} uses of `app` from `@azure/functions` (pass that object). */
@@ -98,7 +99,10 @@ export function registerCoordinator(app: FunctionsApp, options: CoordinatorOptio
   const { settings, connection } = setup;
   const names = functionNamesOf(options);
   const http = options.http === false ? undefined : httpOptionsOf(options.http ?? {});
-  app.timer(names.coordinator, { schedule: settings.COORDINATOR_SCHEDULE, handler: coordinatorHandler(setup.app) });
+  app.timer(names.coordinator, {
+    schedule: settings.COORDINATOR_SCHEDULE,
+    handler: coordinatorHandler(setup.app, hostJsonNotice(process.env)),
+  });
   app.storageQueue(names.worker, {
     queueName: settings.WORK_QUEUE,
     connection,

@@ -12,8 +12,10 @@ export type AppSource = () => CoordinatorApp;
  * The timer: each tick makes one attempt to lead, and the leader runs the coordination step within its budget. The
  * tick runs under the process's shutdown signal (fired by the appTerminate hook), which waits for it to release.
  */
-export function coordinatorHandler(app: AppSource) {
+export function coordinatorHandler(app: AppSource, notice: (context: InvocationContext) => void = () => undefined) {
   return async (timer: Timer, context: InvocationContext): Promise<void> => {
+    // The first tick of the process says what the app's host.json lacks (hostJsonNotice.ts).
+    notice(context);
     if (timer.isPastDue) context.warn("Coordinator tick is past due (the app was idle or busy); running it now.");
     const sink = sinkFor(context);
     await processShutdown.track(() => runCoordinatorTick(app(), sink, { abortSignal: processShutdown.signal }));

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runLocal, type LocalRunResult } from "../../scripts/tools/local";
+import { REPO_APP } from "../../scripts/support/repoApp";
+import { runLocal, type LocalRunResult } from "../../src/local/run";
 
 interface LoggedEvent {
   ts: string;
@@ -44,8 +45,10 @@ describe("local runner end to end (3 OS processes on Azurite)", () => {
 
   it("survives the leader being SIGKILLed mid-job: the job completes once-counted, steps never overlap, epochs increase", async () => {
     const result: LocalRunResult = await runLocal({
+      appEntry: REPO_APP.LOCAL_APP_ENTRY,
+      hostJsonPath: REPO_APP.LOCAL_HOST_JSON,
       instances: 3,
-      items: 300,
+      job: { kind: "demo", items: 300 },
       // Every 30 s: the step budget below (20 s, so the kill lands mid-step) must be below the schedule's interval.
       // Wake-ups from results and their follow-ups carry the job between ticks, and after the kill.
       schedule: "*/30 * * * * *",

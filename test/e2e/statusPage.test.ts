@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../scripts/tools/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
 import { createCoordinatorApp } from "../../src/app/context";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import type { JobStatus } from "../../src/coordination/status";
@@ -12,6 +12,7 @@ import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import type { LeaderInfo } from "../../src/library/leadership/leaderInfo";
 import { useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete, testAppSettings } from "../support/inProcessApp";
+import { REPO_APP } from "../../scripts/support/repoApp";
 
 /**
  * The status page in a real headless Chromium (Debian's `chromium`, driven by playwright-core; no browser download),
@@ -117,17 +118,21 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
     for (const [name, value] of Object.entries(readSettings(env)))
       if ((env[name] ?? "") === "") env[name] = String(value);
     const ready = new Promise<number>((resolve, reject) => {
-      instance = new InstanceProcess("status-page", env, {
-        onEvent: () => undefined,
-        onLog: () => undefined,
-        onReady: (_state, line) => {
-          if (line.httpPort === undefined) reject(new Error("the instance serves no HTTP"));
-          else resolve(line.httpPort);
+      instance = new InstanceProcess(
+        "status-page",
+        { ...REPO_APP, ...env },
+        {
+          onEvent: () => undefined,
+          onLog: () => undefined,
+          onReady: (_state, line) => {
+            if (line.httpPort === undefined) reject(new Error("the instance serves no HTTP"));
+            else resolve(line.httpPort);
+          },
+          onExit: (state: InstanceState) => {
+            reject(new Error(`the instance exited before it was ready:\n${lastOutput(state)}`));
+          },
         },
-        onExit: (state: InstanceState) => {
-          reject(new Error(`the instance exited before it was ready:\n${lastOutput(state)}`));
-        },
-      });
+      );
     });
     baseUrl = `http://127.0.0.1:${await ready}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { loadFunctionApp, type FunctionApp } from "../../scripts/tools/local/registrations";
+import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { parseEventLine, type AppEvent } from "../../src/app/events";
 import { submitJob } from "../../src/app/operations";

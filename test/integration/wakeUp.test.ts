@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FunctionsHost } from "../../scripts/tools/local/host";
-import { loadFunctionApp, type FunctionApp } from "../../scripts/tools/local/registrations";
+import { FunctionsHost } from "../../src/local/host";
+import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
 import { parseEventLine, type AppEvent } from "../../src/app/events";
 import { useAzurite } from "../support/azuriteFixture";
 import { testAppSettings } from "../support/inProcessApp";
@@ -34,6 +34,7 @@ describe("wake-up on Azurite: submit → dispatched without any timer tick", () 
         if (event !== undefined) events.push(event);
         if (entry.functionName !== undefined) functionsRun.add(entry.functionName);
       },
+      hostJsonPath: resolve(__dirname, "..", "..", "host.json"),
       queueOverrides: { maxPollingIntervalMs: 500 },
       messageLeaseMs: 30_000,
     });

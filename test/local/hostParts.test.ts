@@ -2,13 +2,14 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseTimeSpanMs, resolveAppSettings } from "../../scripts/tools/local/bindings";
-import { readHostConfig } from "../../scripts/tools/local/hostConfig";
-import { hostIdFrom } from "../../scripts/tools/local/listenerLock";
-import { decodeMessageText } from "../../scripts/tools/local/queueMessages";
+import { parseTimeSpanMs } from "../../src/app/timeSpan";
+import { resolveAppSettings } from "../../src/local/bindings";
+import { readHostConfig } from "../../src/local/hostConfig";
+import { hostIdFrom } from "../../src/local/listenerLock";
+import { decodeMessageText } from "../../src/local/queueMessages";
 import { encodeBody } from "../../src/azure/StorageQueue";
-import { compileRoute } from "../../scripts/tools/local/routes";
-import { parseSchedule } from "../../scripts/tools/local/timerTrigger";
+import { compileRoute } from "../../src/local/routes";
+import { parseSchedule } from "../../src/local/timerTrigger";
 
 describe("timer schedules", () => {
   it("reads NCRONTAB with seconds first", () => {

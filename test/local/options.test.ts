@@ -1,17 +1,37 @@
 import { describe, expect, it } from "vitest";
-import { aggregatesMatch, createDemoJob } from "../../scripts/tools/local/demoData";
-import { parseLocalArgs, UsageError } from "../../scripts/tools/local";
-import { instanceEnv } from "../../scripts/tools/local/run";
+import { aggregatesMatch, createDemoJob } from "../../src/local/demoData";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseLocalArgs as parseIn } from "../../src/cli/localCommand";
+import { UsageError } from "../../src/cli/flags";
+import { instanceEnv } from "../../src/local/startup";
 
-describe("npm run local flags", () => {
-  it("has defaults for a quick demo", () => {
+/** A user's project: package.json whose "main" exists, and a host.json. */
+function project(files: Record<string, string> = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), "local-flags-"));
+  mkdirSync(join(dir, "dist"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "user-app", main: "dist/index.js" }));
+  writeFileSync(join(dir, "dist", "index.js"), "");
+  writeFileSync(join(dir, "host.json"), "{}");
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+const PROJECT = project({ "job.json": '{"kind":"mine","params":{},"items":[{"inline":"x"}]}', "bad.json": "{ no" });
+const parseLocalArgs = (argv: string[]): ReturnType<typeof parseIn> => parseIn(argv, PROJECT);
+
+describe("azure-leader-coordinator local flags", () => {
+  it("runs the project's own app (package.json main) with its host.json and no job by default", () => {
     expect(parseLocalArgs([])).toEqual({
+      appEntry: join(PROJECT, "dist", "index.js"),
+      hostJsonPath: join(PROJECT, "host.json"),
+      job: { kind: "none" },
       instances: 3,
       durationS: undefined,
       schedule: "*/5 * * * * *",
       eventsPath: undefined,
       killLeaderAfterS: undefined,
-      items: 200,
       timelinePath: undefined,
       apps: 1,
       listenerLockPeriodS: undefined,
@@ -31,6 +51,7 @@ describe("npm run local flags", () => {
       "e.jsonl",
       "--kill-leader-after",
       "20",
+      "--demo",
       "--items",
       "50",
     ]);
@@ -40,7 +61,12 @@ describe("npm run local flags", () => {
       schedule: "*/2 * * * * *",
       eventsPath: "e.jsonl",
       killLeaderAfterS: 20,
-      items: 50,
+      job: { kind: "demo", items: 50 },
+    });
+    expect(
+      parseLocalArgs(["--job", "job.json"].map((arg) => (arg === "job.json" ? join(PROJECT, arg) : arg))),
+    ).toMatchObject({
+      job: { kind: "submission", body: { kind: "mine", params: {}, items: [{ inline: "x" }] } },
     });
     expect(
       parseLocalArgs(["--apps", "3", "--listener-lock-period", "15", "--listener-lock-recovery", "2.5"]),
@@ -53,9 +79,16 @@ describe("npm run local flags", () => {
       [["--instances", "17"], '--instances must be a whole number from 1 to 16, got "17".'],
       [["--instances", "2.5"], '--instances must be a whole number from 1 to 16, got "2.5".'],
       [["--duration", "soon"], '--duration must be a number from 1 to 86400, got "soon".'],
-      [["--items", "0"], '--items must be a whole number from 1 to 5000, got "0".'],
+      [["--demo", "--items", "0"], '--items must be a whole number from 1 to 5000, got "0".'],
+      [["--items", "5"], "--items is the demo job's size: it needs --demo."],
       [
-        ["--duration", "10", "--kill-leader-after", "10"],
+        ["--kill-leader-after", "0"],
+        "--kill-leader-after needs a job to kill the leader during: give --job FILE or --demo.",
+      ],
+      [["--demo", "--job", "x.json"], "Give --job FILE or --demo, not both."],
+      [["--app", "nope.js"], `--app nope.js: no such file (${join(PROJECT, "nope.js")}). Build your app first?`],
+      [
+        ["--duration", "10", "--kill-leader-after", "10", "--demo"],
         "--kill-leader-after (10) must be less than --duration (10).",
       ],
       [["--apps", "4"], "--apps (4) must be at most --instances (3)."],
@@ -66,6 +99,17 @@ describe("npm run local flags", () => {
       /--schedule must be an NCRONTAB expression with six fields/,
     );
     expect(() => parseLocalArgs(["--nope"])).toThrow(/Unknown option '--nope'.*--help/);
+    expect(() => parseLocalArgs(["--job", join(PROJECT, "bad.json")])).toThrow(
+      /bad\.json is not JSON .*it must look like/,
+    );
+  });
+
+  it("says how to name the app when package.json has no main, and that it must be built when main is missing", () => {
+    const bare = mkdtempSync(join(tmpdir(), "local-flags-"));
+    writeFileSync(join(bare, "package.json"), "{}");
+    expect(() => parseIn([], bare)).toThrow(/has no "main"\. Name your app's compiled entry with --app/);
+    writeFileSync(join(bare, "package.json"), '{"main":"dist/index.js"}');
+    expect(() => parseIn([], bare)).toThrow(/does not exist: build your app first/);
   });
 });
 

@@ -125,4 +125,36 @@ describe("the library boundary, enforced by lint", () => {
       ]),
     ).toEqual([]);
   });
+
+  it("the local host (src/local/) runs the app over its wiring, with the programming model's types only; the command line and the testing entry use it, not it them", async () => {
+    const allowed = [
+      "../app/context",
+      "../azure/clients",
+      "../coordination/jobStatus",
+      "./host",
+      "@azure/storage-blob",
+    ];
+    const across = ["../cli/flags", "../testing/cluster", "../host/registerCoordinator"];
+    expect(await refused("src/local/x.ts", [...allowed, ...across])).toEqual(across);
+    expect(await refused("src/local/x.ts", ["@azure/functions"])).toEqual(["@azure/functions"]);
+    expect(await refused("src/local/x.ts", ["@azure/functions"], true)).toEqual([]);
+  });
+
+  it("the command line (src/cli/) drives the local host and the app's routes, not storage's SDK, and not the testing entry", async () => {
+    const allowed = ["../local/run", "../host/http", "../library/errors", "./flags", "node:util"];
+    const across = ["../testing/cluster", "@azure/storage-blob", "@azure/functions"];
+    expect(await refused("src/cli/x.ts", [...allowed, ...across])).toEqual(across);
+  });
+
+  it("the testing entry (src/testing/) drives the local host; it does not reach into the command line", async () => {
+    const allowed = ["../local/instances", "../library/errors", "./cluster"];
+    const across = ["../cli/main", "@azure/functions"];
+    expect(await refused("src/testing/x.ts", [...allowed, ...across])).toEqual(across);
+  });
+
+  it("nothing of the library, the adapters, the logic, the app or the registration imports the tools built on them", async () => {
+    const tools = ["../local/run", "../cli/main", "../testing/cluster"];
+    for (const file of ["src/app/x.ts", "src/azure/x.ts", "src/coordination/x.ts", "src/host/x.ts", "src/library/x.ts"])
+      expect(await refused(file, tools), file).toEqual(tools);
+  });
 });

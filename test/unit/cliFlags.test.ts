@@ -1,9 +1,9 @@
 /**
- * The command-line helpers every script shares (scripts/support/cli.ts): each bad flag names itself and what is
+ * The command-line helpers every script shares (src/cli/flags.ts): each bad flag names itself and what is
  * allowed.
  */
 import { describe, expect, it } from "vitest";
-import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../scripts/support/cli";
+import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../src/cli/flags";
 
 describe("parseFlags", () => {
   const options = { rounds: { type: "string" }, quick: { type: "boolean" } } as const;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { main as runLocalCli } from "../../scripts/tools/local";
+import { runRepoLocal as runLocalCli } from "../../scripts/tools/local";
 import { groupByKind } from "../../src/coordination/groupBy";
 import { registerCoordinator, type FunctionsApp } from "../../src/host/registerCoordinator";
 import { ConfigurationError } from "../../src/library/errors";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildDeployPackage } from "../../scripts/tools/package";
-import { UsageError } from "../../scripts/support/cli";
+import { UsageError } from "../../src/cli/flags";
 
 describe("npm run package refuses what would make a broken package, before touching anything", () => {
   let dir = "";

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import type { EventRecord } from "../../tools/local/eventLog";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import type { EventRecord } from "../../../src/local/eventLog";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**
  * `npm run bench:blocking`: what a task kind that holds the event loop does to leadership (issue 37). For each block

@@ -8,8 +8,8 @@ import { defineTaskKind } from "../../../src/coordination/taskKinds";
 import { TaskRegistry } from "../../../src/coordination/taskRegistry";
 import { silentLogger } from "../../../src/library/util/logger";
 import { delay } from "../../../src/library/util/delay";
-import { startAzurite } from "../../support/azurite";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { startAzurite } from "../../../src/local/azurite";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**
  * `npm run bench:cancel`: how many items of a cancelled job workers still process after the cancellation request is

@@ -13,7 +13,7 @@ import { MAX_INLINE_ITEM_BYTES } from "../../../src/coordination/messages";
 import { FencedStateStore } from "../../../src/library/fencing/FencedStateStore";
 import { world } from "../../../test/support/coordinationWorld";
 import { fakeTerm } from "../../../test/support/memoryPorts";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**
  * `npm run bench:chunks`: the chunk text the leader holds (its chunk cache's own accounting) and its heap, while it

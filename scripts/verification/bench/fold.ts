@@ -8,7 +8,7 @@ import type { FoldCounts } from "../../../src/coordination/foldReport";
 import { groupByKind, type GroupByPartial } from "../../../src/coordination/groupBy";
 import { MAX_RECORDED_FAILURES, type JobState } from "../../../src/coordination/jobState";
 import { TaskRegistry } from "../../../src/coordination/taskRegistry";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**
  * `npm run bench:fold`: the leader's CPU time to fold one batch of results into a job whose aggregate already holds

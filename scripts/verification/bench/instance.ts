@@ -19,15 +19,16 @@ import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/oper
 import { runCoordinationStep } from "../../../src/coordination/step";
 import { delay } from "../../../src/library/util/delay";
 import { silentLogger } from "../../../src/library/util/logger";
-import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers } from "../../tools/local/instances";
-import { instanceEnv, waitForReady } from "../../tools/local/run";
-import { ensureAppStorage } from "../../tools/local/storageSetup";
-import { startAzurite, type Azurite } from "../../support/azurite";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
-import { startLoopSession } from "./throughput/baselineSession";
+import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers } from "../../../src/local/instances";
+import { instanceEnv, waitForReady } from "../../../src/local/startup";
+import { ensureAppStorage } from "../../../src/local/storageSetup";
+import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 import { readCpuTimes } from "./throughput/cpuTimes";
 import { median } from "./throughput/report";
 import { scenarioJob } from "./throughput/scenarios";
+import { REPO_APP } from "../../support/repoApp";
+import { startLoopSession } from "./throughput/baselineSession";
 import { appUnitItems } from "./throughput/units";
 
 const USAGE = `Usage: npm run bench:instance -- [--items 20000] [--jobs 5] [--runs 3] [--also="FLAGS"] [--out FILE]
@@ -152,7 +153,7 @@ async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: 
     onReady: () => undefined,
     onExit: () => undefined,
   };
-  const instance = new InstanceProcess("instance-1", runEnv, handlers);
+  const instance = new InstanceProcess("instance-1", { ...REPO_APP, ...runEnv }, handlers);
   const leader = createCoordinatorApp({ ...runEnv, WEBSITE_INSTANCE_ID: "bench-instance-leader" });
   const run: Run = { flagSet: flagSet.name, jobsCpuMs: [], jobsMs: [] };
   try {

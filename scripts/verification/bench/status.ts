@@ -18,8 +18,8 @@ import { readTermHistory } from "../../../src/coordination/termHistory";
 import { FencedStateStore } from "../../../src/library/fencing/FencedStateStore";
 import { describeLeader } from "../../../src/library/leadership/leaderInfo";
 import { maxSizeJob } from "../../../test/support/maxSizeJobs";
-import { startAzurite, type Azurite } from "../../support/azurite";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**
  * `npm run bench:status` (issue 21, item 2): what one refresh of the status page costs the instance that serves it,

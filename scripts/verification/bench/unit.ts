@@ -6,7 +6,7 @@ import { forEachCsvRecordByLibrary } from "../../../src/coordination/csvRecords"
 import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../../src/coordination/groupBy";
 import { processWorkMessage } from "../../../src/coordination/worker";
 import { world } from "../../../test/support/coordinationWorld";
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../support/cli";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 import { baselineUnitResult } from "./throughput/baselineUnit";
 import { median } from "./throughput/report";
 import { scenarioJob } from "./throughput/scenarios";

@@ -17,13 +17,14 @@ import { createCoordinatorApp, type CoordinatorApp } from "../../../src/app/cont
 import { getJobStatus, submitJob } from "../../../src/app/jobs";
 import { delay } from "../../../src/library/util/delay";
 import { stats, type Stats } from "./lease/summary";
-import { InstanceProcess, type InstanceHandlers } from "../../tools/local/instances";
-import type { EventLine } from "../../tools/local/protocol";
-import { instanceEnv, waitForReady } from "../../tools/local/run";
-import { ensureAppStorage } from "../../tools/local/storageSetup";
-import { parseSchedule } from "../../tools/local/timerTrigger";
-import { startAzurite, type Azurite } from "../../support/azurite";
-import { numberFlag, parseFlags, pathFlag, scheduleFlag } from "../../support/cli";
+import { InstanceProcess, type InstanceHandlers } from "../../../src/local/instances";
+import type { EventLine } from "../../../src/local/protocol";
+import { instanceEnv, waitForReady } from "../../../src/local/startup";
+import { ensureAppStorage } from "../../../src/local/storageSetup";
+import { parseSchedule } from "../../../src/local/timerTrigger";
+import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { numberFlag, parseFlags, pathFlag, scheduleFlag } from "../../../src/cli/flags";
+import { REPO_APP } from "../../support/repoApp";
 
 const USAGE = `Usage: npm run bench:wake -- [--rounds N] [--schedule CRON] [--instances N] [--out FILE]
 
@@ -140,7 +141,7 @@ async function main(): Promise<number> {
       onExit: () => undefined,
     };
     for (let index = 1; index <= args.instances; index++)
-      instances.push(new InstanceProcess(`instance-${index}`, env, handlers));
+      instances.push(new InstanceProcess(`instance-${index}`, { ...REPO_APP, ...env }, handlers));
     await waitForReady(instances, undefined);
     const app = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-wake" });
     const samples: Sample[] = [];

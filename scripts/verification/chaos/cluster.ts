@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { createCoordinatorApp, type CoordinatorApp } from "../../../src/app/context";
 import { readSettings, type Settings } from "../../../src/app/settings";
 import { delay } from "../../../src/library/util/delay";
-import { startAzurite, type Azurite } from "../../support/azurite";
-import { EventLog, recordFromEventLine, type EventRecord } from "../../tools/local/eventLog";
-import { InstanceProcess, lastOutput, type InstanceHandlers, type InstanceState } from "../../tools/local/instances";
-import { ensureAppStorage } from "../../tools/local/storageSetup";
+import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { EventLog, recordFromEventLine, type EventRecord } from "../../../src/local/eventLog";
+import { InstanceProcess, lastOutput, type InstanceHandlers, type InstanceState } from "../../../src/local/instances";
+import { ensureAppStorage } from "../../../src/local/storageSetup";
+import { REPO_APP } from "../../support/repoApp";
 
 /**
  * The real system a chaos scenario injects faults into: a persistent Azurite (so stopping it is an outage, not a
@@ -158,7 +159,7 @@ export class ChaosCluster {
    */
   startInstance(name: string, extraEnv: Record<string, string> = {}): ChaosInstance {
     const env = { ...this.env, WEBSITE_SITE_NAME: this.env.WEBSITE_SITE_NAME ?? name, ...extraEnv };
-    const child = new InstanceProcess(name, env, this.handlers);
+    const child = new InstanceProcess(name, { ...REPO_APP, ...env }, this.handlers);
     const instance: ChaosInstance = {
       id: child.state.instanceId,
       process: child,

@@ -1,4 +1,4 @@
-import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../support/cli";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../../src/cli/flags";
 
 export { UsageError };
 

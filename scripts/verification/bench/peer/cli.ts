@@ -1,4 +1,4 @@
-import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../../../support/cli";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../../../../src/cli/flags";
 import { SCENARIOS, type ScenarioName } from "../throughput/scenarios";
 
 /** The command line of `npm run bench:peer`, parsed and validated up front. */

@@ -1,5 +1,5 @@
 import { settingsSchema } from "../../../../src/app/settings";
-import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../../support/cli";
+import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../../../src/cli/flags";
 
 /** The command line of `npm run bench:throughput`, parsed and validated up front. */
 

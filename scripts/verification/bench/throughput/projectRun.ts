@@ -1,11 +1,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { createCoordinatorApp } from "../../../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../../../src/app/jobs";
 import { delay } from "../../../../src/library/util/delay";
-import { aggregatesMatch, asAggregate } from "../../../tools/local/demoData";
-import { InstanceProcess, type InstanceHandlers } from "../../../tools/local/instances";
-import { instanceEnv, waitForReady } from "../../../tools/local/run";
+import { aggregatesMatch, asAggregate } from "../../../../src/local/demoData";
+import { InstanceProcess, type InstanceHandlers } from "../../../../src/local/instances";
+import { instanceEnv, waitForReady } from "../../../../src/local/startup";
+import { REPO_APP } from "../../../support/repoApp";
 import { billedGbSeconds, perExecutionGbSeconds } from "./cost";
 import { readCpuTimes, type CpuTimes } from "./cpuTimes";
 import { RequestCounter, queueEndpointOf, readCountFiles, type RequestCount } from "./requestCounter";
@@ -116,6 +117,9 @@ interface Invocation {
   endMs?: number;
 }
 
+/** The preload that counts an instance's storage requests. */
+const COUNT_REQUESTS = resolve(__dirname, "countRequests.ts");
+
 const EXECUTING = /^Executing 'Functions\.([^']+)' \(Reason='.*', Id=([^)]+)\)$/;
 const EXECUTED = /^Executed 'Functions\.([^']+)' \((?:Succeeded|Failed), Id=([^,]+), Duration=(\d+)ms\)/;
 
@@ -155,7 +159,15 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     const name = `instance-${index}`;
     const countsFile = join(options.outputDir, `requests-${options.label}-${name}.jsonl`);
     countsFiles.push(countsFile);
-    instances.push(new InstanceProcess(name, { ...env, LOCAL_REQUEST_COUNTS_FILE: countsFile }, handlers));
+    // Counted from before the app's first client: a module preloaded with the instance's Node flags.
+    const nodeArguments = `${env.languageWorkers__node__arguments ?? ""} --import ${COUNT_REQUESTS}`;
+    instances.push(
+      new InstanceProcess(
+        name,
+        { ...REPO_APP, ...env, LOCAL_REQUEST_COUNTS_FILE: countsFile, languageWorkers__node__arguments: nodeArguments },
+        handlers,
+      ),
+    );
   }
   const submitCounter = new RequestCounter("submitter", queueEndpointOf(options.connectionString));
   const submitter = createCoordinatorApp(

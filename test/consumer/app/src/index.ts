@@ -3,13 +3,16 @@ import { app } from "@azure/functions";
 import { defineTaskKind, ItemError, registerCoordinator, type JobStatus } from "azure-leader-coordinator";
 import { LeaderElector, type LeadershipTerm } from "azure-leader-coordinator/leader-election";
 
+/** How long an item's "I/O" takes, in ms (its own app setting: the consumer tests slow a job down with it). */
+const itemDelayMs = Number(process.env.WORD_COUNT_DELAY_MS ?? "2");
+
 /** Counts words and letters of each text item; an item that is not text fails alone. */
 export const wordCount = defineTaskKind({
   name: "word-count",
   concurrency: 4,
   async process(input, context) {
     // Stands for real I/O: the kind awaits, honours the signal, and names its output by the item's key.
-    await new Promise<void>((resolve) => setTimeout(resolve, 2));
+    await new Promise<void>((resolve) => setTimeout(resolve, itemDelayMs));
     context.abortSignal.throwIfAborted();
     if (input.bytes.includes(0)) throw new ItemError(`item ${context.index} is not text`);
     const words = input.text.split(/\s+/).filter((word) => word !== "");
