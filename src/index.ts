@@ -32,4 +32,4 @@ export {
   type GroupStats,
 } from "./coordination/groupBy.js";
 export { storageClientsFromSettings, type StorageClients } from "./azure/clients.js";
-export { ConfigurationError, type Logger, type LeaderInfo } from "./library/index.js";
+export { azureSdkLogger, ConfigurationError, type Logger, type LeaderInfo } from "./library/index.js";

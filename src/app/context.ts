@@ -18,6 +18,7 @@ import { BlobFilesStore, ReadOnlyBlobFiles } from "../azure/BlobFilesStore.js";
 import {
   connectionFromSettings,
   createStorageClients,
+  type CredentialOptions,
   DEFAULT_PIPELINE_OPTIONS,
   type StorageClientOptions,
 } from "../azure/clients.js";
@@ -108,7 +109,7 @@ export function createCoordinatorApp(
 ): CoordinatorApp {
   const settings = readSettings(env);
   const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies, abortSignal } = options;
-  const clients = createStorageClients(connectionFromSettings(connection, env), {
+  const clients = createStorageClients(connectionFromSettings(connection, env, options), {
     ...DEFAULT_PIPELINE_OPTIONS,
     ...(policies === undefined ? {} : { policies }),
   });
@@ -136,7 +137,7 @@ export function createCoordinatorApp(
 }
 
 /** Options of {@link createCoordinatorApp}. */
-export interface AppBuildOptions extends Pick<StorageClientOptions, "policies">, Abortable {
+export interface AppBuildOptions extends Pick<StorageClientOptions, "policies">, CredentialOptions, Abortable {
   /** The task kinds. @default the built-in group-by kind only */
   registry?: TaskRegistry;
   /**

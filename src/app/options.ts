@@ -1,3 +1,4 @@
+import type { TokenCredential } from "@azure/identity";
 import type { TaskKind } from "../coordination/taskKinds.js";
 
 /**
@@ -55,6 +56,15 @@ export interface CoordinatorSetupOptions {
    * @default "COORDINATION_STORAGE"
    */
   connection?: string;
+  /**
+   * The identity the coordinator's storage clients authenticate as in Azure, instead of the `DefaultAzureCredential`
+   * its identity-based settings would build: any `TokenCredential` of `@azure/identity` (`ManagedIdentityCredential`,
+   * `WorkloadIdentityCredential`, a `ChainedTokenCredential`, …), as the Azure SDK clients take one. Used with
+   * `<connection>__blobServiceUri` and `__queueServiceUri` (`__clientId` is then not read); a connection string (local,
+   * Azurite) carries its own key and does not use it. The Functions host's own queue triggers still authenticate by
+   * the `<connection>__credential` and `__clientId` settings. @default DefaultAzureCredential (with `__clientId`)
+   */
+  credential?: TokenCredential;
   /**
    * App settings given in code (queue, container and lease names, the schedule, limits), each winning over the
    * environment's value: `{ COORDINATOR_SCHEDULE: "*\/30 * * * * *", WORK_QUEUE: "thumbnails" }`. Every value is

@@ -1,3 +1,4 @@
+import { checkCredential } from "../azure/clients.js";
 import { TaskRegistry } from "../coordination/taskRegistry.js";
 import { ConfigurationError } from "../library/errors.js";
 import { delay } from "../library/util/delay.js";
@@ -43,11 +44,12 @@ export function resolveSetup(options: CoordinatorSetupOptions): CoordinatorSetup
     );
   const env: Record<string, string | undefined> = { ...(options.env ?? process.env) };
   for (const [name, value] of Object.entries(values)) env[name] = String(value);
+  const credential = checkCredential(options.credential);
   const registry = new TaskRegistry(taskKinds);
   const settings = readSettings(env);
   let built: CoordinatorApp | undefined;
   const app = (): CoordinatorApp =>
-    (built ??= createCoordinatorApp(env, { registry, connection, abortSignal: processShutdown.signal }));
+    (built ??= createCoordinatorApp(env, { registry, connection, credential, abortSignal: processShutdown.signal }));
   return { settings, connection, registry, app, client: clientOf(app) };
 }
 

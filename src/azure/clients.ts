@@ -81,17 +81,47 @@ export function createStorageClients(
   };
 }
 
+/** What may be given beside the connection settings. */
+export interface CredentialOptions {
+  /**
+   * The identity the storage clients authenticate as with the identity-based settings (`<PREFIX>__blobServiceUri`,
+   * `__queueServiceUri`), instead of the `DefaultAzureCredential` those settings would build (`__clientId` is then
+   * not read): any `TokenCredential` of `@azure/identity` (`ManagedIdentityCredential`, `WorkloadIdentityCredential`,
+   * a `ChainedTokenCredential`, …), as the Azure SDK clients take one. A connection string (local, Azurite) carries
+   * its own key and does not use it. @default a `DefaultAzureCredential` (with `<PREFIX>__clientId`, if set)
+   */
+  credential?: TokenCredential;
+}
+
+/**
+ * Checks that a `credential` option is a `TokenCredential` (a `getToken` method), so a wrong value fails when the
+ * options are read, not at the first storage request.
+ *
+ * @throws ConfigurationError when it is not.
+ */
+export function checkCredential(credential: unknown): TokenCredential | undefined {
+  if (credential === undefined) return undefined;
+  if (typeof credential === "object" && credential !== null && "getToken" in credential) {
+    if (typeof credential.getToken === "function") return credential as TokenCredential;
+  }
+  throw new ConfigurationError(
+    `credential must be a TokenCredential (an object with a getToken method, e.g. new ManagedIdentityCredential() or new DefaultAzureCredential() from @azure/identity); got ${credential === null ? "null" : typeof credential}.`,
+  );
+}
+
 /**
  * Resolves a Functions-style connection setting by prefix, as the host does: `<PREFIX>` holding a connection string
  * (local, Azurite), or `<PREFIX>__blobServiceUri` + `<PREFIX>__queueServiceUri` (+ `<PREFIX>__clientId` for a
- * user-assigned identity) for managed identity in Azure.
+ * user-assigned identity) for managed identity in Azure, authenticated with `options.credential` when given.
  *
- * @throws ConfigurationError when neither form is present.
+ * @throws ConfigurationError when neither form is present, or the credential is not a `TokenCredential`.
  */
 export function connectionFromSettings(
   prefix: string,
   env: Record<string, string | undefined> = process.env,
+  options: CredentialOptions = {},
 ): StorageConnection {
+  const given = checkCredential(options.credential);
   const connectionString = env[prefix];
   if (connectionString !== undefined && connectionString.trim() !== "") {
     return { kind: "connectionString", connectionString: connectionString.trim() };
@@ -100,7 +130,7 @@ export function connectionFromSettings(
   const queueServiceUri = env[`${prefix}__queueServiceUri`];
   if (blobServiceUri && queueServiceUri) {
     const clientId = env[`${prefix}__clientId`];
-    const credential = new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
+    const credential = given ?? new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
     return { kind: "identity", blobServiceUri, queueServiceUri, credential };
   }
   throw new ConfigurationError(
@@ -112,13 +142,15 @@ export function connectionFromSettings(
 /**
  * The blob and queue clients of a storage account named by a Functions-style connection setting (see
  * {@link connectionFromSettings}): what a task kind uses to write its outputs, authenticated as the app is — a
- * connection string locally, the app's managed identity in Azure. Clients retry as the app's do.
+ * connection string locally, the app's managed identity in Azure (or `options.credential`). Clients retry as the app's
+ * do.
  *
- * @throws ConfigurationError when the connection is not configured.
+ * @throws ConfigurationError when the connection is not configured, or the credential is not a `TokenCredential`.
  */
 export function storageClientsFromSettings(
   connection = "COORDINATION_STORAGE",
   env: Record<string, string | undefined> = process.env,
+  options: CredentialOptions = {},
 ): StorageClients {
-  return createStorageClients(connectionFromSettings(connection, env), DEFAULT_PIPELINE_OPTIONS);
+  return createStorageClients(connectionFromSettings(connection, env, options), DEFAULT_PIPELINE_OPTIONS);
 }

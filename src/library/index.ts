@@ -2,6 +2,7 @@
 export * from "./errors.js";
 export type { Logger } from "./util/logger.js";
 export { silentLogger } from "./util/logger.js";
+export { azureSdkLogger } from "./util/azureLogger.js";
 export type { Clock } from "./util/clock.js";
 export { systemClock } from "./util/clock.js";
 export { delay, type Abortable } from "./util/delay.js";
