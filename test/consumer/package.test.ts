@@ -31,7 +31,7 @@ describe("the packed package in a user's project outside the repo (consumer test
 
   afterAll(() => removeProject(project), REMOVE_TIMEOUT_MS);
 
-  it("ships built output, README and LICENSE only: no sources, tests, scripts or infra", () => {
+  it("ships built output, the Bicep module for users' apps, README and LICENSE only: no sources, tests, scripts or the repo's infra", () => {
     const paths = packed.files;
     expect(paths).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE"]));
     for (const build of ["esm", "commonjs"])
@@ -45,7 +45,13 @@ describe("the packed package in a user's project outside the repo (consumer test
       );
     // npm always packs the file `main` names: this repo's own Function app entry, which `exports` does not expose.
     const others = paths.filter((path) => !/^dist\/(esm|commonjs)\/(.*\.(js|d\.ts)|package\.json)$/.test(path));
-    expect(others.sort()).toEqual(["LICENSE", "README.md", "dist/functions/index.js", "package.json"]);
+    expect(others.sort()).toEqual([
+      "LICENSE",
+      "README.md",
+      "bicep/coordinator.bicep",
+      "dist/functions/index.js",
+      "package.json",
+    ]);
   });
 
   it("compiles in the user's project (NodeNext, strict, the package's declarations checked) and with the Functions template's commonjs settings", async () => {

@@ -1,27 +1,32 @@
-import { readFileSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { APP_SETTING_NAMES, CONNECTION_SETTINGS, settingsSchema } from "../../src/app/settings";
 import { formatDiagnostic } from "../../scripts/verification/infraCheck/diagnostics";
-import { type Snapshot, describeCompiled, ofType, only, roleAssignments, shortId } from "./compiled";
-import { REPO_ROOT } from "./paths";
-import { type CompiledUserProject, USER_APP_NAME, compileUserProject } from "./userApp";
+import { type Snapshot, describeCompiled, ofType, only, roleAssignments, shortId } from "../infra/compiled";
+import { REPO_ROOT } from "../infra/paths";
+import { type CompiledUserProject, USER_APP_NAME, compileUserProject } from "../infra/userApp";
 
 /**
  * Issue 33, "Deploy your own app": a project outside the repository references the module the package ships
  * (bicep/coordinator.bicep) from node_modules, as docs/DEPLOY-YOUR-APP.md shows, and the real compiler builds it and
  * evaluates what it deploys: the containers and queues the coordinator needs, the app identity's roles on them, and
- * the app settings the code reads. The package root is this repository for now; compileUserProject takes any folder
- * with the package's layout (an extracted `npm pack` tarball).
+ * the app settings the code reads. The module comes from the packed tarball (`inject("packed")`), extracted as npm
+ * installs it, so a module left out of the package's `files` fails here.
  */
 
 describeCompiled("a user's own app deployed with the shipped module", () => {
   let compiled: CompiledUserProject | undefined;
+  const extracted = mkdtempSync(path.join(os.tmpdir(), "packed-"));
   beforeAll(async () => {
-    compiled = await compileUserProject(REPO_ROOT);
+    execFileSync("tar", ["-xzf", inject("packed").tarball, "-C", extracted]);
+    compiled = await compileUserProject(path.join(extracted, "package"));
   }, 600_000);
   afterAll(() => {
     if (compiled !== undefined) rmSync(compiled.project, { recursive: true, force: true });
+    rmSync(extracted, { recursive: true, force: true });
   });
   const user = (): CompiledUserProject => {
     if (compiled === undefined) throw new Error("the user's project was not compiled");
