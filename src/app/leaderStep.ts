@@ -1,4 +1,5 @@
 import { LeaderSentinel } from "../coordination/sentinel.js";
+import { StaleEpochError } from "../library/errors.js";
 import { runCoordinationStep, type StepReport } from "../coordination/step.js";
 import type { LeaderTask } from "../library/leadership/runTerm.js";
 import type { CoordinatorApp, Sink } from "./context.js";
@@ -15,6 +16,26 @@ export type StepTrigger =
  * costs a step's budget per this much more, about what the timer's ticks cost before sentinels (one step a minute).
  */
 export const IDLE_STEP_SURFACE_S = 30;
+
+/**
+ * Longest a failed step puts off the next one, in s: the timer's default interval. A step that fails every time (one
+ * blob storage refuses, a document it cannot read) would otherwise re-run every LEADER_SENTINEL_SECONDS, for ever.
+ */
+export const MAX_FAILED_STEP_SURFACE_S = 60;
+
+/**
+ * When the sentinel of the `failuresInARow`-th failed step in a row (in this process) starts the next step, in s:
+ * twice the sentinel's period after the first failure, doubling with each, at most {@link MAX_FAILED_STEP_SURFACE_S}.
+ */
+export function failedStepSurfaceS(failuresInARow: number, hiddenS: number): number {
+  return Math.min(hiddenS * 2 ** Math.min(Math.max(1, failuresInARow), 16), MAX_FAILED_STEP_SURFACE_S);
+}
+
+/**
+ * Steps that failed in a row, per app (process-wide, as the app is: the next step may run in this process or another,
+ * each backing off by what it saw). A completed step starts the count again.
+ */
+const failedInARow = new WeakMap<CoordinatorApp, number>();
 
 /** Whether a step moved anything: registered, folded, dispatched, failed, rejected, discarded or sent again. */
 function moved(report: StepReport): boolean {
@@ -51,7 +72,17 @@ export function leaderStep(app: CoordinatorApp, sink: Sink, trigger: StepTrigger
       // No job left: nothing to look after. Jobs left: it surfaces and starts the next step — soon if this step
       // moved them on, later if it only waited (activity wake-ups start one sooner when results come).
       ending = { remove: report.activeJobs === 0, ...(moved(report) ? {} : { surfaceInS: IDLE_STEP_SURFACE_S }) };
+      failedInARow.delete(app);
       return report;
+    } catch (error) {
+      // The step's own failure, its term still live: the next step comes later with each failure in a row (issue 37,
+      // item 6b). A lost term, or a newer leader's write, leaves the sentinel to surface at once: someone looks.
+      if (!term.signal.aborted && !(error instanceof StaleEpochError) && hiddenS > 0) {
+        const failures = (failedInARow.get(app) ?? 0) + 1;
+        failedInARow.set(app, failures);
+        ending = { remove: false, surfaceInS: failedStepSurfaceS(failures, hiddenS) };
+      }
+      throw error;
     } finally {
       // A step that failed or lost its term leaves it to surface: someone looks at once.
       await sentinel?.end(ending);

@@ -102,9 +102,16 @@ async function runTick(
     sink.emit({ type: "step-aborted", instanceId, atMs: at(), epoch, reason, detail: message });
     if (reason === "fenced") return { outcome: "aborted" };
     sink.logger.error(`Coordinator tick failed on ${instanceId}: ${message}`);
+    if (epoch !== undefined && typeof error === "object" && error !== null) failedInTerm.add(error);
     throw error;
   }
 }
+
+/**
+ * Errors of steps that failed within their term: the step's sentinel (when leaders keep one) starts the next step,
+ * later with each failure in a row (`leaderStep.ts`), so a wake-up does not have the host deliver it again too.
+ */
+const failedInTerm = new WeakSet<object>();
 
 /** How a wake-up ended: as a tick, or "coalesced" (this process already runs one), or "rejected" (malformed). */
 export type WakeOutcome = TickOutcome | "coalesced" | "rejected";
@@ -114,9 +121,10 @@ export type WakeOutcome = TickOutcome | "coalesced" | "rejected";
  * path, no waiting for the lease. Losing the race is a normal outcome and the message is consumed: the leader's step
  * will see the news. A wake-up that arrives while this process already has an attempt or a step in progress is a
  * no-op (`step-skipped`, reason "coalesced"), so a burst of wake-ups costs at most one lease attempt per process at a
- * time. A malformed message is logged (`message-rejected`) and consumed. A step that fails is retried by the host
- * (the error is rethrown) except on the last delivery: a wake-up never goes to the poison queue, the timer is the
- * heartbeat.
+ * time. A malformed message is logged (`message-rejected`) and consumed. A step that fails in its term is not
+ * retried by the host when leaders keep a sentinel: the step left it to start the next step, later with each failure in
+ * a row. Any other failure is retried by the host (the error is rethrown) except on the last delivery: a wake-up never
+ * goes to the poison queue, the timer is the heartbeat.
  */
 export async function handleWakeMessage(
   app: CoordinatorApp,
@@ -178,6 +186,19 @@ export async function handleWakeMessage(
       );
     return outcome;
   } catch (error) {
+    // A step that failed in its term left its sentinel to start the next one, backing off (issue 37, item 6b): a
+    // redelivery every few seconds besides would re-run a failing step without one.
+    if (
+      app.settings.LEADER_SENTINEL_SECONDS > 0 &&
+      typeof error === "object" &&
+      error !== null &&
+      failedInTerm.has(error)
+    ) {
+      sink.logger.warn(
+        `Wake-up step failed on ${instanceId}; not retried by the host: its sentinel starts the next step, later with each failure in a row: ${error instanceof Error ? error.message : "unknown error"}`,
+      );
+      return "error";
+    }
     if (delivery.dequeueCount < MAX_DEQUEUE_COUNT) throw error;
     sink.logger.error(
       `Wake-up step failed on its last delivery (${delivery.dequeueCount}); not retried, the next timer tick will run the step: ${error instanceof Error ? error.message : String(error)}`,

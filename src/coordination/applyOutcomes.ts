@@ -2,9 +2,9 @@ import type { CoordinationDeps } from "./deps.js";
 import type { ByJob, Entry, FoldOptions, Source } from "./foldEntries.js";
 import { foldOutcomes, lastItem, type UnitOutcome } from "./foldOutcomes.js";
 import { emptyCounts, type FoldReport } from "./foldReport.js";
-import { isStopped, type JobState } from "./jobState.js";
+import { isStopped, keys, type JobState } from "./jobState.js";
 import type { JobStore } from "./jobStore.js";
-import type { ItemRef } from "./messages.js";
+import { resultUnitOf, type ItemRef } from "./messages.js";
 import type { ReceivedMessage } from "./ports.js";
 import { endsTheStep, reject } from "./rejectMessages.js";
 import type { Versioned } from "../library/fencing/FencedStateStore.js";
@@ -121,8 +121,18 @@ export async function applyOutcomes(
         unclaimed.push(...entries.map((entry) => entry.message));
         continue;
       }
-      for (const { message, rejection } of entries)
+      for (const { message, rejection } of entries) {
         await reject(deps, source, message, rejection ?? `no job "${jobId}"`, epoch, options);
+        // A late duplicate unit of a job retention has removed wrote its outcome blob after the removal: nothing else
+        // would ever delete it (issue 37, item 6c). The result named it; the job is gone, so nobody reads it.
+        const unit = resultUnitOf(message.text ?? "");
+        if (unit !== undefined && unit.jobId === jobId)
+          await Promise.all(
+            [keys.outcome(jobId, unit.item), keys.partial(jobId, unit.item)].map((name) =>
+              deps.system.delete(name, options),
+            ),
+          );
+      }
       report.rejected += entries.length;
       continue;
     }
