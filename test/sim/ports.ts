@@ -207,7 +207,9 @@ export class SimLeaseStore implements LeaseStore {
     } catch (error) {
       const s = status(error);
       if (s === 412 || s === 404) return "changed";
-      if (s !== 409) throw libraryError(error, `Breaking lease ${this.name}`, options.abortSignal);
+      // 409: nobody holds the lease (its holder released it since the read), as BlobLeaseStore answers it.
+      if (s === 409) return "not-held";
+      throw libraryError(error, `Breaking lease ${this.name}`, options.abortSignal);
     }
     await this.call(
       "markBroken",
