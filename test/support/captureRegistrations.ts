@@ -1,7 +1,7 @@
 /**
  * Child-process entry: `node --import tsx test/support/captureRegistrations.ts <entry>` loads an app entry (a
  * package's `main`, or `functions/index.ts`) with the Functions worker's core API stood in, exactly as the local host
- * does (scripts/tools/local/registrations.ts), and prints what it registered as one JSON line on stdout:
+ * does (src/local/registrations.ts), and prints what it registered as one JSON line on stdout:
  * `{ functions: [{ name, bindings }], hooks: [name] }`. A load failure exits 1 with the error on stderr.
  */
 import { loadFunctionApp } from "../../src/local/registrations";
