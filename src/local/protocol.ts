@@ -3,7 +3,7 @@ import type { HttpRoute } from "./httpTrigger.js";
 
 /**
  * What an instance process writes on stdout, one JSON object per line, and how the orchestrator reads it back.
- * Anything else on stdout (a stray `console.log` from a dependency) is read as a plain log line, never dropped.
+ * Anything else on stdout (a dependency's stray print to the console) is read as a plain log line, never dropped.
  */
 
 /** A log line of the host, the library or a function. */
