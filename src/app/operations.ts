@@ -237,8 +237,9 @@ export async function handleWorkMessage(
       );
     throw error;
   }
-  // A unit of a stopped job whose items were all skipped sent nothing the leader needs.
-  if (outcome.status === "stopped" && outcome.skipped === outcome.count) return outcome;
+  // A unit of a stopped job whose items were all skipped, or one sent again whole, sent nothing the leader needs.
+  if ((outcome.status === "stopped" && outcome.skipped === outcome.count) || outcome.status === "resent")
+    return outcome;
   const reason = outcome.status === "rejected" ? "poison-arrived" : "results-arrived";
   await sendActivityWakeUp(app, sink, reason, () =>
     app.activityWakeUps.activity(reason, "jobId" in outcome ? outcome.jobId : undefined),

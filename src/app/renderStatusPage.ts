@@ -63,6 +63,7 @@ ${renderTimeline(view)}
 ${renderJobs(view)}
 ${renderFailures(view)}
 ${renderPoison(view)}
+${renderRetention(view)}
 </main>`;
 }
 
@@ -112,23 +113,28 @@ function renderTimeline(view: StatusView): SafeHtml {
   );
   const marks = terms.map((term) => {
     const y = term.holderIndex * laneHeight;
-    const bar = term.current
-      ? html`<rect class="current" x="${x(term)}" y="${y + 3}" width="${Math.max(3, right - x(term))}" height="${laneHeight - 8}"></rect>`
-      : undefined;
-    return html`<g class="h${term.holderIndex % 8}">${bar}<rect class="mark" x="${x(term) - 1}" y="${y + 2}" width="3" height="${laneHeight - 6}"><title>epoch ${term.epoch}: ${term.holder}, began ${term.since}</title></rect><text class="epoch" x="${x(term) + 4}" y="${y + laneHeight - 6}">${term.epoch}</text></g>`;
+    // Its span, from its start to its end (now while it leads); a term whose end was not recorded has its mark only.
+    const end = term.endPosition === undefined ? undefined : Math.round(left + term.endPosition * (right - left));
+    const bar =
+      end === undefined
+        ? undefined
+        : html`<rect class="${term.current ? "current" : "span"}" x="${x(term)}" y="${y + 3}" width="${Math.max(3, end - x(term))}" height="${laneHeight - 8}"></rect>`;
+    const how = term.ended === undefined ? "" : `, ${term.ended}`;
+    const lasted = term.lasted === undefined ? "" : `, lasted ${term.lasted}`;
+    return html`<g class="h${term.holderIndex % 8}">${bar}<rect class="mark" x="${x(term) - 1}" y="${y + 2}" width="3" height="${laneHeight - 6}"><title>epoch ${term.epoch}: ${term.holder}, began ${term.since}${lasted}${how}</title></rect><text class="epoch" x="${x(term) + 4}" y="${y + laneHeight - 6}">${term.epoch}</text></g>`;
   });
   const axis = html`<text class="axis" x="${left}" y="${height - 4}">${view.timeline.start ?? ""}</text><text class="axis" x="${right}" y="${height - 4}" text-anchor="end">now</text>`;
   const rows = [...terms]
     .reverse()
     .map(
       (term) =>
-        html`<tr data-epoch="${term.epoch}"><td class="num">${term.epoch}</td><td><span class="swatch h${term.holderIndex % 8}"></span>${term.holder}</td><td><time datetime="${term.since}">${term.since}</time></td><td class="num">${term.sinceAgo} ago</td><td>${term.current ? "leading now" : ""}</td></tr>`,
+        html`<tr data-epoch="${term.epoch}"><td class="num">${term.epoch}</td><td><span class="swatch h${term.holderIndex % 8}"></span>${term.holder}</td><td><time datetime="${term.since}">${term.since}</time></td><td class="num">${term.sinceAgo} ago</td><td class="num">${term.lasted ?? "–"}</td><td>${term.ended ?? "–"}</td></tr>`,
     );
   return html`<section id="terms"><h2>Recent terms</h2>
-<p class="muted">The last ${terms.length} terms, one lane per instance; each mark is a term's start, labelled with its epoch.</p>
+<p class="muted">The last ${terms.length} terms, one lane per instance; each mark is a term's start, labelled with its epoch, and its bar how long it lasted (to its last step's end).</p>
 <svg class="timeline" viewBox="0 0 ${width} ${height}" role="img" aria-label="Timeline of the last ${terms.length} leadership terms">${lanes}${marks}${axis}</svg>
 <details><summary>As a table</summary>
-<table><thead><tr><th>Epoch</th><th>Holder</th><th>Began</th><th>Ago</th><th></th></tr></thead><tbody>${rows}</tbody></table>
+<table><thead><tr><th>Epoch</th><th>Holder</th><th>Began</th><th>Ago</th><th>Lasted</th><th>Ended</th></tr></thead><tbody>${rows}</tbody></table>
 </details>
 </section>`;
 }
@@ -153,7 +159,7 @@ ${recent.length === 0 ? html`<p class="muted">None yet.</p>` : jobTable(recent)}
 }
 
 function jobTable(jobs: readonly JobView[]): SafeHtml {
-  return html`<table class="jobs"><thead><tr><th>Job</th><th>Kind</th><th>Status</th><th class="wide">Progress</th><th>Done</th><th>Failed</th><th>Dispatched</th><th>Total</th><th>Age</th><th>Epoch</th></tr></thead>
+  return html`<table class="jobs"><thead><tr><th>Job</th><th>Kind</th><th>Status</th><th class="wide">Progress</th><th>Done</th><th>Failed</th><th>Dispatched</th><th>Total</th><th>Age</th><th title="The epoch of the leader's term that last wrote the job: not the leader's now">Written in epoch</th></tr></thead>
 <tbody>${jobs.map(jobRow)}</tbody></table>`;
 }
 
@@ -194,6 +200,21 @@ function renderPoison(view: StatusView): SafeHtml {
 </section>`;
 }
 
+/** Shown only when an ended job's removal failed: which, how often, when it is tried again, and why. */
+function renderRetention(view: StatusView): SafeHtml | undefined {
+  const { failures, more } = view.retention;
+  if (failures.length === 0) return undefined;
+  const rows = failures.map(
+    (job) =>
+      html`<tr data-removal-of="${job.id}"><td><code title="${job.id}">${job.id.slice(0, 8)}</code></td><td><time datetime="${job.endedAt}">${job.endedAt}</time></td><td class="num">${job.attempts}</td><td><time datetime="${job.retryAt}">${job.retryAt}</time></td><td>${job.error ?? ""}</td></tr>`,
+  );
+  return html`<section id="retention" class="problems"><h2>Retention</h2>
+<p>Ended jobs past <code>JOB_RETENTION_HOURS</code> that could not be removed (a blob storage will not delete: a legal hold, an immutability policy). Each stays readable and is tried again later; the other jobs go on.</p>
+<table><thead><tr><th>Job</th><th>Ended</th><th>Attempts</th><th>Next try</th><th>Last error</th></tr></thead><tbody>${rows}</tbody></table>
+${more && html`<p class="muted">and more.</p>`}
+</section>`;
+}
+
 const STYLE = html`
 :root { color-scheme: light dark; --fg: #1d2430; --muted: #667085; --bg: #ffffff; --panel: #f5f7fa; --line: #d9dee7; --good: #2e9d57; --bad: #d1453b; --busy: #9db8e8; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6e9ef; --muted: #98a2b3; --bg: #12161d; --panel: #1b212b; --line: #2c3542; --busy: #35507f; } }
@@ -215,9 +236,9 @@ svg.bar .track { fill: var(--line); } svg.bar .dispatched { fill: var(--busy); }
 svg.timeline { width: 100%; height: auto; display: block; }
 svg.timeline .lane { fill: var(--bg); } svg.timeline .lane-label { fill: var(--muted); font-size: 12px; }
 svg.timeline .epoch { font-size: 11px; fill: var(--fg); } svg.timeline .axis { font-size: 11px; fill: var(--muted); }
-svg.timeline .current { opacity: 0.35; }
+svg.timeline .current, svg.timeline .span { opacity: 0.35; }
 .h0 { --c: #3b7dd8; } .h1 { --c: #e08a1e; } .h2 { --c: #2e9d57; } .h3 { --c: #b04fc2; } .h4 { --c: #d1453b; } .h5 { --c: #1a9aa0; } .h6 { --c: #8a6d3b; } .h7 { --c: #6b7a90; }
-svg.timeline .mark, svg.timeline .current { fill: var(--c); }
+svg.timeline .mark, svg.timeline .current, svg.timeline .span { fill: var(--c); }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; background: var(--c); }
 .problems { border-color: var(--bad); } #refresh-state { margin: 0; padding: 6px 24px; background: var(--bad); color: #fff; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }

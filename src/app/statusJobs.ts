@@ -156,10 +156,19 @@ export async function readJobs(sources: StatusSources, attempt: Attempt, io: Abo
   const submitted = markers
     .map((marker) => marker.slice(keys.inboxPrefix.length))
     .filter((id) => !index.active.includes(id));
-  const [active, pending, recent] = await Promise.all([
+  const [listed, pending, recent] = await Promise.all([
     read(index.active.slice(0, MAX_ACTIVE_JOBS_SHOWN)),
     read(submitted),
     read([...index.recent].reverse()), // newest first
   ]);
-  return { active, moreActive: Math.max(0, index.active.length - MAX_ACTIVE_JOBS_SHOWN), pending, recent };
+  // A job the index still lists as active may have ended already: the leader takes it off the list in the pass after
+  // the fold that ended it (or the next step). It is shown by what it is, among the ended, newest first.
+  const active = listed.filter((line) => line.status === "running");
+  const ended = listed.filter((line) => line.status !== "running");
+  return {
+    active,
+    moreActive: Math.max(0, index.active.length - MAX_ACTIVE_JOBS_SHOWN),
+    pending,
+    recent: [...ended.reverse(), ...recent.filter((line) => !ended.some((job) => job.id === line.id))],
+  };
 }

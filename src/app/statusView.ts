@@ -4,6 +4,7 @@ import type { JobStatus } from "../coordination/status";
 import { readTermHistory, type TermEntry } from "../coordination/termHistory";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo";
 import type { Abortable } from "../library/util/delay";
+import { readRetentionView, type RetentionView } from "./statusRetention";
 import {
   MAX_REASONS_SHOWN,
   readJobs,
@@ -46,8 +47,17 @@ export interface TermView {
   sinceAgo: string;
   /** True when this term's leader holds the lease now. */
   current: boolean;
+  /**
+   * How long it lasted, for a person: to its last step's end, or to now while it leads; undefined when its end was not
+   * recorded (its step failed, or a version before this one led).
+   */
+  lasted: string | undefined;
+  /** How it ended: gave the lease back, lapsed (expired, broken, taken over), leads now, or not known (yet). */
+  ended: "released" | "lapsed" | "leading now" | undefined;
   /** Position of its start on the timeline, 0 (oldest term) to 1 (now). */
   position: number;
+  /** Position of its end on the timeline (now while it leads); undefined when not recorded. */
+  endPosition: number | undefined;
   /** Index of its holder among `timeline.holders` (for a colour). */
   holderIndex: number;
 }
@@ -105,6 +115,8 @@ export interface StatusView {
   jobs: { active: JobView[]; moreActive: number; pending: JobView[]; recent: JobView[] };
   failures: { items: number; jobsWithFailures: number; reasons: ReasonCount[] };
   poison: PoisonQueueView[];
+  /** Ended jobs whose removal failed and is put off (retention trouble). */
+  retention: RetentionView;
   /** Parts that could not be read, with why; the rest of the page still shows. */
   problems: string[];
 }
@@ -132,7 +144,7 @@ export async function readStatusView(sources: StatusSources, options: StatusView
       return fallback;
     }
   };
-  const [leader, terms, jobs, poison] = await Promise.all([
+  const [leader, terms, jobs, poison, retention] = await Promise.all([
     attempt("leader", () => describeLeader(sources.leaseStore, io), undefined),
     attempt("term history", () => readTermHistory(sources.state, io), []),
     attempt("jobs", () => readJobs(sources, attempt, io), { active: [], moreActive: 0, pending: [], recent: [] }),
@@ -142,8 +154,9 @@ export async function readStatusView(sources: StatusSources, options: StatusView
         depth: await attempt(`poison queue ${queue.name}`, () => queue.approximateCount(io), Number.NaN),
       })),
     ),
+    attempt("retention", () => readRetentionView(sources.system, io), { failures: [], more: false }),
   ]);
-  return buildStatusView({ nowMs, leader, terms, jobs, poison, problems });
+  return buildStatusView({ nowMs, leader, terms, jobs, poison, retention, problems });
 }
 
 /** What {@link buildStatusView} computes the view from (what {@link readStatusView} read). */
@@ -155,6 +168,8 @@ export interface StatusSnapshot {
   jobs: JobLists;
   /** Depth NaN: could not be read (the reason is in `problems`). */
   poison: PoisonQueueView[];
+  /** @default no retention trouble */
+  retention?: RetentionView;
   problems: string[];
 }
 
@@ -195,6 +210,7 @@ export function buildStatusView(snapshot: StatusSnapshot): StatusView {
       reasons: sumReasons(listed.flatMap((job) => job.reasons)),
     },
     poison: snapshot.poison,
+    retention: snapshot.retention ?? { failures: [], more: false },
     problems: snapshot.problems,
   };
 }
@@ -219,15 +235,23 @@ function timelineOf(terms: TermEntry[], leader: LeaderInfo | undefined, nowMs: n
   return {
     holders,
     start: startMs === undefined ? undefined : new Date(startMs).toISOString(),
-    terms: terms.map((term) => ({
-      holder: term.holder,
-      epoch: term.epoch,
-      since: new Date(term.sinceMs).toISOString(),
-      sinceAgo: formatDuration(nowMs - term.sinceMs),
-      current: leader?.holder === term.holder && leader.epoch === term.epoch,
-      position: span <= 0 || startMs === undefined ? 1 : clamp01((term.sinceMs - startMs) / span),
-      holderIndex: holders.indexOf(term.holder),
-    })),
+    terms: terms.map((term) => {
+      const current = leader?.holder === term.holder && leader.epoch === term.epoch;
+      const endMs = current ? nowMs : term.endedAtMs;
+      const at = (ms: number): number => (span <= 0 || startMs === undefined ? 1 : clamp01((ms - startMs) / span));
+      return {
+        holder: term.holder,
+        epoch: term.epoch,
+        since: new Date(term.sinceMs).toISOString(),
+        sinceAgo: formatDuration(nowMs - term.sinceMs),
+        current,
+        lasted: endMs === undefined ? undefined : formatDuration(endMs - term.sinceMs),
+        ended: current ? "leading now" : term.end,
+        position: at(term.sinceMs),
+        endPosition: endMs === undefined ? undefined : at(endMs),
+        holderIndex: holders.indexOf(term.holder),
+      };
+    }),
   };
 }
 

@@ -87,11 +87,16 @@ export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
     }
   }
 
+  /**
+   * Deletes a blob and its snapshots (a backup tool's, an operator's: a blob with snapshots refuses a plain delete with
+   * 409 SnapshotsPresent, on every try). The container is the app's own; what it removes, it removes whole. One
+   * request.
+   */
   async delete(name: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     const blob = blobIn(this.container, name);
     try {
-      await blob.deleteIfExists({ abortSignal });
+      await blob.deleteIfExists({ deleteSnapshots: "include", abortSignal });
     } catch (error) {
       throw toLibraryError(error, `Deleting blob ${name}`, abortSignal);
     }

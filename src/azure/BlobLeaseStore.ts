@@ -137,8 +137,10 @@ export class BlobLeaseStore implements LeaseStore {
       const { statusCode } = storageFailure(error);
       // 412: a heartbeat or a record write landed since `version` was read; 404: the blob is gone (and its version).
       if (statusCode === 412 || statusCode === 404) return "changed";
-      // 409 LeaseNotPresentWithLeaseOperation: nobody holds the lease; it is as good as broken.
-      if (statusCode !== 409) throw toLibraryError(error, `Breaking lease ${this.name}`, abortSignal);
+      // 409 LeaseNotPresentWithLeaseOperation: nobody holds the lease — its holder gave it back since the read (a
+      // release leaves the version as it was). Nothing was broken, so no mark: the term after it follows a release.
+      if (statusCode === 409) return "not-held";
+      throw toLibraryError(error, `Breaking lease ${this.name}`, abortSignal);
     }
     // No lease id: the lease is broken, so the blob takes writes without one. A contender that acquired meanwhile holds
     // it again and this write is refused (412): that term's own record write moves the version on instead.

@@ -86,6 +86,25 @@ export interface JobRemovedEvent extends EventBase {
   blobs: number;
 }
 
+/**
+ * The leader could not remove an ended job past its retention (a blob storage refuses to delete: a legal hold, an
+ * immutability policy): the job stays readable, the other jobs' removal and the step go on, and the removal is tried
+ * again at `retryAtMs` (the back-off doubles from an hour to a day with each attempt).
+ */
+export interface JobRemovalFailedEvent extends EventBase {
+  type: "job-removal-failed";
+  epoch: number;
+  jobId: string;
+  /** When the job ended (wall-clock ms). */
+  endedAtMs: number;
+  /** Attempts that failed so far, this one included. */
+  attempts: number;
+  /** When the removal is tried again (wall-clock ms; the first step after it). */
+  retryAtMs: number;
+  /** What went wrong. */
+  error: string;
+}
+
 /** Every event of the coordination logic. */
 export type CoordinationEvent =
   | JobRegisteredEvent
@@ -94,4 +113,5 @@ export type CoordinationEvent =
   | JobStoppedEvent
   | JobPassFailedEvent
   | JobRemovedEvent
+  | JobRemovalFailedEvent
   | MessageRejectedEvent;

@@ -129,6 +129,11 @@ export const jobIndexSchema = z.looseObject({
 });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
+/** A time in ms as the 15 digits that name it in a marker (sorting by name sorts by time). */
+function digits15(ms: number): string {
+  return String(Math.max(0, Math.trunc(ms))).padStart(15, "0");
+}
+
 /** Where everything lives. `index` and `jobState` are in the state container; the others in the system container. */
 export const keys = {
   index: "index.json",
@@ -145,8 +150,16 @@ export const keys = {
    * job's blobs (the marker last) once it has been ended for JOB_RETENTION_HOURS.
    */
   endedPrefix: "ended/",
-  ended: (id: string, endedAtMs: number) =>
-    `ended/${String(Math.max(0, Math.trunc(endedAtMs))).padStart(15, "0")}-${id}`,
+  ended: (id: string, endedAtMs: number) => `ended/${digits15(endedAtMs)}-${id}`,
+  /**
+   * Retention markers of ended jobs whose removal failed (a blob under a legal hold or an immutability policy), named
+   * by when the removal is tried again, then when the job ended and the attempts so far:
+   * `removal-retry/<ms, 15 digits>-<ms, 15 digits>-<attempts>-<id>`, so a listing yields the next due first. Its
+   * content says why the last attempt failed (`{ v: 1, error }`).
+   */
+  removalRetryPrefix: "removal-retry/",
+  removalRetry: (id: string, endedAtMs: number, attempts: number, retryAtMs: number) =>
+    `removal-retry/${digits15(retryAtMs)}-${digits15(endedAtMs)}-${Math.max(1, Math.trunc(attempts))}-${id}`,
   /** Cancellation requests: written by the submitter, applied and removed by the leader. */
   cancelPrefix: "cancel/",
   cancel: (id: string) => `cancel/${id}`,

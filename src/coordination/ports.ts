@@ -82,7 +82,7 @@ export interface MessageQueue {
 export interface BlobFiles extends InputFiles {
   /** Writes a blob (overwrites). */
   writeText(name: string, text: string, options?: Abortable): Promise<void>;
-  /** Deletes a blob; a missing one is a no-op. */
+  /** Deletes a blob with its snapshots; a missing one is a no-op. */
   delete(name: string, options?: Abortable): Promise<void>;
 }
 

@@ -14,9 +14,9 @@ import { isStopped, type JobState } from "./jobState";
 import { writeJobStop } from "./jobStops";
 import { JobStore } from "./jobStore";
 import { registerJobs } from "./registerJobs";
-import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs } from "./retention";
+import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs, type RetentionOptions } from "./retention";
 import { redispatchAfterLapse } from "./redispatch";
-import { recordTerm } from "./termHistory";
+import { recordTerm, recordTermEnd } from "./termHistory";
 
 /**
  * How long an idle pass waits for workers before looking again, while jobs are active: from the first to the second,
@@ -273,13 +273,6 @@ export async function runCoordinationStep(
       }
       term.reportProgress();
     }
-    // Once an hour (and in every step while one is unfinished), ended jobs past their retention are removed.
-    let sweptAtMs: number | undefined;
-    if (report.passes === 1 && deps.now() - (index?.value.sweptAtMs ?? 0) >= RETENTION_SWEEP_INTERVAL_MS) {
-      const retention = await removeExpiredJobs(deps, jobs, { ...io, pastBudget });
-      report.removedJobs += retention.removed;
-      if (retention.complete) sweptAtMs = deps.now();
-    }
     report.activeJobs = active.length - finished.length;
     report.jobs = [...progress.values()];
     const ending =
@@ -289,24 +282,63 @@ export async function runCoordinationStep(
     await Promise.all(finished.map(({ id, endedAtMs }) => noteEnded(deps, id, endedAtMs, io)));
     // The position is written with the index's other changes, or once at the end of a step that did not reach every
     // job: at most one small write per step for it.
-    if (finished.length > 0 || sweptAtMs !== undefined || (ending && resumeAt !== storedResumeAt)) {
-      await jobs.updateIndex(
-        {
-          remove: finished.map(({ id }) => id),
-          resumeAt: resumeAt ?? null,
-          ...(sweptAtMs === undefined ? {} : { sweptAtMs }),
-        },
-        io,
-      );
+    if (finished.length > 0 || (ending && resumeAt !== storedResumeAt)) {
+      await jobs.updateIndex({ remove: finished.map(({ id }) => id), resumeAt: resumeAt ?? null }, io);
       storedResumeAt = resumeAt;
     }
-    if (ending) return report;
+    // Once an hour (and in every step while one is unfinished), ended jobs past their retention are removed — after
+    // the pass has recorded the jobs that ended, and never holding up the step (`sweepRetention`).
+    if (report.passes === 1 && deps.now() - (index?.value.sweptAtMs ?? 0) >= RETENTION_SWEEP_INTERVAL_MS)
+      report.removedJobs += await sweepRetention(deps, jobs, { ...io, pastBudget });
+    if (ending) {
+      await noteStepEnd(deps, fenced, term);
+      return report;
+    }
     const remainingMs = endMono - monotonicMs();
     // Jobs are waiting on workers: poll again shortly instead of leaving them until the next tick.
     if (!work) {
       await delay(Math.min(idleMs, remainingMs), { abortSignal: term.signal });
       idleMs = Math.min(idleMs * 2, IDLE_POLL_MS);
     } else idleMs = MIN_IDLE_POLL_MS;
+  }
+}
+
+/**
+ * Removes the ended jobs past their retention (`retention.ts`: one job's trouble is reported and put off there) and,
+ * when nothing due is left, records the sweep in the index (one small write an hour). Any other failure — a listing,
+ * the index — is logged and the step goes on: the next step sweeps again. Only an abort, a lost term or a newer
+ * leader's write is thrown. Returns the jobs removed.
+ */
+async function sweepRetention(deps: CoordinationDeps, jobs: JobStore, options: RetentionOptions): Promise<number> {
+  let removed = 0;
+  try {
+    const retention = await removeExpiredJobs(deps, jobs, options);
+    removed = retention.removed;
+    if (retention.complete) await jobs.updateIndex({ sweptAtMs: deps.now() }, options);
+  } catch (error) {
+    if (options.abortSignal?.aborted === true || error instanceof StaleEpochError) throw error;
+    if (error instanceof LeadershipLostError) throw error;
+    deps.logger.warn(
+      `Removing ended jobs past their retention failed; the step goes on, and the next step tries again: ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId: deps.instanceId, epoch: jobs.epoch },
+    );
+  }
+  return removed;
+}
+
+/**
+ * Records in the term history when this step ended and how the term before it ended (`recordTermEnd`), for the status
+ * page. It changes nothing the coordination reads: a failure is logged, and only an abort is thrown.
+ */
+async function noteStepEnd(deps: CoordinationDeps, fenced: FencedStateStore, term: LeadershipTerm): Promise<void> {
+  try {
+    await recordTermEnd(fenced, term, deps.now(), { abortSignal: term.signal });
+  } catch (error) {
+    if (term.signal.aborted) throw error;
+    deps.logger.warn(
+      `The term history could not record the end of this step (the status page shows it without): ${error instanceof Error ? error.message : String(error)}`,
+      { instanceId: deps.instanceId, epoch: term.epoch },
+    );
   }
 }
 

@@ -19,6 +19,10 @@ export const termEntrySchema = z.looseObject({
   epoch: z.number().int().min(1),
   /** Wall-clock ms when the term began. */
   sinceMs: z.number(),
+  /** Wall-clock ms when the term's last step ended (the term gives the lease back right after, or lapses). */
+  endedAtMs: z.number().optional(),
+  /** How the term ended, as the next term found the lease: given back, or lapsed (expired, broken, taken over). */
+  end: z.enum(["released", "lapsed"]).optional(),
 });
 export type TermEntry = z.infer<typeof termEntrySchema>;
 
@@ -72,6 +76,37 @@ export async function recordTerm(
         );
       }
       return { ...current, v: 1 as const, terms: [...terms, entry].slice(-TERM_HISTORY_LIMIT) };
+    },
+    options,
+  );
+}
+
+/**
+ * Records, as a step of `term` ends, when it ended, and how the term before it ended (`term.previousEnd`, known only
+ * now), so the status page shows how long each term lasted and how it ended. One fenced write (a read and a
+ * conditional write) per step; nothing when the history does not hold the term (started afresh since).
+ */
+export async function recordTermEnd(
+  fenced: FencedStateStore,
+  term: Pick<LeadershipTerm, "epoch" | "previousEnd">,
+  endedAtMs: number,
+  options: Abortable = {},
+): Promise<void> {
+  await fenced.update(
+    TERMS_KEY,
+    (value) => {
+      const parsed = termHistorySchema.safeParse(value);
+      return parsed.success ? parsed.data : undefined;
+    },
+    (current) => {
+      const terms = [...(current?.terms ?? [])];
+      const at = terms.findIndex((entry) => entry.epoch === term.epoch);
+      const entry = terms[at];
+      if (current === undefined || entry === undefined) return undefined;
+      terms[at] = { ...entry, endedAtMs };
+      const before = terms[at - 1];
+      if (before !== undefined && before.end === undefined) terms[at - 1] = { ...before, end: term.previousEnd };
+      return { ...current, terms };
     },
     options,
   );

@@ -9,6 +9,7 @@ import { abortReason, delay, type Abortable } from "../library/util/delay";
 import { timeSlicer } from "../library/util/timeSlice";
 import { inputOf, readInputBlob } from "./workerInputs";
 import { sendItemResult, sendUnitResult } from "./workerResults";
+import { resendOnShutdown } from "./workerResend";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -16,6 +17,7 @@ export type WorkerDeps = Pick<
   | "system"
   | "inputs"
   | "resultsQueue"
+  | "workQueue"
   | "workPoisonQueue"
   | "registry"
   | "maxInputBlobBytes"
@@ -39,13 +41,16 @@ export interface Delivery {
 
 /**
  * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
- * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not); the
- * unit's task kind, and how many of its `count` items were reported done and failed.
+ * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not),
+ * `resent` when the host shut down during its last delivery and the unit was put on the work queue again, whole
+ * (nothing reported: its items count when the copy is processed); the unit's task kind, and how many of its `count`
+ * items were reported done and failed.
  */
 export type WorkOutcome =
   | ({ status: "processed"; reason?: undefined } & UnitCounts)
   | ({ status: "failed"; reason: string } & UnitCounts)
   | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
+  | ({ status: "resent"; reason: string } & UnitCounts)
   | { status: "rejected"; reason: string };
 
 /** A unit's counts in a {@link WorkOutcome}. */
@@ -97,9 +102,10 @@ class JobStoppedSignal extends Error {
  * kind's `merge`, and ONE result names the items done and failed. A transient failure of any item aborts the others and
  * is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed instead,
  * with the others' results, so the job can finish. So is a shutdown (`options.abortSignal`): the unit is delivered
- * again. The job's stop blob is checked when the unit starts and before each item (at most
- * {@link STOP_CHECK_INTERVAL_MS} old): once the job is stopped, no more of its items start, those running are aborted,
- * and only the items already processed are reported.
+ * again — on its last delivery, as a copy this worker puts on the work queue ({@link resendOnShutdown}), since the host
+ * would move it to the poison queue and the leader fail every item of it, those already done too. The job's stop blob
+ * is checked when the unit starts and before each item (at most {@link STOP_CHECK_INTERVAL_MS} old): once the job is
+ * stopped, no more of its items start, those running are aborted, and only the items already processed are reported.
  */
 export async function processWorkMessage(
   deps: WorkerDeps,
@@ -130,11 +136,18 @@ export async function processWorkMessage(
   const { jobId } = message;
   const first = message.v === 2 ? message.first : message.item;
   const inputs = message.v === 2 ? message.inputs : [message.input];
-  const run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
-  const { done, partials, failures } = run;
-  const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
+  let run: UnitRun;
+  try {
+    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
+  } catch (error) {
+    if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
+    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
+    return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
+  }
+  const { done, partials, failures } = run;
+  const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
   if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
   if (message.v === 1) {
     const [failure] = failed;

@@ -55,14 +55,15 @@ describe("takeover on Azurite (BlobLeaseStore)", () => {
     expect((await store.read()).state).toBe("leased");
   });
 
-  it("breakIfUnchanged on a lease nobody holds is 'broken': the lease is free to acquire", async () => {
+  it("breakIfUnchanged on a lease given back since the read is 'not-held' (409, the version unchanged by the release): nothing is marked, the lease is free to acquire (issue 37, item 6a)", async () => {
     const store = newStore();
     const leaseId = randomUUID();
     await store.acquire(leaseId, 15);
     await store.writeRecord(leaseId, record);
     await store.release(leaseId);
     const { version } = await store.read();
-    expect(await store.breakIfUnchanged(version ?? "", record)).toBe("broken");
+    expect(await store.breakIfUnchanged(version ?? "", { ...record, brokenBy: "b" })).toBe("not-held");
+    expect((await store.read()).record.brokenBy).toBeUndefined();
     expect(await store.acquire(randomUUID(), 15)).toEqual({ acquired: true });
   });
 

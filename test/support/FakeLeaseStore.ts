@@ -81,6 +81,8 @@ export class FakeLeaseStore implements LeaseStore {
   breakIfUnchanged(version: string, record: LeaderRecord, options?: Abortable): Promise<BreakOutcome> {
     return this.op("breakIfUnchanged", options, (): BreakOutcome => {
       if (this.version !== version) return "changed";
+      // Azure's 409 LeaseNotPresentWithLeaseOperation: given back (a release leaves the version as it was).
+      if (this.leaseId === undefined) return "not-held";
       // The mark is a write to the broken lease's blob, after which Azurite reads the lease as available again.
       this.lastEnd = "released";
       this.leaseId = undefined;

@@ -19,5 +19,6 @@ export const EVERY_EVENT_TYPE: Readonly<Record<AppEventType, true>> = {
   "job-expired": true,
   "job-pass-failed": true,
   "job-removed": true,
+  "job-removal-failed": true,
   "message-rejected": true,
 };

@@ -180,6 +180,14 @@ export class MemoryQueue implements MessageQueue {
 export class MemoryFiles implements BlobFiles {
   readonly blobs = new Map<string, string | Buffer>();
   pieceBytes = 64 * 1024;
+  /**
+   * Blobs under a legal hold (or a time-based immutability policy): deleting one answers what Azure answers, 409
+   * `BlobImmutableDueToLegalHold`, as the adapter maps it. Azurite models neither holds nor policies, so this is where
+   * they are tested.
+   */
+  readonly legalHolds = new Set<string>();
+  /** Delete requests made, per blob name. */
+  readonly deletes = new Map<string, number>();
 
   readText(name: string): Promise<string | undefined> {
     const refused = refusedName(name);
@@ -220,6 +228,15 @@ export class MemoryFiles implements BlobFiles {
   delete(name: string): Promise<void> {
     const refused = refusedName(name);
     if (refused !== undefined) return Promise.reject(refused);
+    this.deletes.set(name, (this.deletes.get(name) ?? 0) + 1);
+    if (this.legalHolds.has(name) && this.blobs.has(name))
+      return Promise.reject(
+        new StorageError(
+          "BlobImmutableDueToLegalHold",
+          409,
+          `Deleting blob ${name} failed: storage answered 409 BlobImmutableDueToLegalHold. This is unexpected; see the cause for details.`,
+        ),
+      );
     this.blobs.delete(name);
     return Promise.resolve();
   }

@@ -74,6 +74,33 @@ function on(
 describe("takeover below the lease (unit, fake timers)", () => {
   const world = useFakeLeaseWorld();
 
+  it("a break that finds the lease given back since its read (409) is no takeover: no lease-broken, the term after it begins as after a release (issue 37, item 6a)", async () => {
+    const viewA = new LeaseStoreView(world.store);
+    const a = on(viewA, world.store, world.recorder, { instanceId: "unit-a", ...TAKEOVER });
+    const recorderB = new Recorder();
+    const b = on(new LeaseStoreView(world.store), world.store, recorderB, { instanceId: "unit-b", ...TAKEOVER });
+    const shutdown = new AbortController();
+    void a.tryLead((term) => untilAborted(term));
+    await vi.advanceTimersByTimeAsync(5_000);
+    // unit-a stops heartbeating (its network is cut); its release is the one request that lands, between unit-b's
+    // last read (which saw the lease held) and unit-b's break. A release does not change the blob's version.
+    viewA.cut = true;
+    const heldBy = world.store.leaseId;
+    const breakIfUnchanged = world.store.breakIfUnchanged.bind(world.store);
+    world.store.breakIfUnchanged = async (version, record, options) => {
+      if (heldBy !== undefined) await world.store.release(heldBy);
+      return breakIfUnchanged(version, record, options);
+    };
+    void b.lead((term) => untilAborted(term), { abortSignal: shutdown.signal }).catch(() => undefined);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(recorderB.ofType("lease-broken")).toEqual([]);
+    const acquired = recorderB.ofType("lease-acquired");
+    expect(acquired).toHaveLength(1);
+    expect(acquired[0]).toMatchObject({ epoch: 2, previousHolder: "unit-a", previousEnd: "released" });
+    expect(acquired[0]?.brokenBy).toBeUndefined();
+    shutdown.abort();
+  });
+
   it("a contender takes over a leader that fell silent long before its lease expires, and only after it stopped", async () => {
     const watch = new TermWatch(world.store);
     const viewA = new LeaseStoreView(world.store);

@@ -232,6 +232,15 @@ describe("telemetry: the coordinator's metrics", () => {
     expect(point(await metrics(), METRIC_NAMES.leaderChanges)?.value).toBe(2);
   });
 
+  it("each job removal that failed (job-removal-failed) counts in the retention failures metric (issue 37, hole 3)", async () => {
+    const { telemetry, metrics } = recordingTelemetry();
+    const sink = telemetry.instrument(contextSink(), INVOCATION);
+    const failure = { instanceId: "i", epoch: 3, jobId: "j", endedAtMs: 1, retryAtMs: 2, error: "409" } as const;
+    sink.emit({ type: "job-removal-failed", atMs: 10, attempts: 1, ...failure });
+    sink.emit({ type: "job-removal-failed", atMs: 20, attempts: 2, ...failure });
+    expect(point(await metrics(), METRIC_NAMES.removalFailures)?.value).toBe(2);
+  });
+
   it("one sample gives each queue's depth and the fold lag (the oldest result's age), whoever leads", async () => {
     const world = memoryApp();
     const { telemetry, metrics } = recordingTelemetry();

@@ -22,6 +22,8 @@ export const METRIC_NAMES = {
   leaderChanges: "coordinator.leader.changes",
   /** Jobs active at the end of a completed step. */
   activeJobs: "coordinator.jobs.active",
+  /** Removals of ended jobs that failed (`job-removal-failed`: a blob storage will not delete), each put off. */
+  removalFailures: "coordinator.retention.failures",
 } as const;
 
 /** When a step started (its step-started event's wall-clock ms) and what started it. */
@@ -45,6 +47,7 @@ export class CoordinatorMetrics {
   private readonly epoch: Gauge;
   private readonly leaderChanges: Counter;
   private readonly activeJobs: Gauge;
+  private readonly removalFailures: Counter;
 
   constructor(meter: Meter) {
     this.items = meter.createCounter(METRIC_NAMES.items, { unit: "{item}", description: "Work items processed" });
@@ -64,6 +67,10 @@ export class CoordinatorMetrics {
       description: "Terms begun by another instance than the previous holder",
     });
     this.activeJobs = meter.createGauge(METRIC_NAMES.activeJobs, { unit: "{job}", description: "Active jobs" });
+    this.removalFailures = meter.createCounter(METRIC_NAMES.removalFailures, {
+      unit: "{failure}",
+      description: "Removals of ended jobs that failed and were put off",
+    });
   }
 
   /**
@@ -76,6 +83,7 @@ export class CoordinatorMetrics {
     if (event.type === "lease-acquired" && event.previousHolder !== "" && event.previousHolder !== event.instanceId)
       this.leaderChanges.add(1);
     if (event.type === "step-completed" || event.type === "step-aborted") this.recordStepEnd(event, started);
+    if (event.type === "job-removal-failed") this.removalFailures.add(1);
   }
 
   /** Records a worker's unit: its items done and failed, by task kind. */

@@ -61,6 +61,8 @@ export const EVENT_LEVELS: Readonly<Record<AppEventType, LogLevel>> = {
   "job-expired": "warning",
   "job-pass-failed": "warning",
   "job-removed": "information",
+  // A blob storage will not delete (a legal hold, an immutability policy) keeps an ended job: someone should look.
+  "job-removal-failed": "warning",
   "message-rejected": "warning",
 };
 

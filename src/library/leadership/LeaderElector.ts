@@ -171,7 +171,9 @@ export class LeaderElector {
     this.observe(record, callOptions);
     const send = <T>(operation: (signal: AbortSignal) => Promise<T>): Promise<T> =>
       this.request(operation, abortSignal);
-    if (await breakIfSilent(this.silence, snapshot, callOptions, send)) return { outcome: "broken", leader: record };
+    const broke = await breakIfSilent(this.silence, snapshot, callOptions, send);
+    if (broke === "broken") return { outcome: "broken", leader: record };
+    if (broke === "released") return { outcome: "free" };
     return { outcome: "held", leader: record, breakInMs: this.silence.msUntilBreak() };
   }
 
@@ -215,9 +217,10 @@ export class LeaderElector {
       // With takeover: a holder this contender knows has stopped is broken, and the lease acquired below.
       const send = <R>(operation: (signal: AbortSignal) => Promise<R>): Promise<R> =>
         this.request(operation, abortSignal);
-      if (!(await breakIfSilent(this.silence, snapshot, options, send)))
-        return { outcome: "not-acquired", leader: snapshot.record };
-      previousEnd = "lapsed";
+      const broke = await breakIfSilent(this.silence, snapshot, options, send);
+      if (broke === false) return { outcome: "not-acquired", leader: snapshot.record };
+      // A lease given back since the read was not broken: the term after it follows a release.
+      if (broke === "broken") previousEnd = "lapsed";
     }
     // A fresh id per attempt, never reused: a release by one term or attempt can never free a lease another holds, not
     // even a release whose answer was lost and that lands late (so an orphaned lease is not adopted: it expires).

@@ -88,21 +88,30 @@ export class SilenceWatch {
 }
 
 /**
- * Breaks the lease of a holder this contender knows has stopped (see {@link SilenceWatch}); true when the break landed.
- * `send` runs one storage request under the caller's timeout and signal. Logs and emits `lease-broken` on success.
+ * Breaks the lease of a holder this contender knows has stopped (see {@link SilenceWatch}): "broken" when the break
+ * landed, "released" when the holder had given the lease back since the read (free to acquire; nothing was broken),
+ * false otherwise. `send` runs one storage request under the caller's timeout and signal. Logs and emits
+ * `lease-broken` when it broke the lease.
  */
 export async function breakIfSilent(
   silence: SilenceWatch,
   snapshot: LeaseSnapshot,
   options: ResolvedElectorOptions,
   send: <T>(operation: (signal: AbortSignal) => Promise<T>) => Promise<T>,
-): Promise<boolean> {
+): Promise<"broken" | "released" | false> {
   const due = silence.due(snapshot.record);
   if (due === undefined) return false;
   const { store, logger, instanceId, clock } = options;
   silence.reset();
   const outcome = await send((signal) => store.breakIfUnchanged(due.version, due.mark, { abortSignal: signal }));
   const { holder, epoch } = snapshot.record;
+  if (outcome === "not-held") {
+    // Given back between the read and the break: no takeover, and the term after it follows a release.
+    logger.verbose(`Instance ${instanceId}: ${holder} (epoch ${epoch}) released the lease before the break.`, {
+      instanceId,
+    });
+    return "released";
+  }
   if (outcome === "changed") {
     logger.verbose(`Instance ${instanceId}: ${holder} (epoch ${epoch}) wrote again before the break; not broken.`, {
       instanceId,
@@ -121,5 +130,5 @@ export async function breakIfSilent(
     silentMs: due.silentMs,
     atMs: clock.wallMs(),
   });
-  return true;
+  return "broken";
 }

@@ -45,8 +45,11 @@ export interface LeaseSnapshot {
   version?: string;
 }
 
-/** How {@link LeaseStore.breakIfUnchanged} ended: losing the race (the version moved on) is a value. */
-export type BreakOutcome = "broken" | "changed";
+/**
+ * How {@link LeaseStore.breakIfUnchanged} ended: losing the race (the version moved on) is a value, and so is finding
+ * the lease given back ("not-held").
+ */
+export type BreakOutcome = "broken" | "changed" | "not-held";
 
 /**
  * An operator's request that the leader of `epoch` step down. Until a term marks it honoured it binds the first term
@@ -101,11 +104,12 @@ export interface LeaseStore {
    * Takeover: breaks the lease at once (break period 0), only if the record's version is still `version` (a
    * conditional request: no heartbeat or record write has landed since), then writes `record` — the record read with
    * that version, marked with `brokenBy` — conditioned on the same version, so the version moves on and no other
-   * contender that counted silence on `version` breaks the next term before it has written its own record. A lease
-   * nobody holds counts as broken. The mark is best effort: its failure changes nothing (the break has landed).
+   * contender that counted silence on `version` breaks the next term before it has written its own record. The mark
+   * is best effort: its failure changes nothing (the break has landed).
    *
-   * @returns "broken" when the break landed (or nobody held the lease); "changed" when the version had moved on —
-   *   nothing was broken.
+   * @returns "broken" when the break landed; "changed" when the version had moved on — nothing was broken;
+   *   "not-held" when nobody held the lease (Azure's 409: the holder released it since the read, which leaves the
+   *   version as it was) — nothing was broken, no mark written, and the lease is free to acquire.
    */
   breakIfUnchanged(version: string, record: LeaderRecord, options?: Abortable): Promise<BreakOutcome>;
   /** Reads lease state, the leader record and its version (one request). */
