@@ -12,7 +12,10 @@ export const CI_BUDGET = { seed: 20_261_123, runs: 1_000, shrinkSeconds: 20 } as
  * (the simulator still can: `npm run simulate -- --invariants NAME`). Keep this list honest and short: remove an
  * entry in the change that fixes its hole.
  */
-export const KNOWN_OPEN: Partial<Record<InvariantName, string>> = {};
+export const KNOWN_OPEN: Partial<Record<InvariantName, string>> = {
+  noDoneItemFailedLater:
+    "issue 37.8: with every fault on, it also fails without any shutdown (CI seeds 20261444, 20261618, 20261679, 20262055, …): the invariant's excuses (or another hole) are not settled",
+};
 
 /**
  * Faults CI does not inject yet because they reach a hole that is still open, each with what it waits on. The
