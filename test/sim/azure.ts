@@ -67,6 +67,8 @@ export class StorageAccount {
   readonly containers = new Map<string, Container>();
   readonly queues = new Map<string, SimQueue>();
   readonly writes: WriteRecord[] = [];
+  /** Messages the instances' ports put on the work queue, as they landed (decoded), for the re-send invariant. */
+  readonly workSends: { text: string; by: string; atMs: number }[] = [];
   /**
    * Breaks that ended an active lease, for the takeover invariant: the lease id they ended, the blob's metadata then
    * (the record of the term that wrote last), and whether the break was conditional (a takeover's).

@@ -2,6 +2,7 @@ import { Bitmap } from "../../src/coordination/bitmap";
 import { jobStateSchema, type JobState } from "../../src/coordination/jobState";
 import { StorageError } from "../../src/library/errors";
 import { ACTIVITY_INVARIANTS, ActivityChecks } from "./activityInvariants";
+import { LIFECYCLE_INVARIANTS, LifecycleChecks } from "./lifecycleInvariants";
 import { plannedJobCount } from "./activityWorld";
 import { simPartial, simRegistry } from "./kinds";
 import { SIM_TIMING, type SimWorld, type StepRecord, type SubmittedJob } from "./world";
@@ -29,6 +30,7 @@ export const INVARIANTS = {
   takeoverOnlyOfStoppedHolder:
     "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock), unless its process was frozen or crashed (test/sim/takeover.ts)",
   ...ACTIVITY_INVARIANTS,
+  ...LIFECYCLE_INVARIANTS,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -59,12 +61,16 @@ export class InvariantChecker {
   private readonly endedJobs = new Map<string, JobState>();
   private readonly registry = simRegistry();
   private readonly activity: ActivityChecks;
+  private readonly lifecycle: LifecycleChecks;
 
   constructor(
     private readonly world: SimWorld,
     private readonly enabled: ReadonlySet<InvariantName>,
   ) {
     this.activity = new ActivityChecks(world, (invariant, message) => {
+      this.fail(invariant, message);
+    });
+    this.lifecycle = new LifecycleChecks(world, (invariant, message) => {
       this.fail(invariant, message);
     });
   }
@@ -138,6 +144,7 @@ export class InvariantChecker {
       this.fail("takeoverOnlyOfStoppedHolder", problem);
     this.checkPoisonVisibility();
     this.activity.afterStep();
+    this.lifecycle.afterStep();
   }
 
   private readonly hiddenPoison = new Set<string>();

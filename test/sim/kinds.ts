@@ -32,12 +32,30 @@ export function sumOf(input: string, { scale }: { scale: number }): { n: number;
 export const SIM_KINDS = [groupByKind.name, sumKind.name] as const;
 export type SimKindName = (typeof SIM_KINDS)[number];
 
-/** A registry with every kind except `missing` (a process deployed without some kinds). */
-export function simRegistry(missing: readonly string[] = []): TaskRegistry {
+/**
+ * A registry with every kind except `missing` (a process deployed without some kinds). `onDone`: told of each item a
+ * kind processed without throwing (its output, were it a real kind, written), as it returns.
+ */
+export function simRegistry(
+  missing: readonly string[] = [],
+  onDone?: (jobId: string, index: number) => void,
+): TaskRegistry {
   const registry = new TaskRegistry();
-  if (!missing.includes(groupByKind.name)) registry.register(groupByKind);
-  if (!missing.includes(sumKind.name)) registry.register(sumKind);
+  if (!missing.includes(groupByKind.name)) registry.register(observed(groupByKind, onDone));
+  if (!missing.includes(sumKind.name)) registry.register(observed(sumKind, onDone));
   return registry;
+}
+
+function observed<P, R>(kind: TaskKind<P, R>, onDone: ((jobId: string, index: number) => void) | undefined) {
+  if (onDone === undefined) return kind;
+  return {
+    ...kind,
+    process: async (...args: Parameters<TaskKind<P, R>["process"]>): Promise<R> => {
+      const partial = await kind.process(...args);
+      onDone(args[1].jobId, args[1].index);
+      return partial;
+    },
+  } satisfies TaskKind<P, R>;
 }
 
 /** A simulated kind's partial of one input, computed synchronously (the invariants recompute aggregates with it). */

@@ -552,6 +552,8 @@ export class SimMessageQueue implements MessageQueue {
             "send",
             () => {
               this.ctx.account.queue(this.name).send(encodeBody(text, "base64"), options.visibilityDelayS ?? 0);
+              if (this.name === "work-items")
+                this.ctx.account.workSends.push({ text, by: this.ctx.process.name, atMs: Date.now() });
             },
             options,
           ),

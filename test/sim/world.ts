@@ -21,6 +21,7 @@ import {
 import type { LeaderElectorOptions } from "../../src/library/leadership/options";
 import { requestStepDown } from "../../src/library/leadership/leaderInfo";
 import type { LeadershipTerm } from "../../src/library/leadership/Term";
+import { StorageError } from "../../src/library/errors";
 import { silentLogger } from "../../src/library/util/logger";
 import { activityEndMs } from "./activity";
 import { emptyActivityLog, pollLikeTheHost, runWakeTrigger, startActivity, type ActivityLog } from "./activityWorld";
@@ -29,6 +30,7 @@ import { simRegistry, sumKind } from "./kinds";
 import { Network, SimProcess, sleep } from "./network";
 import type { FaultEvent, ItemPlan, JobPlan, Plan } from "./plan";
 import { SimFiles, SimLeaseStore, SimMessageQueue, SimStateStore, type PortContext } from "./ports";
+import { SimLifecycle } from "./lifecycleWorld";
 import { SimTakeover, simLeaderWatch } from "./takeover";
 
 /** Timing of the simulated app: Azure's minimum lease, the library's defaults, a short tick and step. */
@@ -149,13 +151,15 @@ export class SimInstance {
   readonly workQueue: SimMessageQueue;
   readonly workPoison: SimMessageQueue;
   readonly wakeQueue: SimMessageQueue;
+  /** The process's shutdown signal (the appTerminate hook's), which its running units are given. */
+  readonly shutdown = new AbortController();
   ticking = 0;
 
   constructor(
     private readonly world: SimWorld,
     readonly index: number,
     generation: number,
-    lacksSum: boolean,
+    private readonly lacksSum: boolean,
   ) {
     this.process = new SimProcess(`i${index}.${generation}`, () => Date.now());
     this.process.clockRate = world.takeover.clockRate();
@@ -255,20 +259,35 @@ export class SimInstance {
         await this.workQueue.delete(message);
         return;
       }
+      if (this.shutdown.signal.aborted) return; // shutting down: the host takes no more (visibility lapses)
       await sleep(Math.round(world.random() * SIM_TIMING.maxProcessingMs)); // the work itself takes a while
       if (message.text.includes('"inline":"kill"')) {
         world.killWorker(this); // the item kills the process: no result, the message reappears after its visibility
         return;
       }
       let ok = true;
+      let storageTrouble = false;
+      const last = message.dequeueCount >= maxDequeueCount;
+      const processed: number[] = [];
+      const registry = simRegistry(this.lacksSum ? [sumKind.name] : [], (_, index) => {
+        processed.push(index);
+        world.lifecycle.onItemDone(this, last);
+      });
       try {
-        await handleWorkMessage(this.app, this.sink, message.text, {
-          id: message.id,
-          dequeueCount: message.dequeueCount,
-        });
-      } catch {
+        await handleWorkMessage(
+          { ...this.app, registry },
+          this.sink,
+          message.text,
+          { id: message.id, dequeueCount: message.dequeueCount },
+          { abortSignal: this.shutdown.signal },
+        );
+      } catch (error) {
         ok = false;
+        storageTrouble = error instanceof StorageError;
       }
+      const jobId = (JSON.parse(message.text) as { jobId?: unknown }).jobId;
+      if (last && !storageTrouble && !this.process.crashed && typeof jobId === "string")
+        world.lifecycle.onLastDeliveryEnded(jobId, processed);
       if (ok) await this.workQueue.delete(message);
       else if (message.dequeueCount >= maxDequeueCount) {
         await this.workPoison.sendRaw(message.rawText);
@@ -329,6 +348,8 @@ export class SimWorld {
   readonly userBlobs = new Map<string, string>();
   /** Takeover below the lease: terms, clock rates, watchers' wake-ups, its invariant (test/sim/takeover.ts). */
   readonly takeover: SimTakeover;
+  /** Issue 37's models: shutdowns on a unit's last delivery, and what the invariants read (lifecycleWorld.ts). */
+  readonly lifecycle = new SimLifecycle(this);
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
   private readonly clientSystem: SimFiles;
@@ -360,9 +381,10 @@ export class SimWorld {
       DISPATCH_BATCH_SIZE: SIM_TIMING.dispatchBatchSize,
       LEASE_DURATION_SECONDS: SIM_TIMING.leaseDurationS,
       WORK_UNIT_MAX_ITEMS: plan.unitMaxItems,
-      // The plan's unit size as it is (up to the in-flight window, 2 × 4 items): jobs of 1–16 items are not spread
-      // further (the default, 16 units, would make every unit one item): units of several items meet faults.
-      WORK_UNIT_SPREAD: 1,
+      // The plan's unit size as it is (up to the in-flight window, 2 × 4 items), or units of 2 (a spread of 4): jobs of
+      // 1–16 items are not spread further (the default, 16 units, would make every unit one item): units of several
+      // items meet faults; with units of 2, a job's tail of 4 goes out with the window (issue 37).
+      WORK_UNIT_SPREAD: plan.lifecycle.unitSpread,
       // The leader's sentinel is a wake-up: on with the wake-ups model (every instance runs the wake trigger), as the
       // app's defaults have it; off without it, where nobody would receive one.
       LEADER_SENTINEL_SECONDS: plan.activity.wakeUps ? 2 : 0,
@@ -464,6 +486,7 @@ export class SimWorld {
       this.heal();
     });
     startActivity(this);
+    this.lifecycle.start();
   }
 
   /** Submits job `n` of the plan (or of a burst): inline, or through a manifest; with a wake-up when those are on. */

@@ -1,0 +1,32 @@
+import fc from "fast-check";
+import type { FaultKind } from "./plan";
+
+/**
+ * Issue 37's models, beside the faults and the activity: the tail window (a job's last units going out with the
+ * window, so a term may die with more than a window in flight) and hosts shutting down on a unit's last delivery
+ * (every deploy and scale-in). Kept in one field of the plan, `lifecycle`, generated after every earlier field.
+ */
+export interface LifecyclePlan {
+  /** WORK_UNIT_SPREAD: 1 (units as large as the plan allows), or 4 (units of 2: a job's tail of 4 goes out whole). */
+  unitSpread: number;
+  /**
+   * Hosts shutting down (`lifecycleWorld.ts`): each, from `atS`, strikes the next unit on its last delivery to finish
+   * an item, or after `forS` the next unit to finish one.
+   */
+  shutdowns: { atS: number; forS: number }[];
+}
+
+/** The faults (in `--faults`) that switch on the lifecycle models' faults. */
+export const LIFECYCLE_FAULTS = ["shutdown"] as const;
+
+/** The arbitrary of the lifecycle models, with only the faults in `faults`. */
+export function lifecycleArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<LifecyclePlan> {
+  return fc.record({
+    unitSpread: fc.constantFrom(1, 4),
+    shutdowns: faults.has("shutdown")
+      ? fc.array(fc.record({ atS: fc.integer({ min: 0, max: 60 }), forS: fc.integer({ min: 5, max: 60 }) }), {
+          maxLength: 3,
+        })
+      : fc.constant([]),
+  });
+}
