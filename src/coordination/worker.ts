@@ -238,6 +238,7 @@ async function runItems(
       // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
       // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
       while (workerSlice.spent()) await workerSlice();
+      if (signal.aborted) throw abortReason(signal); // stopped or shut down meanwhile: handled below
       const hold = loopHolds.begin();
       const partial = await kind
         .process(data, {
