@@ -5,7 +5,7 @@ import { originalText, rejectionReason, rejectionText } from "./rejection";
 import { issuesText } from "./standardSchema";
 import { ItemError } from "./taskKinds";
 import { PartialMerger, type RegisteredKind } from "./taskRegistry";
-import { abortReason, delay, type Abortable } from "../library/util/delay";
+import { abortReason, delay, throwIfAborted, type Abortable } from "../library/util/delay";
 import { timeSlicer } from "../library/util/timeSlice";
 import { LoopHoldWatch } from "./loopHold";
 import { inputOf, readInputBlob } from "./workerInputs";
@@ -238,7 +238,7 @@ async function runItems(
       // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
       // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
       while (workerSlice.spent()) await workerSlice();
-      if (signal.aborted) throw abortReason(signal); // stopped or shut down meanwhile: handled below
+      throwIfAborted(signal); // stopped or shut down meanwhile: handled below
       const hold = loopHolds.begin();
       const partial = await kind
         .process(data, {
