@@ -5,7 +5,7 @@ import { originalText, rejectionReason, rejectionText } from "./rejection.js";
 import { issuesText } from "./standardSchema.js";
 import { ItemError } from "./taskKinds.js";
 import { PartialMerger, type RegisteredKind } from "./taskRegistry.js";
-import { abortReason, delay, type Abortable } from "../library/util/delay.js";
+import { abortReason, delay, throwIfAborted, type Abortable } from "../library/util/delay.js";
 import { timeSlicer } from "../library/util/timeSlice.js";
 import { LoopHoldWatch } from "./loopHold.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
@@ -251,6 +251,7 @@ async function runItems(
       // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
       // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
       while (workerSlice.spent()) await workerSlice();
+      throwIfAborted(signal); // stopped or shut down meanwhile: handled below
       const hold = loopHolds.begin();
       const partial = await kind
         .process(data, {
