@@ -303,11 +303,9 @@ export class JobWriter {
     const text = JSON.stringify(this.pending);
     this.chunkChars.push(text.length);
     this.writes.push(
-      this.system
-        .writeText(keys.chunk(this.id, this.chunks++), text, this.options)
-        .catch((error: unknown) => {
-          this.failure ??= { error };
-        }),
+      this.system.writeText(keys.chunk(this.id, this.chunks++), text, this.options).catch((error: unknown) => {
+        this.failure ??= { error };
+      }),
     );
     this.pending = [];
     if (this.writes.length >= WRITE_PARALLELISM) await this.settle();

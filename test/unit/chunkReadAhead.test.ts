@@ -25,9 +25,11 @@ const sized = (n: number, chars: number): ItemInput => ({
 });
 /** Items in chunks of 1,000 (the fewest a chunk holds), chunk by chunk: "s" of 30 characters each, "L" of 1,100. */
 const itemsOf = (pattern: string): ItemInput[] =>
-  pattern.split("").flatMap((size, chunk) =>
-    Array.from({ length: 1000 }, (_, i) => sized(chunk * 1000 + i, size === "L" ? 1100 : 30)),
-  );
+  pattern
+    .split("")
+    .flatMap((size, chunk) =>
+      Array.from({ length: 1000 }, (_, i) => sized(chunk * 1000 + i, size === "L" ? 1100 : 30)),
+    );
 
 /** What each of a job's chunks holds, in characters, read back from storage. */
 async function chunkLengths(
