@@ -95,6 +95,25 @@ customEvents
           failed = toint(customDimensions.failed), skipped = toint(customDimensions.skipped)
 '''
 
+// Ended jobs retention could not remove (job-removal-failed: a blob under a snapshot, a legal hold or an immutability
+// policy refuses deletion). The leader puts each off with a back-off and goes on with the other jobs; someone should
+// lift the hold or delete the blob.
+var removalFailedQuery = '''
+customEvents
+| where name == "job-removal-failed"
+| summarize attempts = max(toint(customDimensions.attempts)), lastError = take_any(tostring(customDimensions.error))
+    by jobId = tostring(customDimensions.jobId)
+'''
+
+// Work items of a kind that kept the event loop from turning longer than a leader in that process survives without
+// heartbeats or renewals (item-held-event-loop): leadership churns while such a kind runs.
+var heldLoopQuery = '''
+customEvents
+| where name == "item-held-event-loop"
+| summarize items = count(), longestMs = max(todouble(customDimensions.heldMs)), limitMs = max(todouble(customDimensions.limitMs))
+    by taskKind = tostring(customDimensions.kind)
+'''
+
 var rules = [
   {
     name: 'poison'
@@ -144,6 +163,32 @@ var rules = [
     windowSize: 'PT5M'
     overrideQueryTimeRange: ''
     query: expiredQuery
+    metricMeasureColumn: ''
+    timeAggregation: 'Count'
+    threshold: 0
+  }
+  {
+    name: 'job-removal-failed'
+    displayName: 'Coordinator: retention cannot remove an ended job'
+    description: 'Retention could not delete a blob of an ended job (job-removal-failed: a snapshot, a legal hold or an immutability policy). The leader retries it with a back-off and goes on with the other jobs. The result names the job, its attempts and the last error; docs/OPERATIONS.md, "Alerts".'
+    severity: 2
+    evaluationFrequency: 'PT1H'
+    windowSize: 'PT1H'
+    overrideQueryTimeRange: ''
+    query: removalFailedQuery
+    metricMeasureColumn: ''
+    timeAggregation: 'Count'
+    threshold: 0
+  }
+  {
+    name: 'item-held-event-loop'
+    displayName: 'Coordinator: a task kind holds the event loop'
+    description: 'Work items of a task kind kept the event loop from turning longer than a leader in the same process survives without heartbeats (item-held-event-loop), so leadership churns while it runs. The result names the kind and the longest hold; docs/TASK-KINDS.md, "What a kind must not do".'
+    severity: 2
+    evaluationFrequency: 'PT15M'
+    windowSize: 'PT15M'
+    overrideQueryTimeRange: ''
+    query: heldLoopQuery
     metricMeasureColumn: ''
     timeAggregation: 'Count'
     threshold: 0

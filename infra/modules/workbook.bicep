@@ -80,6 +80,16 @@ customMetrics
 | summarize lagSeconds = max(value) by bin(timestamp, 5m)
 '''
 
+// Trouble someone should look at: ended jobs retention could not remove, and kinds that held the event loop.
+var troubleQuery = '''
+customEvents
+| where name in ("job-removal-failed", "item-held-event-loop")
+| extend subject = iff(name == "item-held-event-loop", tostring(customDimensions.kind), tostring(customDimensions.jobId)),
+         detail = iff(name == "item-held-event-loop", strcat("held ", tostring(customDimensions.heldMs), " ms"), tostring(customDimensions.error))
+| summarize events = count(), lastSeen = max(timestamp), lastDetail = take_any(detail) by name, subject
+| order by lastSeen desc
+'''
+
 var panels = [
   { title: 'Leader timeline: one row per term', query: leaderTimelineQuery, visualization: 'table' }
   { title: 'Terms begun per instance', query: termsQuery, visualization: 'barchart' }
@@ -88,6 +98,7 @@ var panels = [
   { title: 'Coordination steps', query: stepsQuery, visualization: 'timechart' }
   { title: 'Queue depths', query: queueDepthsQuery, visualization: 'timechart' }
   { title: 'Fold lag (seconds)', query: foldLagQuery, visualization: 'timechart' }
+  { title: 'Trouble: jobs retention cannot remove, kinds holding the event loop', query: troubleQuery, visualization: 'table' }
 ]
 
 var content = {

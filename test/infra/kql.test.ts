@@ -124,9 +124,9 @@ describe("the KQL of docs/OPERATIONS.md, the alert rules and the workbook", () =
   });
 
   describeCompiled("the alert rules and the workbook, as compiled", () => {
-    it("four alert rules and seven panels, the thresholds substituted as deployed", () => {
-      expect(alertQueries).toHaveLength(4);
-      expect(workbookQueries).toHaveLength(7);
+    it("six alert rules and eight panels, the thresholds substituted as deployed", () => {
+      expect(alertQueries).toHaveLength(6);
+      expect(workbookQueries).toHaveLength(8);
       // The stalled rule's window is the default, 10 minutes.
       expect(alertQueries.filter((query) => query.includes("let window = 10m;"))).toHaveLength(1);
       expect(alertQueries.join("\n")).not.toContain("__WINDOW__");

@@ -12,7 +12,7 @@ const RULE = "Microsoft.Insights/scheduledQueryRules";
 describeCompiled("alert rules", () => {
   const infra = useCompiledInfra();
 
-  it("four log search rules on the Application Insights component: poison, stalled, flapping, a job past its deadline", () => {
+  it("six log search rules on the Application Insights component: poison, stalled, flapping, a job past its deadline, retention that cannot remove a job, a kind holding the event loop", () => {
     const main = readSnapshot(infra(), "main");
     const component = only(main, "Microsoft.Insights/components");
     const rules = ofType(main, RULE);
@@ -21,6 +21,8 @@ describeCompiled("alert rules", () => {
       "stalled",
       "flapping",
       "job-expired",
+      "job-removal-failed",
+      "item-held-event-loop",
     ]);
     for (const rule of rules) {
       expect(rule.kind).toBe("LogAlert");
@@ -61,7 +63,7 @@ describeCompiled("alert rules", () => {
 describeCompiled("workbook", () => {
   const infra = useCompiledInfra();
 
-  it("a shared workbook on the component: leader timeline, terms, jobs, throughput, steps, queue depths, fold lag", () => {
+  it("a shared workbook on the component: leader timeline, terms, jobs, throughput, steps, queue depths, fold lag, trouble", () => {
     const main = readSnapshot(infra(), "main");
     const workbook = only(main, "Microsoft.Insights/workbooks");
     expect(workbook.kind).toBe("shared");
@@ -78,6 +80,7 @@ describeCompiled("workbook", () => {
       "Coordination steps",
       "Queue depths",
       "Fold lag (seconds)",
+      "Trouble: jobs retention cannot remove, kinds holding the event loop",
     ]);
   });
 });
