@@ -70,10 +70,10 @@ export const settingsSchema = z.object({
   /** How often the leader renews, in ms. Must be below LEASE_RENEW_DEADLINE_MS. @default 3000 */
   LEASE_RENEW_INTERVAL_MS: intIn(500, 59_000).default(3000),
   /**
-   * Local renew deadline in ms: the leader stops if it could not renew for this long. Below the lease duration.
-   * @default 10000
+   * Local renew deadline in ms: the leader stops if it could not renew for this long. At most 90 % of the lease
+   * duration, so a leader whose clock runs 10 % slow still stops before its lease can expire. @default 10000
    */
-  LEASE_RENEW_DEADLINE_MS: intIn(1000, 59_000).default(10_000),
+  LEASE_RENEW_DEADLINE_MS: intIn(1000, 54_000).default(10_000),
   /**
    * Takeover below the lease (docs/FAILOVER.md): the leader stops when no heartbeat has succeeded for this long, in ms,
    * and another instance that has seen its record unchanged for longer (3.1 s at the default, margins included) breaks
@@ -81,13 +81,13 @@ export const settingsSchema = z.object({
    * LEASE_HEARTBEAT_INTERVAL_MS and below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off (heartbeats too). A shorter
    * deadline fails over faster and ends terms on shorter storage trouble. @default 2500
    */
-  LEASE_TAKEOVER_DEADLINE_MS: intIn(0, 58_000).default(2500),
+  LEASE_TAKEOVER_DEADLINE_MS: intIn(0, 53_000).default(2500),
   /**
    * How often the leader heartbeats (rewrites its record; one storage operation), in ms. Below
    * LEASE_TAKEOVER_DEADLINE_MS: heartbeats that each take less than the smaller of their difference and half the
    * deadline (1.25 s at the defaults) never end the term. @default 1000
    */
-  LEASE_HEARTBEAT_INTERVAL_MS: intIn(100, 58_000).default(1000),
+  LEASE_HEARTBEAT_INTERVAL_MS: intIn(100, 53_000).default(1000),
   /**
    * With takeover: how often a process that ran a worker or wake-up invocation in the last three lease durations reads
    * the lease, in ms, to notice a leader that fell silent and break its lease (then one wake-up starts the next step).

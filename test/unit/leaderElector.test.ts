@@ -269,7 +269,17 @@ describe("LeaderElector options", () => {
     [{ leaseDurationS: 10 }, /leaseDurationS is 10; Azure allows a whole number of seconds from 15 to 60/],
     [{ leaseDurationS: 61 }, /leaseDurationS is 61/],
     [{ renewIntervalMs: 12_000 }, /renewIntervalMs \(12000\) must be below renewDeadlineMs \(10000\)/],
-    [{ renewDeadlineMs: 15_000 }, /renewDeadlineMs \(15000\) must be below the lease duration \(15000 ms\)/],
+    [
+      { renewDeadlineMs: 15_000 },
+      /renewDeadlineMs \(15000\) must be at most 13500 ms: the lease duration \(15000 ms\)/,
+    ],
+    // A1 (docs/FAILOVER.md): a holder whose clock runs 10 % slow gives up at 14 s / 0.9 = 15.6 s of real time, after
+    // its 15 s lease could have expired and passed on.
+    [{ renewDeadlineMs: 14_000 }, /renewDeadlineMs \(14000\) must be at most 13500 ms: the lease duration/],
+    [
+      { renewDeadlineMs: 14_500, clockDriftRatio: 0.05 },
+      /renewDeadlineMs \(14500\) must be at most 14250 ms: the lease duration \(15000 ms\) less 5 %/,
+    ],
     [{ jitterRatio: 2 }, /jitterRatio is 2; allowed: 0 to 1/],
     [{ stallTimeoutMs: 100 }, /stallTimeoutMs is 100; it must be above renewIntervalMs/],
     [{ instanceId: "has spaces" }, /instanceId "has spaces" must be 1–128/],
@@ -281,6 +291,7 @@ describe("LeaderElector options", () => {
 
   it.each([
     ["all in order", { renewIntervalMs: 3000, renewDeadlineMs: 10_000, leaseDurationS: 15 }, []],
+    ["a deadline at the clock bound", { renewIntervalMs: 3000, renewDeadlineMs: 13_500, leaseDurationS: 15 }, []],
     [
       "an interval not below the deadline",
       { renewIntervalMs: 10_000, renewDeadlineMs: 10_000, leaseDurationS: 15 },
@@ -289,18 +300,20 @@ describe("LeaderElector options", () => {
     [
       "a deadline not below the lease duration",
       { renewIntervalMs: 3000, renewDeadlineMs: 15_000, leaseDurationS: 15 },
-      ["renewDeadlineMs (15000) must be below the lease duration (15000 ms)"],
+      [
+        "renewDeadlineMs (15000) must be at most 13500 ms: the lease duration (15000 ms) less 10 %, so a leader whose clock runs 10 % slow stops before its lease can expire",
+      ],
     ],
     [
       "both",
       { renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 },
       [
         "renewIntervalMs (20000) must be below renewDeadlineMs (16000)",
-        "renewDeadlineMs (16000) must be below the lease duration (15000 ms)",
+        "renewDeadlineMs (16000) must be at most 13500 ms: the lease duration (15000 ms) less 10 %, so a leader whose clock runs 10 % slow stops before its lease can expire",
       ],
     ],
   ])(
-    "leaseTimingProblems (interval < deadline < duration, the one place of the rule): %s",
+    "leaseTimingProblems (interval < deadline ≤ 90 % of the duration, the one place of the rule): %s",
     (_name, timings, problems) => {
       expect(leaseTimingProblems(timings)).toEqual(problems);
     },
@@ -312,7 +325,7 @@ describe("LeaderElector options", () => {
       leaseTimingProblems({ renewIntervalMs: 20_000, renewDeadlineMs: 16_000, leaseDurationS: 15 }, names),
     ).toEqual([
       "INTERVAL (20000) must be below DEADLINE (16000)",
-      "DEADLINE (16000) must be below DURATION × 1000 (15000 ms)",
+      "DEADLINE (16000) must be at most 13500 ms: DURATION × 1000 (15000 ms) less 10 %, so a leader whose clock runs 10 % slow stops before its lease can expire",
     ]);
   });
 

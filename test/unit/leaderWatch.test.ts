@@ -190,7 +190,7 @@ describe("takeover settings", () => {
       "LEASE_TAKEOVER_DEADLINE_MS (10000) must be below LEASE_RENEW_DEADLINE_MS (10000)",
     ],
     [{ LEADER_WATCH_INTERVAL_MS: "100" }, 'LEADER_WATCH_INTERVAL_MS="100" must be 0 (off) or from 250 to 60000'],
-    [{ LEASE_TAKEOVER_DEADLINE_MS: "-1" }, 'LEASE_TAKEOVER_DEADLINE_MS="-1" must be from 0 to 58000'],
+    [{ LEASE_TAKEOVER_DEADLINE_MS: "-1" }, 'LEASE_TAKEOVER_DEADLINE_MS="-1" must be from 0 to 53000'],
   ])("refuses %o, naming the settings and what is allowed", (env, message) => {
     expect(() => readSettings(env)).toThrow(ConfigurationError);
     expect(() => readSettings(env)).toThrow(message);

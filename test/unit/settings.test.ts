@@ -47,15 +47,24 @@ describe("settings", () => {
     expect(read).toThrow(/COORDINATOR_SCHEDULE="\* \* \*" must be an NCRONTAB expression with six fields/);
   });
 
-  it("enforces renew interval < renew deadline < lease duration with the library's rule, naming the settings", () => {
+  it("enforces renew interval < renew deadline ≤ 90 % of the lease duration with the library's rule, naming the settings", () => {
+    const tooLate = (ms: number, leaseMs: number) =>
+      `LEASE_RENEW_DEADLINE_MS (${ms}) must be at most ${leaseMs * 0.9} ms: LEASE_DURATION_SECONDS × 1000 (${leaseMs} ms) less 10 %, so a leader whose clock runs 10 % slow stops before its lease can expire`;
     expect(() => readSettings({ LEASE_RENEW_DEADLINE_MS: "15000" })).toThrow(
-      "Invalid app settings: LEASE_RENEW_DEADLINE_MS (15000) must be below LEASE_DURATION_SECONDS × 1000 (15000 ms).",
+      `Invalid app settings: ${tooLate(15_000, 15_000)}.`,
+    );
+    expect(() => readSettings({ LEASE_RENEW_DEADLINE_MS: "13501" })).toThrow(
+      `Invalid app settings: ${tooLate(13_501, 15_000)}.`,
+    );
+    expect(readSettings({ LEASE_RENEW_DEADLINE_MS: "13500" }).LEASE_RENEW_DEADLINE_MS).toBe(13_500);
+    expect(() => readSettings({ LEASE_DURATION_SECONDS: "60", LEASE_RENEW_DEADLINE_MS: "59000" })).toThrow(
+      /LEASE_RENEW_DEADLINE_MS="59000" must be from 1000 to 54000/,
     );
     expect(() => readSettings({ LEASE_RENEW_INTERVAL_MS: "10000" })).toThrow(
       "Invalid app settings: LEASE_RENEW_INTERVAL_MS (10000) must be below LEASE_RENEW_DEADLINE_MS (10000).",
     );
     expect(() => readSettings({ LEASE_RENEW_INTERVAL_MS: "20000", LEASE_RENEW_DEADLINE_MS: "20000" })).toThrow(
-      "Invalid app settings: LEASE_RENEW_INTERVAL_MS (20000) must be below LEASE_RENEW_DEADLINE_MS (20000); LEASE_RENEW_DEADLINE_MS (20000) must be below LEASE_DURATION_SECONDS × 1000 (15000 ms).",
+      `Invalid app settings: LEASE_RENEW_INTERVAL_MS (20000) must be below LEASE_RENEW_DEADLINE_MS (20000); ${tooLate(20_000, 15_000)}.`,
     );
   });
 

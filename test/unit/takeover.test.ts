@@ -484,7 +484,7 @@ describe("takeover options", () => {
       { LEASE_HEARTBEAT_INTERVAL_MS: "100", LEASE_TAKEOVER_DEADLINE_MS: "101" },
       {},
       { LEASE_TAKEOVER_DEADLINE_MS: "9999" },
-      { LEASE_DURATION_SECONDS: "60", LEASE_RENEW_DEADLINE_MS: "59000", LEASE_TAKEOVER_DEADLINE_MS: "58000" },
+      { LEASE_DURATION_SECONDS: "60", LEASE_RENEW_DEADLINE_MS: "54000", LEASE_TAKEOVER_DEADLINE_MS: "53000" },
     ];
     const short: string[] = [];
     for (const env of cases) {
@@ -502,14 +502,14 @@ describe("takeover options", () => {
         );
     }
     expect(short).toEqual([]);
-    // The ceiling stays where it was: the deadline below the renew deadline, below the lease.
+    // The ceiling: the deadline below the renew deadline, at most 90 % of the lease (a clock 10 % slow).
     expect(() =>
       readSettings({
         LEASE_DURATION_SECONDS: "60",
-        LEASE_RENEW_DEADLINE_MS: "59000",
-        LEASE_TAKEOVER_DEADLINE_MS: "58001",
+        LEASE_RENEW_DEADLINE_MS: "54000",
+        LEASE_TAKEOVER_DEADLINE_MS: "53001",
       }),
-    ).toThrow(/LEASE_TAKEOVER_DEADLINE_MS="58001" must be from 0 to 58000/);
+    ).toThrow(/LEASE_TAKEOVER_DEADLINE_MS="53001" must be from 0 to 53000/);
   });
 
   it("a contender's wait covers the holder's deadline at the clock bound, plus the margin", () => {

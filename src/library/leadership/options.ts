@@ -141,6 +141,8 @@ export interface LeaseTimings {
   /** Only when takeover is on (both, or neither). */
   heartbeatIntervalMs?: number;
   takeoverDeadlineMs?: number;
+  /** The clock-rate bound (docs/FAILOVER.md, A1). @default {@link CLOCK_RATE_BOUND} */
+  clockDriftRatio?: number;
 }
 
 /** How {@link leaseTimingProblems} names each timing in its messages (the takeover ones only when it checks them). */
@@ -186,11 +188,22 @@ export function leaseTimingProblems(timings: LeaseTimings, names: LeaseTimingNam
     problems.push(
       `${names.renewIntervalMs} (${renewIntervalMs}) must be below ${names.renewDeadlineMs} (${renewDeadlineMs})`,
     );
-  if (!(renewDeadlineMs < leaseDurationS * 1000))
+  // A leader whose clock runs slow by the rate bound counts its renew deadline in more real time than it reads: it must
+  // still give up before the lease (counted by storage from after the renewal's start) can expire and pass on.
+  const rate = timings.clockDriftRatio ?? CLOCK_RATE_BOUND;
+  const leaseMs = leaseDurationS * 1000;
+  const latestMs = Math.min(leaseMs - 1, Math.floor(leaseMs * (1 - rate)));
+  const percent = `${Math.round(rate * 1000) / 10} %`;
+  if (!(renewDeadlineMs <= latestMs))
     problems.push(
-      `${names.renewDeadlineMs} (${renewDeadlineMs}) must be below ${names.leaseDurationS} (${leaseDurationS * 1000} ms)`,
+      `${names.renewDeadlineMs} (${renewDeadlineMs}) must be at most ${latestMs} ms: ${names.leaseDurationS} (${leaseMs} ms) less ${percent}, so a leader whose clock runs ${percent} slow stops before its lease can expire`,
     );
   return problems;
+}
+
+/** Whether a clock-rate bound is one the argument can use: 0 to below 0.5. */
+function validRate(ratio: number): boolean {
+  return Number.isFinite(ratio) && ratio >= 0 && ratio < 0.5;
 }
 
 /** Options with every default applied. */
@@ -242,9 +255,11 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
   );
   const { takeover, heartbeatIntervalMs, takeoverDeadlineMs, clockDriftRatio, takeoverMarginMs } = resolved;
   problems.push(
-    ...leaseTimingProblems(
-      takeover ? resolved : { leaseDurationS, renewIntervalMs, renewDeadlineMs: resolved.renewDeadlineMs },
-    ),
+    ...leaseTimingProblems({
+      ...(takeover ? resolved : { leaseDurationS, renewIntervalMs, renewDeadlineMs: resolved.renewDeadlineMs }),
+      // The rate bound applies with or without takeover; an invalid one is reported below and not used here.
+      clockDriftRatio: validRate(resolved.clockDriftRatio) ? resolved.clockDriftRatio : CLOCK_RATE_BOUND,
+    }),
   );
   if (takeover) {
     check(
@@ -252,7 +267,7 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
       `heartbeatIntervalMs (${heartbeatIntervalMs}) and takeoverDeadlineMs (${takeoverDeadlineMs}) must be numbers of ms`,
     );
     check(
-      Number.isFinite(clockDriftRatio) && clockDriftRatio >= 0 && clockDriftRatio < 0.5,
+      validRate(clockDriftRatio),
       `clockDriftRatio is ${clockDriftRatio}; allowed: 0 to below 0.5`,
     );
     check(
