@@ -127,19 +127,19 @@ param leaseDurationSeconds int = 15
 @maxValue(59000)
 param leaseRenewIntervalMs int = 3000
 
-@description('LEASE_RENEW_DEADLINE_MS: the leader stops if it could not renew for this long; below the lease duration.')
+@description('LEASE_RENEW_DEADLINE_MS: the leader stops if it could not renew for this long; at most 90 % of the lease duration, so a leader whose clock runs 10 % slow still stops before its lease can expire.')
 @minValue(1000)
-@maxValue(59000)
+@maxValue(54000)
 param leaseRenewDeadlineMs int = 10000
 
 @description('LEASE_TAKEOVER_DEADLINE_MS: takeover below the lease (docs/FAILOVER.md): the leader stops when no heartbeat has succeeded for this long, and another instance that saw it silent for longer breaks its lease and takes over. Above LEASE_HEARTBEAT_INTERVAL_MS, below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off.')
 @minValue(0)
-@maxValue(58000)
+@maxValue(53000)
 param leaseTakeoverDeadlineMs int = 2500
 
 @description('LEASE_HEARTBEAT_INTERVAL_MS: how often the leader heartbeats (one storage operation) while takeover is on; below LEASE_TAKEOVER_DEADLINE_MS.')
 @minValue(100)
-@maxValue(58000)
+@maxValue(53000)
 param leaseHeartbeatIntervalMs int = 1000
 
 @description('LEADER_WATCH_INTERVAL_MS: with takeover, how often a process that ran a worker or wake-up invocation in the last three lease durations reads the lease to notice a silent leader; 0 (off) or 250-60000.')
