@@ -262,10 +262,24 @@ export async function handleWorkMessage(
   if ((outcome.status === "stopped" && outcome.skipped === outcome.count) || outcome.status === "resent")
     return outcome;
   const reason = outcome.status === "rejected" ? "poison-arrived" : "results-arrived";
+  if (reason === "results-arrived" && leaderSeenLive(app)) return outcome;
   await sendActivityWakeUp(app, sink, reason, () =>
     app.activityWakeUps.activity(reason, "jobId" in outcome ? outcome.jobId : undefined),
   );
   return outcome;
+}
+
+/**
+ * Whether a result needs no wake-up: this process's watcher read the lease within the last two watch intervals and
+ * found a holder that heartbeats and had not fallen silent, and leaders keep a sentinel. Then, as for a wake-up's
+ * follow-ups (`needsFollowUp`), that holder's step folds the result, or ends with the job active and its sentinel
+ * starts the next step within LEADER_SENTINEL_SECONDS; a holder that dies is taken over by this process's watcher.
+ * Each wake-up skipped saves a send, a receive, a delete and a `wake` execution that reads the lease (issue 35).
+ */
+function leaderSeenLive(app: CoordinatorApp): boolean {
+  return (
+    app.settings.LEADER_SENTINEL_SECONDS > 0 && app.leaderWatch.sawLiveLeader(2 * app.settings.LEADER_WATCH_INTERVAL_MS)
+  );
 }
 
 /** Sends an activity wake-up or follow-up; a failure is logged, never thrown (the timer is the heartbeat). */

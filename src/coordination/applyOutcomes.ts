@@ -18,9 +18,10 @@ export async function readJobOf(
   jobs: JobStore,
   jobId: string,
   options: Abortable,
+  from: "latest" | "storage" = "latest",
 ): Promise<{ ok: true; job: Versioned<JobState> | undefined } | { ok: false; error: unknown }> {
   try {
-    return { ok: true, job: await jobs.readJob(jobId, options) };
+    return { ok: true, job: await (from === "latest" ? jobs.latestJob(jobId, options) : jobs.readJob(jobId, options)) };
   } catch (error) {
     if (endsTheStep(error, options)) throw error;
     return { ok: false, error };
@@ -199,7 +200,7 @@ export async function applyOutcomes(
     } catch (error) {
       // A lost race re-reads the job: if that is what failed (the state cannot be read now), it is the job's trouble.
       if (endsTheStep(error, options)) throw error;
-      const again = await readJobOf(jobs, jobId, options);
+      const again = await readJobOf(jobs, jobId, options, "storage");
       if (again.ok) throw error;
       leaveUnreadable(jobId, again.error, kept, source, report, options);
       continue;

@@ -9,7 +9,10 @@ import { readBounded, resultOf, type OutcomeReader } from "./readResult.js";
 import { MAX_REJECTION_REASON_LENGTH } from "./rejection.js";
 import { blamesTheMessage, refusedForTheRequest, reject } from "./rejectMessages.js";
 
-/** Receives made at once per fold batch (32 messages each): fewer round trips per result, one state write per job. */
+/**
+ * Receives per fold batch (32 messages each) when the first comes back full, made at once: fewer round trips per
+ * result, one state write per job.
+ */
 const PARALLEL_RECEIVES = 4;
 /** Most messages one fold batch takes. */
 export const FOLD_BATCH_SIZE = 32 * PARALLEL_RECEIVES;
@@ -42,10 +45,18 @@ export async function foldResultBatch(
   epoch: number,
   options: FoldOptions,
 ): Promise<FoldReport> {
-  const received = await Promise.all(
-    Array.from({ length: PARALLEL_RECEIVES }, () => deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options)),
-  );
-  const messages = received.flat();
+  // One receive first: while results trickle in (a pass every few units' results), it answers all there is, and three
+  // more would come back empty — most of a job's receives (issue 35). A full one means a backlog: the rest at once.
+  const first = await deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options);
+  const rest =
+    first.length < 32
+      ? []
+      : await Promise.all(
+          Array.from({ length: PARALLEL_RECEIVES - 1 }, () =>
+            deps.resultsQueue.receive(32, RESULT_VISIBILITY_S, options),
+          ),
+        );
+  const messages = [first, ...rest].flat();
   const source: Source = {
     queue: deps.resultsQueue,
     poison: deps.resultsPoisonQueue,

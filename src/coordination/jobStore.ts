@@ -19,8 +19,19 @@ import { summarizeJob } from "./jobSummary.js";
  */
 export const JOB_WRITE_RETRIES = 3;
 
-/** Typed reads and writes of the job index and job states through the fenced store. */
+/**
+ * Typed reads and writes of the job index and job states through the fenced store. One store serves one step, and
+ * remembers the latest version of each document it read or wrote: {@link latestIndex} and {@link latestJob} answer
+ * from it, so a step reads the index and a job once, not in every pass (issue 35: most of the leader's reads while a
+ * job waits on its workers). Safe because every write of these documents is the leader's, conditional on the version
+ * it read: a version written by anyone else meanwhile (a newer leader, a stale one) makes this store's next write fail
+ * and re-read (`updateJob`, `updateIndex`), and what a pass decided from the older version is what it could have
+ * decided from a read just before that write. A write that fails forgets the version it was made over.
+ */
 export class JobStore {
+  private index: Versioned<JobIndex> | undefined;
+  private readonly jobs = new Map<string, Versioned<JobState>>();
+
   constructor(private readonly fenced: FencedStateStore) {}
 
   /** The epoch of the term that writes through this store. */
@@ -28,8 +39,19 @@ export class JobStore {
     return this.fenced.epoch;
   }
 
+  /** Reads the job index from storage. */
   readIndex(options: Abortable = {}): Promise<Versioned<JobIndex> | undefined> {
-    return this.fenced.read(keys.index, (value) => jobIndexSchema.parse(value), options);
+    return this.fenced
+      .read(keys.index, (value) => jobIndexSchema.parse(value), options)
+      .then((read) => {
+        this.index = read;
+        return read;
+      });
+  }
+
+  /** The job index as this store last read or wrote it; read from storage when it has not. */
+  latestIndex(options: Abortable = {}): Promise<Versioned<JobIndex> | undefined> {
+    return this.index === undefined ? this.readIndex(options) : Promise.resolve(this.index);
   }
 
   /**
@@ -43,7 +65,8 @@ export class JobStore {
     options: Abortable = {},
   ): Promise<void> {
     const forget = new Set(change.forget ?? []);
-    await this.fenced.update(
+    this.index = undefined; // until the update lands: a failed one leaves the next reader to read
+    this.index = await this.fenced.update(
       keys.index,
       (value) => jobIndexSchema.parse(value),
       (current) => {
@@ -85,15 +108,30 @@ export class JobStore {
    *   version's, or damaged).
    */
   readJob(id: string, options: Abortable = {}): Promise<Versioned<JobState> | undefined> {
-    return this.fenced.read(
-      keys.jobState(id),
-      (value) => {
-        const job = readJobDocument(jobStateSchema, "its state", value);
-        if (!job.ok) throw new UnreadableJobError(id, job.reason);
-        return job.value;
-      },
-      options,
-    );
+    this.jobs.delete(id);
+    return this.fenced
+      .read(
+        keys.jobState(id),
+        (value) => {
+          const job = readJobDocument(jobStateSchema, "its state", value);
+          if (!job.ok) throw new UnreadableJobError(id, job.reason);
+          return job.value;
+        },
+        options,
+      )
+      .then((read) => {
+        if (read !== undefined) this.jobs.set(id, read);
+        return read;
+      });
+  }
+
+  /**
+   * A job's state as this store last read or wrote it; read from storage ({@link readJob}) when it has not. @throws
+   *   as {@link readJob}.
+   */
+  latestJob(id: string, options: Abortable = {}): Promise<Versioned<JobState> | undefined> {
+    const known = this.jobs.get(id);
+    return known === undefined ? this.readJob(id, options) : Promise.resolve(known);
   }
 
   /**
@@ -130,6 +168,7 @@ export class JobStore {
    * like a write. @throws StaleEpochError / ConcurrentUpdateError as a write.
    */
   deleteJob(id: string, version: { etag: string; epoch: number }, options: Abortable = {}): Promise<void> {
+    this.jobs.delete(id);
     return this.fenced.delete(keys.jobState(id), version, options);
   }
 
@@ -143,6 +182,12 @@ export class JobStore {
     options: Abortable = {},
   ): Promise<Versioned<JobState>> {
     const next = { ...state, lastEpoch: this.fenced.epoch };
-    return this.fenced.write(keys.jobState(state.id), next, previous, { ...options, summary: summarizeJob(next) });
+    this.jobs.delete(state.id); // until the write lands: a failed one leaves the next reader to read
+    return this.fenced
+      .write(keys.jobState(state.id), next, previous, { ...options, summary: summarizeJob(next) })
+      .then((written) => {
+        this.jobs.set(state.id, written);
+        return written;
+      });
   }
 }

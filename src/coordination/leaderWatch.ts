@@ -59,6 +59,8 @@ export interface LeaderWatchStats {
 export class LeaderWatch {
   readonly stats: LeaderWatchStats = { reads: 0, breaks: 0, wakeUps: 0 };
   private lastActivityMono = Number.NEGATIVE_INFINITY;
+  /** When this watcher's latest read found a live holder (see {@link sawLiveLeader}); -∞ after any other answer. */
+  private liveSeenMono = Number.NEGATIVE_INFINITY;
   private loop: Promise<void> | undefined;
   private readonly stopped = new AbortController();
 
@@ -92,6 +94,15 @@ export class LeaderWatch {
     });
   }
 
+  /**
+   * Whether this watcher's latest read, at most `withinMs` ago, found the lease held by a holder that heartbeats and
+   * had not fallen silent (this process could take over from it if it stopped: `breakInMs` above 0). Such a holder is
+   * in its step; a worker of this process need not wake the coordinator for its results (`handleWorkMessage`).
+   */
+  sawLiveLeader(withinMs: number): boolean {
+    return this.now() - this.liveSeenMono <= withinMs;
+  }
+
   /** Stops watching and waits for a read in flight. */
   async stop(): Promise<void> {
     this.stopped.abort();
@@ -111,10 +122,13 @@ export class LeaderWatch {
         try {
           const seen = await this.elector.watchLeader({ abortSignal });
           this.stats.reads++;
+          const live = seen.outcome === "held" && seen.breakInMs !== undefined && seen.breakInMs > 0;
+          this.liveSeenMono = live ? this.now() : Number.NEGATIVE_INFINITY;
           if (seen.outcome === "broken") await this.broke();
           // A holder that may be broken sooner than the next read is read again right then.
           if (seen.outcome === "held" && seen.breakInMs !== undefined) waitMs = Math.min(waitMs, seen.breakInMs + 1);
         } catch {
+          this.liveSeenMono = Number.NEGATIVE_INFINITY;
           // Storage trouble or shutdown: read again next interval (the loop ends on shutdown).
         }
       }

@@ -205,7 +205,7 @@ export async function runCoordinationStep(
       }
       await awaitAcknowledgements(deps, epoch, acknowledgements);
     }
-    const index = await jobs.readIndex(io);
+    const index = await jobs.latestIndex(io);
     const active = index?.value.active ?? [];
     // Announced when this step registered the jobs: the other instances may all have been idle until now.
     if (active.length > 0) options.sentinel?.arm({ abortSignal: term.signal, announce: report.registered > 0 });
@@ -227,7 +227,7 @@ export async function runCoordinationStep(
         break;
       }
       try {
-        const read = await jobs.readJob(id, io);
+        const read = await jobs.latestJob(id, io);
         const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
         if (job === undefined || job.value.status !== "running") {
           // Workers stop taking its items (a cancellation request wrote this already; an expiry or a failure has not).

@@ -9,6 +9,9 @@ import {
   type ProxiedRequest,
 } from "../../scripts/verification/bench/peer/countingProxy";
 import { priceRun } from "../../scripts/verification/bench/peer/pricing";
+import { statusPoller } from "../../scripts/verification/bench/throughput/projectRun";
+import { getJobStatus } from "../../src/app/jobs";
+import { instanceEnv } from "../../src/local/startup";
 import { checkTargets, summarize, type PeerSample } from "../../scripts/verification/bench/peer/report";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
@@ -76,6 +79,16 @@ describe("bench:peer's counting proxy (Azurite)", () => {
     expect(counted[0]?.transactions).toBe(3);
     expect(batchParts("no parts")).toBe(1);
   });
+
+  it("does not count the benchmark's own status polls: the poller reaches Azurite directly", async () => {
+    const { env: instance } = instanceEnv({}, proxy.appConnectionString, "0 */5 * * * *");
+    const poller = statusPoller(instance, env.azurite.connectionString);
+    const from = Date.now();
+    // Each poll reads the job's state document, then its spec (a running job's: its cancel marker).
+    expect(await getJobStatus(poller, "0123456789abcdef0123456789abcdef")).toBeUndefined();
+    expect(await getJobStatus(poller, "0123456789abcdef0123456789abcdef")).toBeUndefined();
+    expect(proxy.between(from, Date.now() + 1)).toEqual([]);
+  });
 });
 
 describe("bench:peer's pricing and targets", () => {
@@ -129,5 +142,7 @@ describe("bench:peer's pricing and targets", () => {
     expect(() => parsePeerArgs(["--partitions", "17"])).toThrow(UsageError);
     expect(() => parsePeerArgs(["--partitions", "17"])).toThrow("--partitions must be a whole number from 1 to 16");
     expect(parsePeerArgs([]).partitions).toBe(4);
+    expect(parsePeerArgs([]).projectOnly).toBe(false);
+    expect(parsePeerArgs(["--project-only"]).projectOnly).toBe(true);
   });
 });

@@ -38,6 +38,38 @@ describe("wake-ups from queue activity", () => {
     expect(wakeBodies(world).map((body) => body.reason)).toEqual(["results-arrived", "results-arrived"]);
   });
 
+  it("a worker whose watcher has just seen a live leader (heartbeating, with a sentinel) sends no results-arrived wake-up", async () => {
+    vi.useFakeTimers({ now: 1_000_000, toFake: ["Date"] });
+    const watched = (store: ReturnType<typeof heldByOther>) =>
+      memoryApp({
+        store,
+        settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000", LEADER_WATCH_INTERVAL_MS: "1000", LEADER_SENTINEL_SECONDS: "2" },
+      });
+    const live = heldByOther();
+    live.record = { ...live.record, takeoverDeadlineMs: 6000 };
+    // A holder that does not heartbeat: nobody can tell it is alive, so its workers' wake-ups go on as before.
+    const silent = heldByOther();
+    for (const [store, wakeUps] of [
+      [live, 0],
+      [silent, 1],
+    ] as const) {
+      const world = watched(store);
+      try {
+        // A worker or wake-up invocation arms this process's watcher: its first read of the lease.
+        world.app.leaderWatch.activity();
+        await vi.waitFor(() => {
+          expect(world.app.leaderWatch.stats.reads).toBeGreaterThan(0);
+        });
+        await handleWorkMessage(world.app, world.sink, work(0), delivery("w0"));
+        expect(world.resultsQueue.length).toBe(1);
+        // Each wake-up costs a send, a receive, a delete and a wake execution's lease read: the step folds anyway.
+        expect(wakeBodies(world).map((body) => body.reason)).toEqual(Array<string>(wakeUps).fill("results-arrived"));
+      } finally {
+        await world.app.leaderWatch.stop();
+      }
+    }
+  });
+
   it("a malformed work message moved to poison wakes the coordinator too (poison-arrived)", async () => {
     const world = memoryApp({ settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000" } });
     expect(await handleWorkMessage(world.app, world.sink, "{not json", delivery("bad"))).toMatchObject({

@@ -58,8 +58,10 @@ async function main(): Promise<number> {
   const loadAtStart = load();
   const outputDir = join(REPO_ROOT, ".local", `peer-${startedAt.toISOString().replace(/[:.]/g, "-")}`);
   mkdirSync(outputDir, { recursive: true });
-  console.log("Restoring and building the .NET harness (dotnet build)…");
-  buildPeer();
+  if (!args.projectOnly) {
+    console.log("Restoring and building the .NET harness (dotnet build)…");
+    buildPeer();
+  }
   azurite = await startAzurite({ persistent: true });
   proxy = await startCountingProxy(azurite);
   const direct = `${azurite.connectionString}TableEndpoint=http://127.0.0.1:${azurite.tablePort}/devstoreaccount1;`;
@@ -86,6 +88,8 @@ async function main(): Promise<number> {
     if (side === "project") {
       const run = await runProject({
         connectionString: proxy?.appConnectionString ?? "",
+        // The status polls reach Azurite directly, as the framework's client waits: not the job's requests.
+        pollConnectionString: azurite?.connectionString ?? "",
         job,
         instances: args.instances,
         schedule: DEFAULT_SCHEDULE,
@@ -163,7 +167,7 @@ async function main(): Promise<number> {
   // Warm-up, not counted: Azurite's code and the .NET runtime's first start.
   console.log("Warm-up (not counted): the short job through the project and the framework's batched variant…");
   await runSide("project", "short", 0, 1, false);
-  await runSide("batched", "short", 0, 2, false);
+  if (!args.projectOnly) await runSide("batched", "short", 0, 2, false);
 
   const samples: Record<ScenarioName, Record<Side, PeerSample[]>> = {
     small: { project: [], perItem: [], batched: [] },
@@ -172,7 +176,11 @@ async function main(): Promise<number> {
   };
   for (let roundNo = 1; roundNo <= args.rounds && !aborted(); roundNo++) {
     for (const scenario of args.scenarios) {
-      const peers: Side[] = jobs[scenario].items.length <= args.perItemMaxItems ? ["batched", "perItem"] : ["batched"];
+      const peers: Side[] = args.projectOnly
+        ? []
+        : jobs[scenario].items.length <= args.perItemMaxItems
+          ? ["batched", "perItem"]
+          : ["batched"];
       // Odd rounds the project first, even rounds the framework first.
       const order: Side[] = roundNo % 2 === 1 ? ["project", ...peers] : [...peers, "project"];
       for (const [index, side] of order.entries()) {

@@ -15,6 +15,8 @@ export interface PeerArgs {
   partitions: number;
   perItemMaxItems: number;
   settleS: number;
+  /** Only the project's side: no framework run, no ratios (to read the project's requests while working on them). */
+  projectOnly: boolean;
 }
 
 export { UsageError };
@@ -42,6 +44,8 @@ Prints tables, writes JSON.
                             0–200000 (default 2000: it runs at a few items a second here)
   --settle-s N              seconds the framework's workers run before the orchestration starts, so they own their
                             partitions as the app's ready instances own theirs, 0–120 (default 15)
+  --project-only            run only the project's side (no .NET build, no framework, no ratios): its figures and
+                            requests by operation, to work on them; the targets need both sides
   --help                    show this text`;
 
 /** @throws UsageError naming the flag and the allowed values. */
@@ -57,6 +61,7 @@ export function parsePeerArgs(argv: readonly string[]): PeerArgs {
     partitions: { type: "string" },
     "per-item-max-items": { type: "string" },
     "settle-s": { type: "string" },
+    "project-only": { type: "boolean" },
     help: { type: "boolean" },
   });
   return {
@@ -71,5 +76,6 @@ export function parsePeerArgs(argv: readonly string[]): PeerArgs {
     partitions: numberFlag(values.partitions, "--partitions", { min: 1, max: 16 }) ?? 4,
     perItemMaxItems: numberFlag(values["per-item-max-items"], "--per-item-max-items", { min: 0, max: 200_000 }) ?? 2000,
     settleS: numberFlag(values["settle-s"], "--settle-s", { min: 0, max: 120 }) ?? 15,
+    projectOnly: values["project-only"] === true,
   };
 }

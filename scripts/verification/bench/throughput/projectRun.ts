@@ -41,6 +41,11 @@ const INSTANCE_STOP_TIMEOUT_MS = 35_000;
 /** Options of {@link runProject}. */
 export interface ProjectRunOptions {
   connectionString: string;
+  /**
+   * Where the benchmark's status polls go: a connection string to the same storage that no counter sees (bench:peer's
+   * proxy counts every request through `connectionString`). @default connectionString
+   */
+  pollConnectionString?: string;
   /** The job: inline or blob items, or a manifest blob already in the input container. */
   job: ScenarioJob;
   manifest?: string;
@@ -123,6 +128,15 @@ const COUNT_REQUESTS = resolve(__dirname, "countRequests.ts");
 const EXECUTING = /^Executing 'Functions\.([^']+)' \(Reason='.*', Id=([^)]+)\)$/;
 const EXECUTED = /^Executed 'Functions\.([^']+)' \((?:Succeeded|Failed), Id=([^,]+), Duration=(\d+)ms\)/;
 
+/** The app the benchmark polls the job's status through (not an instance: its requests are not the job's). */
+export function statusPoller(env: Record<string, string | undefined>, pollConnectionString?: string) {
+  const storage =
+    pollConnectionString === undefined
+      ? {}
+      : { COORDINATION_STORAGE: pollConnectionString, AzureWebJobsStorage: pollConnectionString };
+  return createCoordinatorApp({ ...env, ...storage, WEBSITE_INSTANCE_ID: "bench-poller" });
+}
+
 /** Runs the project once. Never throws for a failed job: `ok` and `problem` say. */
 export async function runProject(options: ProjectRunOptions): Promise<ProjectRunResult> {
   const { env } = instanceEnv({ ...process.env, ...options.settings }, options.connectionString, options.schedule);
@@ -174,7 +188,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     { ...env, WEBSITE_INSTANCE_ID: "bench-submitter" },
     { policies: [submitCounter.policy] },
   );
-  const poller = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-poller" });
+  const poller = statusPoller(env, options.pollConnectionString);
   const reports: InstanceReport[] = [];
   const cpuSamples: { atMs: number; byInstance: Map<string, CpuTimes> }[] = [];
   const sampleCpu = (): void => {
