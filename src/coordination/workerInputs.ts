@@ -8,25 +8,39 @@ import type { Abortable } from "../library/util/delay.js";
 
 /**
  * An item's input for the kind: its bytes and its text, each made from the other on first use (an inline item is text,
- * a blob's content bytes).
+ * a blob's content bytes). A class, its getters on the prototype: an object literal with getters costs about 20 times
+ * as much to make (runtime accessor definitions), and one is made per item (issue 35).
  */
 export function inputOf(bytes: Uint8Array | undefined, text: string | undefined, blob?: string): TaskInput {
-  let cachedBytes = bytes;
-  let cachedText = text;
-  return {
-    blob,
-    get bytes(): Uint8Array {
-      cachedBytes ??= Buffer.from(cachedText ?? "", "utf8");
-      return cachedBytes;
-    },
-    get text(): string {
-      cachedText ??=
-        cachedBytes === undefined
-          ? ""
-          : Buffer.from(cachedBytes.buffer, cachedBytes.byteOffset, cachedBytes.byteLength).toString("utf8");
-      return cachedText;
-    },
-  };
+  return new ItemInput(bytes, text, blob);
+}
+
+class ItemInput implements TaskInput {
+  #bytes: Uint8Array | undefined;
+  #text: string | undefined;
+
+  constructor(
+    bytes: Uint8Array | undefined,
+    text: string | undefined,
+    readonly blob: string | undefined,
+  ) {
+    this.#bytes = bytes;
+    this.#text = text;
+  }
+
+  get bytes(): Uint8Array {
+    this.#bytes ??= Buffer.from(this.#text ?? "", "utf8");
+    return this.#bytes;
+  }
+
+  get text(): string {
+    if (this.#text === undefined) {
+      const bytes = this.#bytes;
+      this.#text =
+        bytes === undefined ? "" : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+    }
+    return this.#text;
+  }
 }
 
 /**
