@@ -266,10 +266,7 @@ export function resolveElectorOptions(options: LeaderElectorOptions): ResolvedEl
       Number.isFinite(heartbeatIntervalMs) && Number.isFinite(takeoverDeadlineMs),
       `heartbeatIntervalMs (${heartbeatIntervalMs}) and takeoverDeadlineMs (${takeoverDeadlineMs}) must be numbers of ms`,
     );
-    check(
-      validRate(clockDriftRatio),
-      `clockDriftRatio is ${clockDriftRatio}; allowed: 0 to below 0.5`,
-    );
+    check(validRate(clockDriftRatio), `clockDriftRatio is ${clockDriftRatio}; allowed: 0 to below 0.5`);
     check(
       Number.isFinite(takeoverMarginMs) && takeoverMarginMs >= 0,
       `takeoverMarginMs is ${takeoverMarginMs}; it must be a number of ms ≥ 0`,
