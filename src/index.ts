@@ -30,6 +30,6 @@ export {
   type GroupByParams,
   type GroupByPartial,
   type GroupStats,
-} from "./coordination/groupBy.js";
+} from "./groupBy/groupBy.js";
 export { storageClientsFromSettings, type StorageClients } from "./azure/clients.js";
 export { azureSdkLogger, ConfigurationError, type Logger, type LeaderInfo } from "./library/index.js";

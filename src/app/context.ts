@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings.js";
-import { groupByKind } from "../coordination/groupBy.js";
+import { groupByKind } from "../groupBy/groupBy.js";
 import type { CoordinationPorts } from "../coordination/deps.js";
 import type { MessageQueue } from "../coordination/ports.js";
 import { TaskRegistry } from "../coordination/taskRegistry.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { groupByKind, groupRecords } from "../../src/coordination/groupBy";
-import { groupByParamsSchema } from "../../src/coordination/groupBySchema";
+import { groupByKind, groupRecords } from "../../src/groupBy/groupBy";
+import { groupByParamsSchema } from "../../src/groupBy/groupBySchema";
 import { ItemError, type TaskKind } from "../../src/coordination/taskKinds";
 import { TaskRegistry } from "../../src/coordination/taskRegistry";
 

@@ -1,5 +1,5 @@
 import { Bitmap } from "../../src/coordination/bitmap";
-import type { GroupByPartial } from "../../src/coordination/groupBy";
+import type { GroupByPartial } from "../../src/groupBy/groupBy";
 import { keys, type JobState } from "../../src/coordination/jobState";
 import { JobStore } from "../../src/coordination/jobStore";
 import { jsonByteLength } from "../../src/coordination/jsonSize";

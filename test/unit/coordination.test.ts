@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createRegistry } from "../../src/app/context";
-import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/jobState";
 import { runCoordinationStep, type JobProgress } from "../../src/coordination/step";
 import { storeSubmission } from "../../src/coordination/submit";

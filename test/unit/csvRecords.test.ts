@@ -6,7 +6,7 @@ import {
   forEachPlainCsvRecord,
   isPlainCsv,
   type CsvVisit,
-} from "../../src/coordination/csvRecords";
+} from "../../src/groupBy/csvRecords";
 import { ItemError } from "../../src/coordination/taskKinds";
 
 type Read = (input: string, keyField: string, valueField: string, visit: CsvVisit) => void;

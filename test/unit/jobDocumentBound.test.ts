@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSettings } from "../../src/app/settings";
-import { groupRecords, MAX_GROUP_KEY_LENGTH } from "../../src/coordination/groupBy";
+import { groupRecords, MAX_GROUP_KEY_LENGTH } from "../../src/groupBy/groupBy";
 import { jsonByteLength } from "../../src/coordination/jsonSize";
 import { keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";

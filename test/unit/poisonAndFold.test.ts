@@ -1,6 +1,6 @@
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } from "../../src/groupBy/groupBy";
 
 /** The group-by kind's aggregate (it has one). */
 const groupByAggregate = groupByKind.aggregate ?? { empty: () => [], merge: mergeGroups };

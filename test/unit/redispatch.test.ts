@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ChunkCache } from "../../src/coordination/chunkCache";
-import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { keys, jobStateSchema } from "../../src/coordination/jobState";
 import { packUnits } from "../../src/coordination/packUnits";
 import { redispatchInFlight, unfinishedRuns } from "../../src/coordination/redispatch";

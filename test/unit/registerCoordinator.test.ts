@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { groupByKind } from "../../src/coordination/groupBy";
+import { groupByKind } from "../../src/groupBy/groupBy";
 import { defineTaskKind } from "../../src/coordination/taskKinds";
 import { registerCoordinator, type CoordinatorOptions, type FunctionsApp } from "../../src/host/registerCoordinator";
 import { ConfigurationError } from "../../src/library/errors";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../src/library/errors";
-import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { requestCancel } from "../../src/coordination/cancel";
 import { keys } from "../../src/coordination/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";

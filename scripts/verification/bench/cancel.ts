@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { randomUUID } from "node:crypto";
 import { createCoordinatorApp, type CoordinatorApp, type Sink } from "../../../src/app/context";
 import { cancelJob, getJobStatus, handleWorkMessage, runCoordinatorTick, submitJob } from "../../../src/app/operations";
-import { groupByKind } from "../../../src/coordination/groupBy";
+import { groupByKind } from "../../../src/groupBy/groupBy";
 import { defineTaskKind } from "../../../src/coordination/taskKinds";
 import { TaskRegistry } from "../../../src/coordination/taskRegistry";
 import { silentLogger } from "../../../src/library/util/logger";

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { Bitmap } from "../../../src/coordination/bitmap";
 import { foldOutcomes, type ItemOutcome } from "../../../src/coordination/foldOutcomes";
 import type { FoldCounts } from "../../../src/coordination/foldReport";
-import { groupByKind, type GroupByPartial } from "../../../src/coordination/groupBy";
+import { groupByKind, type GroupByPartial } from "../../../src/groupBy/groupBy";
 import { MAX_RECORDED_FAILURES, type JobState } from "../../../src/coordination/jobState";
 import { TaskRegistry } from "../../../src/coordination/taskRegistry";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";

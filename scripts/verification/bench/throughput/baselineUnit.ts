@@ -1,5 +1,5 @@
-import { groupRecords, mergeGroups, type GroupByPartial } from "../../../../src/coordination/groupBy";
-import { groupByParamsSchema } from "../../../../src/coordination/groupBySchema";
+import { groupRecords, mergeGroups, type GroupByPartial } from "../../../../src/groupBy/groupBy";
+import { groupByParamsSchema } from "../../../../src/groupBy/groupBySchema";
 import type { ItemInput } from "../../../../src/coordination/messages";
 import type { BaselineResult, BaselineWork } from "./baselineProtocol";
 

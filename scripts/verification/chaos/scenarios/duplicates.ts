@@ -1,5 +1,5 @@
 import { QueueClient } from "@azure/storage-queue";
-import { groupRecords, mergeGroups, type GroupByParams } from "../../../../src/coordination/groupBy";
+import { groupRecords, mergeGroups, type GroupByParams } from "../../../../src/groupBy/groupBy";
 import {
   unitWorkMessageSchema,
   type UnitResultMessage,
