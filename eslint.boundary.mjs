@@ -131,8 +131,8 @@ export const boundary = [
             },
             { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
             {
-              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports(\\.js)?$)",
-              message: "The Azure adapters may import only the coordination logic's ports (coordination/ports).",
+              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports/ports(\\.js)?$)",
+              message: "The Azure adapters may import only the coordination logic's ports (coordination/ports/ports).",
             },
           ],
         },

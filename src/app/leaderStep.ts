@@ -1,4 +1,4 @@
-import { LeaderSentinel } from "../coordination/sentinel.js";
+import { LeaderSentinel } from "../coordination/wake/sentinel.js";
 import { StaleEpochError } from "../library/errors.js";
 import { runCoordinationStep, type StepReport } from "../coordination/step.js";
 import type { LeaderTask } from "../library/leadership/runTerm.js";

@@ -7,8 +7,8 @@ import {
   BLOB_DOT_SEGMENT_RULE,
   hasDotSegment,
 } from "../azure/azureNames.js";
-import { keys } from "../coordination/jobState.js";
-import { TERMS_KEY } from "../coordination/termHistory.js";
+import { keys } from "../coordination/state/jobState.js";
+import { TERMS_KEY } from "../coordination/state/termHistory.js";
 import type { SettingName } from "./options.js";
 import { parseNcrontab } from "./schedule.js";
 

@@ -3,20 +3,20 @@ import { LeadershipLostError, StaleEpochError } from "../library/errors.js";
 import { FencedStateStore } from "../library/fencing/FencedStateStore.js";
 import type { LeadershipTerm } from "../library/leadership/Term.js";
 import { delay, throwIfAborted } from "../library/util/delay.js";
-import { applyCancelRequests, expireIfDue } from "./cancel.js";
+import { applyCancelRequests, expireIfDue } from "./jobs/cancel.js";
 import type { CoordinationDeps } from "./deps.js";
-import { ChunkCache } from "./chunkCache.js";
-import { dispatchJob } from "./dispatch.js";
-import { foldPoisonBatch } from "./foldPoison.js";
-import { awaitAcknowledgements, type FoldReport } from "./foldReport.js";
-import { foldResultBatch } from "./foldResultBatch.js";
-import { isStopped, type JobState } from "./jobState.js";
-import { writeJobStop } from "./jobStops.js";
-import { JobStore } from "./jobStore.js";
-import { registerJobs } from "./registerJobs.js";
-import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs, type RetentionOptions } from "./retention.js";
-import { redispatchAfterLapse } from "./redispatch.js";
-import { recordTerm, recordTermEnd } from "./termHistory.js";
+import { ChunkCache } from "./dispatch/chunkCache.js";
+import { dispatchJob } from "./dispatch/dispatch.js";
+import { foldPoisonBatch } from "./fold/foldPoison.js";
+import { awaitAcknowledgements, type FoldReport } from "./fold/foldReport.js";
+import { foldResultBatch } from "./fold/foldResultBatch.js";
+import { isStopped, type JobState } from "./state/jobState.js";
+import { writeJobStop } from "./state/jobStops.js";
+import { JobStore } from "./state/jobStore.js";
+import { registerJobs } from "./jobs/registerJobs.js";
+import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs, type RetentionOptions } from "./jobs/retention.js";
+import { redispatchAfterLapse } from "./dispatch/redispatch.js";
+import { recordTerm, recordTermEnd } from "./state/termHistory.js";
 
 /**
  * How long an idle pass waits for workers before looking again, while jobs are active: from the first to the second,

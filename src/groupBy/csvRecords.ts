@@ -1,5 +1,5 @@
 import { parse as parseCsv } from "csv-parse/sync";
-import { ItemError } from "../coordination/taskKinds.js";
+import { ItemError } from "../coordination/kinds/taskKinds.js";
 
 /**
  * CSV with a header row, read one record at a time for the group-by kind: each record's number (the header is record

@@ -1,7 +1,7 @@
 import { forEachCsvRecord } from "./csvRecords.js";
 import { groupByParamsSchema, groupByPartialSchema } from "./groupBySchema.js";
 import type { GroupByParams, GroupByPartial } from "./groupByTypes.js";
-import { defineTaskKind, ItemError } from "../coordination/taskKinds.js";
+import { defineTaskKind, ItemError } from "../coordination/kinds/taskKinds.js";
 
 export type { GroupByParams, GroupByPartial } from "./groupByTypes.js";
 

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import type { JobStatus } from "../coordination/jobStatus.js";
+import type { JobStatus } from "../coordination/state/jobStatus.js";
 import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { EventLog, recordFromEventLine } from "./eventLog.js";

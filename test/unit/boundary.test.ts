@@ -97,13 +97,13 @@ describe("the library boundary, enforced by lint", () => {
   it("the Azure adapters import the library and the coordination ports, nothing else of coordination, not the app", async () => {
     const allowed = [
       "../library/errors",
-      "../coordination/ports",
-      "../coordination/ports.js",
+      "../coordination/ports/ports",
+      "../coordination/ports/ports.js",
       "./storageErrors.js",
       "@azure/storage-queue",
     ];
-    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/jobState", "../app/settings"])).toEqual([
-      "../coordination/jobState",
+    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/state/jobState", "../app/settings"])).toEqual([
+      "../coordination/state/jobState",
       "../app/settings",
     ]);
   });

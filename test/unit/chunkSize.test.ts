@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { keys } from "../../src/coordination/jobState";
+import { keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
 import {
   CHUNK_SIZE,
@@ -7,7 +7,7 @@ import {
   MAX_CHUNK_SIZE,
   chunkSizeFor,
   storeSubmission,
-} from "../../src/coordination/submit";
+} from "../../src/coordination/jobs/submit";
 import { ONE_PASS, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

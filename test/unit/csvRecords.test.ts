@@ -7,7 +7,7 @@ import {
   isPlainCsv,
   type CsvVisit,
 } from "../../src/groupBy/csvRecords";
-import { ItemError } from "../../src/coordination/taskKinds";
+import { ItemError } from "../../src/coordination/kinds/taskKinds";
 
 type Read = (input: string, keyField: string, valueField: string, visit: CsvVisit) => void;
 

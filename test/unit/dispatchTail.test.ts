@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, readJob, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX_ABS_VALUE, groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { groupByPartialSchema } from "../../src/groupBy/groupBySchema";
-import { ItemError } from "../../src/coordination/taskKinds";
+import { ItemError } from "../../src/coordination/kinds/taskKinds";
 
 const csv = { format: "csv", keyField: "region", valueField: "amount" } as const;
 const ndjson = { format: "ndjson", keyField: "region", valueField: "amount" } as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { keys } from "../../src/coordination/jobState";
+import { keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep } from "../../src/coordination/step";
 import { ONE_PASS, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";

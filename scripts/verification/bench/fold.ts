@@ -2,12 +2,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { Bitmap } from "../../../src/coordination/bitmap";
-import { foldOutcomes, type ItemOutcome } from "../../../src/coordination/foldOutcomes";
-import type { FoldCounts } from "../../../src/coordination/foldReport";
+import { Bitmap } from "../../../src/coordination/state/bitmap";
+import { foldOutcomes, type ItemOutcome } from "../../../src/coordination/fold/foldOutcomes";
+import type { FoldCounts } from "../../../src/coordination/fold/foldReport";
 import { groupByKind, type GroupByPartial } from "../../../src/groupBy/groupBy";
-import { MAX_RECORDED_FAILURES, type JobState } from "../../../src/coordination/jobState";
-import { TaskRegistry } from "../../../src/coordination/taskRegistry";
+import { MAX_RECORDED_FAILURES, type JobState } from "../../../src/coordination/state/jobState";
+import { TaskRegistry } from "../../../src/coordination/kinds/taskRegistry";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**

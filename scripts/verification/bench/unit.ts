@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { readSettings } from "../../../src/app/settings";
 import { forEachCsvRecordByLibrary } from "../../../src/groupBy/csvRecords";
 import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../../src/groupBy/groupBy";
-import { processWorkMessage } from "../../../src/coordination/worker";
+import { processWorkMessage } from "../../../src/coordination/worker/worker";
 import { world } from "../../../test/support/coordinationWorld";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 import { baselineUnitResult } from "./throughput/baselineUnit";

@@ -1,6 +1,6 @@
 import type { Settings } from "../../../../src/app/settings";
-import type { ItemInput } from "../../../../src/coordination/messages";
-import { unitItemsFor } from "../../../../src/coordination/unitSize";
+import type { ItemInput } from "../../../../src/coordination/ports/messages";
+import { unitItemsFor } from "../../../../src/coordination/jobs/unitSize";
 
 /**
  * How the batched baseline packs items into unit messages: the rule of the leader's dispatch

@@ -4,7 +4,7 @@ import {
   unitWorkMessageSchema,
   type UnitResultMessage,
   type UnitWorkMessage,
-} from "../../../../src/coordination/messages";
+} from "../../../../src/coordination/ports/messages";
 import { delay } from "../../../../src/library/util/delay";
 import { createDemoJob } from "../../../../src/local/demoData";
 import { UNIT_DEFAULTS } from "../cluster";

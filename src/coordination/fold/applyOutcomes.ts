@@ -1,0 +1,264 @@
+import type { CoordinationDeps } from "../deps.js";
+import type { ByJob, Entry, FoldOptions, Source } from "./foldEntries.js";
+import { foldOutcomes, lastItem, type UnitOutcome } from "./foldOutcomes.js";
+import { emptyCounts, type FoldReport } from "./foldReport.js";
+import { isStopped, keys, type JobState } from "../state/jobState.js";
+import type { JobStore } from "../state/jobStore.js";
+import { resultUnitOf, type ItemRef } from "../ports/messages.js";
+import type { ReceivedMessage } from "../ports/ports.js";
+import { endsTheStep, reject } from "./rejectMessages.js";
+import type { Versioned } from "../../library/fencing/FencedStateStore.js";
+import type { Abortable } from "../../library/util/delay.js";
+
+/**
+ * A job's state, or the error reading or parsing it (damaged, or of a shape a newer version wrote): the job's
+ * trouble, never its messages', and no reason to stop folding the other jobs. The leader's own end still throws.
+ */
+export async function readJobOf(
+  jobs: JobStore,
+  jobId: string,
+  options: Abortable,
+): Promise<{ ok: true; job: Versioned<JobState> | undefined } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, job: await jobs.readJob(jobId, options) };
+  } catch (error) {
+    if (endsTheStep(error, options)) throw error;
+    return { ok: false, error };
+  }
+}
+
+/**
+ * Leaves the messages of a job whose state cannot be read for a later pass — released, visible again at once, never
+ * rejected or failed — and records the job's error for the step to report.
+ */
+function leaveUnreadable(
+  jobId: string,
+  error: unknown,
+  entries: readonly Entry[],
+  source: Source,
+  report: FoldReport,
+  options: Abortable,
+): void {
+  report.jobErrors.push({ jobId, error });
+  report.left += entries.length;
+  report.acknowledgements.push(
+    Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
+  );
+}
+
+/**
+ * The items of a unit that a message names without reporting on them (a rejected result, a work-poison message) that
+ * may fail with its reason, and why the others may not. A message says which unit it was, but it may be garbage or
+ * come from elsewhere: so only a unit no larger than the job's units, within the job, and only its items the job has
+ * sent (below its `dispatched` cursor; an item past it was never sent, or will be sent again after a leader's crash)
+ * — never the items of other units, processed correctly, or the rest of the job.
+ */
+function unitFailures(
+  deps: Pick<CoordinationDeps, "workUnitMaxItems">,
+  state: JobState,
+  unit: ItemRef,
+  reason: string,
+): { failed: UnitOutcome["failed"]; problem?: string } {
+  const last = unit.item + unit.count - 1;
+  if (last >= state.itemCount)
+    return {
+      failed: [],
+      problem: `item ${last} is out of range for job "${state.id}" (items 0–${state.itemCount - 1})`,
+    };
+  // As dispatch packs the job (`unitLimits`): fixed at registration; the current setting for a job from before units.
+  const maxItems = state.unitMaxItems ?? deps.workUnitMaxItems;
+  if (unit.count > maxItems)
+    return {
+      failed: [],
+      problem: `it names ${unit.count} items (${unit.item}–${last}), more than a unit of job "${state.id}" holds (${maxItems})`,
+    };
+  const end = Math.min(last + 1, state.dispatched);
+  const failed = Array.from({ length: Math.max(0, end - unit.item) }, (_, offset) => ({
+    item: unit.item + offset,
+    reason,
+  }));
+  if (end > last) return { failed };
+  return {
+    failed,
+    problem: `items ${Math.max(unit.item, end)}–${last} have not been sent (job "${state.id}" has sent items before ${state.dispatched})`,
+  };
+}
+
+/**
+ * Folds each job's outcomes in one conditional write (retried on a race); returns the messages no job claimed. Once
+ * the step's budget is spent, the jobs not folded yet (all but the first) have their messages released for the next
+ * step, visible again at once: a batch naming a hundred jobs cannot hold the step a hundred job writes past its
+ * budget.
+ */
+export async function applyOutcomes(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  epoch: number,
+  byJob: ByJob,
+  source: Source,
+  report: FoldReport,
+  options: FoldOptions,
+): Promise<ReceivedMessage[]> {
+  const unclaimed: ReceivedMessage[] = [];
+  let started = false;
+  for (const [jobId, entries] of byJob) {
+    if (started && options.pastBudget?.() === true) {
+      report.left += entries.length;
+      report.acknowledgements.push(
+        Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
+      );
+      continue;
+    }
+    started = true;
+    const read = await readJobOf(jobs, jobId, options);
+    if (!read.ok) {
+      leaveUnreadable(jobId, read.error, entries, source, report, options);
+      continue;
+    }
+    const current = read.job;
+    if (current === undefined) {
+      if (source.noJob === "release") {
+        unclaimed.push(...entries.map((entry) => entry.message));
+        continue;
+      }
+      for (const { message, rejection } of entries) {
+        await reject(deps, source, message, rejection ?? `no job "${jobId}"`, epoch, options);
+        // A late duplicate unit of a job retention has removed wrote its outcome blob after the removal: nothing else
+        // would ever delete it (issue 37, item 6c). The result named it; the job is gone, so nobody reads it.
+        const unit = resultUnitOf(message.text ?? "");
+        if (unit !== undefined && unit.jobId === jobId)
+          await Promise.all(
+            [keys.outcome(jobId, unit.item), keys.partial(jobId, unit.item)].map((name) =>
+              deps.system.delete(name, options),
+            ),
+          );
+      }
+      report.rejected += entries.length;
+      continue;
+    }
+    if (isStopped(current.value.status)) {
+      // Late work of a cancelled or expired job: final, so acknowledged and never counted (a message the leader
+      // cannot use still goes to the poison queue with its reason).
+      const late = entries.filter((entry) => entry.rejection === undefined);
+      for (const { message, rejection } of entries)
+        if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+      report.rejected += entries.length - late.length;
+      report.discarded += late.length;
+      report.acknowledgements.push(
+        Promise.allSettled(late.map(({ message }) => source.queue.delete(message, options))),
+      );
+      continue;
+    }
+    // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
+    const { itemCount } = current.value;
+    let kept: Entry[] = [];
+    for (const entry of entries) {
+      const last = lastItem(entry.outcome);
+      if (last < itemCount) {
+        kept.push(entry);
+        continue;
+      }
+      const reason = entry.rejection ?? `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`;
+      await reject(deps, source, entry.message, reason, epoch, options);
+      report.rejected++;
+    }
+    if (deps.registry.get(current.value.kind) === undefined) {
+      let left: Entry[];
+      ({ kept, left } = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch));
+      // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs
+      // again.
+      report.left += left.length;
+      report.acknowledgements.push(
+        Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))),
+      );
+    }
+    // Outcomes that report on their items first, then the failures of units named by messages that do not: a garbage
+    // copy of a unit's result never wins over the valid one in the same batch.
+    const outcomes = kept.filter((entry) => entry.unit === undefined).map((entry) => entry.outcome);
+    for (const entry of kept) {
+      if (entry.unit === undefined) continue;
+      const { failed, problem } = unitFailures(deps, current.value, entry.unit.ref, entry.unit.reason);
+      outcomes.push({ done: [], failed });
+      // A poison message naming items it cannot account for goes back with why (a result is rejected anyway).
+      entry.rejection ??= problem;
+    }
+    // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
+    const attempt = { counts: emptyCounts(), completes: false };
+    try {
+      await jobs.updateJob(
+        jobId,
+        (state) => {
+          attempt.counts = emptyCounts();
+          const next = foldOutcomes(deps, state, outcomes, attempt.counts);
+          attempt.completes = next?.status === "completed";
+          return next;
+        },
+        options,
+        current,
+      );
+    } catch (error) {
+      // A lost race re-reads the job: if that is what failed (the state cannot be read now), it is the job's trouble.
+      if (endsTheStep(error, options)) throw error;
+      const again = await readJobOf(jobs, jobId, options);
+      if (again.ok) throw error;
+      leaveUnreadable(jobId, again.error, kept, source, report, options);
+      continue;
+    }
+    report.folded += attempt.counts.folded;
+    report.duplicates += attempt.counts.duplicates;
+    report.failed += attempt.counts.failed;
+    if (attempt.completes) report.completed.push(jobId);
+    // Only after the write: a crash before it leaves the messages to be delivered again.
+    const used = kept.filter((entry) => entry.rejection === undefined);
+    report.acknowledgements.push(Promise.allSettled(used.map(({ message }) => source.queue.delete(message, options))));
+    for (const { message, rejection } of kept)
+      if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+    report.rejected += kept.length - used.length;
+  }
+  return unclaimed;
+}
+
+/**
+ * How long a result may wait on the queue for a leader with its job's task kind: 1 hour. A leader lacking the kind
+ * (a deploy in progress, a kind on some instances only) leaves results for one that has it; a result still unfolded
+ * this long after it was sent is taken as of a kind no deploy has any more, and its items fail with the reason, so the
+ * job ends. A rolling deploy takes minutes, and with leadership open to every instance at each tick, a leader with the
+ * kind, where any instance has it, comes within the hour all but surely. Measured on the queue's own clock
+ * ({@link ReceivedMessage.queuedMs}), not by deliveries: a leader lacking the kind receives and releases the same
+ * result in every pass of its step, tens of times a minute, so a count of deliveries says little about time.
+ */
+export const KIND_WAIT_MS = 60 * 60 * 1000;
+
+/**
+ * A leader whose process lacks the job's task kind cannot validate or merge partial results: it records units with
+ * failures only and releases the rest (visible again at once) for a leader that has the kind — never failing a valid
+ * result (found by the simulator, seeds 1015 and 1098) until it has waited {@link KIND_WAIT_MS} on the queue: then its
+ * done items fail too, with the reason. Returns the entries to fold, and those left.
+ */
+function leaveForAnotherLeader(
+  deps: CoordinationDeps,
+  kind: string,
+  jobId: string,
+  entries: readonly Entry[],
+  epoch: number,
+): { kept: Entry[]; left: Entry[] } {
+  const kept: Entry[] = [];
+  const left: Entry[] = [];
+  let expired = 0;
+  const lacks = `this leader lacks task kind "${kind}" (it has ${deps.registry.names().join(", ") || "none"})`;
+  for (const entry of entries) {
+    const { done, failed } = entry.outcome;
+    if (done.length === 0) kept.push(entry);
+    else if ((entry.message.queuedMs ?? 0) < KIND_WAIT_MS) left.push(entry);
+    else {
+      expired++;
+      const reason = `${lacks}, and no leader with it folded the unit's result in the hour since it was sent`;
+      kept.push({ ...entry, outcome: { done: [], failed: [...failed, ...done.map((item) => ({ item, reason }))] } });
+    }
+  }
+  const where = { instanceId: deps.instanceId, epoch };
+  if (left.length > 0) deps.logger.warn(`Leaving ${left.length} result(s) of job "${jobId}": ${lacks}.`, where);
+  if (expired > 0)
+    deps.logger.warn(`Failing the items of ${expired} result(s) of job "${jobId}" an hour old: ${lacks}.`, where);
+  return { kept, left };
+}
