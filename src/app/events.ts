@@ -5,7 +5,7 @@
  * runner's event log.
  */
 import type { CoordinationEvent } from "../coordination/ports/events.js";
-import type { StepReport } from "../coordination/step.js";
+import type { StepReport } from "../coordination/step/step.js";
 import type { LeadershipLostReason } from "../library/errors.js";
 import type { LeadershipEvent } from "../library/leadership/events.js";
 

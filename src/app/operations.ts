@@ -1,6 +1,6 @@
 import { StaleEpochError } from "../library/errors.js";
 import { requestCancel } from "../coordination/jobs/cancel.js";
-import type { StepReport } from "../coordination/step.js";
+import type { StepReport } from "../coordination/step/step.js";
 import { readJobStatus, type JobStatus } from "../coordination/jobs/status.js";
 
 export { UnreadableJobError } from "../coordination/state/jobState.js";

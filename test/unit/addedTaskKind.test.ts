@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker/worker";

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { createRegistry } from "../../src/app/context";
 import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/state/jobState";
-import { runCoordinationStep, type JobProgress } from "../../src/coordination/step";
+import { runCoordinationStep, type JobProgress } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import type { TaskKind } from "../../src/coordination/kinds/taskKinds";
 import type { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { FOLD_ROUND_BYTES } from "../../src/coordination/fold/foldResultBatch";
 import { keys } from "../../src/coordination/state/jobState";
 import { MAX_OUTCOME_BYTES } from "../../src/coordination/ports/messages";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import type { TaskKind } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";

@@ -4,7 +4,7 @@ import { readSettings } from "../../src/app/settings";
 import { groupRecords, MAX_GROUP_KEY_LENGTH } from "../../src/groupBy/groupBy";
 import { jsonByteLength } from "../../src/coordination/state/jsonSize";
 import { keys } from "../../src/coordination/state/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ItemError } from "../../src/coordination/kinds/taskKinds";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";

@@ -6,7 +6,7 @@ import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } fro
 const groupByAggregate = groupByKind.aggregate ?? { empty: () => [], merge: mergeGroups };
 import { keys } from "../../src/coordination/state/jobState";
 import { readJobStatus } from "../../src/coordination/jobs/status";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import type { TaskKind } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";

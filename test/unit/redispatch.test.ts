@@ -5,7 +5,7 @@ import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { keys, jobStateSchema } from "../../src/coordination/state/jobState";
 import { packUnits } from "../../src/coordination/dispatch/packUnits";
 import { redispatchInFlight, unfinishedRuns } from "../../src/coordination/dispatch/redispatch";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { Bitmap } from "../../src/coordination/state/bitmap";
 import { processWorkMessage } from "../../src/coordination/worker/worker";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";

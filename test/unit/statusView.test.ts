@@ -16,7 +16,7 @@ import {
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { keys } from "../../src/coordination/state/jobState";
 import type { JobStatus } from "../../src/coordination/jobs/status";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { processWorkMessage } from "../../src/coordination/worker/worker";
 import type { LeaderInfo } from "../../src/library/leadership/leaderInfo";

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { keys } from "../../src/coordination/state/jobState";
 import { JobStopChecks, writeJobStop } from "../../src/coordination/state/jobStops";
 import { requestCancel } from "../../src/coordination/jobs/cancel";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission, validateSubmission } from "../../src/coordination/jobs/submit";
 import { defineTaskKind, ItemError, type TaskContext, type TaskInput } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";

@@ -46,7 +46,7 @@ describe("a coordinator tick's flow through src/", () => {
         "library/leadership/LeaderElector",
         "app/leaderStep",
         "library/leadership/runTerm",
-        "coordination/step",
+        "coordination/step/step",
         "coordination/fold/foldResultBatch",
         "coordination/dispatch/dispatch",
         "coordination/state/jobStore",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { keys } from "../../src/coordination/state/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { LeadershipLostError, StorageError } from "../../src/library/errors";
 import type { StateStore } from "../../src/library/fencing/StateStore";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { maxItemHoldMs } from "../../src/app/coordinationDeps";
 import { readSettings } from "../../src/app/settings";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { defineTaskKind } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";

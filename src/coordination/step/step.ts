@@ -1,22 +1,22 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { LeadershipLostError, StaleEpochError } from "../library/errors.js";
-import { FencedStateStore } from "../library/fencing/FencedStateStore.js";
-import type { LeadershipTerm } from "../library/leadership/Term.js";
-import { delay, throwIfAborted } from "../library/util/delay.js";
-import { applyCancelRequests, expireIfDue } from "./jobs/cancel.js";
-import type { CoordinationDeps } from "./deps.js";
-import { ChunkCache } from "./dispatch/chunkCache.js";
-import { dispatchJob } from "./dispatch/dispatch.js";
-import { foldPoisonBatch } from "./fold/foldPoison.js";
-import { awaitAcknowledgements, type FoldReport } from "./fold/foldReport.js";
-import { foldResultBatch } from "./fold/foldResultBatch.js";
-import { isStopped, type JobState } from "./state/jobState.js";
-import { writeJobStop } from "./state/jobStops.js";
-import { JobStore } from "./state/jobStore.js";
-import { registerJobs } from "./jobs/registerJobs.js";
-import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs, type RetentionOptions } from "./jobs/retention.js";
-import { redispatchAfterLapse } from "./dispatch/redispatch.js";
-import { recordTerm, recordTermEnd } from "./state/termHistory.js";
+import { LeadershipLostError, StaleEpochError } from "../../library/errors.js";
+import { FencedStateStore } from "../../library/fencing/FencedStateStore.js";
+import type { LeadershipTerm } from "../../library/leadership/Term.js";
+import { delay, throwIfAborted } from "../../library/util/delay.js";
+import { applyCancelRequests, expireIfDue } from "../jobs/cancel.js";
+import type { CoordinationDeps } from "../deps.js";
+import { ChunkCache } from "../dispatch/chunkCache.js";
+import { dispatchJob } from "../dispatch/dispatch.js";
+import { foldPoisonBatch } from "../fold/foldPoison.js";
+import { awaitAcknowledgements, type FoldReport } from "../fold/foldReport.js";
+import { foldResultBatch } from "../fold/foldResultBatch.js";
+import { isStopped, type JobState } from "../state/jobState.js";
+import { writeJobStop } from "../state/jobStops.js";
+import { JobStore } from "../state/jobStore.js";
+import { registerJobs } from "../jobs/registerJobs.js";
+import { RETENTION_SWEEP_INTERVAL_MS, noteEnded, removeExpiredJobs, type RetentionOptions } from "../jobs/retention.js";
+import { redispatchAfterLapse } from "../dispatch/redispatch.js";
+import { recordTerm, recordTermEnd } from "../state/termHistory.js";
 
 /**
  * How long an idle pass waits for workers before looking again, while jobs are active: from the first to the second,
