@@ -45,7 +45,7 @@ const PUBLIC_API = Object.fromEntries(
 
 /**
  * The rooms of src/coordination/ (CONTRIBUTING.md, "Layout"; each room's README.md) and which other rooms each may
- * import: calls go down this list, never up, and no room imports the step (`step.ts`, which runs them) or anything of
+ * import: calls go down this list, never up, and no room imports the step (`step/`, which runs them) or anything of
  * a room not named here. `deps` is `coordination/deps.ts`, the ports and limits the rooms above it take.
  */
 const ROOMS = {
@@ -74,7 +74,7 @@ const COORDINATION_PATTERNS = [
   },
 ];
 
-/** One block for src/coordination/ (the step at its root may import every room), then one per room and deps.ts. */
+/** One block for src/coordination/ (the step, `step/`, may import every room), then one per room and deps.ts. */
 function coordinationRooms() {
   const rule = (patterns) => ({
     "no-restricted-imports": [
