@@ -69,60 +69,8 @@ export async function dispatchJob(
   const inFlight = state.dispatched - state.doneCount - state.failedCount;
   const room = deps.maxInFlight - inFlight;
   const count = Math.min(budget, state.itemCount - state.dispatched, room);
-  const report: DispatchReport = { sent: 0, messages: 0, failed: 0 };
-  if (state.status !== "running" || count <= 0) return report;
-  let latest = job;
-  // The group being built; the items failed since the last write; the first item after everything handled so far.
-  let messages: string[] = [];
-  let failures: UnitOutcome["failed"] = [];
-  let cursor = state.dispatched;
-  let written = state.dispatched;
-  let lastWriteMs: number | undefined;
-  const writeCursor = async (): Promise<void> => {
-    if (cursor === written && failures.length === 0) return;
-    const end = cursor;
-    const failed = failures;
-    const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
-    latest =
-      (await jobs.updateJob(
-        state.id,
-        (current) => {
-          attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
-          const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
-          const next =
-            failed.length > 0
-              ? (foldOutcomes(deps, advanced, [{ done: [], failed }], attempt.counts) ?? advanced)
-              : advanced;
-          return next.dispatched === current.dispatched && next === advanced ? undefined : next;
-        },
-        io,
-        latest,
-      )) ?? latest;
-    report.failed += attempt.counts.failed;
-    failures = [];
-    written = end;
-    lastWriteMs = monotonicMs();
-  };
-  const sendGroup = async (): Promise<void> => {
-    if (messages.length > 0) {
-      await deps.workQueue.send(messages, io);
-      report.messages += messages.length;
-      messages = [];
-      progress?.reportProgress();
-    }
-    if (lastWriteMs === undefined || monotonicMs() - lastWriteMs >= CURSOR_WRITE_INTERVAL_MS) await writeCursor();
-  };
-  const take = async (piece: Packed): Promise<void> => {
-    if (piece.kind === "unsendable") {
-      failures.push({ item: piece.item, reason: `not dispatched: ${piece.reason}` });
-      cursor = piece.item + 1;
-      return;
-    }
-    messages.push(piece.message);
-    report.sent += piece.count;
-    cursor = piece.first + piece.count;
-    if (messages.length >= SEND_PARALLELISM) await sendGroup();
-  };
+  if (state.status !== "running" || count <= 0) return { sent: 0, messages: 0, failed: 0 };
+  const sender = new UnitSender(deps, jobs, job, { ...io, progress, monotonicMs });
   // The job's tail: when the window is what stops this dispatch (not the pass's budget: the next pass sends more), what
   // is left of the job goes out too if it is at most half the window in items (a window lowered for costly items stays
   // within 1.5 times itself) and fits in WORK_UNIT_SPREAD units — it cannot, in items, when it is more than that many
@@ -149,10 +97,98 @@ export async function dispatchJob(
       tail = undefined;
       break;
     }
-    await take(piece);
+    await sender.take(piece);
   }
-  for (const piece of tail ?? []) await take(piece);
-  await sendGroup();
-  await writeCursor();
-  return report;
+  for (const piece of tail ?? []) await sender.take(piece);
+  await sender.sendGroup();
+  await sender.writeCursor();
+  return sender.report;
+}
+
+/**
+ * One dispatch's sending: the units taken, sent in groups of {@link SEND_PARALLELISM}, and the job's cursor (with the
+ * items failed unsent) written after the first group, then at most every {@link CURSOR_WRITE_INTERVAL_MS}.
+ */
+class UnitSender {
+  readonly report: DispatchReport = { sent: 0, messages: 0, failed: 0 };
+  /** The job as last written. */
+  private latest: Versioned<JobState>;
+  /** The group being built. */
+  private messages: string[] = [];
+  /** The items failed since the last write. */
+  private failures: UnitOutcome["failed"] = [];
+  /** The first item after everything handled so far. */
+  private cursor: number;
+  private written: number;
+  private lastWriteMs: number | undefined;
+  private readonly jobId: string;
+
+  constructor(
+    private readonly deps: CoordinationDeps,
+    private readonly jobs: JobStore,
+    job: Versioned<JobState>,
+    private readonly options: Abortable & Pick<DispatchOptions, "progress"> & { monotonicMs: () => number },
+  ) {
+    this.latest = job;
+    this.jobId = job.value.id;
+    this.cursor = this.written = job.value.dispatched;
+  }
+
+  /** A piece as packed: a unit to the group (sent once full), or an item that cannot be sent, to fail. */
+  async take(piece: Packed): Promise<void> {
+    if (piece.kind === "unsendable") {
+      this.failures.push({ item: piece.item, reason: `not dispatched: ${piece.reason}` });
+      this.cursor = piece.item + 1;
+      return;
+    }
+    this.messages.push(piece.message);
+    this.report.sent += piece.count;
+    this.cursor = piece.first + piece.count;
+    if (this.messages.length >= SEND_PARALLELISM) await this.sendGroup();
+  }
+
+  /** Sends the group, and writes the cursor when the last write is old enough (or there was none). */
+  async sendGroup(): Promise<void> {
+    const { deps, options } = this;
+    if (this.messages.length > 0) {
+      await deps.workQueue.send(this.messages, this.io());
+      this.report.messages += this.messages.length;
+      this.messages = [];
+      options.progress?.reportProgress();
+    }
+    if (this.lastWriteMs === undefined || options.monotonicMs() - this.lastWriteMs >= CURSOR_WRITE_INTERVAL_MS)
+      await this.writeCursor();
+  }
+
+  /** The cursor past what was sent, and the items failed unsent, in one fenced write (none when nothing changed). */
+  async writeCursor(): Promise<void> {
+    if (this.cursor === this.written && this.failures.length === 0) return;
+    const { deps } = this;
+    const end = this.cursor;
+    const failed = this.failures;
+    const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
+    this.latest =
+      (await this.jobs.updateJob(
+        this.jobId,
+        (current) => {
+          attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
+          const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
+          const next =
+            failed.length > 0
+              ? (foldOutcomes(deps, advanced, [{ done: [], failed }], attempt.counts) ?? advanced)
+              : advanced;
+          return next.dispatched === current.dispatched && next === advanced ? undefined : next;
+        },
+        this.io(),
+        this.latest,
+      )) ?? this.latest;
+    this.report.failed += attempt.counts.failed;
+    this.failures = [];
+    this.written = end;
+    this.lastWriteMs = this.options.monotonicMs();
+  }
+
+  private io(): Abortable {
+    return this.options.abortSignal === undefined ? {} : { abortSignal: this.options.abortSignal };
+  }
 }

@@ -7,6 +7,7 @@ import type { JobStore } from "../state/jobStore.js";
 import { resultUnitOf, type ItemRef } from "../ports/messages.js";
 import type { ReceivedMessage } from "../ports/ports.js";
 import { endsTheStep, reject } from "./rejectMessages.js";
+import { leaveForAnotherLeader } from "./missingKind.js";
 import type { Versioned } from "../../library/fencing/FencedStateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 
@@ -99,6 +100,7 @@ export async function applyOutcomes(
   report: FoldReport,
   options: FoldOptions,
 ): Promise<ReceivedMessage[]> {
+  const fold: Fold = { deps, jobs, epoch, source, report, options };
   const unclaimed: ReceivedMessage[] = [];
   let started = false;
   for (const [jobId, entries] of byJob) {
@@ -111,154 +113,145 @@ export async function applyOutcomes(
     }
     started = true;
     const read = await readJobOf(jobs, jobId, options);
-    if (!read.ok) {
-      leaveUnreadable(jobId, read.error, entries, source, report, options);
-      continue;
-    }
-    const current = read.job;
-    if (current === undefined) {
-      if (source.noJob === "release") {
-        unclaimed.push(...entries.map((entry) => entry.message));
-        continue;
-      }
-      for (const { message, rejection } of entries) {
-        await reject(deps, source, message, rejection ?? `no job "${jobId}"`, epoch, options);
-        // A late duplicate unit of a job retention has removed wrote its outcome blob after the removal: nothing else
-        // would ever delete it (issue 37, item 6c). The result named it; the job is gone, so nobody reads it.
-        const unit = resultUnitOf(message.text ?? "");
-        if (unit !== undefined && unit.jobId === jobId)
-          await Promise.all(
-            [keys.outcome(jobId, unit.item), keys.partial(jobId, unit.item)].map((name) =>
-              deps.system.delete(name, options),
-            ),
-          );
-      }
-      report.rejected += entries.length;
-      continue;
-    }
-    if (isStopped(current.value.status)) {
-      // Late work of a cancelled or expired job: final, so acknowledged and never counted (a message the leader
-      // cannot use still goes to the poison queue with its reason).
-      const late = entries.filter((entry) => entry.rejection === undefined);
-      for (const { message, rejection } of entries)
-        if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
-      report.rejected += entries.length - late.length;
-      report.discarded += late.length;
-      report.acknowledgements.push(
-        Promise.allSettled(late.map(({ message }) => source.queue.delete(message, options))),
-      );
-      continue;
-    }
-    // An item the job does not have is bad input, not a duplicate: report it with a reason (found by the chaos suite).
-    const { itemCount } = current.value;
-    let kept: Entry[] = [];
-    for (const entry of entries) {
-      const last = lastItem(entry.outcome);
-      if (last < itemCount) {
-        kept.push(entry);
-        continue;
-      }
-      const reason = entry.rejection ?? `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`;
-      await reject(deps, source, entry.message, reason, epoch, options);
-      report.rejected++;
-    }
-    if (deps.registry.get(current.value.kind) === undefined) {
-      let left: Entry[];
-      ({ kept, left } = leaveForAnotherLeader(deps, current.value.kind, jobId, kept, epoch));
-      // Visible again at once, not after the receive's timeout: a leader with the kind may run before this one runs
-      // again.
-      report.left += left.length;
-      report.acknowledgements.push(
-        Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))),
-      );
-    }
-    // Outcomes that report on their items first, then the failures of units named by messages that do not: a garbage
-    // copy of a unit's result never wins over the valid one in the same batch.
-    const outcomes = kept.filter((entry) => entry.unit === undefined).map((entry) => entry.outcome);
-    for (const entry of kept) {
-      if (entry.unit === undefined) continue;
-      const { failed, problem } = unitFailures(deps, current.value, entry.unit.ref, entry.unit.reason);
-      outcomes.push({ done: [], failed });
-      // A poison message naming items it cannot account for goes back with why (a result is rejected anyway).
-      entry.rejection ??= problem;
-    }
-    // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
-    const attempt = { counts: emptyCounts(), completes: false };
-    try {
-      await jobs.updateJob(
-        jobId,
-        (state) => {
-          attempt.counts = emptyCounts();
-          const next = foldOutcomes(deps, state, outcomes, attempt.counts);
-          attempt.completes = next?.status === "completed";
-          return next;
-        },
-        options,
-        current,
-      );
-    } catch (error) {
-      // A lost race re-reads the job: if that is what failed (the state cannot be read now), it is the job's trouble.
-      if (endsTheStep(error, options)) throw error;
-      const again = await readJobOf(jobs, jobId, options);
-      if (again.ok) throw error;
-      leaveUnreadable(jobId, again.error, kept, source, report, options);
-      continue;
-    }
-    report.folded += attempt.counts.folded;
-    report.duplicates += attempt.counts.duplicates;
-    report.failed += attempt.counts.failed;
-    if (attempt.completes) report.completed.push(jobId);
-    // Only after the write: a crash before it leaves the messages to be delivered again.
-    const used = kept.filter((entry) => entry.rejection === undefined);
-    report.acknowledgements.push(Promise.allSettled(used.map(({ message }) => source.queue.delete(message, options))));
-    for (const { message, rejection } of kept)
-      if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
-    report.rejected += kept.length - used.length;
+    if (!read.ok) leaveUnreadable(jobId, read.error, entries, source, report, options);
+    else if (read.job !== undefined && isStopped(read.job.value.status)) await discardLateWork(fold, entries);
+    else if (read.job !== undefined) await foldIntoJob(fold, jobId, read.job, entries);
+    else if (source.noJob === "release") unclaimed.push(...entries.map((entry) => entry.message));
+    else await rejectForNoJob(fold, jobId, entries);
   }
   return unclaimed;
 }
 
-/**
- * How long a result may wait on the queue for a leader with its job's task kind: 1 hour. A leader lacking the kind
- * (a deploy in progress, a kind on some instances only) leaves results for one that has it; a result still unfolded
- * this long after it was sent is taken as of a kind no deploy has any more, and its items fail with the reason, so the
- * job ends. A rolling deploy takes minutes, and with leadership open to every instance at each tick, a leader with the
- * kind, where any instance has it, comes within the hour all but surely. Measured on the queue's own clock
- * ({@link ReceivedMessage.queuedMs}), not by deliveries: a leader lacking the kind receives and releases the same
- * result in every pass of its step, tens of times a minute, so a count of deliveries says little about time.
- */
-export const KIND_WAIT_MS = 60 * 60 * 1000;
+/** What folding a batch's outcomes into their jobs works with. */
+interface Fold {
+  deps: CoordinationDeps;
+  jobs: JobStore;
+  epoch: number;
+  source: Source;
+  report: FoldReport;
+  options: FoldOptions;
+}
+
+/** Messages naming a job there is no state of: to the poison queue, with why. */
+async function rejectForNoJob(fold: Fold, jobId: string, entries: readonly Entry[]): Promise<void> {
+  const { deps, source, epoch, options } = fold;
+  for (const { message, rejection } of entries) {
+    await reject(deps, source, message, rejection ?? `no job "${jobId}"`, epoch, options);
+    // A late duplicate unit of a job retention has removed wrote its outcome blob after the removal: nothing else
+    // would ever delete it (issue 37, item 6c). The result named it; the job is gone, so nobody reads it.
+    const unit = resultUnitOf(message.text ?? "");
+    if (unit !== undefined && unit.jobId === jobId)
+      await Promise.all(
+        [keys.outcome(jobId, unit.item), keys.partial(jobId, unit.item)].map((name) =>
+          deps.system.delete(name, options),
+        ),
+      );
+  }
+  fold.report.rejected += entries.length;
+}
 
 /**
- * A leader whose process lacks the job's task kind cannot validate or merge partial results: it records units with
- * failures only and releases the rest (visible again at once) for a leader that has the kind — never failing a valid
- * result (found by the simulator, seeds 1015 and 1098) until it has waited {@link KIND_WAIT_MS} on the queue: then its
- * done items fail too, with the reason. Returns the entries to fold, and those left.
+ * Late work of a cancelled or expired job: final, so acknowledged and never counted (a message the leader cannot use
+ * still goes to the poison queue with its reason).
  */
-function leaveForAnotherLeader(
-  deps: CoordinationDeps,
-  kind: string,
+async function discardLateWork(fold: Fold, entries: readonly Entry[]): Promise<void> {
+  const { deps, source, epoch, report, options } = fold;
+  const late = entries.filter((entry) => entry.rejection === undefined);
+  for (const { message, rejection } of entries)
+    if (rejection !== undefined) await reject(deps, source, message, rejection, epoch, options);
+  report.rejected += entries.length - late.length;
+  report.discarded += late.length;
+  report.acknowledgements.push(Promise.allSettled(late.map(({ message }) => source.queue.delete(message, options))));
+}
+
+/**
+ * A running or ended job's outcomes in one conditional write, then its messages acknowledged (or rejected with why).
+ * Outcomes of items the job does not have are rejected first; a leader lacking the job's kind leaves what it cannot
+ * fold for one that has it.
+ */
+async function foldIntoJob(
+  fold: Fold,
   jobId: string,
+  current: Versioned<JobState>,
   entries: readonly Entry[],
-  epoch: number,
-): { kept: Entry[]; left: Entry[] } {
-  const kept: Entry[] = [];
-  const left: Entry[] = [];
-  let expired = 0;
-  const lacks = `this leader lacks task kind "${kind}" (it has ${deps.registry.names().join(", ") || "none"})`;
-  for (const entry of entries) {
-    const { done, failed } = entry.outcome;
-    if (done.length === 0) kept.push(entry);
-    else if ((entry.message.queuedMs ?? 0) < KIND_WAIT_MS) left.push(entry);
-    else {
-      expired++;
-      const reason = `${lacks}, and no leader with it folded the unit's result in the hour since it was sent`;
-      kept.push({ ...entry, outcome: { done: [], failed: [...failed, ...done.map((item) => ({ item, reason }))] } });
-    }
+): Promise<void> {
+  const { deps, jobs, source, report, options } = fold;
+  const kept = await keepKnownItems(fold, jobId, current.value, entries);
+  const outcomes = outcomesOf(deps, current.value, kept);
+  // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
+  const attempt = { counts: emptyCounts(), completes: false };
+  try {
+    await jobs.updateJob(
+      jobId,
+      (state) => {
+        attempt.counts = emptyCounts();
+        const next = foldOutcomes(deps, state, outcomes, attempt.counts);
+        attempt.completes = next?.status === "completed";
+        return next;
+      },
+      options,
+      current,
+    );
+  } catch (error) {
+    // A lost race re-reads the job: if that is what failed (the state cannot be read now), it is the job's trouble.
+    if (endsTheStep(error, options)) throw error;
+    const again = await readJobOf(jobs, jobId, options);
+    if (again.ok) throw error;
+    leaveUnreadable(jobId, again.error, kept, source, report, options);
+    return;
   }
-  const where = { instanceId: deps.instanceId, epoch };
-  if (left.length > 0) deps.logger.warn(`Leaving ${left.length} result(s) of job "${jobId}": ${lacks}.`, where);
-  if (expired > 0)
-    deps.logger.warn(`Failing the items of ${expired} result(s) of job "${jobId}" an hour old: ${lacks}.`, where);
-  return { kept, left };
+  report.folded += attempt.counts.folded;
+  report.duplicates += attempt.counts.duplicates;
+  report.failed += attempt.counts.failed;
+  if (attempt.completes) report.completed.push(jobId);
+  // Only after the write: a crash before it leaves the messages to be delivered again.
+  const used = kept.filter((entry) => entry.rejection === undefined);
+  report.acknowledgements.push(Promise.allSettled(used.map(({ message }) => source.queue.delete(message, options))));
+  for (const { message, rejection } of kept)
+    if (rejection !== undefined) await reject(deps, source, message, rejection, fold.epoch, options);
+  report.rejected += kept.length - used.length;
+}
+
+/**
+ * The entries to fold into a job: an item the job does not have is bad input, not a duplicate, so it is rejected with
+ * a reason (found by the chaos suite); a leader lacking the job's kind releases what it cannot fold (visible again at
+ * once, not after the receive's timeout: a leader with the kind may run before this one runs again).
+ */
+async function keepKnownItems(fold: Fold, jobId: string, job: JobState, entries: readonly Entry[]): Promise<Entry[]> {
+  const { deps, source, epoch, report, options } = fold;
+  const { itemCount } = job;
+  let kept: Entry[] = [];
+  for (const entry of entries) {
+    const last = lastItem(entry.outcome);
+    if (last < itemCount) {
+      kept.push(entry);
+      continue;
+    }
+    const reason = entry.rejection ?? `item ${last} is out of range for job "${jobId}" (items 0–${itemCount - 1})`;
+    await reject(deps, source, entry.message, reason, epoch, options);
+    report.rejected++;
+  }
+  if (deps.registry.get(job.kind) === undefined) {
+    let left: Entry[];
+    ({ kept, left } = leaveForAnotherLeader(deps, job.kind, jobId, kept, epoch));
+    report.left += left.length;
+    report.acknowledgements.push(Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))));
+  }
+  return kept;
+}
+
+/**
+ * The outcomes to fold: those that report on their items first, then the failures of units named by messages that do
+ * not — a garbage copy of a unit's result never wins over the valid one in the same batch. A poison message naming
+ * items it cannot account for goes back with why (a result is rejected anyway).
+ */
+function outcomesOf(deps: CoordinationDeps, job: JobState, kept: readonly Entry[]): UnitOutcome[] {
+  const outcomes = kept.filter((entry) => entry.unit === undefined).map((entry) => entry.outcome);
+  for (const entry of kept) {
+    if (entry.unit === undefined) continue;
+    const { failed, problem } = unitFailures(deps, job, entry.unit.ref, entry.unit.reason);
+    outcomes.push({ done: [], failed });
+    entry.rejection ??= problem;
+  }
+  return outcomes;
 }

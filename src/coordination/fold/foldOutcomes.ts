@@ -3,7 +3,7 @@ import type { CoordinationDeps } from "../deps.js";
 import { emptyCounts, type FoldCounts } from "./foldReport.js";
 import { MAX_RECORDED_FAILURES, type JobState } from "../state/jobState.js";
 import { jsonByteLength } from "../state/jsonSize.js";
-import { mergeAll } from "../kinds/taskRegistry.js";
+import { mergeAll, type RegisteredKind } from "../kinds/taskRegistry.js";
 
 /** An outcome for one item, from a v1 result message. */
 export type ItemOutcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };
@@ -67,42 +67,7 @@ export function foldOutcomes(
       state,
       `the stored aggregate is not valid for task kind "${state.kind}": ${stored.reason}`.slice(0, 2000),
     );
-  const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
-  const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
-  const failures = [...state.failures];
-  const counts = emptyCounts();
-  const partials: unknown[] = [];
-  const counted = (item: number): boolean => item >= state.itemCount || done.has(item) || failed.has(item);
-  const fail = (item: number, reason: string): void => {
-    failed.add(item);
-    counts.failed++;
-    if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason });
-  };
-  for (const outcome of outcomes.map(asUnit)) {
-    for (const { item, reason } of outcome.failed) {
-      if (counted(item)) counts.duplicates++;
-      else fail(item, reason);
-    }
-    if (outcome.done.length === 0) continue;
-    const fresh = outcome.done.filter((item) => !counted(item));
-    counts.duplicates += outcome.done.length - fresh.length;
-    if (fresh.length === 0) continue;
-    if (fresh.length < outcome.done.length) {
-      // Cannot happen while a job's units keep their boundaries; never count a merged partial twice if it does.
-      for (const item of fresh)
-        fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
-      continue;
-    }
-    const partial =
-      kind?.hasAggregate === false ? { ok: true as const, value: null } : kind?.parsePartial(outcome.partial);
-    if (partial === undefined || !partial.ok) {
-      for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
-      continue;
-    }
-    if (kind?.hasAggregate === true) partials.push(partial.value);
-    for (const item of fresh) done.add(item);
-    counts.folded += fresh.length;
-  }
+  const { done, failed, failures, counts, partials } = countOutcomes(state, kind, outcomes);
   report.duplicates += counts.duplicates;
   if (counts.folded === 0 && counts.failed === 0) return undefined;
   let aggregate = state.aggregate;
@@ -144,6 +109,60 @@ export function foldOutcomes(
   report.folded += counts.folded;
   report.failed += counts.failed;
   return next;
+}
+
+/** What a batch's outcomes do to a job's items: its bits and failures as they become, the counts, the partials. */
+interface Counted {
+  done: Bitmap;
+  failed: Bitmap;
+  failures: JobState["failures"];
+  counts: FoldCounts;
+  /** The partials of the units newly done, to merge (a kind with an aggregate only). */
+  partials: unknown[];
+}
+
+/**
+ * A batch's outcomes counted against the job's bits: an item already done or failed is a duplicate; a unit's done
+ * items count only if none of them was counted and its partial is valid for the kind, else they fail with the reason.
+ */
+function countOutcomes(state: JobState, kind: RegisteredKind | undefined, outcomes: Outcome[]): Counted {
+  const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
+  const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
+  const failures = [...state.failures];
+  const counts = emptyCounts();
+  const partials: unknown[] = [];
+  const counted = (item: number): boolean => item >= state.itemCount || done.has(item) || failed.has(item);
+  const fail = (item: number, reason: string): void => {
+    failed.add(item);
+    counts.failed++;
+    if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason });
+  };
+  for (const outcome of outcomes.map(asUnit)) {
+    for (const { item, reason } of outcome.failed) {
+      if (counted(item)) counts.duplicates++;
+      else fail(item, reason);
+    }
+    if (outcome.done.length === 0) continue;
+    const fresh = outcome.done.filter((item) => !counted(item));
+    counts.duplicates += outcome.done.length - fresh.length;
+    if (fresh.length === 0) continue;
+    if (fresh.length < outcome.done.length) {
+      // Cannot happen while a job's units keep their boundaries; never count a merged partial twice if it does.
+      for (const item of fresh)
+        fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
+      continue;
+    }
+    const partial =
+      kind?.hasAggregate === false ? { ok: true as const, value: null } : kind?.parsePartial(outcome.partial);
+    if (partial === undefined || !partial.ok) {
+      for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
+      continue;
+    }
+    if (kind?.hasAggregate === true) partials.push(partial.value);
+    for (const item of fresh) done.add(item);
+    counts.folded += fresh.length;
+  }
+  return { done, failed, failures, counts, partials };
 }
 
 /** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { KIND_WAIT_MS } from "./applyOutcomes.js";
+import { KIND_WAIT_MS } from "./missingKind.js";
 import { asUnit, type ItemOutcome, type UnitOutcome } from "./foldOutcomes.js";
 import { keys } from "../state/jobState.js";
 import {
