@@ -91,7 +91,7 @@ export interface AppParts extends CoordinationPorts {
   settings: Settings;
   instanceId: string;
   leaseStore: LeaseStore;
-  /** WAKE_QUEUE: wake-ups that ask for a step now (see `src/coordination/wake.ts`). */
+  /** WAKE_QUEUE: wake-ups that ask for a step now (see `src/coordination/wake/wake.ts`). */
   wakeQueue: MessageQueue;
 }
 

@@ -240,7 +240,8 @@ export async function handleWorkMessage(
   delivery: Omit<Delivery, "maxDequeueCount">,
   options: Abortable = {},
 ): Promise<WorkOutcome> {
-  // A job is active: watch the leader, so a dead one is replaced in seconds (with takeover; coordination/leaderWatch).
+  // A job is active: watch the leader, so a dead one is replaced in seconds (with takeover;
+  // coordination/wake/leaderWatch).
   app.leaderWatch.activity();
   let outcome: WorkOutcome;
   try {

@@ -89,9 +89,9 @@ describe("the library boundary, enforced by lint", () => {
         "../azure/BlobLeaseStore",
         "./leadership/LeaderElector",
         "../app/settings",
-        "../coordination/step",
+        "../coordination/step/step",
       ]),
-    ).toEqual(["../app/settings", "../coordination/step"]);
+    ).toEqual(["../app/settings", "../coordination/step/step"]);
   });
 
   it("the Azure adapters import the library and the coordination ports, nothing else of coordination, not the app", async () => {
@@ -201,7 +201,7 @@ describe("the library boundary, enforced by lint", () => {
       await refused("src/app/x.ts", [
         "../library/errors",
         "../azure/clients",
-        "../coordination/step",
+        "../coordination/step/step",
         "./settings",
         "@azure/storage-blob",
       ]),

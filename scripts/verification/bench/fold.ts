@@ -57,7 +57,7 @@ function parse(argv: string[]): Args | undefined {
   };
 }
 
-/** Group-by's merge as it was before issue 14 (src/coordination/groupBy.ts at e54cedc): a map of both, then a sort. */
+/** Group-by's merge as it was before issue 14 (src/groupBy/groupBy.ts at e54cedc): a map of both, then a sort. */
 function previousMerge(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
   const merged = new Map<string, GroupByPartial[number]>();
   for (const tuple of [...a, ...b]) {

@@ -54,7 +54,7 @@ function parse(argv: string[]): Args | undefined {
 }
 
 /**
- * Group-by's reading of one item before issue 24's CSV change (src/coordination/groupBy.ts at 728f00e): `csv-parse`
+ * Group-by's reading of one item before issue 24's CSV change (src/groupBy/groupBy.ts at 728f00e): `csv-parse`
  * for every input and a BigInt sum per record. Only the happy path: the benchmark's items are valid.
  */
 function previousGroupRecords(text: string, keyField: string, valueField: string): GroupByPartial {
