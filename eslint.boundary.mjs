@@ -1,5 +1,6 @@
 // The library boundary (CONTRIBUTING.md, "Layout"): which folder of src/ may import what. Used by eslint.config.mjs
 // and by test/unit/boundary.test.ts, which shows each rule refusing an import across it.
+import { readFileSync } from "node:fs";
 
 /**
  * `src/` never imports the Functions programming model at run time: the user's app passes `app` in, so the package never
@@ -20,6 +21,86 @@ const relativeInto = (...folders) => `^\\.\\.?/(\\.\\./)*(${folders.join("|")})(
 const TOOLS = ["local", "cli", "testing"];
 const TOOLS_MESSAGE =
   "The library, the adapters, the logic, the app and the registration must not import the tools built on them (src/local/, src/cli/, src/testing/).";
+
+/**
+ * What the package's main entry exports, by the module it re-exports from (`coordination/kinds/taskKinds.js` →
+ * `defineTaskKind`, …), read from src/index.ts: what the group-by kind may import of src/, as a user's kind imports the
+ * package.
+ */
+const PUBLIC_API = Object.fromEntries(
+  [
+    ...readFileSync(new URL("./src/index.ts", import.meta.url), "utf8").matchAll(
+      /export (?:type )?\{([^}]*)\} from "\.\/([^"]+)"/g,
+    ),
+  ]
+    .filter(([, , module]) => !module.startsWith("groupBy/"))
+    .map(([, names, module]) => [
+      module,
+      names
+        .split(",")
+        .map((name) => name.replace(/^\s*type\s+/, "").trim())
+        .filter((name) => name !== ""),
+    ]),
+);
+
+/**
+ * The rooms of src/coordination/ (CONTRIBUTING.md, "Layout"; each room's README.md) and which other rooms each may
+ * import: calls go down this list, never up, and no room imports the step (`step/`, which runs them) or anything of
+ * a room not named here. `deps` is `coordination/deps.ts`, the ports and limits the rooms above it take.
+ */
+const ROOMS = {
+  kinds: [],
+  ports: [],
+  state: ["ports"],
+  wake: ["ports"],
+  deps: ["ports", "state", "kinds"],
+  jobs: ["deps", "ports", "state", "kinds"],
+  fold: ["deps", "ports", "state", "kinds"],
+  worker: ["deps", "ports", "state", "kinds"],
+  dispatch: ["deps", "ports", "state", "kinds", "fold"],
+};
+
+/** The coordination logic's own refusals, for every file of src/coordination/ (the rooms add theirs). */
+const COORDINATION_PATTERNS = [
+  {
+    regex: relativeInto("app", "azure", "groupBy"),
+    message:
+      "The coordination logic must not import the app, the Azure adapters (src/azure/) or a task kind (src/groupBy/): use its ports (ports/ports.ts, deps.ts).",
+  },
+  { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
+  {
+    regex: AZURE_SDK,
+    message: "Only the Azure adapters (src/azure/) talk to an Azure SDK; the coordination logic works over its ports.",
+  },
+];
+
+/** One block for src/coordination/ (the step, `step/`, may import every room), then one per room and deps.ts. */
+function coordinationRooms() {
+  const rule = (patterns) => ({
+    "no-restricted-imports": [
+      "error",
+      { paths: [FUNCTIONS_IMPORT], patterns: [...COORDINATION_PATTERNS, ...patterns] },
+    ],
+  });
+  const names = [...Object.keys(ROOMS), "step"];
+  return [
+    // The coordination logic runs over ports: on Azure Storage in the app, on fakes in tests.
+    { files: ["src/coordination/**/*.ts"], rules: rule([]) },
+    ...Object.entries(ROOMS).map(([room, allowed]) => {
+      const refused = names.filter((name) => name !== room && !allowed.includes(name));
+      const from = room === "deps" ? "\\." : "\\.\\.";
+      return {
+        files: room === "deps" ? ["src/coordination/deps.ts"] : [`src/coordination/${room}/**/*.ts`],
+        rules: rule([
+          {
+            regex: `^${from}/(${refused.join("|")})(/|\\.js$|$)`,
+            message: `coordination/${room} may import of the coordination logic only ${allowed.length === 0 ? "itself" : allowed.join(", ")} (calls go one way between its rooms: CONTRIBUTING.md, "Layout").`,
+          },
+        ]),
+      };
+    }),
+  ];
+}
 
 /** One config block per folder; each folder's block replaces the one before for its files. */
 export const boundary = [
@@ -131,34 +212,37 @@ export const boundary = [
             },
             { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
             {
-              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports(\\.js)?$)",
-              message: "The Azure adapters may import only the coordination logic's ports (coordination/ports).",
+              regex: "^\\.\\.?/(\\.\\./)*coordination/(?!ports/ports(\\.js)?$)",
+              message: "The Azure adapters may import only the coordination logic's ports (coordination/ports/ports).",
             },
           ],
         },
       ],
     },
   },
+  ...coordinationRooms(),
   {
-    // The coordination logic runs over ports: on Azure Storage in the app, on fakes in tests.
-    files: ["src/coordination/**/*.ts"],
+    // The group-by kind stands where a user's kind does: it imports of src/ only what the package's main entry exports.
+    files: ["src/groupBy/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
         {
           paths: [FUNCTIONS_IMPORT],
           patterns: [
+            ...Object.entries(PUBLIC_API).map(([module, names]) => ({
+              regex: `^\\.\\./${module.replace(/\.js$/, "")}(\\.js)?$`,
+              allowImportNames: names,
+              message: `The group-by kind imports only the package's public API: of ${module}, what src/index.ts exports (${names.join(", ")}).`,
+            })),
             {
-              regex: relativeInto("app", "azure"),
+              regex: `^\\.\\./(?!(${Object.keys(PUBLIC_API)
+                .map((module) => module.replace(/\.js$/, ""))
+                .join("|")})(\\.js)?$)`,
               message:
-                "The coordination logic must not import the app or the Azure adapters (src/azure/): use its ports (ports.ts, deps.ts).",
+                "The group-by kind imports only the package's public API (what src/index.ts exports), as a user's kind imports the package.",
             },
-            { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
-            {
-              regex: AZURE_SDK,
-              message:
-                "Only the Azure adapters (src/azure/) talk to an Azure SDK; the coordination logic works over its ports.",
-            },
+            { regex: AZURE_SDK, message: "A task kind works on its input, not on storage's SDK." },
           ],
         },
       ],

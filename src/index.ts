@@ -15,7 +15,13 @@ export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/
 export type { CoordinatorClient, JobSubmission, WaitOptions } from "./app/client.js";
 export { createCoordinatorClient } from "./app/createClient.js";
 export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results.js";
-export type { CancelRequestResult, EndedStatus, FieldError, JobStatus, RunStatus } from "./coordination/jobStatus.js";
+export type {
+  CancelRequestResult,
+  EndedStatus,
+  FieldError,
+  JobStatus,
+  RunStatus,
+} from "./coordination/state/jobStatus.js";
 export {
   defineTaskKind,
   ItemError,
@@ -23,13 +29,13 @@ export {
   type TaskContext,
   type TaskInput,
   type TaskKind,
-} from "./coordination/taskKinds.js";
+} from "./coordination/kinds/taskKinds.js";
 export {
   groupByKind,
   groupByView,
   type GroupByParams,
   type GroupByPartial,
   type GroupStats,
-} from "./coordination/groupBy.js";
+} from "./groupBy/groupBy.js";
 export { storageClientsFromSettings, type StorageClients } from "./azure/clients.js";
 export { azureSdkLogger, ConfigurationError, type Logger, type LeaderInfo } from "./library/index.js";

@@ -17,7 +17,7 @@ import { SingleBar, Presets } from "cli-progress";
 import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
 import { cancelJob, getJobStatus, submitJob } from "../../src/app/jobs";
 import { CONNECTION_SETTINGS } from "../../src/app/settings";
-import { MAX_MANIFEST_BYTES } from "../../src/coordination/manifest";
+import { MAX_MANIFEST_BYTES } from "../../src/coordination/jobs/manifest";
 import { connectionFromSettings, createStorageClients } from "../../src/azure/clients";
 import { storageFailure } from "../../src/azure/storageErrors";
 import { delay } from "../../src/library/util/delay";

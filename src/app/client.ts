@@ -1,4 +1,4 @@
-import type { JobStatus } from "../coordination/jobStatus.js";
+import type { JobStatus } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
 import type { LeaderInfo } from "../library/leadership/leaderInfo.js";
 import type { CancelResult, SubmitOptions, SubmitResult } from "./results.js";

@@ -1,13 +1,13 @@
 import { hostname } from "node:os";
 import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings.js";
-import { groupByKind } from "../coordination/groupBy.js";
+import { groupByKind } from "../groupBy/groupBy.js";
 import type { CoordinationPorts } from "../coordination/deps.js";
-import type { MessageQueue } from "../coordination/ports.js";
-import { TaskRegistry } from "../coordination/taskRegistry.js";
-import { epochOptions } from "../coordination/termHistory.js";
-import { ActivityWakeUps } from "../coordination/wake.js";
-import { LeaderWatch } from "../coordination/leaderWatch.js";
-import { JobStopChecks } from "../coordination/jobStops.js";
+import type { MessageQueue } from "../coordination/ports/ports.js";
+import { TaskRegistry } from "../coordination/kinds/taskRegistry.js";
+import { epochOptions } from "../coordination/state/termHistory.js";
+import { ActivityWakeUps } from "../coordination/wake/wake.js";
+import { LeaderWatch } from "../coordination/wake/leaderWatch.js";
+import { JobStopChecks } from "../coordination/state/jobStops.js";
 import { BlobStateStore } from "../azure/BlobStateStore.js";
 import { BlobLeaseStore } from "../azure/BlobLeaseStore.js";
 import type { LeaseStore } from "../library/lease/LeaseStore.js";
@@ -91,7 +91,7 @@ export interface AppParts extends CoordinationPorts {
   settings: Settings;
   instanceId: string;
   leaseStore: LeaseStore;
-  /** WAKE_QUEUE: wake-ups that ask for a step now (see `src/coordination/wake.ts`). */
+  /** WAKE_QUEUE: wake-ups that ask for a step now (see `src/coordination/wake/wake.ts`). */
   wakeQueue: MessageQueue;
 }
 

@@ -4,8 +4,8 @@
  * `InvocationContext`, so they reach Application Insights in Azure (query traces for the prefix) and the local
  * runner's event log.
  */
-import type { CoordinationEvent } from "../coordination/events.js";
-import type { StepReport } from "../coordination/step.js";
+import type { CoordinationEvent } from "../coordination/ports/events.js";
+import type { StepReport } from "../coordination/step/step.js";
 import type { LeadershipLostReason } from "../library/errors.js";
 import type { LeadershipEvent } from "../library/leadership/events.js";
 

@@ -1,5 +1,5 @@
 /** Job operations, for callers that only submit and watch jobs (CLI, local runner, HTTP). */
 export { submitJob, cancelJob, getJobStatus } from "./operations.js";
 export type { CancelResult, SubmitResult } from "./operations.js";
-export type { JobStatus } from "../coordination/status.js";
-export type { FieldError } from "../coordination/submit.js";
+export type { JobStatus } from "../coordination/jobs/status.js";
+export type { FieldError } from "../coordination/jobs/submit.js";

@@ -1,6 +1,6 @@
-import { LeaderSentinel } from "../coordination/sentinel.js";
+import { LeaderSentinel } from "../coordination/wake/sentinel.js";
 import { StaleEpochError } from "../library/errors.js";
-import { runCoordinationStep, type StepReport } from "../coordination/step.js";
+import { runCoordinationStep, type StepReport } from "../coordination/step/step.js";
 import type { LeaderTask } from "../library/leadership/runTerm.js";
 import type { CoordinatorApp, Sink } from "./context.js";
 import { coordinationDeps } from "./coordinationDeps.js";

@@ -1,14 +1,14 @@
 import { StaleEpochError } from "../library/errors.js";
-import { requestCancel } from "../coordination/cancel.js";
-import type { StepReport } from "../coordination/step.js";
-import { readJobStatus, type JobStatus } from "../coordination/status.js";
+import { requestCancel } from "../coordination/jobs/cancel.js";
+import type { StepReport } from "../coordination/step/step.js";
+import { readJobStatus, type JobStatus } from "../coordination/jobs/status.js";
 
-export { UnreadableJobError } from "../coordination/jobState.js";
-import { storeSubmission, validateSubmission } from "../coordination/submit.js";
-import { parseMessage } from "../coordination/messages.js";
-import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake.js";
-import { storeManifestSubmission } from "../coordination/manifest.js";
-import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker.js";
+export { UnreadableJobError } from "../coordination/state/jobState.js";
+import { storeSubmission, validateSubmission } from "../coordination/jobs/submit.js";
+import { parseMessage } from "../coordination/ports/messages.js";
+import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake/wake.js";
+import { storeManifestSubmission } from "../coordination/jobs/manifest.js";
+import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker/worker.js";
 import type { LeadResult } from "../library/leadership/LeaderElector.js";
 import type { LeaderRecord } from "../library/lease/LeaseStore.js";
 import type { Abortable } from "../library/util/delay.js";
@@ -240,7 +240,8 @@ export async function handleWorkMessage(
   delivery: Omit<Delivery, "maxDequeueCount">,
   options: Abortable = {},
 ): Promise<WorkOutcome> {
-  // A job is active: watch the leader, so a dead one is replaced in seconds (with takeover; coordination/leaderWatch).
+  // A job is active: watch the leader, so a dead one is replaced in seconds (with takeover;
+  // coordination/wake/leaderWatch).
   app.leaderWatch.activity();
   let outcome: WorkOutcome;
   try {

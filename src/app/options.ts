@@ -1,5 +1,5 @@
 import type { TokenCredential } from "@azure/identity";
-import type { TaskKind } from "../coordination/taskKinds.js";
+import type { TaskKind } from "../coordination/kinds/taskKinds.js";
 
 /**
  * The options a coordinator is set up with in code (plain types: part of the package's public declarations). Every

@@ -1,4 +1,4 @@
-import type { CancelRequestResult, FieldError } from "../coordination/jobStatus.js";
+import type { CancelRequestResult, FieldError } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
 
 /** What submitting and cancelling answer (plain types: part of the package's public declarations). */

@@ -7,8 +7,8 @@ import {
   BLOB_DOT_SEGMENT_RULE,
   hasDotSegment,
 } from "../azure/azureNames.js";
-import { keys } from "../coordination/jobState.js";
-import { TERMS_KEY } from "../coordination/termHistory.js";
+import { keys } from "../coordination/state/jobState.js";
+import { TERMS_KEY } from "../coordination/state/termHistory.js";
 import type { SettingName } from "./options.js";
 import { parseNcrontab } from "./schedule.js";
 
@@ -151,8 +151,8 @@ export const settingsSchema = z.object({
   WORK_UNIT_CONCURRENCY: intIn(1, 64).default(1),
   /**
    * Most items one work message (a unit) carries; 1 sends one item per message. A job's units carry as many inline
-   * items as fit WORK_UNIT_MAX_BYTES up to this, fewer when the job is small or names blobs (coordination/unitSize.ts);
-   * fixed per job when it registers. @default 1000
+   * items as fit WORK_UNIT_MAX_BYTES up to this, fewer when the job is small or names blobs
+   * (coordination/jobs/unitSize.ts); fixed per job when it registers. @default 1000
    */
   WORK_UNIT_MAX_ITEMS: intIn(1, 1_000).default(1000),
   /**
@@ -304,8 +304,8 @@ function poisonNameProblems(settings: Settings): string[] {
 }
 
 /**
- * Blob names the app itself uses in the state and the system container (see `keys` in `coordination/jobState.ts` and
- * `TERMS_KEY`): the lease blob may share either container only outside them.
+ * Blob names the app itself uses in the state and the system container (see `keys` in `coordination/state/jobState.ts`
+ * and `TERMS_KEY`): the lease blob may share either container only outside them.
  */
 export const APP_BLOB_NAMES = {
   STATE_CONTAINER: { names: [keys.index, TERMS_KEY], prefixes: ["jobs/"] },

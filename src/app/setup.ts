@@ -1,5 +1,5 @@
 import { checkCredential } from "../azure/clients.js";
-import { TaskRegistry } from "../coordination/taskRegistry.js";
+import { TaskRegistry } from "../coordination/kinds/taskRegistry.js";
 import { ConfigurationError } from "../library/errors.js";
 import { delay } from "../library/util/delay.js";
 import type { CoordinatorClient } from "./client.js";

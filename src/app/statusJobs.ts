@@ -1,9 +1,9 @@
-import { jobIndexSchema, keys } from "../coordination/jobState.js";
-import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/jobSummary.js";
-import { readJobStatus, readPendingStatus, type JobStatus } from "../coordination/status.js";
+import { jobIndexSchema, keys } from "../coordination/state/jobState.js";
+import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/state/jobSummary.js";
+import { readJobStatus, readPendingStatus, type JobStatus } from "../coordination/jobs/status.js";
 import type { Abortable } from "../library/util/delay.js";
-import type { BlobFiles, MessageQueue } from "../coordination/ports.js";
-import type { TaskRegistry } from "../coordination/taskRegistry.js";
+import type { BlobFiles, MessageQueue } from "../coordination/ports/ports.js";
+import type { TaskRegistry } from "../coordination/kinds/taskRegistry.js";
 import type { StateStore } from "../library/fencing/StateStore.js";
 import type { LeaseStore } from "../library/lease/LeaseStore.js";
 

@@ -1,6 +1,6 @@
-import { keys } from "../coordination/jobState.js";
-import type { BlobFiles } from "../coordination/ports.js";
-import { parseRetryMarker } from "../coordination/retention.js";
+import { keys } from "../coordination/state/jobState.js";
+import type { BlobFiles } from "../coordination/ports/ports.js";
+import { parseRetryMarker } from "../coordination/jobs/retention.js";
 import type { Abortable } from "../library/util/delay.js";
 
 /**

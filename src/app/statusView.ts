@@ -1,7 +1,7 @@
 import { ZodError } from "zod";
-import type { ReasonCount } from "../coordination/jobSummary.js";
-import type { JobStatus } from "../coordination/status.js";
-import { readTermHistory, type TermEntry } from "../coordination/termHistory.js";
+import type { ReasonCount } from "../coordination/state/jobSummary.js";
+import type { JobStatus } from "../coordination/jobs/status.js";
+import { readTermHistory, type TermEntry } from "../coordination/state/termHistory.js";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo.js";
 import type { Abortable } from "../library/util/delay.js";
 import { readRetentionView, type RetentionView } from "./statusRetention.js";
@@ -62,7 +62,7 @@ export interface TermView {
   holderIndex: number;
 }
 
-export type { ReasonCount } from "../coordination/jobSummary.js";
+export type { ReasonCount } from "../coordination/state/jobSummary.js";
 export {
   MAX_ACTIVE_JOBS_SHOWN,
   MAX_PENDING_JOBS_SHOWN,

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import type { ContainerClient } from "@azure/storage-blob";
-import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports.js";
+import type { BlobFiles, InputFiles, OpenedBlob } from "../coordination/ports/ports.js";
 import { storageFailure, toLibraryError } from "./storageErrors.js";
 import { OnDemandCreation } from "./OnDemandCreation.js";
 import { blobIn } from "./azureNames.js";

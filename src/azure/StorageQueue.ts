@@ -5,7 +5,7 @@ import type {
   PeekedMessage,
   ReceivedMessage,
   SendOptions,
-} from "../coordination/ports.js";
+} from "../coordination/ports/ports.js";
 import { storageFailure, toLibraryError } from "./storageErrors.js";
 import { OnDemandCreation } from "./OnDemandCreation.js";
 import type { Abortable } from "../library/util/delay.js";

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import type { JobStatus } from "../coordination/jobStatus.js";
+import type { JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
 import { isTypeScriptEntry, runningFromSources } from "../local/entryPoints.js";
 import { FunctionsHost } from "../local/host.js";

@@ -1,9 +1,9 @@
-import type { CoordinationEvent } from "./events.js";
+import type { CoordinationEvent } from "./ports/events.js";
 import type { StateStore } from "../library/fencing/StateStore.js";
 import type { Logger } from "../library/util/logger.js";
-import type { BlobFiles, InputFiles, MessageQueue } from "./ports.js";
-import type { JobStopChecks } from "./jobStops.js";
-import type { TaskRegistry } from "./taskRegistry.js";
+import type { BlobFiles, InputFiles, MessageQueue } from "./ports/ports.js";
+import type { JobStopChecks } from "./state/jobStops.js";
+import type { TaskRegistry } from "./kinds/taskRegistry.js";
 
 /** The storage ports and task kinds of the app: the same code runs on Azure Storage and on fakes. */
 export interface CoordinationPorts {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -93,94 +93,32 @@ export function azuriteConnectionString(blobPort: number, queuePort: number): st
   );
 }
 
+/** Azurite's three ports. */
+interface AzuritePorts {
+  blobPort: number;
+  queuePort: number;
+  tablePort: number;
+}
+
 /** Starts Azurite on free ports. */
 export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
   const startTimeoutMs = options.startTimeoutMs ?? 30_000;
   const azuriteMain = resolveAzuriteMain(options.projectDir);
   const location = options.persistent ? mkdtempSync(join(tmpdir(), "azurite-")) : undefined;
   let child: ChildProcess | undefined;
-  let ports = await spawnAzurite({ blobPort: 0, queuePort: 0, tablePort: 0 });
-
-  async function spawnAzurite(requested: {
-    blobPort: number;
-    queuePort: number;
-    tablePort: number;
-  }): Promise<{ blobPort: number; queuePort: number; tablePort: number }> {
-    const args = [
-      "-e",
-      GUARD,
-      azuriteMain,
-      "--silent",
-      "--disableTelemetry",
-      "--skipApiVersionCheck",
-      "--blobHost",
-      "127.0.0.1",
-      "--queueHost",
-      "127.0.0.1",
-      "--blobPort",
-      String(requested.blobPort),
-      "--queuePort",
-      String(requested.queuePort),
-      "--tableHost",
-      "127.0.0.1",
-      "--tablePort",
-      String(requested.tablePort),
-      ...(location ? ["--location", location] : ["--inMemoryPersistence"]),
-    ];
-    const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
-    child = proc;
-    return new Promise((resolvePorts, reject) => {
-      let output = "";
-      const found: { blob?: number; queue?: number; table?: number } = {};
-      const timer = setTimeout(() => {
-        proc.kill("SIGKILL");
-        reject(new Error(`Azurite did not start within ${startTimeoutMs} ms. Output:\n${output}`));
-      }, startTimeoutMs);
-      const onData = (chunk: Buffer): void => {
-        output += chunk.toString();
-        for (const match of output.matchAll(
-          /Azurite (Blob|Queue|Table) service is successfully listening at http:\/\/[^:]+:(\d+)/g,
-        )) {
-          const [, service, port] = match;
-          if (service === "Blob") found.blob = Number(port);
-          if (service === "Queue") found.queue = Number(port);
-          if (service === "Table") found.table = Number(port);
-        }
-        if (found.blob !== undefined && found.queue !== undefined && found.table !== undefined) {
-          clearTimeout(timer);
-          proc.stdout.off("data", onData);
-          proc.stdout.resume();
-          proc.stderr.resume();
-          resolvePorts({ blobPort: found.blob, queuePort: found.queue, tablePort: found.table });
-        }
-      };
-      proc.stdout.on("data", onData);
-      proc.stderr.on("data", (chunk: Buffer) => {
-        output += chunk.toString();
-      });
-      proc.once("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(
-          new Error(
-            `Azurite exited before listening (code ${code ?? "none"}, signal ${signal ?? "none"}). Output:\n${output}`,
-          ),
-        );
-      });
+  const spawnAzurite = (requested: AzuritePorts): Promise<AzuritePorts> => {
+    const proc = spawn(process.execPath, azuriteArgs(azuriteMain, requested, location), {
+      stdio: ["pipe", "pipe", "pipe"],
     });
-  }
+    child = proc;
+    return listeningPorts(proc, startTimeoutMs);
+  };
+  let ports = await spawnAzurite({ blobPort: 0, queuePort: 0, tablePort: 0 });
 
   async function stopChild(): Promise<void> {
     const proc = child;
     child = undefined;
-    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((done) => {
-      const kill = setTimeout(() => proc.kill("SIGKILL"), 5_000);
-      proc.once("exit", () => {
-        clearTimeout(kill);
-        done();
-      });
-      proc.kill("SIGTERM");
-    });
+    await stopProcess(proc);
   }
 
   const killOnExit = (): void => {
@@ -220,4 +158,87 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
       if (location) rmSync(location, { recursive: true, force: true });
     },
   };
+}
+
+/** An Azurite process's command line: on `requested` ports (0: any free one), on disk at `location` or in memory. */
+function azuriteArgs(azuriteMain: string, requested: AzuritePorts, location: string | undefined): string[] {
+  return [
+    "-e",
+    GUARD,
+    azuriteMain,
+    "--silent",
+    "--disableTelemetry",
+    "--skipApiVersionCheck",
+    "--blobHost",
+    "127.0.0.1",
+    "--queueHost",
+    "127.0.0.1",
+    "--blobPort",
+    String(requested.blobPort),
+    "--queuePort",
+    String(requested.queuePort),
+    "--tableHost",
+    "127.0.0.1",
+    "--tablePort",
+    String(requested.tablePort),
+    ...(location ? ["--location", location] : ["--inMemoryPersistence"]),
+  ];
+}
+
+/**
+ * The ports an Azurite process says it listens on, once it has said so for all three services. Rejects, with its
+ * output, when it exits first or has not within `startTimeoutMs` (then it is killed).
+ */
+function listeningPorts(proc: ChildProcessWithoutNullStreams, startTimeoutMs: number): Promise<AzuritePorts> {
+  return new Promise((resolvePorts, reject) => {
+    let output = "";
+    const found: { blob?: number; queue?: number; table?: number } = {};
+    const timer = setTimeout(() => {
+      proc.kill("SIGKILL");
+      reject(new Error(`Azurite did not start within ${startTimeoutMs} ms. Output:\n${output}`));
+    }, startTimeoutMs);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      for (const match of output.matchAll(
+        /Azurite (Blob|Queue|Table) service is successfully listening at http:\/\/[^:]+:(\d+)/g,
+      )) {
+        const [, service, port] = match;
+        if (service === "Blob") found.blob = Number(port);
+        if (service === "Queue") found.queue = Number(port);
+        if (service === "Table") found.table = Number(port);
+      }
+      if (found.blob !== undefined && found.queue !== undefined && found.table !== undefined) {
+        clearTimeout(timer);
+        proc.stdout.off("data", onData);
+        proc.stdout.resume();
+        proc.stderr.resume();
+        resolvePorts({ blobPort: found.blob, queuePort: found.queue, tablePort: found.table });
+      }
+    };
+    proc.stdout.on("data", onData);
+    proc.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    proc.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(
+        new Error(
+          `Azurite exited before listening (code ${code ?? "none"}, signal ${signal ?? "none"}). Output:\n${output}`,
+        ),
+      );
+    });
+  });
+}
+
+/** Stops an Azurite process: SIGTERM, then SIGKILL after 5 s; at once when it is not running. */
+async function stopProcess(proc: ChildProcess | undefined): Promise<void> {
+  if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
+  await new Promise<void>((done) => {
+    const kill = setTimeout(() => proc.kill("SIGKILL"), 5_000);
+    proc.once("exit", () => {
+      clearTimeout(kill);
+      done();
+    });
+    proc.kill("SIGTERM");
+  });
 }

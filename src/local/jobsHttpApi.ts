@@ -1,4 +1,4 @@
-import type { FieldError, JobStatus } from "../coordination/jobStatus.js";
+import type { FieldError, JobStatus } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
 import type { HttpRoute } from "./httpTrigger.js";
 

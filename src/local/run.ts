@@ -1,11 +1,10 @@
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import type { JobStatus } from "../coordination/jobStatus.js";
+import { appendFileSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { EventLog, recordFromEventLine } from "./eventLog.js";
 import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances.js";
-import { JobsHttpApi, jobsBaseUrl, statusPageUrl } from "./jobsHttpApi.js";
+import { statusPageUrl } from "./jobsHttpApi.js";
 import { MidJobLeaderKill } from "./leaderKill.js";
 import { LiveView } from "./liveView.js";
 import { prepareJob } from "./localJob.js";
@@ -14,8 +13,17 @@ import { describeEvent } from "./report.js";
 import { ensureAppStorage } from "./storageSetup.js";
 import { finish, type InstanceSummary, type LocalRunResult } from "./summary.js";
 import { instanceEnv, waitForReady } from "./startup.js";
-import { renderTimeline } from "./timeline.js";
 import { watchRun } from "./watch.js";
+import {
+  appEnv,
+  jobsApiOf,
+  openView,
+  printEndpoints,
+  startInstances,
+  submit,
+  writeTimeline,
+  type Submitted,
+} from "./runParts.js";
 
 export type { InstanceSummary, LocalRunResult } from "./summary.js";
 
@@ -56,12 +64,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
   let azurite: Azurite | undefined;
   const instances: InstanceProcess[] = [];
   let killer: MidJobLeaderKill | undefined;
-  const api = new JobsHttpApi(() => {
-    const serving = instances.find((instance) => instance.alive && instance.state.httpPort !== undefined);
-    return serving?.state.httpPort === undefined
-      ? undefined
-      : jobsBaseUrl(serving.state.httpPort, serving.state.httpRoutes ?? []);
-  });
+  const api = jobsApiOf(instances);
   const print = (text: string): void => {
     if (live !== "off") out.write(`${text}\n`);
   };
@@ -78,25 +81,13 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       connectionString = azurite.connectionString;
     }
     const { env, settings } = instanceEnv(baseEnv, connectionString, schedule, options);
-    Object.assign(env, {
-      LOCAL_APP_ENTRY: resolve(options.appEntry),
-      LOCAL_HOST_JSON: options.hostJsonPath === undefined ? "" : resolve(options.hostJsonPath),
-      LOCAL_PROJECT_DIR: projectDir,
-    });
+    Object.assign(env, appEnv(options.appEntry, options.hostJsonPath, projectDir));
     await ensureAppStorage(connectionString, settings);
     const prepared = await prepareJob(job, connectionString, settings, `local-demo/${stamp}`);
     result.jobSource = prepared?.source;
     result.expected = prepared?.expected;
 
-    const storageLabel =
-      azurite === undefined
-        ? "COORDINATION_STORAGE"
-        : `Azurite (blob :${azurite.blobPort}, queue :${azurite.queuePort})`;
-    const view = new LiveView(
-      out,
-      live,
-      `Local coordinator: ${instanceCount} instances, schedule "${schedule}", storage ${storageLabel}`,
-    );
+    const view = openView(out, live, { instanceCount, schedule, azurite });
     const startedMs = Date.now();
     const elapsed = (): number => Date.now() - startedMs;
     mkdirSync(logsDir, { recursive: true });
@@ -105,43 +96,15 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
         view.note(elapsed(), text);
       });
     const handlers = runHandlers({ instances, events, view, elapsed, logsDir, result, killer: () => killer });
-    const apps = options.apps ?? 1;
-    for (let index = 1; index <= instanceCount; index++) {
-      // Several apps: instances round-robin over app names; one app: the base env's WEBSITE_SITE_NAME (or the default).
-      const siteName = apps > 1 ? `local-app-${((index - 1) % apps) + 1}` : env.WEBSITE_SITE_NAME;
-      const instance = new InstanceProcess(`instance-${index}`, { ...env, WEBSITE_SITE_NAME: siteName }, handlers);
-      instances.push(instance);
-      events.append({
-        ts: new Date().toISOString(),
-        instance: instance.state.instanceId,
-        pid: instance.state.pid,
-        type: "instance-started",
-      });
-    }
+    startInstances(instances, { count: instanceCount, apps: options.apps ?? 1, env, handlers, events });
     await waitForReady(instances, options.abortSignal);
-    const serving = instances.find((instance) => instance.state.httpPort !== undefined);
-    if (serving?.state.httpPort !== undefined) {
-      result.statusUrl = statusPageUrl(serving.state.httpPort, serving.state.httpRoutes ?? []);
-      if (result.statusUrl !== undefined)
-        print(`Status page (every instance serves it; it refreshes itself): ${result.statusUrl}`);
-      const base = jobsBaseUrl(serving.state.httpPort, serving.state.httpRoutes ?? []);
-      if (base !== undefined)
-        print(
-          `Submit work while it runs:\n  npx azure-leader-coordinator enqueue --url ${base} --file JOB.json --wait`,
-        );
-    }
-
-    let submitted: { id: string; read: () => Promise<JobStatus | undefined> } | undefined;
+    printEndpoints(instances, result, print);
+    let submitted: Submitted | undefined;
     if (prepared !== undefined) {
-      const answer = await api.submit(prepared.body, { abortSignal: options.abortSignal });
-      if (!answer.ok)
-        throw new Error(
-          `The app refused ${prepared.source} (HTTP ${answer.httpStatus}): ${answer.error}${answer.errors.map((error) => `\n  ${error.field}: ${error.message}`).join("")}`,
-        );
-      result.jobId = answer.id;
-      killer?.watch(answer.id);
-      view.note(elapsed(), `submitted job ${answer.id.slice(0, 8)} (${answer.itemCount} items)`);
-      submitted = { id: answer.id, read: () => api.getJob(answer.id) };
+      submitted = await submit(api, prepared, options);
+      result.jobId = submitted.id;
+      killer?.watch(submitted.id);
+      view.note(elapsed(), `submitted job ${submitted.id.slice(0, 8)} (${submitted.itemCount} items)`);
     }
     const watched = await watchRun({ job: submitted, instances, view, startedMs, options, killer });
     result.status = watched.status;
@@ -156,13 +119,7 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
     await azurite?.stop();
     result.instances = instances.map((instance) => summarize(instance.state));
     if (killer !== undefined) result.kill = killer.result;
-    mkdirSync(dirname(result.timelinePath), { recursive: true });
-    writeFileSync(
-      result.timelinePath,
-      renderTimeline(events.records, {
-        title: `Leadership timeline — ${instanceCount} instances (${(options.apps ?? 1) > 1 ? `${options.apps ?? 1} apps` : "one app"}), schedule "${schedule}"`,
-      }),
-    );
+    writeTimeline(result.timelinePath, events, { instanceCount, apps: options.apps ?? 1, schedule });
   }
   return finish(result, print, options.abortSignal?.aborted === true);
 }

@@ -60,7 +60,23 @@ export function renderTimeline(records: readonly EventRecord[], options: Timelin
       `</g>`,
     );
   }
-  for (const [index, term] of terms(events, t1).entries()) {
+  const scale: Scale = { x, laneY, widthPx };
+  out.push(...termMarks(terms(events, t1), scale), ...eventMarks(events, scale));
+  out.push(...axis(t0, t1, x, TOP_PX + lanes.length * LANE_PX + 8, widthPx), ...legend(heightPx - 18), `</svg>`);
+  return `${out.join("\n")}\n`;
+}
+
+/** Where things go on the timeline: `x` of a time (ms), the top `y` of an instance's lane, the width. */
+interface Scale {
+  x: (ms: number) => number;
+  laneY: (instance: string) => number;
+  widthPx: number;
+}
+
+/** Each leadership term, a bar on its instance's lane labelled with its epoch. */
+function termMarks(all: readonly Term[], { x, laneY }: Scale): string[] {
+  const out: string[] = [];
+  for (const [index, term] of all.entries()) {
     const y = laneY(term.instance) + 10;
     const left = x(term.startMs);
     const width = Math.max(4, x(term.endMs) - left);
@@ -82,6 +98,12 @@ export function renderTimeline(records: readonly EventRecord[], options: Timelin
       );
     out.push(`</g>`);
   }
+  return out;
+}
+
+/** Steps, aborted steps, injected faults and killed instances, as marks on their lanes. */
+function eventMarks(events: readonly (EventRecord & { ms: number })[], { x, laneY, widthPx }: Scale): string[] {
+  const out: string[] = [];
   for (const event of events) {
     const y = laneY(event.instance);
     const at = x(event.ms).toFixed(1);
@@ -118,8 +140,7 @@ export function renderTimeline(records: readonly EventRecord[], options: Timelin
       );
     }
   }
-  out.push(...axis(t0, t1, x, TOP_PX + lanes.length * LANE_PX + 8, widthPx), ...legend(heightPx - 18), `</svg>`);
-  return `${out.join("\n")}\n`;
+  return out;
 }
 
 /** Pairs each lease-acquired with the end of that term on the same instance. */

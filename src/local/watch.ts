@@ -1,4 +1,4 @@
-import type { JobStatus } from "../coordination/jobStatus.js";
+import type { JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
 import type { InstanceProcess } from "./instances.js";
 import type { MidJobLeaderKill } from "./leaderKill.js";

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { AppEvent, AppEventType } from "../app/events.js";
-import type { JobStatus } from "../coordination/jobStatus.js";
+import type { JobStatus } from "../coordination/state/jobStatus.js";
 import { ConfigurationError } from "../library/errors.js";
 import { delay, type Abortable } from "../library/util/delay.js";
 import { startAzurite, type Azurite } from "../local/azurite.js";

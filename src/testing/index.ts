@@ -11,4 +11,4 @@ export {
   type TestClusterOptions,
   type TestInstance,
 } from "./cluster.js";
-export type { JobStatus } from "../coordination/jobStatus.js";
+export type { JobStatus } from "../coordination/state/jobStatus.js";

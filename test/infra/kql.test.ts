@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { METRIC_NAMES } from "../../src/app/telemetry/metrics";
-import type { JobProgress } from "../../src/coordination/step";
+import type { JobProgress } from "../../src/coordination/step/step";
 import { EVERY_EVENT_TYPE } from "../support/eventTypes";
 import {
   alertQueries as compiledAlertQueries,

@@ -1,7 +1,7 @@
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { resolveSetup } from "../../src/app/setup";
-import { groupByKind } from "../../src/coordination/groupBy";
+import { groupByKind } from "../../src/groupBy/groupBy";
 import * as http from "../../src/host/httpHandlers";
 import { sinkFor } from "../../src/host/invocation";
 import { coordinatorHandler as timerHandler } from "../../src/host/triggers";

@@ -4,7 +4,7 @@ import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/opera
 import { BlobFilesStore, ReadOnlyBlobFiles } from "../../src/azure/BlobFilesStore";
 import { BlobLeaseStore } from "../../src/azure/BlobLeaseStore";
 import { BlobStateStore } from "../../src/azure/BlobStateStore";
-import { storeSubmission } from "../../src/coordination/submit";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ConfigurationError } from "../../src/library/errors";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";

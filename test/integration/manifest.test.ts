@@ -1,7 +1,7 @@
 import type { ContainerClient } from "@azure/storage-blob";
 import { describe, expect, it } from "vitest";
 import { getJobStatus, submitJob } from "../../src/app/operations";
-import { MAX_MANIFEST_BYTES } from "../../src/coordination/manifest";
+import { MAX_MANIFEST_BYTES } from "../../src/coordination/jobs/manifest";
 import { useAzurite } from "../support/azuriteFixture";
 import { newTestApp, runUntilComplete } from "../support/inProcessApp";
 

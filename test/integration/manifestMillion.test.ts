@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
-import { keys } from "../../src/coordination/jobState";
-import { CHUNK_SIZE, MAX_ITEMS_PER_JOB } from "../../src/coordination/submit";
+import { keys } from "../../src/coordination/state/jobState";
+import { CHUNK_SIZE, MAX_ITEMS_PER_JOB } from "../../src/coordination/jobs/submit";
 import { useAzurite } from "../support/azuriteFixture";
 import { newTestApp } from "../support/inProcessApp";
 

@@ -2,7 +2,7 @@ import { QueueClient } from "@azure/storage-queue";
 import { describe, expect, it } from "vitest";
 import { MAX_DEQUEUE_COUNT, type CoordinatorApp } from "../../src/app/context";
 import { getJobStatus, handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { cancelJob, coordinationDeps, getJobStatus, submitJob } from "../../src/app/operations";
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { useAzurite } from "../support/azuriteFixture";
 import { newTestApp, runUntilComplete } from "../support/inProcessApp";
 

@@ -2,8 +2,8 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { describe, expect, it } from "vitest";
 import { coordinationDeps, getJobStatus, submitJob } from "../../src/app/operations";
 import { BlobFilesStore } from "../../src/azure/BlobFilesStore";
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { newTestApp, runUntilComplete } from "../support/inProcessApp";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { JobStatus } from "../../src/coordination/jobStatus";
+import type { JobStatus } from "../../src/coordination/state/jobStatus";
 import type { InstanceProcess, InstanceState } from "../../src/local/instances";
 import { MidJobLeaderKill } from "../../src/local/leaderKill";
 import type { EventLine } from "../../src/local/protocol";

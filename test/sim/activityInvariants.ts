@@ -1,4 +1,4 @@
-import { jobStateSchema } from "../../src/coordination/jobState";
+import { jobStateSchema } from "../../src/coordination/state/jobState";
 import type { InvariantName } from "./invariants";
 import type { SimWorld, StepRecord } from "./world";
 import { SIM_TIMING } from "./world";

@@ -1,11 +1,11 @@
 import type { Sink } from "../../src/app/context";
 import { handleWakeMessage } from "../../src/app/operations";
 import { readStatusView } from "../../src/app/statusView";
-import { readJobStatus } from "../../src/coordination/status";
+import { readJobStatus } from "../../src/coordination/jobs/status";
 import type { Abortable } from "../../src/library/util/delay";
 import { requestStepDown } from "../../src/library/leadership/leaderInfo";
 import type { StoredState, StoredSummary } from "../../src/library/fencing/StateStore";
-import type { ReceivedMessage } from "../../src/coordination/ports";
+import type { ReceivedMessage } from "../../src/coordination/ports/ports";
 import { silentLogger } from "../../src/library/util/logger";
 import { simRegistry } from "./kinds";
 import { SimProcess, sleep } from "./network";

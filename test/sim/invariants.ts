@@ -1,5 +1,5 @@
-import { Bitmap } from "../../src/coordination/bitmap";
-import { jobStateSchema, type JobState } from "../../src/coordination/jobState";
+import { Bitmap } from "../../src/coordination/state/bitmap";
+import { jobStateSchema, type JobState } from "../../src/coordination/state/jobState";
 import { StorageError } from "../../src/library/errors";
 import { ACTIVITY_INVARIANTS, ActivityChecks } from "./activityInvariants";
 import { LIFECYCLE_INVARIANTS, LifecycleChecks } from "./lifecycleInvariants";

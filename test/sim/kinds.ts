@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { groupByKind, groupRecords } from "../../src/coordination/groupBy";
-import { groupByParamsSchema } from "../../src/coordination/groupBySchema";
-import { ItemError, type TaskKind } from "../../src/coordination/taskKinds";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
+import { groupByKind, groupRecords } from "../../src/groupBy/groupBy";
+import { groupByParamsSchema } from "../../src/groupBy/groupBySchema";
+import { ItemError, type TaskKind } from "../../src/coordination/kinds/taskKinds";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 
 /**
  * A second task kind for the simulator, whose partial is an object (not an array like group-by's), so a leader that

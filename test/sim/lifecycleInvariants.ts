@@ -1,5 +1,5 @@
-import { Bitmap } from "../../src/coordination/bitmap";
-import { jobStateSchema } from "../../src/coordination/jobState";
+import { Bitmap } from "../../src/coordination/state/bitmap";
+import { jobStateSchema } from "../../src/coordination/state/jobState";
 import type { SimWorld } from "./world";
 
 /** Issue 37's invariants, by name (the models are in `lifecycle.ts`). */

@@ -7,7 +7,7 @@ import type {
   PeekedMessage,
   ReceivedMessage,
   SendOptions,
-} from "../../src/coordination/ports";
+} from "../../src/coordination/ports/ports";
 import { ConcurrentUpdateError, LeadershipLostError, StorageError } from "../../src/library/errors";
 import type {
   StateStore,

@@ -1,6 +1,6 @@
 import type { CoordinatorApp } from "../../src/app/context";
-import { LeaderWatch, type WatchedElector } from "../../src/coordination/leaderWatch";
-import type { MessageQueue } from "../../src/coordination/ports";
+import { LeaderWatch, type WatchedElector } from "../../src/coordination/wake/leaderWatch";
+import type { MessageQueue } from "../../src/coordination/ports/ports";
 import { CLOCK_RATE_BOUND } from "../../src/library/leadership/options";
 import { Term, type LeadershipTerm } from "../../src/library/leadership/Term";
 import type { LeaderRecord, LeaseStore } from "../../src/library/lease/LeaseStore";

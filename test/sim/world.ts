@@ -4,13 +4,13 @@ import { syncBuiltinESMExports } from "node:module";
 import { electorTimings, type CoordinatorApp, type Sink } from "../../src/app/context";
 import { eventEpoch, type AppEvent } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
-import { requestCancel } from "../../src/coordination/cancel";
-import { keys } from "../../src/coordination/jobState";
-import { storeManifestSubmission } from "../../src/coordination/manifest";
-import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
-import { epochOptions } from "../../src/coordination/termHistory";
-import { JobStopChecks } from "../../src/coordination/jobStops";
-import { ActivityWakeUps, sendWakeUp } from "../../src/coordination/wake";
+import { requestCancel } from "../../src/coordination/jobs/cancel";
+import { keys } from "../../src/coordination/state/jobState";
+import { storeManifestSubmission } from "../../src/coordination/jobs/manifest";
+import { storeSubmission, validateSubmission } from "../../src/coordination/jobs/submit";
+import { epochOptions } from "../../src/coordination/state/termHistory";
+import { JobStopChecks } from "../../src/coordination/state/jobStops";
+import { ActivityWakeUps, sendWakeUp } from "../../src/coordination/wake/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
 import {
   LeaderElector,

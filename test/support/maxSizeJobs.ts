@@ -1,8 +1,8 @@
-import { Bitmap } from "../../src/coordination/bitmap";
-import type { GroupByPartial } from "../../src/coordination/groupBy";
-import { keys, type JobState } from "../../src/coordination/jobState";
-import { JobStore } from "../../src/coordination/jobStore";
-import { jsonByteLength } from "../../src/coordination/jsonSize";
+import { Bitmap } from "../../src/coordination/state/bitmap";
+import type { GroupByPartial } from "../../src/groupBy/groupBy";
+import { keys, type JobState } from "../../src/coordination/state/jobState";
+import { JobStore } from "../../src/coordination/state/jobStore";
+import { jsonByteLength } from "../../src/coordination/state/jsonSize";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import type { StateStore, StoredState, WriteCondition } from "../../src/library/fencing/StateStore";
 import type { Abortable } from "../../src/library/util/delay";

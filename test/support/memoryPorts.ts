@@ -8,7 +8,7 @@ import type {
   PeekedMessage,
   ReceivedMessage,
   SendOptions,
-} from "../../src/coordination/ports";
+} from "../../src/coordination/ports/ports";
 import { LeadershipLostError, StorageError } from "../../src/library/errors";
 import type { LeadershipTerm } from "../../src/library/leadership/Term";
 

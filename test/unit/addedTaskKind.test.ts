@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { Recorder } from "../support/recorder";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";

@@ -56,7 +56,7 @@ describe("the library boundary, enforced by lint", () => {
 
   it("the registration uses the app's operations, not the Azure adapters or an Azure SDK", async () => {
     const across = ["../azure/clients", "@azure/storage-queue"];
-    const allowed = ["../app/operations", "../library/errors", "../coordination/taskKinds", "./triggers"];
+    const allowed = ["../app/operations", "../library/errors", "../coordination/kinds/taskKinds", "./triggers"];
     expect(await refused("src/host/x.ts", [...allowed, ...across])).toEqual(across);
   });
 
@@ -75,7 +75,7 @@ describe("the library boundary, enforced by lint", () => {
     const across = [
       "../../app/settings",
       "../../azure/StorageQueue",
-      "../../coordination/ports",
+      "../../coordination/ports/ports",
       "@azure/storage-blob",
       "@azure/identity",
     ];
@@ -89,29 +89,111 @@ describe("the library boundary, enforced by lint", () => {
         "../azure/BlobLeaseStore",
         "./leadership/LeaderElector",
         "../app/settings",
-        "../coordination/step",
+        "../coordination/step/step",
       ]),
-    ).toEqual(["../app/settings", "../coordination/step"]);
+    ).toEqual(["../app/settings", "../coordination/step/step"]);
   });
 
   it("the Azure adapters import the library and the coordination ports, nothing else of coordination, not the app", async () => {
     const allowed = [
       "../library/errors",
-      "../coordination/ports",
-      "../coordination/ports.js",
+      "../coordination/ports/ports",
+      "../coordination/ports/ports.js",
       "./storageErrors.js",
       "@azure/storage-queue",
     ];
-    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/jobState", "../app/settings"])).toEqual([
-      "../coordination/jobState",
+    expect(await refused("src/azure/x.ts", [...allowed, "../coordination/state/jobState", "../app/settings"])).toEqual([
+      "../coordination/state/jobState",
       "../app/settings",
     ]);
   });
 
-  it("the coordination logic imports neither the app, the Azure adapters nor an Azure SDK", async () => {
-    const allowed = ["./ports", "../library/leadership/Term", "../library/util/clock"];
-    const across = ["../app/settings", "../azure/StorageQueue", "@azure/storage-queue"];
-    expect(await refused("src/coordination/x.ts", [...allowed, ...across])).toEqual(across);
+  it("the coordination logic imports neither the app, the Azure adapters, a task kind nor an Azure SDK", async () => {
+    const allowed = ["../ports/ports", "../jobs/cancel", "../../library/leadership/Term", "../../library/util/clock"];
+    const across = ["../../app/settings", "../../azure/StorageQueue", "../../groupBy/groupBy", "@azure/storage-queue"];
+    expect(await refused("src/coordination/step/x.ts", [...allowed, ...across])).toEqual(across);
+    expect(await refused("src/coordination/fold/x.ts", ["../../groupBy/groupBy.js", "../../app/settings"])).toEqual([
+      "../../groupBy/groupBy.js",
+      "../../app/settings",
+    ]);
+  });
+
+  it("the rooms of src/coordination/ import one another one way: the step runs them, none imports it or a room above", async () => {
+    // Each room, what it may import of the others (all of them, with and without `.js`), and one it may not.
+    const rooms: [room: string, allowed: string[], refusedOnes: string[]][] = [
+      [
+        "kinds",
+        ["./taskRegistry.js", "../../library/errors.js"],
+        ["../ports/ports.js", "../deps.js", "../step/step.js"],
+      ],
+      [
+        "ports",
+        ["./messages.js", "../../library/util/delay.js"],
+        ["../state/jobState.js", "../kinds/taskKinds", "../deps"],
+      ],
+      [
+        "state",
+        ["../ports/messages.js", "./jobStatus.js"],
+        ["../deps.js", "../kinds/taskRegistry.js", "../jobs/submit"],
+      ],
+      ["wake", ["../ports/ports.js", "./wake.js"], ["../deps.js", "../state/jobState.js", "../worker/worker.js"]],
+      [
+        "jobs",
+        ["../deps.js", "../ports/ports.js", "../state/jobStore.js", "../kinds/taskRegistry.js", "./cancel.js"],
+        ["../dispatch/dispatch.js", "../fold/foldReport.js", "../worker/worker", "../wake/wake.js", "../step/step.js"],
+      ],
+      [
+        "fold",
+        ["../deps.js", "../ports/messages.js", "../state/jobState.js", "../kinds/taskRegistry.js", "./foldReport.js"],
+        ["../dispatch/packUnits.js", "../jobs/cancel.js", "../worker/workerResults.js", "../step/step"],
+      ],
+      [
+        "worker",
+        ["../deps.js", "../ports/rejection.js", "../state/jobState.js", "../kinds/taskKinds.js", "./loopHold.js"],
+        [
+          "../fold/readResult.js",
+          "../dispatch/packUnits.js",
+          "../jobs/submit.js",
+          "../wake/wake.js",
+          "../step/step.js",
+        ],
+      ],
+      [
+        "dispatch",
+        ["../deps.js", "../fold/foldOutcomes.js", "../state/jobStore.js", "../ports/messages", "./packUnits.js"],
+        ["../jobs/registerJobs.js", "../worker/worker.js", "../wake/wake.js", "../step/step.js"],
+      ],
+    ];
+    for (const [room, allowed, refusedOnes] of rooms) {
+      const file = `src/coordination/${room}/x.ts`;
+      expect(await refused(file, [...allowed, ...refusedOnes]), file).toEqual(refusedOnes);
+    }
+    const deps = ["./ports/ports.js", "./state/jobStops.js", "./kinds/taskRegistry.js"];
+    const above = ["./jobs/submit.js", "./fold/foldReport.js", "./dispatch/dispatch.js", "./step/step.js"];
+    expect(await refused("src/coordination/deps.ts", [...deps, ...above])).toEqual(above);
+    const all = ["../jobs/cancel.js", "../dispatch/dispatch.js", "../fold/foldPoison.js", "../state/termHistory.js"];
+    expect(
+      await refused("src/coordination/step/x.ts", [...all, "../deps.js", "../wake/wake.js", "./passEnd.js"]),
+    ).toEqual([]);
+  });
+
+  it("the group-by kind (src/groupBy/) imports of src/ only what the package's main entry exports, as a user's kind does", async () => {
+    const allowed = ["./groupByTypes.js", "zod", "csv-parse/sync"];
+    const across = [
+      "../coordination/kinds/taskRegistry.js",
+      "../coordination/deps.js",
+      "../app/context.js",
+      "../index.js",
+    ];
+    expect(await refused("src/groupBy/x.ts", [...allowed, ...across])).toEqual(across);
+    // Of a module the entry re-exports from, only the names it exports (so no namespace import either).
+    const lint = async (code: string) =>
+      (await eslint.lintText(code, { filePath: resolve(root, "src/groupBy/x.ts") }))[0]?.messages.length;
+    expect(await lint(`import { defineTaskKind, ItemError } from "../coordination/kinds/taskKinds.js";`)).toBe(0);
+    expect(await lint(`import type { TaskContext } from "../coordination/kinds/taskKinds.js";`)).toBe(0);
+    expect(await lint(`import { storageClientsFromSettings } from "../azure/clients.js";`)).toBe(0);
+    expect(await lint(`import { createStorageClients } from "../azure/clients.js";`)).toBe(1);
+    expect(await lint(`import * as kinds from "../coordination/kinds/taskKinds.js";\nexport { kinds };`)).toBe(1);
   });
 
   it("the app may import every folder of src/ and the Azure SDKs", async () => {
@@ -119,7 +201,7 @@ describe("the library boundary, enforced by lint", () => {
       await refused("src/app/x.ts", [
         "../library/errors",
         "../azure/clients",
-        "../coordination/step",
+        "../coordination/step/step",
         "./settings",
         "@azure/storage-blob",
       ]),
@@ -130,7 +212,7 @@ describe("the library boundary, enforced by lint", () => {
     const allowed = [
       "../app/context",
       "../azure/clients",
-      "../coordination/jobStatus",
+      "../coordination/state/jobStatus",
       "./host",
       "@azure/storage-blob",
     ];

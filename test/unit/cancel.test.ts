@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
-import { requestCancel } from "../../src/coordination/cancel";
-import { keys } from "../../src/coordination/jobState";
-import { readJobStatus } from "../../src/coordination/status";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { MAX_DEADLINE_S, storeSubmission, validateSubmission } from "../../src/coordination/submit";
+import { requestCancel } from "../../src/coordination/jobs/cancel";
+import { keys } from "../../src/coordination/state/jobState";
+import { readJobStatus } from "../../src/coordination/jobs/status";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { MAX_DEADLINE_S, storeSubmission, validateSubmission } from "../../src/coordination/jobs/submit";
 import { StorageError } from "../../src/library/errors";
 import { ONE_PASS, item, params, readJob, unawareOfStops, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";

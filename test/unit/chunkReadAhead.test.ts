@@ -1,15 +1,19 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ChunkCache, PREFETCH_MAX_CHUNK_BYTES, SMALL_CHUNKS_HELD_BYTES } from "../../src/coordination/chunkCache";
-import { dispatchJob } from "../../src/coordination/dispatch";
-import { JobStore } from "../../src/coordination/jobStore";
-import { redispatchInFlight } from "../../src/coordination/redispatch";
-import { registerJobs } from "../../src/coordination/registerJobs";
-import { storeManifestSubmission } from "../../src/coordination/manifest";
-import { CHUNK_SIZE, MAX_ITEMS_PER_JOB, storeSubmission } from "../../src/coordination/submit";
-import { MAX_CHUNKS_PER_JOB } from "../../src/coordination/jobState";
+import {
+  ChunkCache,
+  PREFETCH_MAX_CHUNK_BYTES,
+  SMALL_CHUNKS_HELD_BYTES,
+} from "../../src/coordination/dispatch/chunkCache";
+import { dispatchJob } from "../../src/coordination/dispatch/dispatch";
+import { JobStore } from "../../src/coordination/state/jobStore";
+import { redispatchInFlight } from "../../src/coordination/dispatch/redispatch";
+import { registerJobs } from "../../src/coordination/jobs/registerJobs";
+import { storeManifestSubmission } from "../../src/coordination/jobs/manifest";
+import { CHUNK_SIZE, MAX_ITEMS_PER_JOB, storeSubmission } from "../../src/coordination/jobs/submit";
+import { MAX_CHUNKS_PER_JOB } from "../../src/coordination/state/jobState";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
-import type { ItemInput } from "../../src/coordination/messages";
+import type { ItemInput } from "../../src/coordination/ports/messages";
 import { params, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
 import {
   CHUNK_SIZE,
   CHUNK_TARGET_CHARS,
   MAX_CHUNK_SIZE,
   chunkSizeFor,
   storeSubmission,
-} from "../../src/coordination/submit";
+} from "../../src/coordination/jobs/submit";
 import { ONE_PASS, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

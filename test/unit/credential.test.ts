@@ -2,7 +2,7 @@ import type { AccessToken, TokenCredential } from "@azure/identity";
 import { describe, expect, it } from "vitest";
 import { createCoordinatorClient } from "../../src/app/createClient";
 import { connectionFromSettings, storageClientsFromSettings } from "../../src/azure/clients";
-import { groupByKind } from "../../src/coordination/groupBy";
+import { groupByKind } from "../../src/groupBy/groupBy";
 import { ConfigurationError } from "../../src/library/errors";
 
 /**

@@ -6,8 +6,8 @@ import {
   forEachPlainCsvRecord,
   isPlainCsv,
   type CsvVisit,
-} from "../../src/coordination/csvRecords";
-import { ItemError } from "../../src/coordination/taskKinds";
+} from "../../src/groupBy/csvRecords";
+import { ItemError } from "../../src/coordination/kinds/taskKinds";
 
 type Read = (input: string, keyField: string, valueField: string, visit: CsvVisit) => void;
 

@@ -4,8 +4,8 @@
  * results as before.
  */
 import { describe, expect, it } from "vitest";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, readJob, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -4,10 +4,10 @@
 // message, so it goes to an outcome blob. Every item's input is the same, so every worker's outcome is the same but
 // for its `done` range: those are written for items 1..N-1 as their workers would. Then ONE leader step folds them.
 // Storage content is kept in Buffers (off the V8 heap), so the heap holds only what the leader itself holds.
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { ONE_PASS, params, readJob, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

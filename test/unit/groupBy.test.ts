@@ -1,14 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  MAX_ABS_VALUE,
-  groupByView,
-  groupRecords,
-  mergeGroups,
-  type GroupByPartial,
-} from "../../src/coordination/groupBy";
-import { groupByPartialSchema } from "../../src/coordination/groupBySchema";
-import { ItemError } from "../../src/coordination/taskKinds";
+import { MAX_ABS_VALUE, groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../src/groupBy/groupBy";
+import { groupByPartialSchema } from "../../src/groupBy/groupBySchema";
+import { ItemError } from "../../src/coordination/kinds/taskKinds";
 
 const csv = { format: "csv", keyField: "region", valueField: "amount" } as const;
 const ndjson = { format: "ndjson", keyField: "region", valueField: "amount" } as const;

@@ -1,4 +1,4 @@
-import { groupByKind } from "../../src/coordination/groupBy";
+import { groupByKind } from "../../src/groupBy/groupBy";
 import { registerCoordinator, type FunctionsApp } from "../../src/host/registerCoordinator";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

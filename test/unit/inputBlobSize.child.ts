@@ -2,7 +2,7 @@
 // each of one item naming its own input blob of `megabytes` MiB of CSV (kept in Buffers, off the V8 heap, as storage
 // would hold them), and prints how each ended.
 import { readSettings } from "../../src/app/settings";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { world } from "../support/coordinationWorld";
 
 async function main(): Promise<void> {

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSettings } from "../../src/app/settings";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { item, params, world } from "../support/coordinationWorld";
 import { runOnHeap } from "../support/heapChild";
 import type { MemoryFiles } from "../support/memoryPorts";

@@ -2,9 +2,9 @@
 // items, each unit's outcome blob holding one group whose key has 4,000,000 characters (written by a worker that did
 // not bound its keys: an earlier version, or a kind of the user's). One leader step folds them all. The outcome blobs
 // share one Buffer of "x" (off the V8 heap), so the heap holds only what the leader itself builds.
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSettings } from "../../src/app/settings";
-import { groupRecords, MAX_GROUP_KEY_LENGTH } from "../../src/coordination/groupBy";
-import { jsonByteLength } from "../../src/coordination/jsonSize";
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { ItemError } from "../../src/coordination/taskKinds";
+import { groupRecords, MAX_GROUP_KEY_LENGTH } from "../../src/groupBy/groupBy";
+import { jsonByteLength } from "../../src/coordination/state/jsonSize";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { ItemError } from "../../src/coordination/kinds/taskKinds";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { runOnHeap } from "../support/heapChild";
 import { fakeTerm } from "../support/memoryPorts";

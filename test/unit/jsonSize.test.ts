@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { jsonByteLength } from "../../src/coordination/jsonSize";
+import { jsonByteLength } from "../../src/coordination/state/jsonSize";
 
 /** Any JSON-able value, with strings of any UTF-16 code units (lone surrogates, control characters) and odd members. */
 const anyValue = fc.letrec((tie) => ({

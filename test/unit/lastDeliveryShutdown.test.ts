@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { defineTaskKind } from "../../src/coordination/taskKinds";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { defineTaskKind } from "../../src/coordination/kinds/taskKinds";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { silentLogger } from "../../src/library/util/logger";
 import { fakeTerm } from "../support/memoryPorts";

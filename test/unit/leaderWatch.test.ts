@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { electorTimings } from "../../src/app/context";
 import { handleWakeMessage, handleWorkMessage, runCoordinatorTick } from "../../src/app/operations";
 import { readSettings } from "../../src/app/settings";
-import { LeaderWatch } from "../../src/coordination/leaderWatch";
+import { LeaderWatch } from "../../src/coordination/wake/leaderWatch";
 import { ConfigurationError } from "../../src/library/errors";
 import type { LeaderElector } from "../../src/library/leadership/LeaderElector";
 import { fakeElector, untilAborted } from "../support/electorHarness";

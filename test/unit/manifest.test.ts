@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { manifestLines, storeManifestSubmission, type ManifestLine } from "../../src/coordination/manifest";
-import { keys } from "../../src/coordination/jobState";
-import { CHUNK_SIZE, MAX_ITEMS_PER_JOB } from "../../src/coordination/submit";
-import type { OpenedBlob } from "../../src/coordination/ports";
+import { manifestLines, storeManifestSubmission, type ManifestLine } from "../../src/coordination/jobs/manifest";
+import { keys } from "../../src/coordination/state/jobState";
+import { CHUNK_SIZE, MAX_ITEMS_PER_JOB } from "../../src/coordination/jobs/submit";
+import type { OpenedBlob } from "../../src/coordination/ports/ports";
 import { MemoryFiles } from "../support/memoryPorts";
 
 const PARAMS = { format: "csv", keyField: "region", valueField: "amount" };

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runRepoLocal as runLocalCli } from "../../scripts/tools/local";
-import { groupByKind } from "../../src/coordination/groupBy";
+import { groupByKind } from "../../src/groupBy/groupBy";
 import { registerCoordinator, type FunctionsApp } from "../../src/host/registerCoordinator";
 import { ConfigurationError } from "../../src/library/errors";
 import { LeaderElector } from "../../src/library/leadership/LeaderElector";

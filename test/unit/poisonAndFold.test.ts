@@ -1,16 +1,16 @@
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } from "../../src/coordination/groupBy";
+import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } from "../../src/groupBy/groupBy";
 
 /** The group-by kind's aggregate (it has one). */
 const groupByAggregate = groupByKind.aggregate ?? { empty: () => [], merge: mergeGroups };
-import { keys } from "../../src/coordination/jobState";
-import { readJobStatus } from "../../src/coordination/status";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import type { TaskKind } from "../../src/coordination/taskKinds";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { keys } from "../../src/coordination/state/jobState";
+import { readJobStatus } from "../../src/coordination/jobs/status";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import type { TaskKind } from "../../src/coordination/kinds/taskKinds";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { ConcurrentUpdateError, StorageError } from "../../src/library/errors";
 import type { Logger } from "../../src/library/util/logger";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";

@@ -1,18 +1,18 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ChunkCache } from "../../src/coordination/chunkCache";
-import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
-import { keys, jobStateSchema } from "../../src/coordination/jobState";
-import { packUnits } from "../../src/coordination/packUnits";
-import { redispatchInFlight, unfinishedRuns } from "../../src/coordination/redispatch";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { Bitmap } from "../../src/coordination/bitmap";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { ChunkCache } from "../../src/coordination/dispatch/chunkCache";
+import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
+import { keys, jobStateSchema } from "../../src/coordination/state/jobState";
+import { packUnits } from "../../src/coordination/dispatch/packUnits";
+import { redispatchInFlight, unfinishedRuns } from "../../src/coordination/dispatch/redispatch";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { Bitmap } from "../../src/coordination/state/bitmap";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm, type MemoryQueue } from "../support/memoryPorts";
 import type { CoordinationDeps } from "../../src/coordination/deps";
-import type { ReceivedMessage } from "../../src/coordination/ports";
+import type { ReceivedMessage } from "../../src/coordination/ports/ports";
 
 /**
  * After a term whose lease lapsed (a crash, a freeze, a takeover), the new leader sends the job's units in flight again

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { groupByKind } from "../../src/coordination/groupBy";
-import { defineTaskKind } from "../../src/coordination/taskKinds";
+import { groupByKind } from "../../src/groupBy/groupBy";
+import { defineTaskKind } from "../../src/coordination/kinds/taskKinds";
 import { registerCoordinator, type CoordinatorOptions, type FunctionsApp } from "../../src/host/registerCoordinator";
 import { ConfigurationError } from "../../src/library/errors";
 

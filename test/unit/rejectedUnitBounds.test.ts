@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

@@ -1,7 +1,7 @@
 // Run by resultRanges.test.ts in a child process with a small heap: one leader step over ONE small result message
 // whose ranges name 10,000,001 items each.
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

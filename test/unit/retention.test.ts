@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { readSettings } from "../../src/app/settings";
-import { requestCancel } from "../../src/coordination/cancel";
-import { jobIndexSchema, keys } from "../../src/coordination/jobState";
-import { readJobStatus } from "../../src/coordination/status";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { requestCancel } from "../../src/coordination/jobs/cancel";
+import { jobIndexSchema, keys } from "../../src/coordination/state/jobState";
+import { readJobStatus } from "../../src/coordination/jobs/status";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

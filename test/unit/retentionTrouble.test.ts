@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { renderStatusPage } from "../../src/app/renderStatusPage";
 import { readStatusView } from "../../src/app/statusView";
-import { jobIndexSchema, keys } from "../../src/coordination/jobState";
-import { readJobStatus } from "../../src/coordination/status";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { jobIndexSchema, keys } from "../../src/coordination/state/jobState";
+import { readJobStatus } from "../../src/coordination/jobs/status";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, work, world } from "../support/coordinationWorld";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { fakeTerm } from "../support/memoryPorts";

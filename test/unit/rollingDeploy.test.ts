@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
-import { requestCancel } from "../../src/coordination/cancel";
-import { keys } from "../../src/coordination/jobState";
-import { readJobStatus } from "../../src/coordination/status";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { TERMS_KEY } from "../../src/coordination/termHistory";
+import { requestCancel } from "../../src/coordination/jobs/cancel";
+import { keys } from "../../src/coordination/state/jobState";
+import { readJobStatus } from "../../src/coordination/jobs/status";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { TERMS_KEY } from "../../src/coordination/state/termHistory";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

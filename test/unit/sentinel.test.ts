@@ -6,8 +6,8 @@ import {
   runCoordinatorTick,
   submitJob,
 } from "../../src/app/operations";
-import type { MessageReceipt } from "../../src/coordination/ports";
-import { LeaderSentinel } from "../../src/coordination/sentinel";
+import type { MessageReceipt } from "../../src/coordination/ports/ports";
+import { LeaderSentinel } from "../../src/coordination/wake/sentinel";
 import { delay } from "../../src/library/util/delay";
 import { silentLogger } from "../../src/library/util/logger";
 import { heldByOther } from "../support/FakeLeaseStore";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../src/library/errors";
 import { APP_SETTING_NAMES, isAppBlobName, readSettings } from "../../src/app/settings";
-import { keys } from "../../src/coordination/jobState";
-import { TERMS_KEY } from "../../src/coordination/termHistory";
+import { keys } from "../../src/coordination/state/jobState";
+import { TERMS_KEY } from "../../src/coordination/state/termHistory";
 import { connectionFromSettings } from "../../src/azure/clients";
 
 describe("settings", () => {

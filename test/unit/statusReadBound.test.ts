@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
 import { WHOLE_DOCUMENT_READ_BYTES, readStatusView, type StatusSources } from "../../src/app/statusView";
-import { keys, type JobState } from "../../src/coordination/jobState";
-import { jobSummarySchema, summarizeJob } from "../../src/coordination/jobSummary";
+import { keys, type JobState } from "../../src/coordination/state/jobState";
+import { jobSummarySchema, summarizeJob } from "../../src/coordination/state/jobSummary";
 import { MAX_SUMMARY_BYTES } from "../../src/library/fencing/StateStore";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { CountingStateStore, maxSizeJob, writeMaxSizeJobs } from "../support/maxSizeJobs";
 import { MemoryFiles, MemoryQueue } from "../support/memoryPorts";
-import { jsonByteLength } from "../../src/coordination/jsonSize";
+import { jsonByteLength } from "../../src/coordination/state/jsonSize";
 
 /**
  * Issue 21, item 2: a refresh of the status page reads what the page shows — at most 1 MiB of state for 25 active and

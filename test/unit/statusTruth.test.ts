@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { renderStatusPage } from "../../src/app/renderStatusPage";
 import { readStatusView } from "../../src/app/statusView";
-import { JobStore } from "../../src/coordination/jobStore";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { JobStore } from "../../src/coordination/state/jobStore";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";
 import { ONE_PASS, item, params, work, world } from "../support/coordinationWorld";

@@ -1,4 +1,4 @@
-import { JobStopChecks } from "../../src/coordination/jobStops";
+import { JobStopChecks } from "../../src/coordination/state/jobStops";
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
 import { renderStatusPage, statusPageHeaders } from "../../src/app/renderStatusPage";
@@ -14,11 +14,11 @@ import {
   type StatusSources,
 } from "../../src/app/statusView";
 import type { CoordinationDeps } from "../../src/coordination/deps";
-import { keys } from "../../src/coordination/jobState";
-import type { JobStatus } from "../../src/coordination/status";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { keys } from "../../src/coordination/state/jobState";
+import type { JobStatus } from "../../src/coordination/jobs/status";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import type { LeaderInfo } from "../../src/library/leadership/leaderInfo";
 import { silentLogger } from "../../src/library/util/logger";
 import { FakeLeaseStore } from "../support/FakeLeaseStore";

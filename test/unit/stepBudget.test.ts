@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Bitmap } from "../../src/coordination/bitmap";
-import { keys, type JobState } from "../../src/coordination/jobState";
-import { MAX_ACTIVE_JOBS } from "../../src/coordination/registerJobs";
-import { MAX_JOBS_PER_PASS, runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { Bitmap } from "../../src/coordination/state/bitmap";
+import { keys, type JobState } from "../../src/coordination/state/jobState";
+import { MAX_ACTIVE_JOBS } from "../../src/coordination/jobs/registerJobs";
+import { MAX_JOBS_PER_PASS, runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, work, world } from "../support/coordinationWorld";
 import type { MemoryStateStore } from "../support/MemoryStateStore";
 import { fakeTerm, type MemoryFiles, type MemoryQueue } from "../support/memoryPorts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
-import { validateSubmission } from "../../src/coordination/submit";
+import { validateSubmission } from "../../src/coordination/jobs/submit";
 
 /**
  * A submission that fails several checks reports all of them at once (issue 33): the fields the schema refuses, the

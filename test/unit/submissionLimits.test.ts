@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { describe, expect, it } from "vitest";
 import { createRegistry } from "../../src/app/context";
-import { parseManifestLine } from "../../src/coordination/manifest";
-import type { UnitWorkMessage } from "../../src/coordination/messages";
-import { MAX_ITEMS_PER_JOB, validateSubmission } from "../../src/coordination/submit";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
+import { parseManifestLine } from "../../src/coordination/jobs/manifest";
+import type { UnitWorkMessage } from "../../src/coordination/ports/messages";
+import { MAX_ITEMS_PER_JOB, validateSubmission } from "../../src/coordination/jobs/submit";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 
 /**
  * An inline item travels JSON-escaped — quotes, backslashes and line breaks take two bytes, other control characters

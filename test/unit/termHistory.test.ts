@@ -5,7 +5,7 @@ import {
   readEpochFloor,
   readTermHistory,
   recordTerm,
-} from "../../src/coordination/termHistory";
+} from "../../src/coordination/state/termHistory";
 import { StaleEpochError } from "../../src/library/errors";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import { silentLogger } from "../../src/library/util/logger";

@@ -14,9 +14,9 @@ const ROOT = resolve(__dirname, "..", "..");
 const KEPT: Record<string, string> = {
   "library/leadership/runTerm ← library/util/timeout":
     "withTimeout runs the request it is given under a deadline: a combinator, its argument is the work itself",
-  "coordination/termHistory ← library/fencing/FencedStateStore":
+  "coordination/state/termHistory ← library/fencing/FencedStateStore":
     "a fenced read-modify-write re-runs the caller's change on a conflict (FencedStateStore.update, public API)",
-  "coordination/applyOutcomes ← coordination/jobStore":
+  "coordination/fold/applyOutcomes ← coordination/state/jobStore":
     "the job store's read-modify-write re-runs the fold's change on a conflict (JobStore.update), as above",
 };
 
@@ -46,10 +46,10 @@ describe("a coordinator tick's flow through src/", () => {
         "library/leadership/LeaderElector",
         "app/leaderStep",
         "library/leadership/runTerm",
-        "coordination/step",
-        "coordination/foldResultBatch",
-        "coordination/dispatch",
-        "coordination/jobStore",
+        "coordination/step/step",
+        "coordination/fold/foldResultBatch",
+        "coordination/dispatch/dispatch",
+        "coordination/state/jobStore",
       ]),
     );
     const returns = flow.returns.map(({ into, from }) => `${into} ← ${from}`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { LeadershipLostError, StorageError } from "../../src/library/errors";
 import type { StateStore } from "../../src/library/fencing/StateStore";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../src/library/errors";
-import { groupByView, type GroupByPartial } from "../../src/coordination/groupBy";
-import { requestCancel } from "../../src/coordination/cancel";
-import { keys } from "../../src/coordination/jobState";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { CHUNK_SIZE, JobWriter, storeSubmission } from "../../src/coordination/submit";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
+import { requestCancel } from "../../src/coordination/jobs/cancel";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { CHUNK_SIZE, JobWriter, storeSubmission } from "../../src/coordination/jobs/submit";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { ONE_PASS, item, params, readJob, unawareOfStops, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 

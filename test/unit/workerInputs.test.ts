@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { inputOf } from "../../src/coordination/workerInputs";
+import { inputOf } from "../../src/coordination/worker/workerInputs";
 
 /**
  * An item's input as the worker hands it to a kind (`TaskInput`): its text and its bytes, each made from the other

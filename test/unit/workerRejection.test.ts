@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { processWorkMessage } from "../../src/coordination/worker";
+import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { world } from "../support/coordinationWorld";
 
 const delivery = { id: "m1", dequeueCount: 1, maxDequeueCount: 5 };

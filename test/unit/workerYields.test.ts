@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { maxItemHoldMs } from "../../src/app/coordinationDeps";
 import { readSettings } from "../../src/app/settings";
-import { runCoordinationStep } from "../../src/coordination/step";
-import { storeSubmission } from "../../src/coordination/submit";
-import { defineTaskKind } from "../../src/coordination/taskKinds";
-import { TaskRegistry } from "../../src/coordination/taskRegistry";
-import { processWorkMessage, WORKER_SLICE_MS } from "../../src/coordination/worker";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { defineTaskKind } from "../../src/coordination/kinds/taskKinds";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
+import { processWorkMessage, WORKER_SLICE_MS } from "../../src/coordination/worker/worker";
 import { timeSlicer } from "../../src/library/util/timeSlice";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";

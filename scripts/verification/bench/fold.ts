@@ -2,12 +2,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { Bitmap } from "../../../src/coordination/bitmap";
-import { foldOutcomes, type ItemOutcome } from "../../../src/coordination/foldOutcomes";
-import type { FoldCounts } from "../../../src/coordination/foldReport";
-import { groupByKind, type GroupByPartial } from "../../../src/coordination/groupBy";
-import { MAX_RECORDED_FAILURES, type JobState } from "../../../src/coordination/jobState";
-import { TaskRegistry } from "../../../src/coordination/taskRegistry";
+import { Bitmap } from "../../../src/coordination/state/bitmap";
+import { foldOutcomes, type ItemOutcome } from "../../../src/coordination/fold/foldOutcomes";
+import type { FoldCounts } from "../../../src/coordination/fold/foldReport";
+import { groupByKind, type GroupByPartial } from "../../../src/groupBy/groupBy";
+import { MAX_RECORDED_FAILURES, type JobState } from "../../../src/coordination/state/jobState";
+import { TaskRegistry } from "../../../src/coordination/kinds/taskRegistry";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**
@@ -57,7 +57,7 @@ function parse(argv: string[]): Args | undefined {
   };
 }
 
-/** Group-by's merge as it was before issue 14 (src/coordination/groupBy.ts at e54cedc): a map of both, then a sort. */
+/** Group-by's merge as it was before issue 14 (src/groupBy/groupBy.ts at e54cedc): a map of both, then a sort. */
 function previousMerge(a: GroupByPartial, b: GroupByPartial): GroupByPartial {
   const merged = new Map<string, GroupByPartial[number]>();
   for (const tuple of [...a, ...b]) {

@@ -16,7 +16,7 @@ import { dirname, join, resolve } from "node:path";
 import { createCoordinatorApp, type Sink } from "../../../src/app/context";
 import { readSettings } from "../../../src/app/settings";
 import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/operations";
-import { runCoordinationStep } from "../../../src/coordination/step";
+import { runCoordinationStep } from "../../../src/coordination/step/step";
 import { delay } from "../../../src/library/util/delay";
 import { silentLogger } from "../../../src/library/util/logger";
 import { InstanceProcess, NODE_WORKER_ARGUMENTS, type InstanceHandlers } from "../../../src/local/instances";

@@ -11,10 +11,10 @@ import {
 } from "@azure/storage-blob";
 import { createCoordinatorApp, type CoordinatorApp } from "../../../src/app/context";
 import { readStatusView } from "../../../src/app/statusView";
-import { JobStore } from "../../../src/coordination/jobStore";
-import { keys } from "../../../src/coordination/jobState";
-import { readJobStatus } from "../../../src/coordination/status";
-import { readTermHistory } from "../../../src/coordination/termHistory";
+import { JobStore } from "../../../src/coordination/state/jobStore";
+import { keys } from "../../../src/coordination/state/jobState";
+import { readJobStatus } from "../../../src/coordination/jobs/status";
+import { readTermHistory } from "../../../src/coordination/state/termHistory";
 import { FencedStateStore } from "../../../src/library/fencing/FencedStateStore";
 import { describeLeader } from "../../../src/library/leadership/leaderInfo";
 import { maxSizeJob } from "../../../test/support/maxSizeJobs";

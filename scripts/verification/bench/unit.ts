@@ -2,9 +2,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname } from "node:path";
 import { readSettings } from "../../../src/app/settings";
-import { forEachCsvRecordByLibrary } from "../../../src/coordination/csvRecords";
-import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../../src/coordination/groupBy";
-import { processWorkMessage } from "../../../src/coordination/worker";
+import { forEachCsvRecordByLibrary } from "../../../src/groupBy/csvRecords";
+import { groupByView, groupRecords, mergeGroups, type GroupByPartial } from "../../../src/groupBy/groupBy";
+import { processWorkMessage } from "../../../src/coordination/worker/worker";
 import { world } from "../../../test/support/coordinationWorld";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 import { baselineUnitResult } from "./throughput/baselineUnit";
@@ -54,7 +54,7 @@ function parse(argv: string[]): Args | undefined {
 }
 
 /**
- * Group-by's reading of one item before issue 24's CSV change (src/coordination/groupBy.ts at 728f00e): `csv-parse`
+ * Group-by's reading of one item before issue 24's CSV change (src/groupBy/groupBy.ts at 728f00e): `csv-parse`
  * for every input and a BigInt sum per record. Only the happy path: the benchmark's items are valid.
  */
 function previousGroupRecords(text: string, keyField: string, valueField: string): GroupByPartial {

@@ -1,5 +1,5 @@
 import type { Counter, Gauge, Histogram, Meter } from "@opentelemetry/api";
-import type { WorkOutcome } from "../../coordination/worker.js";
+import type { WorkOutcome } from "../../coordination/worker/worker.js";
 import type { AppEvent, StepCompletedEvent, StepAbortedEvent } from "../events.js";
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createCoordinatorApp, type CoordinatorApp } from "../../../../src/app/context";
 import { runCoordinatorTick } from "../../../../src/app/operations";
-import { LeaderSentinel } from "../../../../src/coordination/sentinel";
+import { LeaderSentinel } from "../../../../src/coordination/wake/sentinel";
 import { delay } from "../../../../src/library/util/delay";
 import { silentLogger } from "../../../../src/library/util/logger";
 import { PRICES, priceClassOf, type PriceClass } from "../throughput/cost";

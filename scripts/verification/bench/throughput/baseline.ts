@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import type { QueueClient } from "@azure/storage-queue";
-import { groupByView, mergeGroups, type GroupByPartial } from "../../../../src/coordination/groupBy";
+import { groupByView, mergeGroups, type GroupByPartial } from "../../../../src/groupBy/groupBy";
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../../../src/library/util/delay";

@@ -1,6 +1,6 @@
-import { groupRecords, mergeGroups, type GroupByPartial } from "../../../../src/coordination/groupBy";
-import { groupByParamsSchema } from "../../../../src/coordination/groupBySchema";
-import type { ItemInput } from "../../../../src/coordination/messages";
+import { groupRecords, mergeGroups, type GroupByPartial } from "../../../../src/groupBy/groupBy";
+import { groupByParamsSchema } from "../../../../src/groupBy/groupBySchema";
+import type { ItemInput } from "../../../../src/coordination/ports/messages";
 import type { BaselineResult, BaselineWork } from "./baselineProtocol";
 
 /**

@@ -1,17 +1,17 @@
 import type { Settings } from "../../../../src/app/settings";
-import type { ItemInput } from "../../../../src/coordination/messages";
-import { unitItemsFor } from "../../../../src/coordination/unitSize";
+import type { ItemInput } from "../../../../src/coordination/ports/messages";
+import { unitItemsFor } from "../../../../src/coordination/jobs/unitSize";
 
 /**
  * How the batched baseline packs items into unit messages: the rule of the leader's dispatch
- * (src/coordination/dispatch.ts) — contiguous items, greedily, at most `maxItems` per unit and at most `maxBytes` of
- * JSON with the envelope (an item larger than that goes alone) — so it sends the same number of messages of the same
- * size as the project.
+ * (src/coordination/dispatch/dispatch.ts) — contiguous items, greedily, at most `maxItems` per unit and at most
+ * `maxBytes` of JSON with the envelope (an item larger than that goes alone) — so it sends the same number of messages
+ * of the same size as the project.
  */
 
 /**
  * The most items the app's leader puts in a unit of this job at these settings (the rule of
- * src/coordination/unitSize.ts, as the job's registration applies it), so the batched loop sends the same units.
+ * src/coordination/jobs/unitSize.ts, as the job's registration applies it), so the batched loop sends the same units.
  */
 export function appUnitItems(
   settings: Pick<

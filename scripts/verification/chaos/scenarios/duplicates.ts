@@ -1,10 +1,10 @@
 import { QueueClient } from "@azure/storage-queue";
-import { groupRecords, mergeGroups, type GroupByParams } from "../../../../src/coordination/groupBy";
+import { groupRecords, mergeGroups, type GroupByParams } from "../../../../src/groupBy/groupBy";
 import {
   unitWorkMessageSchema,
   type UnitResultMessage,
   type UnitWorkMessage,
-} from "../../../../src/coordination/messages";
+} from "../../../../src/coordination/ports/messages";
 import { delay } from "../../../../src/library/util/delay";
 import { createDemoJob } from "../../../../src/local/demoData";
 import { UNIT_DEFAULTS } from "../cluster";

@@ -101,7 +101,7 @@ namespace Peer
     }
 
     /// <summary>
-    /// A port of the project's group-by kind (src/coordination/groupBy.ts with the plain-CSV path of csvRecords.ts, which
+    /// A port of the project's group-by kind (src/groupBy/groupBy.ts with the plain-CSV path of csvRecords.ts, which
     /// the benchmark's items take): CSV with a header row, split on line feeds and commas, fields trimmed, blank lines
     /// skipped, the later column when the header names a field twice; per key the count, the exact sum in millionths,
     /// min and max. Quoted CSV (the library path) is refused rather than read differently.

@@ -1,0 +1,191 @@
+import { Bitmap } from "../state/bitmap.js";
+import type { CoordinationDeps } from "../deps.js";
+import { emptyCounts, type FoldCounts } from "./foldReport.js";
+import { MAX_RECORDED_FAILURES, type JobState } from "../state/jobState.js";
+import { jsonByteLength } from "../state/jsonSize.js";
+import { mergeAll, type RegisteredKind } from "../kinds/taskRegistry.js";
+
+/** An outcome for one item, from a v1 result message. */
+export type ItemOutcome = { item: number; ok: true; partial: unknown } | { item: number; ok: false; reason: string };
+
+/**
+ * The outcome of a unit of items, from a result message, the poison queue or dispatch: the items done, with their
+ * partials merged into one, and the failed items with reasons.
+ */
+export interface UnitOutcome {
+  done: number[];
+  partial?: unknown;
+  failed: { item: number; reason: string }[];
+}
+
+/** What the fold takes: unit outcomes, or item outcomes (results of leaders before work units). */
+export type Outcome = UnitOutcome | ItemOutcome;
+
+/** A unit outcome for any outcome. */
+export function asUnit(outcome: Outcome): UnitOutcome {
+  if (!("item" in outcome)) return outcome;
+  return outcome.ok
+    ? { done: [outcome.item], partial: outcome.partial, failed: [] }
+    : { done: [], failed: [{ item: outcome.item, reason: outcome.reason }] };
+}
+
+/** The highest item an outcome names (-1 for none). */
+export function lastItem(outcome: UnitOutcome): number {
+  return Math.max(-1, ...outcome.done.slice(-1), ...outcome.failed.map((failure) => failure.item));
+}
+
+/**
+ * Folds outcomes into a job state, without I/O: returns the new state, or undefined when nothing changed, and adds
+ * what it counted (folded, failed, duplicates) to `report`, which it mutates. Exactly once per
+ * item: a unit's partial is merged only if none of its done items is counted yet, and then every one of them is set
+ * in the same state (a replayed or duplicated unit is discarded by its bits). The batch's partials are merged with
+ * each other first and then into the aggregate once, so a batch costs one pass over the aggregate, not one per
+ * result. A job whose aggregate would exceed `maxAggregateGroups`, whose document would pass `maxJobDocumentBytes`, or
+ * whose stored aggregate its kind refuses, ends as `failed` with the reason and its counts as they were; a job that
+ * has ended takes no more.
+ */
+export function foldOutcomes(
+  deps: Pick<CoordinationDeps, "registry" | "now" | "maxAggregateGroups" | "maxJobDocumentBytes">,
+  state: JobState,
+  outcomes: Outcome[],
+  report: FoldCounts,
+): JobState | undefined {
+  if (state.status !== "running") {
+    report.duplicates += outcomes.reduce(
+      (sum, outcome) => sum + (asUnit(outcome).done.length + asUnit(outcome).failed.length),
+      0,
+    );
+    return undefined;
+  }
+  const kind = deps.registry.get(state.kind);
+  // A job registered by a leader without its kind has no aggregate yet (null): the first fold with the kind starts
+  // from the kind's empty one.
+  const stored = kind?.parsePartial(state.aggregate === null ? kind.empty() : state.aggregate);
+  if (stored !== undefined && !stored.ok)
+    return endJob(
+      deps,
+      state,
+      `the stored aggregate is not valid for task kind "${state.kind}": ${stored.reason}`.slice(0, 2000),
+    );
+  const { done, failed, failures, counts, partials } = countOutcomes(state, kind, outcomes);
+  report.duplicates += counts.duplicates;
+  if (counts.folded === 0 && counts.failed === 0) return undefined;
+  let aggregate = state.aggregate;
+  if (kind !== undefined && stored?.ok === true && partials.length > 0) {
+    aggregate = kind.merge(stored.value, mergeAll(kind, partials));
+    const groups = kind.size(aggregate);
+    if (groups > deps.maxAggregateGroups) {
+      return endJob(
+        deps,
+        state,
+        `the aggregate would have ${groups} groups, more than MAX_AGGREGATE_GROUPS (${deps.maxAggregateGroups}); ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`,
+      );
+    }
+  }
+  const doneCount = state.doneCount + counts.folded;
+  const failedCount = state.failedCount + counts.failed;
+  const complete = doneCount + failedCount === state.itemCount;
+  const next: JobState = {
+    ...state,
+    doneBits: done.toBase64(),
+    failedBits: failed.toBase64(),
+    doneCount,
+    failedCount,
+    aggregate,
+    failures,
+    status: complete ? "completed" : state.status,
+    ...(complete ? { completedAtMs: deps.now() } : {}),
+  };
+  // Measured without building it: a document past the bound may be far too large to serialize at all.
+  const limit = deps.maxJobDocumentBytes;
+  if (jsonByteLength(next, limit) > limit) {
+    const groups = kind?.hasAggregate === true ? kind.size(aggregate) : undefined;
+    return endTooLarge(
+      deps,
+      state,
+      `the job's document would be more than MAX_JOB_DOCUMENT_BYTES (${limit} bytes) of JSON${groups === undefined ? "" : `, with an aggregate of ${groups} groups`}: its groups' keys are too long, or there are too many of them; ${state.doneCount} items were done and ${state.failedCount} failed when the job stopped`,
+    );
+  }
+  report.folded += counts.folded;
+  report.failed += counts.failed;
+  return next;
+}
+
+/** What a batch's outcomes do to a job's items: its bits and failures as they become, the counts, the partials. */
+interface Counted {
+  done: Bitmap;
+  failed: Bitmap;
+  failures: JobState["failures"];
+  counts: FoldCounts;
+  /** The partials of the units newly done, to merge (a kind with an aggregate only). */
+  partials: unknown[];
+}
+
+/**
+ * A batch's outcomes counted against the job's bits: an item already done or failed is a duplicate; a unit's done
+ * items count only if none of them was counted and its partial is valid for the kind, else they fail with the reason.
+ */
+function countOutcomes(state: JobState, kind: RegisteredKind | undefined, outcomes: Outcome[]): Counted {
+  const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
+  const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
+  const failures = [...state.failures];
+  const counts = emptyCounts();
+  const partials: unknown[] = [];
+  const counted = (item: number): boolean => item >= state.itemCount || done.has(item) || failed.has(item);
+  const fail = (item: number, reason: string): void => {
+    failed.add(item);
+    counts.failed++;
+    if (failures.length < MAX_RECORDED_FAILURES) failures.push({ item, reason });
+  };
+  for (const outcome of outcomes.map(asUnit)) {
+    for (const { item, reason } of outcome.failed) {
+      if (counted(item)) counts.duplicates++;
+      else fail(item, reason);
+    }
+    if (outcome.done.length === 0) continue;
+    const fresh = outcome.done.filter((item) => !counted(item));
+    counts.duplicates += outcome.done.length - fresh.length;
+    if (fresh.length === 0) continue;
+    if (fresh.length < outcome.done.length) {
+      // Cannot happen while a job's units keep their boundaries; never count a merged partial twice if it does.
+      for (const item of fresh)
+        fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
+      continue;
+    }
+    const partial =
+      kind?.hasAggregate === false ? { ok: true as const, value: null } : kind?.parsePartial(outcome.partial);
+    if (partial === undefined || !partial.ok) {
+      for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
+      continue;
+    }
+    if (kind?.hasAggregate === true) partials.push(partial.value);
+    for (const item of fresh) done.add(item);
+    counts.folded += fresh.length;
+  }
+  return { done, failed, failures, counts, partials };
+}
+
+/** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */
+function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: string): JobState {
+  return { ...state, status: "failed", failureReason: reason, completedAtMs: deps.now() };
+}
+
+/**
+ * The job, ended as failed because its document would pass MAX_JOB_DOCUMENT_BYTES: as {@link endJob}, so the write
+ * that ends it is no larger than the document already stored. Should that one be past the bound itself (written by a
+ * version without it, or before the bound was lowered), its aggregate is dropped (null) and the reason says so: the
+ * job must be able to end.
+ */
+function endTooLarge(
+  deps: Pick<CoordinationDeps, "now" | "maxJobDocumentBytes">,
+  state: JobState,
+  reason: string,
+): JobState {
+  const ended = endJob(deps, state, reason);
+  if (jsonByteLength(ended, deps.maxJobDocumentBytes) <= deps.maxJobDocumentBytes) return ended;
+  return {
+    ...ended,
+    aggregate: null,
+    failureReason: `${reason}; its aggregate was dropped: it was past the bound already`,
+  };
+}

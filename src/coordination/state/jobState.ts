@@ -1,0 +1,259 @@
+import { z } from "zod";
+import { StorageError } from "../../library/errors.js";
+import type { StateStore } from "../../library/fencing/StateStore.js";
+import type { Abortable } from "../../library/util/delay.js";
+import type { RunStatus } from "./jobStatus.js";
+import { describeIssues, type ItemInput } from "../ports/messages.js";
+
+/**
+ * Stored documents (specs, job states, the index, the term history) are read with `looseObject`: fields this version
+ * does not know — written by a newer version during a rolling deploy — are kept, and written back unchanged by every
+ * read-modify-write. A document of a newer format version (`v`) is not read at all. Queue messages, which come from
+ * outside, stay strict.
+ */
+
+/** Most item chunks a job has: `MAX_ITEMS_PER_JOB` ÷ `CHUNK_SIZE` (`submit.ts`), the fewest items a chunk holds. */
+export const MAX_CHUNKS_PER_JOB = 1000;
+
+/** The job spec the submitter writes (immutable); items are stored separately in chunks. */
+export const jobSpecSchema = z.looseObject({
+  v: z.literal(1),
+  id: z.string(),
+  kind: z.string(),
+  params: z.unknown(),
+  itemCount: z.number().int().min(1),
+  chunkSize: z.number().int().min(1),
+  createdAtMs: z.number(),
+  /**
+   * Wall-clock ms after which the leader ends the job as `expired` (from the submission's `deadline` or `timeoutS`).
+   */
+  deadlineAtMs: z.number().optional(),
+  /**
+   * How many of the items name an input blob (the others are inline), counted by the submitter; the leader keeps
+   * such a job's units small (`unitSize.ts`). Absent in specs written before it was counted: treated as "may".
+   */
+  blobItems: z.number().int().min(0).optional(),
+  /**
+   * The length of each item chunk's text (characters of JSON, as read), in chunk order, written by the submitter: the
+   * leader reads ahead only chunks it knows to be small (`chunkCache.ts`), so it never holds several large ones. At
+   * most {@link MAX_CHUNKS_PER_JOB} entries. Absent in specs written before it was recorded: no chunk is read ahead.
+   */
+  chunkChars: z.array(z.number().int().min(0)).max(MAX_CHUNKS_PER_JOB).optional(),
+});
+export type JobSpec = z.infer<typeof jobSpecSchema>;
+
+/** A failed item and why. */
+export const failureSchema = z.looseObject({ item: z.number().int(), reason: z.string() });
+export type ItemFailure = z.infer<typeof failureSchema>;
+
+/** Most failures kept with their reasons per job; beyond it only the count grows (bounded memory). */
+export const MAX_RECORDED_FAILURES = 200;
+
+/**
+ * The leader's fenced state of one job. Its size grows with the item count by two bits per item (the bitmaps), and
+ * with the number of distinct groups in the aggregate, never with the size of results.
+ */
+export const jobStateSchema = jobSpecSchema.extend({
+  registeredAtMs: z.number(),
+  /**
+   * `failed`: the job as a whole could not go on (`failureReason` says why); `cancelled` (on request) and `expired`
+   * (deadline passed): stopped by the leader. All three are final like `completed`, their counts kept as they were;
+   * results arriving later are acknowledged, not counted.
+   */
+  status: z.enum(["running", "completed", "failed", "cancelled", "expired"]) satisfies z.ZodType<RunStatus>,
+  failureReason: z.string().optional(),
+  /**
+   * How items are packed into work units — at most `unitMaxItems` items (chosen by `unitItemsFor` when the job
+   * registered: WORK_UNIT_MAX_ITEMS or less) and `unitMaxBytes` bytes of JSON (WORK_UNIT_MAX_BYTES then): fixed for the
+   * job's life, so a unit re-sent after a crash has the same items. A job registered before units had none: the
+   * leader's current WORK_UNIT_MAX_ITEMS and WORK_UNIT_MAX_BYTES apply, as before.
+   */
+  unitMaxItems: z.number().int().min(1).optional(),
+  unitMaxBytes: z.number().int().min(1).optional(),
+  /** Items [0, dispatched) have been sent to the work queue at least once. */
+  dispatched: z.number().int().min(0),
+  /** Base64 bitmaps: items whose result has been folded, and items recorded as failed. */
+  doneBits: z.string(),
+  failedBits: z.string(),
+  doneCount: z.number().int().min(0),
+  failedCount: z.number().int().min(0),
+  /** The kind's partial result over every done item (validated by the kind's `partialSchema` when read). */
+  aggregate: z.unknown(),
+  failures: z.array(failureSchema),
+  /** When the job ended (completed or failed). */
+  completedAtMs: z.number().optional(),
+  /** When the leader cancelled or expired the job; items neither done nor failed then are counted as skipped. */
+  endedAtMs: z.number().optional(),
+  skippedCount: z.number().int().min(0).optional(),
+  /** Epoch of the leader that last changed this job; helps a person see who did what. */
+  lastEpoch: z.number().int().min(0),
+  /**
+   * How many times a term whose predecessor lapsed has sent this job's units in flight again (`redispatch.ts`), at
+   * most `MAX_REDISPATCHES`. Absent: never.
+   */
+  redispatches: z.number().int().min(0).optional(),
+});
+export type JobState = z.infer<typeof jobStateSchema>;
+
+/** Statuses of a job the leader stopped before every item was done or failed. */
+export type StoppedStatus = "cancelled" | "expired";
+
+/** Whether the job was stopped early: its late results are discarded, not counted. */
+export function isStopped(status: JobState["status"]): status is StoppedStatus {
+  return status === "cancelled" || status === "expired";
+}
+
+/** Whether `id` can name a job (the ids `storeSubmission` makes); anything else names no job. */
+export function isJobId(id: string): boolean {
+  return /^[a-z0-9-]{1,63}$/.test(id);
+}
+
+/** How many ended jobs the index remembers (newest last), for the status page. */
+export const RECENT_JOBS_LIMIT = 10;
+
+/**
+ * The leader's list of jobs not yet completed, and of the last {@link RECENT_JOBS_LIMIT} that ended (newest last). An
+ * index written before `recent` existed reads as having none.
+ */
+export const jobIndexSchema = z.looseObject({
+  v: z.literal(1),
+  active: z.array(z.string()),
+  recent: z.array(z.string()).default([]),
+  /**
+   * The active job the leader's next pass starts at: the first one the last step did not reach before its budget or
+   * its bound of jobs per pass (`MAX_JOBS_PER_PASS`). Absent: from the top of the list.
+   */
+  resumeAt: z.string().optional(),
+  /** When the leader last looked for ended jobs to remove (wall-clock ms; see `RETENTION_SWEEP_INTERVAL_MS`). */
+  sweptAtMs: z.number().optional(),
+});
+export type JobIndex = z.infer<typeof jobIndexSchema>;
+
+/** A time in ms as the 15 digits that name it in a marker (sorting by name sorts by time). */
+function digits15(ms: number): string {
+  return String(Math.max(0, Math.trunc(ms))).padStart(15, "0");
+}
+
+/** Where everything lives. `index` and `jobState` are in the state container; the others in the system container. */
+export const keys = {
+  index: "index.json",
+  jobState: (id: string) => `jobs/${id}.json`,
+  spec: (id: string) => `jobs/${id}/spec.json`,
+  chunk: (id: string, chunk: number) => `jobs/${id}/items/${chunk}.json`,
+  inboxPrefix: "inbox/",
+  inbox: (id: string) => `inbox/${id}`,
+  /** Everything of a job in the system container (spec, chunks, outcomes, …) is under this prefix. */
+  jobPrefix: (id: string) => `jobs/${id}/`,
+  /**
+   * Retention markers of ended jobs (system container), named by when the job ended so a listing yields the oldest
+   * first: `ended/<ms, 15 digits>-<id>`. The leader writes one as it takes a job off the active list, and removes the
+   * job's blobs (the marker last) once it has been ended for JOB_RETENTION_HOURS.
+   */
+  endedPrefix: "ended/",
+  ended: (id: string, endedAtMs: number) => `ended/${digits15(endedAtMs)}-${id}`,
+  /**
+   * Retention markers of ended jobs whose removal failed (a blob under a legal hold or an immutability policy), named
+   * by when the removal is tried again, then when the job ended and the attempts so far:
+   * `removal-retry/<ms, 15 digits>-<ms, 15 digits>-<attempts>-<id>`, so a listing yields the next due first. Its
+   * content says why the last attempt failed (`{ v: 1, error }`).
+   */
+  removalRetryPrefix: "removal-retry/",
+  removalRetry: (id: string, endedAtMs: number, attempts: number, retryAtMs: number) =>
+    `removal-retry/${digits15(retryAtMs)}-${digits15(endedAtMs)}-${Math.max(1, Math.trunc(attempts))}-${id}`,
+  /** Cancellation requests: written by the submitter, applied and removed by the leader. */
+  cancelPrefix: "cancel/",
+  cancel: (id: string) => `cancel/${id}`,
+  partial: (id: string, item: number) => `jobs/${id}/partials/${item}.json`,
+  /**
+   * The blob (system container) holding the outcome of the unit of job `jobId` from item `first`, when its result names
+   * an `outcomeBlob`. Not `jobs/<id>/partials/<n>.json`, where a worker writes a one-item (v1) partial: in a deploy
+   * that mixes versions, a unit and a v1 item of the same number would overwrite each other's blob. Workers before this
+   * name wrote unit outcomes there (`keys.partial(jobId, first)`), so the leader reads those too.
+   */
+  outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
+  /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
+  stop: (id: string) => `jobs/${id}/stop`,
+} as const;
+
+/**
+ * The length of a job's chunk's text when the job recorded it (`chunkChars`, one entry per chunk); undefined when not
+ * known (a job submitted before it was recorded).
+ */
+export function chunkCharsOf(
+  job: Pick<JobSpec, "itemCount" | "chunkSize" | "chunkChars">,
+  chunk: number,
+): number | undefined {
+  const { chunkChars } = job;
+  if (chunkChars?.length !== Math.ceil(job.itemCount / job.chunkSize)) return undefined;
+  return chunkChars[chunk];
+}
+
+/** The format version (`v`) of the job specs and job states this version reads. */
+export const JOB_FORMAT_VERSION = jobSpecSchema.shape.v.value;
+
+/** The `v` of a stored document, when it has a numeric one. */
+export function formatVersion(json: unknown): number | undefined {
+  return typeof json === "object" && json !== null && "v" in json && typeof json.v === "number" ? json.v : undefined;
+}
+
+/**
+ * A job's stored state or spec is not one this version reads: a newer version wrote it during a rolling deploy, or it
+ * is damaged. `message` names the document and why (each field that is wrong); the HTTP API answers 503 with it.
+ */
+export class UnreadableJobError extends Error {
+  readonly code = "UnreadableJob";
+  constructor(
+    readonly jobId: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "UnreadableJobError";
+  }
+}
+
+/** A stored job document as this version reads it: its value, or why this version cannot read it. */
+export type ReadDocument<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/**
+ * Reads a stored job document (`what`: "its state", "its spec") with `schema`. One of a newer format version, or of
+ * a shape this version does not read — a newer version wrote it during a rolling deploy, or it is damaged — is not
+ * an error but a reason, in one line, naming the document and each field that is wrong.
+ */
+export function readJobDocument<T>(schema: z.ZodType<T>, what: string, json: unknown): ReadDocument<T> {
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const version = formatVersion(json);
+  return {
+    ok: false,
+    reason:
+      version !== undefined && version > JOB_FORMAT_VERSION
+        ? `${what} is of format version ${version}; this version reads ${JOB_FORMAT_VERSION}: a newer version wrote it (a rolling deploy)`
+        : `${what} is not in a shape this version reads (${describeIssues(parsed.error)}): a newer version wrote it (a rolling deploy), or it is damaged`,
+  };
+}
+
+/**
+ * A job's stored state as this version reads it, or why it cannot (a document of a newer version or another shape,
+ * or a blob that is not JSON); undefined when there is none.
+ */
+export async function readJobState(
+  state: StateStore,
+  id: string,
+  options: Abortable = {},
+): Promise<ReadDocument<JobState> | undefined> {
+  let stored;
+  try {
+    stored = await state.read(keys.jobState(id), options);
+  } catch (error) {
+    // The state store's word for a blob that is not JSON: damaged, not a storage failure.
+    if (error instanceof StorageError && error.code === "CorruptState")
+      return { ok: false, reason: `its state is damaged: ${error.message}` };
+    throw error;
+  }
+  return stored === undefined ? undefined : readJobDocument(jobStateSchema, "its state", stored.value);
+}
+
+/** Item inputs of one chunk. */
+export const chunkSchema = z.array(z.unknown());
+export type Chunk = ItemInput[];

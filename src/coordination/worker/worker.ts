@@ -1,0 +1,446 @@
+import { z } from "zod";
+import type { CoordinationDeps } from "../deps.js";
+import { itemRefOf, parseMessage, toRanges, fromRanges, workMessageSchema, type ItemInput } from "../ports/messages.js";
+import { originalText, rejectionReason, rejectionText } from "../ports/rejection.js";
+import { issuesText } from "../kinds/standardSchema.js";
+import { ItemError } from "../kinds/taskKinds.js";
+import { PartialMerger, type RegisteredKind } from "../kinds/taskRegistry.js";
+import { abortReason, delay, throwIfAborted, type Abortable } from "../../library/util/delay.js";
+import { timeSlicer } from "../../library/util/timeSlice.js";
+import { LoopHoldWatch } from "./loopHold.js";
+import { inputOf, readInputBlob } from "./workerInputs.js";
+import { sendItemResult, sendUnitResult } from "./workerResults.js";
+import { resendOnShutdown } from "./workerResend.js";
+
+/** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
+export type WorkerDeps = Pick<
+  CoordinationDeps,
+  | "system"
+  | "inputs"
+  | "resultsQueue"
+  | "workQueue"
+  | "workPoisonQueue"
+  | "registry"
+  | "maxInputBlobBytes"
+  | "workUnitConcurrency"
+  | "maxItemHoldMs"
+  | "jobStops"
+  | "logger"
+  | "emit"
+  | "instanceId"
+  | "now"
+>;
+
+/** Delivery facts the host gives the trigger. */
+export interface Delivery {
+  /** The queue message id. */
+  id: string;
+  /** 1 on first delivery. */
+  dequeueCount: number;
+  /** host.json `extensions.queues.maxDequeueCount`: on this delivery a failure is final. */
+  maxDequeueCount: number;
+}
+
+/**
+ * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
+ * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not),
+ * `resent` when the host shut down during its last delivery and the unit was put on the work queue again, whole
+ * (nothing reported: its items count when the copy is processed); the unit's task kind, and how many of its `count`
+ * items were reported done and failed.
+ */
+export type WorkOutcome =
+  | ({ status: "processed"; reason?: undefined } & UnitCounts)
+  | ({ status: "failed"; reason: string } & UnitCounts)
+  | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
+  | ({ status: "resent"; reason: string } & UnitCounts)
+  | { status: "rejected"; reason: string };
+
+/** A unit's counts in a {@link WorkOutcome}. */
+interface UnitCounts {
+  jobId: string;
+  kind: string;
+  item: number;
+  count: number;
+  itemsDone: number;
+  itemsFailed: number;
+}
+
+/** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
+const NEWEST_WORK_MESSAGE_VERSION = 2;
+
+/**
+ * While a unit runs, how old a "not stopped" answer about its job may be before an item starts (and how often a unit
+ * whose items are still running looks again, to abort them), in ms. Each unit also looks once when it starts.
+ */
+export const STOP_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * Longest a worker runs items back to back before it lets the process's timers and I/O run, in ms: between items, once
+ * this much time has passed since it last gave the thread up, it waits for the event loop's next turn.
+ */
+export const WORKER_SLICE_MS = 10;
+
+/**
+ * The slice every unit running in this process shares. Items whose work holds the thread (parsing, hashing) would
+ * otherwise run back to back until an item awaits I/O — with inline items, only the stop check once a second — and
+ * the process's timers (a leader's heartbeats and renewals, which takeover counts; the stop watch) and I/O would wait.
+ */
+const workerSlice = timeSlicer(WORKER_SLICE_MS);
+
+/** The turns of this process's event loop, for items that hold it too long (`item-held-event-loop`). */
+const loopHolds = new LoopHoldWatch();
+
+/** Why a unit's items were aborted: its job was stopped. Not a failure of any item. */
+class JobStoppedSignal extends Error {
+  constructor(jobId: string) {
+    super(`job ${jobId} was cancelled or has ended`);
+    this.name = "JobStoppedSignal";
+  }
+}
+
+/**
+ * Handles one work message: a unit of items (or one item, from a leader before units). Never lets bad input crash
+ * the worker: a malformed message is moved to the poison queue with the reason at once (retrying cannot fix it) —
+ * but one of a task kind this worker lacks only on its last delivery, thrown back before
+ * ({@link throwUnlessLastDelivery}). The unit's items run through the kind's `process`, at most the kind's concurrency
+ * at once; an item whose input is unusable fails alone, with its reason; the partials of the others are merged with the
+ * kind's `merge`, and ONE result names the items done and failed. A transient failure of any item aborts the others and
+ * is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed instead,
+ * with the others' results, so the job can finish. So is a shutdown (`options.abortSignal`): the unit is delivered
+ * again — on its last delivery, as a copy this worker puts on the work queue ({@link resendOnShutdown}), since the host
+ * would move it to the poison queue and the leader fail every item of it, those already done too. The job's stop blob
+ * is checked when the unit starts and before each item (at most {@link STOP_CHECK_INTERVAL_MS} old): once the job is
+ * stopped, no more of its items start, those running are aborted, and only the items already processed are reported.
+ */
+export async function processWorkMessage(
+  deps: WorkerDeps,
+  payload: unknown,
+  delivery: Delivery,
+  options: Abortable = {},
+): Promise<WorkOutcome> {
+  throwIfNewer(deps, payload, delivery);
+  const parsed = parseMessage(workMessageSchema, payload);
+  if (!parsed.ok) return reject(deps, payload, delivery, parsed.reason, options);
+  const message = parsed.value;
+  const kind = deps.registry.get(message.kind);
+  if (kind === undefined) {
+    const why = `unknown task kind "${message.kind}"; known kinds: ${deps.registry.names().join(", ")}`;
+    throwUnlessLastDelivery(deps, delivery, why);
+    return reject(deps, payload, delivery, why, options);
+  }
+  const params = kind.parseParams(message.params);
+  if (!params.ok)
+    return reject(
+      deps,
+      payload,
+      delivery,
+      `params are not valid for "${message.kind}": ${issuesText(params.issues)}`,
+      options,
+    );
+
+  const { jobId } = message;
+  const first = message.v === 2 ? message.first : message.item;
+  const inputs = message.v === 2 ? message.inputs : [message.input];
+  const count = inputs.length;
+  const unitCounts = { jobId, kind: message.kind, item: first, count };
+  let run: UnitRun;
+  try {
+    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
+  } catch (error) {
+    if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
+    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
+    return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
+  }
+  const { done, partials, failures } = run;
+  const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
+  if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  if (message.v === 1) {
+    const [failure] = failed;
+    const tooLarge = await sendItemResult(
+      deps,
+      failure === undefined
+        ? { v: 1, jobId, item: first, ok: true, partial: kind.hasAggregate ? partials.result() : null }
+        : { v: 1, jobId, item: first, ok: false, reason: failure.reason },
+      options,
+    );
+    if (tooLarge !== undefined) failed.push({ items: [[first, first]], reason: tooLarge });
+  } else {
+    const tooLarge = await sendUnitResult(
+      deps,
+      {
+        v: 2,
+        jobId,
+        first,
+        count,
+        done: toRanges(done),
+        ...(partials.count > 0 ? { partial: kind.hasAggregate ? partials.result() : null } : {}),
+        failed,
+      },
+      options,
+    );
+    if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
+  }
+  const itemsFailed = failed.reduce((sum, failure) => sum + fromRanges(failure.items).length, 0);
+  const counts = {
+    ...unitCounts,
+    itemsDone: count - run.skipped - itemsFailed,
+    itemsFailed,
+  };
+  if (run.skipped > 0) return { status: "stopped", ...counts, skipped: run.skipped };
+  if (failed.length === 0) return { status: "processed", ...counts };
+  return { status: "failed", ...counts, reason: failed.map((failure) => failure.reason).join("; ") };
+}
+
+/** The items of one unit, as {@link runItems} takes them. */
+interface UnitItems {
+  jobId: string;
+  first: number;
+  inputs: readonly ItemInput[];
+  params: unknown;
+}
+
+/** What running a unit's items gave: items done with their partials, items failed by reason, items not processed. */
+interface UnitRun {
+  done: number[];
+  /** Merged as items finish: a unit of up to 1,000 items never holds every item's partial at once (issue 24). */
+  partials: PartialMerger;
+  failures: Map<string, number[]>;
+  skipped: number;
+}
+
+/**
+ * Runs a unit's items through the kind, at most its concurrency at once, under one signal: the host's shutdown, the
+ * job's stop, or a transient failure of another item. Throws the first transient failure (or the shutdown's reason)
+ * once every item has settled, unless this is the last delivery.
+ */
+async function runItems(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  unit: UnitItems,
+  delivery: Delivery,
+  options: Abortable,
+): Promise<UnitRun> {
+  const { jobId, first, inputs } = unit;
+  const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
+  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0 };
+  const fail = (item: number, reason: string): void => {
+    const items = run.failures.get(reason) ?? [];
+    items.push(item);
+    run.failures.set(reason, items);
+  };
+  if (await deps.jobStops.isStopped(jobId, { maxAgeMs: 0 })) return { ...run, skipped: inputs.length };
+  const unitControl = new AbortController();
+  const signal =
+    options.abortSignal === undefined ? unitControl.signal : AbortSignal.any([options.abortSignal, unitControl.signal]);
+  let transient: { error: unknown } | undefined;
+  const watch = watchForStop(deps, jobId, unitControl);
+  const runItem = async (input: ItemInput, offset: number): Promise<void> => {
+    const item = first + offset;
+    if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
+      unitControl.abort(new JobStoppedSignal(jobId));
+    if (signal.aborted) {
+      // Stopped: skipped. Shut down, or another item failed transiently: the unit is delivered again.
+      if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
+      return;
+    }
+    try {
+      const data =
+        "inline" in input
+          ? inputOf(undefined, input.inline)
+          : await readInputBlob(deps, input.blob, { abortSignal: signal });
+      // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
+      // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
+      while (workerSlice.spent()) await workerSlice();
+      throwIfAborted(signal); // stopped or shut down meanwhile: handled below
+      const partial = await processItem(deps, kind, unit, data, item, signal);
+      if (kind.hasAggregate) run.partials.add(partial);
+      run.done.push(item);
+    } catch (error) {
+      if (unitControl.signal.reason instanceof JobStoppedSignal) {
+        run.skipped++;
+        return;
+      }
+      if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
+      const reason = error instanceof Error ? error.message : String(error);
+      if (error instanceof ItemError) fail(item, reason);
+      else if (lastDelivery)
+        fail(item, `failed on all ${delivery.maxDequeueCount} deliveries; last error: ${reason}`.slice(0, 2000));
+      else {
+        // transient: the host retries the whole unit (its results are not sent, so nothing counts twice)
+        transient ??= { error };
+        unitControl.abort(error);
+      }
+    }
+  };
+  try {
+    await forEachAtMost(kind.concurrency ?? deps.workUnitConcurrency, inputs, runItem);
+  } finally {
+    await watch.stop();
+  }
+  if (transient !== undefined) throw transient.error;
+  const settled = run.done.length + [...run.failures.values()].reduce((sum, items) => sum + items.length, 0);
+  if (options.abortSignal?.aborted === true && settled + run.skipped < inputs.length)
+    throw abortReason(options.abortSignal);
+  run.done.sort((a, b) => a - b);
+  for (const items of run.failures.values()) items.sort((a, b) => a - b);
+  return run;
+}
+
+/** One item through the kind, its hold of the event loop measured and reported. */
+async function processItem(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  unit: UnitItems,
+  data: Parameters<RegisteredKind["process"]>[0],
+  item: number,
+  signal: AbortSignal,
+): Promise<unknown> {
+  const hold = loopHolds.begin();
+  try {
+    return await kind.process(data, {
+      params: unit.params,
+      jobId: unit.jobId,
+      index: item,
+      idempotencyKey: `${unit.jobId}/${item}`,
+      abortSignal: signal,
+      logger: deps.logger,
+    });
+  } finally {
+    // A try block, not the promise's finally(): two promises and a closure fewer per item (issue 35).
+    reportHold(deps, unit.jobId, kind.name, item, loopHolds.end(hold));
+  }
+}
+
+/** Emits `item-held-event-loop` when an item held the event loop longer than the process allows. */
+function reportHold(deps: WorkerDeps, jobId: string, kind: string, index: number, heldMs: number): void {
+  const limitMs = deps.maxItemHoldMs;
+  if (limitMs <= 0 || heldMs <= limitMs) return;
+  const item = { jobId, kind, item: index };
+  deps.logger.warn(
+    `Item ${item.item} of job ${item.jobId} (kind "${item.kind}") held the event loop for ${Math.round(heldMs)} ms, longer than the ${limitMs} ms a leader in this process can go without heartbeats or renewals: await between smaller pieces of work, or run it in a worker thread (docs/TASK-KINDS.md)`,
+    { instanceId: deps.instanceId },
+  );
+  deps.emit({
+    type: "item-held-event-loop",
+    instanceId: deps.instanceId,
+    atMs: deps.now(),
+    ...item,
+    heldMs: Math.round(heldMs),
+    limitMs,
+  });
+}
+
+/**
+ * Runs `run` on each of `items`, in order of index, at most `concurrency` at once: that many runners, each taking the
+ * next item when its last one settles. `run` must not throw (a unit's item catches its own failure). A unit runs up
+ * to 1,000 items: a runner per slot rather than a queued closure and promises per item (a concurrency-limit library's
+ * way) saves a few µs per item, a large share of a small item's whole cost (`npm run bench:unit`).
+ */
+async function forEachAtMost<T>(
+  concurrency: number,
+  items: readonly T[],
+  run: (item: T, index: number) => Promise<void>,
+): Promise<void> {
+  if (!(Number.isInteger(concurrency) && concurrency >= 1))
+    throw new RangeError(`concurrency is ${String(concurrency)}; it must be a whole number of at least 1`);
+  let next = 0;
+  const runner = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      await run(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, runner));
+}
+
+/**
+ * While a unit runs, looks at its job's stop blob every {@link STOP_CHECK_INTERVAL_MS} and aborts the unit's items when
+ * it appears. `stop()` ends the watch and waits for it.
+ */
+function watchForStop(
+  deps: Pick<WorkerDeps, "jobStops">,
+  jobId: string,
+  unit: AbortController,
+): { stop: () => Promise<void> } {
+  const done = new AbortController();
+  const watching = (async () => {
+    const signal = AbortSignal.any([done.signal, unit.signal]);
+    while (!signal.aborted) {
+      try {
+        await delay(STOP_CHECK_INTERVAL_MS, { abortSignal: signal });
+      } catch {
+        return;
+      }
+      if (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS }))
+        unit.abort(new JobStoppedSignal(jobId));
+    }
+  })();
+  return {
+    stop: async () => {
+      done.abort();
+      await watching;
+    },
+  };
+}
+
+/**
+ * Throws for a work message of a version newer than this worker knows — sent, in a rolling deploy, by a leader already
+ * upgraded — instead of rejecting it: a rejection would fail all its items at once, though an upgraded worker would do
+ * them. The host retries it (another instance, upgraded, may take it) and after its last delivery moves it, intact, to
+ * the poison queue, where the leader that sent it — which knows its version — records its items as failed. Each
+ * delivery logs why, since the host's poison message carries no reason.
+ */
+function throwIfNewer(deps: WorkerDeps, payload: unknown, delivery: Delivery): void {
+  const newer = parseMessage(newerVersionSchema, payload);
+  if (!newer.ok) return;
+  const why = `work message ${delivery.id} is of version ${newer.value.v}; this worker knows versions 1–${NEWEST_WORK_MESSAGE_VERSION}: left for a newer worker (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; then the host moves it to ${deps.workPoisonQueue.name} and the leader that sent it fails its items)`;
+  deps.logger.warn(why, { instanceId: deps.instanceId });
+  throw new Error(why);
+}
+
+/**
+ * Throws for a work message of a task kind this worker lacks, except on its last delivery: in a rolling deploy that
+ * adds the kind, an instance still on the old version takes units an upgraded one would do, and a rejection would fail
+ * all their items at once. The host retries it (another instance, upgraded, may take it); on the last delivery the
+ * caller rejects it with the reason, so a kind no instance has (removed by a deploy) still fails its items and the job
+ * ends. Each delivery logs why, since the host's retries carry no reason.
+ */
+function throwUnlessLastDelivery(deps: WorkerDeps, delivery: Delivery, why: string): void {
+  if (delivery.dequeueCount >= delivery.maxDequeueCount) return;
+  const text = `work message ${delivery.id}: ${why}: left for an instance that has the kind (delivery ${delivery.dequeueCount} of ${delivery.maxDequeueCount}; on the last it is rejected to ${deps.workPoisonQueue.name} with this reason)`;
+  deps.logger.warn(text, { instanceId: deps.instanceId });
+  throw new Error(text);
+}
+
+/** Any message whose `v` is a version newer than {@link NEWEST_WORK_MESSAGE_VERSION}, whatever else it holds. */
+const newerVersionSchema = z.object({ v: z.number().int().gt(NEWEST_WORK_MESSAGE_VERSION) });
+
+/**
+ * Moves a malformed work message to the poison queue with the reason, at once (retrying cannot fix it). Never throws
+ * for what the message holds, and its rejection always fits a queue message ({@link rejectionText}): a rejection that
+ * failed would fail every delivery, and the host would poison the message without the reason.
+ */
+async function reject(
+  deps: WorkerDeps,
+  payload: unknown,
+  delivery: Delivery,
+  why: string,
+  options: Abortable,
+): Promise<WorkOutcome> {
+  const reason = rejectionReason(why);
+  deps.logger.warn(`Work message ${delivery.id} rejected to ${deps.workPoisonQueue.name}: ${reason}`, {
+    instanceId: deps.instanceId,
+  });
+  deps.emit({
+    type: "message-rejected",
+    instanceId: deps.instanceId,
+    atMs: deps.now(),
+    queue: "work",
+    messageId: delivery.id,
+    reason,
+  });
+  // Naming the job and items, when the message got that far, lets the leader record them as failed with the reason.
+  const header = { by: "worker" as const, reason, messageId: delivery.id, atMs: deps.now(), ...itemRefOf(payload) };
+  await deps.workPoisonQueue.send([rejectionText(header, originalText(payload))], options);
+  return { status: "rejected", reason };
+}
