@@ -89,7 +89,10 @@ export class LifecycleChecks {
     const done = this.world.lifecycle.doneOnLastDelivery.get(jobId);
     if (done === undefined || this.failedDone.has(jobId)) return;
     const failed = Bitmap.fromBase64(failedBits, itemCount);
-    const both = [...done].filter((item) => failed.has(item)).sort((a, b) => a - b);
+    // A copy of the unit that went to the poison queue on its own account (its process died on its last delivery, a
+    // worker rejected it) fails its items legitimately: the first outcome the leader folds counts.
+    const byACopy = this.world.lifecycle.failedByACopy.get(jobId);
+    const both = [...done].filter((item) => failed.has(item) && byACopy?.has(item) !== true).sort((a, b) => a - b);
     if (both.length === 0) return;
     this.failedDone.add(jobId);
     const shutdowns = this.world.lifecycle.shutdowns

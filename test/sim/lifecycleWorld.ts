@@ -1,3 +1,6 @@
+import { Bitmap } from "../../src/coordination/bitmap";
+import { jobStateSchema } from "../../src/coordination/jobState";
+import type { WorkOutcome } from "../../src/coordination/worker";
 import { AbortError } from "../../src/library/errors";
 import type { SimInstance, SimWorld } from "./world";
 
@@ -38,10 +41,75 @@ export class SimLifecycle {
     }, 2000);
   }
 
-  /** A unit's last delivery ended with the process alive, having processed `items` of job `jobId`. */
-  onLastDeliveryEnded(jobId: string, items: readonly number[]): void {
-    const done = this.doneOnLastDelivery.get(jobId) ?? new Set<number>();
-    for (const item of items) done.add(item);
-    this.doneOnLastDelivery.set(jobId, done);
+  /**
+   * A delivery ended (returned `outcome`, or threw: undefined). A last delivery that ended with its process alive and
+   * storage answering counts the items it processed (those not already failed: another copy of the unit — a
+   * duplicate, a lapsed term's re-send — may have been failed before). A message a worker rejected, or whose last
+   * delivery could not end cleanly (its process died, storage failed it or was impaired meanwhile), goes to the poison
+   * queue on its own account: its items may be failed whatever another copy did.
+   */
+  onDeliveryEnded(
+    instance: SimInstance,
+    text: string,
+    delivery: {
+      last: boolean;
+      startedMs: number;
+      processed: readonly number[];
+      outcome: WorkOutcome | undefined;
+      storageTrouble: boolean;
+    },
+  ): void {
+    const unit = unitOf(text);
+    if (unit === undefined) return;
+    const alive = !instance.process.crashed;
+    if (delivery.outcome?.status === "rejected") this.excuse(unit);
+    if (!delivery.last) return;
+    const impaired = this.world.activityLog.impairments.some(
+      (i) => i.process === instance.process && i.fromMs <= Date.now() && i.toMs >= delivery.startedMs,
+    );
+    if (delivery.outcome === undefined && (!alive || delivery.storageTrouble || impaired)) this.excuse(unit);
+    if (!alive || delivery.storageTrouble) return;
+    const done = this.doneOnLastDelivery.get(unit.jobId) ?? new Set<number>();
+    const failed = this.failedNow(unit.jobId);
+    for (const item of delivery.processed) if (!failed.has(item)) done.add(item);
+    this.doneOnLastDelivery.set(unit.jobId, done);
   }
+
+  /** The host moved a message to the poison queue because its last delivery died with its process. */
+  onPoisonedOnItsOwn(text: string | undefined): void {
+    const unit = text === undefined ? undefined : unitOf(text);
+    if (unit !== undefined) this.excuse(unit);
+  }
+
+  /** Items of a job that a copy of their unit, poisoned on its own account, may have failed. */
+  readonly failedByACopy = new Map<string, Set<number>>();
+
+  private excuse(unit: { jobId: string; first: number; count: number }): void {
+    const items = this.failedByACopy.get(unit.jobId) ?? new Set<number>();
+    for (let item = unit.first; item < unit.first + unit.count; item++) items.add(item);
+    this.failedByACopy.set(unit.jobId, items);
+  }
+
+  /** The items the job's stored state records as failed now. */
+  private failedNow(jobId: string): Set<number> {
+    const parsed = jobStateSchema.safeParse(this.world.jobState(jobId)?.value);
+    if (!parsed.success) return new Set();
+    const failed = Bitmap.fromBase64(parsed.data.failedBits, parsed.data.itemCount);
+    return new Set(Array.from({ length: parsed.data.itemCount }, (_, i) => i).filter((i) => failed.has(i)));
+  }
+}
+
+/** The job and items a work message names (v1: one item; v2: a unit), or undefined for one that is not JSON of one. */
+function unitOf(text: string): { jobId: string; first: number; count: number } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const unit = value as { jobId?: unknown; first?: unknown; item?: unknown; inputs?: unknown };
+  if (typeof unit.jobId !== "string") return undefined;
+  const first = typeof unit.first === "number" ? unit.first : unit.item;
+  if (typeof first !== "number") return undefined;
+  return { jobId: unit.jobId, first, count: Array.isArray(unit.inputs) ? unit.inputs.length : 1 };
 }

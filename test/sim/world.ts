@@ -10,6 +10,7 @@ import { storeManifestSubmission } from "../../src/coordination/manifest";
 import { storeSubmission, validateSubmission } from "../../src/coordination/submit";
 import { epochOptions } from "../../src/coordination/termHistory";
 import { JobStopChecks } from "../../src/coordination/jobStops";
+import type { WorkOutcome } from "../../src/coordination/worker";
 import { ActivityWakeUps, sendWakeUp } from "../../src/coordination/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
 import {
@@ -255,6 +256,7 @@ export class SimInstance {
     const { world } = this;
     try {
       if (message.dequeueCount > maxDequeueCount || message.text === undefined) {
+        world.lifecycle.onPoisonedOnItsOwn(message.text); // its last delivery died with its process
         await this.workPoison.sendRaw(message.rawText);
         await this.workQueue.delete(message);
         return;
@@ -267,6 +269,8 @@ export class SimInstance {
       }
       let ok = true;
       let storageTrouble = false;
+      let outcome: WorkOutcome | undefined;
+      const startedMs = Date.now();
       const last = message.dequeueCount >= maxDequeueCount;
       const processed: number[] = [];
       const registry = simRegistry(this.lacksSum ? [sumKind.name] : [], (_, index) => {
@@ -274,7 +278,7 @@ export class SimInstance {
         world.lifecycle.onItemDone(this, last);
       });
       try {
-        await handleWorkMessage(
+        outcome = await handleWorkMessage(
           { ...this.app, registry },
           this.sink,
           message.text,
@@ -285,9 +289,7 @@ export class SimInstance {
         ok = false;
         storageTrouble = error instanceof StorageError;
       }
-      const jobId = (JSON.parse(message.text) as { jobId?: unknown }).jobId;
-      if (last && !storageTrouble && !this.process.crashed && typeof jobId === "string")
-        world.lifecycle.onLastDeliveryEnded(jobId, processed);
+      world.lifecycle.onDeliveryEnded(this, message.text, { last, startedMs, processed, outcome, storageTrouble });
       if (ok) await this.workQueue.delete(message);
       else if (message.dequeueCount >= maxDequeueCount) {
         await this.workPoison.sendRaw(message.rawText);
