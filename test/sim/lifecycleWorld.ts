@@ -2,6 +2,7 @@ import { Bitmap } from "../../src/coordination/bitmap";
 import { jobStateSchema } from "../../src/coordination/jobState";
 import type { WorkOutcome } from "../../src/coordination/worker";
 import { AbortError } from "../../src/library/errors";
+import { storeExpiredJobs, type ExpiredJob } from "./retentionWorld";
 import type { SimInstance, SimWorld } from "./world";
 
 /**
@@ -20,8 +21,14 @@ export class SimLifecycle {
 
   constructor(private readonly world: SimWorld) {}
 
-  /** Arms the plan's shutdowns at their times. */
-  start(): void {
+  /** The plan's expired jobs, some with blobs that refuse deletion (`retentionWorld.ts`). */
+  expiredJobs: ExpiredJob[] = [];
+  /** Jobs whose removal a step reported as failed (`job-removal-failed`). */
+  readonly removalFailures = new Set<string>();
+
+  /** Arms the plan's shutdowns at their times, and stores the expired jobs (before any process runs). */
+  start(systemContainer: string): void {
+    this.expiredJobs = storeExpiredJobs(this.world, systemContainer);
     for (const shutdown of this.world.plan.lifecycle.shutdowns)
       this.world.at(shutdown.atS * 1000, () => {
         this.armed.push({ untilMs: Date.now() + shutdown.forS * 1000 });

@@ -406,6 +406,7 @@ export class SimWorld {
     const now = Date.now();
     const epoch = eventEpoch(event) ?? 0;
     if (event.type === "lease-acquired") this.history.terms.push({ epoch, process, beganMs: now, endedMs: undefined });
+    if (event.type === "job-removal-failed") this.lifecycle.removalFailures.add(event.jobId);
     if (event.type === "lease-lost" && event.reason === "revoked")
       this.activityLog.revokedStops.push({ atMs: now, epoch });
     if (event.type === "lease-lost" || event.type === "lease-released") {
@@ -488,7 +489,7 @@ export class SimWorld {
       this.heal();
     });
     startActivity(this);
-    this.lifecycle.start();
+    this.lifecycle.start(CONTAINERS.system);
   }
 
   /** Submits job `n` of the plan (or of a burst): inline, or through a manifest; with a wake-up when those are on. */
