@@ -21,10 +21,16 @@ export interface LifecyclePlan {
    * every delete. Their removal is due in the run's first sweep.
    */
   expiredJobs: { blobs: number; held: number }[];
+  /**
+   * Longest a delivery of a unit takes, in ms: 2,000, or with the `slowItems` fault 2,000 or 20,000 (a kind whose
+   * items take seconds; the host renews the message's visibility meanwhile): units stay in flight for several of a
+   * leader's steps, so a term can die with a window and its tail out and only some of its units folded.
+   */
+  unitMs: number;
 }
 
 /** The faults (in `--faults`) that switch on the lifecycle models' faults. */
-export const LIFECYCLE_FAULTS = ["shutdown", "refuseDelete"] as const;
+export const LIFECYCLE_FAULTS = ["shutdown", "refuseDelete", "slowItems"] as const;
 
 /** The arbitrary of the lifecycle models, with only the faults in `faults`. */
 export function lifecycleArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<LifecyclePlan> {
@@ -42,5 +48,7 @@ export function lifecycleArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Lifec
           maxLength: 3,
         })
       : fc.constant([]),
+    // After the fields before it, so adding it left their values as they were.
+    unitMs: faults.has("slowItems") ? fc.constantFrom(2000, 20_000) : fc.constant(2000),
   });
 }

@@ -35,6 +35,33 @@ export class SimLifecycle {
       });
   }
 
+  /** Messages an instance's host holds (received, not settled), by id. */
+  private readonly held = new Map<string, SimInstance>();
+
+  /**
+   * The host renews the visibility of the messages it received while their function runs (the whole batch: the
+   * simulated host runs them one after the other), every 5 s to 10 s ahead, while its process lives and is not
+   * frozen; a message whose process died reappears within 10 s. Done on the account directly (a renewal is a request
+   * the app does not make; it lands or the message reappears, as here).
+   */
+  holdWhileRunning(instance: SimInstance, queue: string, messages: readonly { id: string }[]): void {
+    for (const message of messages) this.held.set(message.id, instance);
+    const renew = (): void => {
+      const ids = messages.map((m) => m.id).filter((id) => this.held.get(id) === instance);
+      if (ids.length === 0 || instance.process.crashed || this.world.over) return;
+      if (!instance.process.frozen)
+        for (const stored of this.world.account.queue(queue).messages)
+          if (ids.includes(stored.id)) stored.visibleAtMs = Math.max(stored.visibleAtMs, Date.now() + 10_000);
+      setTimeout(renew, 5000);
+    };
+    setTimeout(renew, 5000);
+  }
+
+  /** The host settled a message (deleted it, or left it to reappear): no more renewals. */
+  settled(id: string): void {
+    this.held.delete(id);
+  }
+
   /** A delivery on `instance` finished an item (`last`: on the unit's last delivery): a shutdown may strike now. */
   onItemDone(instance: SimInstance, last: boolean): void {
     const index = this.armed.findIndex((armed) => last || Date.now() >= armed.untilMs);

@@ -44,8 +44,6 @@ export const SIM_TIMING = {
   maxDequeueCount: 5,
   /** The host's visibility timeout after a failed delivery (host.json: 5 s). */
   retryVisibilityS: 5,
-  /** Most time a worker spends on one item. */
-  maxProcessingMs: 2000,
   /**
    * How long a worker keeps a received message invisible: it reappears this long after a worker died on it. (The
    * host renews a 10-minute visibility while the function runs; shorter here so a run stays short.)
@@ -246,8 +244,12 @@ export class SimInstance {
     return pollLikeTheHost(
       this.world,
       this.process,
-      () => this.workQueue.receive(4, SIM_TIMING.workerVisibilityS),
-      (message) => this.deliver(message),
+      async () => {
+        const messages = await this.workQueue.receive(4, SIM_TIMING.workerVisibilityS);
+        this.world.lifecycle.holdWhileRunning(this, QUEUES.work, messages);
+        return messages;
+      },
+      (message) => this.deliver(message).finally(() => this.world.lifecycle.settled(message.id)),
     );
   }
 
@@ -262,7 +264,7 @@ export class SimInstance {
         return;
       }
       if (this.shutdown.signal.aborted) return; // shutting down: the host takes no more (visibility lapses)
-      await sleep(Math.round(world.random() * SIM_TIMING.maxProcessingMs)); // the work itself takes a while
+      await sleep(Math.round(world.random() * world.plan.lifecycle.unitMs)); // the work itself takes a while
       if (message.text.includes('"inline":"kill"')) {
         world.killWorker(this); // the item kills the process: no result, the message reappears after its visibility
         return;
