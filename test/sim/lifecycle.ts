@@ -22,7 +22,8 @@ export interface LifecyclePlan {
    */
   expiredJobs: { blobs: number; held: number }[];
   /**
-   * Longest a delivery of a unit takes, in ms: 2,000, or with the `slowItems` fault 2,000 or 20,000 (a kind whose
+   * Longest a delivery of a unit of the plan's jobs (not a burst's) takes, in ms: 2,000, or with the `slowItems` fault
+   * 2,000 or 20,000 (a kind whose
    * items take seconds; the host renews the message's visibility meanwhile): units stay in flight for several of a
    * leader's steps, so a term can die with a window and its tail out and only some of its units folded.
    */

@@ -6,6 +6,12 @@ import { storeExpiredJobs, type ExpiredJob } from "./retentionWorld";
 import type { SimInstance, SimWorld } from "./world";
 
 /**
+ * Longest the simulated host renews a batch's visibility: its function timeout (minutes on Azure; shorter here, as the
+ * visibility is). A delivery stuck on storage that never answers (`hang`) lets its message reappear after it.
+ */
+const FUNCTION_TIMEOUT_MS = 60_000;
+
+/**
  * What issue 37's lifecycle models do in the world (`lifecycle.ts`): hosts that shut down while a unit runs — the
  * appTerminate hook fires the process's shutdown signal, which reaches the running unit; the host stops taking
  * messages, waits for the function, and ends the process; a new one starts — aimed at a unit's last delivery. And what
@@ -41,20 +47,31 @@ export class SimLifecycle {
   /**
    * The host renews the visibility of the messages it received while their function runs (the whole batch: the
    * simulated host runs them one after the other), every 5 s to 10 s ahead, while its process lives and is not
-   * frozen; a message whose process died reappears within 10 s. Done on the account directly (a renewal is a request
-   * the app does not make; it lands or the message reappears, as here).
+   * frozen, and for at most {@link FUNCTION_TIMEOUT_MS}; a message whose process died reappears within 10 s. Done on
+   * the account directly (a renewal is a request the app does not make; it lands or the message reappears, as here).
    */
   holdWhileRunning(instance: SimInstance, queue: string, messages: readonly { id: string }[]): void {
     for (const message of messages) this.held.set(message.id, instance);
+    const untilMs = Date.now() + FUNCTION_TIMEOUT_MS;
     const renew = (): void => {
       const ids = messages.map((m) => m.id).filter((id) => this.held.get(id) === instance);
-      if (ids.length === 0 || instance.process.crashed || this.world.over) return;
+      if (ids.length === 0 || instance.process.crashed || this.world.over || Date.now() >= untilMs) return;
       if (!instance.process.frozen)
         for (const stored of this.world.account.queue(queue).messages)
           if (ids.includes(stored.id)) stored.visibleAtMs = Math.max(stored.visibleAtMs, Date.now() + 10_000);
       setTimeout(renew, 5000);
     };
     setTimeout(renew, 5000);
+  }
+
+  /**
+   * Longest a delivery of this unit takes: the plan's `unitMs` for the units of the plan's jobs, 2 s for a burst's
+   * one-item jobs (20–80 of them at 20 s each would outlast the 180 s every job has to end).
+   */
+  unitMs(text: string): number {
+    const jobId = unitOf(text)?.jobId;
+    const job = this.world.jobs.find((submitted) => submitted.id === jobId);
+    return job !== undefined && this.world.plan.jobs.includes(job.plan) ? this.world.plan.lifecycle.unitMs : 2000;
   }
 
   /** The host settled a message (deleted it, or left it to reappear): no more renewals. */

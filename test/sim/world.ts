@@ -264,7 +264,7 @@ export class SimInstance {
         return;
       }
       if (this.shutdown.signal.aborted) return; // shutting down: the host takes no more (visibility lapses)
-      await sleep(Math.round(world.random() * world.plan.lifecycle.unitMs)); // the work itself takes a while
+      await sleep(Math.round(world.random() * world.lifecycle.unitMs(message.text))); // the work itself takes a while
       if (message.text.includes('"inline":"kill"')) {
         world.killWorker(this); // the item kills the process: no result, the message reappears after its visibility
         return;
