@@ -79,6 +79,10 @@ export class StorageAccount {
     metadata: Record<string, string>;
     conditional: boolean;
   }[] = [];
+  /** Blobs under a legal hold or an immutability policy (`container/name`): every delete answers 409. */
+  readonly held = new Set<string>();
+  /** Deletes of held blobs, refused. */
+  readonly refusedDeletes: { container: string; name: string; atMs: number; by: string }[] = [];
   private version = 0;
 
   constructor(
@@ -174,6 +178,10 @@ export class StorageAccount {
     if (blob === undefined) throw new AzureError(404, "BlobNotFound");
     if (conditions.ifMatch !== undefined && conditions.ifMatch !== blob.etag)
       throw new AzureError(412, "ConditionNotMet");
+    if (this.held.has(`${container}/${name}`)) {
+      this.refusedDeletes.push({ container, name, atMs: this.now(), by });
+      throw new AzureError(409, "BlobImmutableDueToLegalHold");
+    }
     const status = this.leaseStatus(blob);
     if (status === "leased" || status === "breaking") throw new AzureError(412, "LeaseIdMissing");
     c.blobs.delete(name);

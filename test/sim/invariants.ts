@@ -279,6 +279,7 @@ export class InvariantChecker {
     if (plannedJobCount(world) !== world.jobs.length)
       this.fail("everyJobEnds", `only ${world.jobs.length} of ${plannedJobCount(world)} jobs were submitted`);
     this.activity.atEnd();
+    this.lifecycle.atEnd();
     const boundMs = SIM_TIMING.leaseDurationS * 1000 + SIM_TIMING.tickMs + LEADERSHIP_SLACK_MS;
     let covered = world.faultEndMs;
     for (const term of [...world.history.terms].sort((a, b) => a.beganMs - b.beganMs)) {

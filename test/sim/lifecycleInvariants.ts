@@ -1,5 +1,6 @@
 import { Bitmap } from "../../src/coordination/state/bitmap";
 import { jobStateSchema } from "../../src/coordination/state/jobState";
+import { RetentionChecks } from "./retentionInvariants";
 import type { SimWorld } from "./world";
 
 /** Issue 37's invariants, by name (the models are in `lifecycle.ts`). */
@@ -8,6 +9,8 @@ export const LIFECYCLE_INVARIANTS = {
     "after a lapsed term, the next term's re-send of a job covers every item the job had in flight (its tail past the window too)",
   noDoneItemFailedLater:
     "an item a unit's last delivery processed, in a delivery that ended with its process alive (a shutdown included), is never recorded as failed",
+  noStepBlockedByOneJob:
+    "a blob of one job that refuses deletion (a legal hold) never fails a step, and its job's failed removal is reported",
 } as const;
 export type LifecycleInvariantName = keyof typeof LIFECYCLE_INVARIANTS;
 
@@ -28,16 +31,27 @@ export class LifecycleChecks {
   private readonly redispatches = new Map<string, number>();
   private readonly resends = new Map<string, Resend>();
 
+  private readonly retention: RetentionChecks;
+
   constructor(
     private readonly world: SimWorld,
     private readonly fail: (invariant: LifecycleInvariantName, message: string) => void,
-  ) {}
+  ) {
+    this.retention = new RetentionChecks(world, (message) => {
+      fail("noStepBlockedByOneJob", message);
+    });
+  }
+
+  atEnd(): void {
+    this.retention.atEnd();
+  }
 
   private t(ms: number): string {
     return `${((ms - this.world.startMs) / 1000).toFixed(3)} s`;
   }
 
   afterStep(): void {
+    this.retention.afterStep();
     const { account } = this.world;
     for (; this.writesSeen < account.writes.length; this.writesSeen++) {
       const write = account.writes[this.writesSeen];
@@ -89,7 +103,10 @@ export class LifecycleChecks {
     const done = this.world.lifecycle.doneOnLastDelivery.get(jobId);
     if (done === undefined || this.failedDone.has(jobId)) return;
     const failed = Bitmap.fromBase64(failedBits, itemCount);
-    const both = [...done].filter((item) => failed.has(item)).sort((a, b) => a - b);
+    // A copy of the unit that went to the poison queue on its own account (its process died on its last delivery, a
+    // worker rejected it) fails its items legitimately: the first outcome the leader folds counts.
+    const byACopy = this.world.lifecycle.failedByACopy.get(jobId);
+    const both = [...done].filter((item) => failed.has(item) && byACopy?.has(item) !== true).sort((a, b) => a - b);
     if (both.length === 0) return;
     this.failedDone.add(jobId);
     const shutdowns = this.world.lifecycle.shutdowns

@@ -1,9 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { CI_BUDGET, KNOWN_OPEN, KNOWN_OPEN_FAULTS, type RegressionSeed } from "./ciConfig";
 import { INVARIANT_NAMES, type InvariantName } from "./invariants";
 import { FAULT_KINDS } from "./plan";
 import regressionSeeds from "./regressionSeeds.json";
-import { describeFailure, replayCommand, runSeed, type SimOptions } from "./simulator";
+import { describeFailure, runEnded, replayCommand, runSeed, type SimOptions } from "./simulator";
 
 /** Invariants CI checks: all but the known-open ones. */
 const checked = (names: readonly InvariantName[]): Set<InvariantName> =>
@@ -13,10 +13,19 @@ const seed = Number(process.env.SIM_SEED ?? CI_BUDGET.seed);
 const runs = Number(process.env.SIM_RUNS ?? CI_BUDGET.runs);
 
 describe("deterministic simulation (issue 8)", () => {
+  // A test that timed out leaves its runs going, fake clock and all: end them before the next test installs its own.
+  let abort = new AbortController();
+  afterEach(async () => {
+    abort.abort();
+    await runEnded();
+    abort = new AbortController();
+  });
+
   it(`${runs} seeded runs from seed ${seed} keep every invariant not known to be open`, async () => {
     const options: SimOptions = {
       invariants: checked(INVARIANT_NAMES),
       faults: new Set(FAULT_KINDS.filter((kind) => KNOWN_OPEN_FAULTS[kind] === undefined)),
+      abortSignal: abort.signal,
     };
     const open = [...Object.entries(KNOWN_OPEN), ...Object.entries(KNOWN_OPEN_FAULTS)].map(
       ([name, waitsOn]) => `${name} (${waitsOn})`,
@@ -25,7 +34,7 @@ describe("deterministic simulation (issue 8)", () => {
       `Simulating ${runs} runs from seed ${seed} (SIM_SEED=${seed}); known open, not checked: ${open.length > 0 ? open.join("; ") : "none"}`,
     );
     const failures: string[] = [];
-    for (let run = 0; run < runs; run++) {
+    for (let run = 0; run < runs && !abort.signal.aborted; run++) {
       const outcome = await runSeed(seed + run, options, CI_BUDGET.shrinkSeconds * 1000);
       if (outcome.failed) failures.push(describeFailure(outcome, replayCommand(outcome.seed, options)));
     }
@@ -35,7 +44,11 @@ describe("deterministic simulation (issue 8)", () => {
   it.each(regressionSeeds as RegressionSeed[])(
     "regression seed $seed stays fixed: $found",
     async (regression) => {
-      const options: SimOptions = { invariants: checked(regression.invariants), faults: new Set(regression.faults) };
+      const options: SimOptions = {
+        invariants: checked(regression.invariants),
+        faults: new Set(regression.faults),
+        abortSignal: abort.signal,
+      };
       const outcome = await runSeed(regression.seed, options, CI_BUDGET.shrinkSeconds * 1000);
       expect(outcome.failed ? describeFailure(outcome, replayCommand(outcome.seed, options)) : "").toBe("");
     },

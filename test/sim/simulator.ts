@@ -10,6 +10,8 @@ const realNow = performance.now.bind(performance);
 export interface SimOptions {
   invariants: ReadonlySet<InvariantName>;
   faults: ReadonlySet<FaultKind>;
+  /** Ends the run in progress at its next step, and makes the seed's further runs (shrinking) pass at once. */
+  abortSignal?: AbortSignal;
 }
 
 export const ALL_OPTIONS: SimOptions = { invariants: new Set(INVARIANT_NAMES), faults: new Set(FAULT_KINDS) };
@@ -40,6 +42,8 @@ const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve
  * at the end. Stops at the first violation.
  */
 export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOptions): Promise<RunResult> {
+  let ended = (): void => undefined;
+  running = new Promise<void>((resolve) => (ended = resolve));
   const clock = installClock();
   const restoreUuids = deterministicUuids(plan.randomSeed);
   const world = new SimWorld(plan, scheduler);
@@ -50,6 +54,7 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
     const minEndMs = world.faultEndMs + SIM_TIMING.minCalmMs;
     for (;;) {
       await flush();
+      options.abortSignal?.throwIfAborted();
       checker.afterStep();
       if (checker.violations.length > 0) break;
       if (scheduler.count() > 0) {
@@ -83,7 +88,19 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
     await flush();
     clock.uninstall();
     restoreUuids();
+    ended();
   }
+}
+
+/** The last run started: settled once it has put the real clock back. */
+let running = Promise.resolve();
+
+/**
+ * Waits until the run in progress, if any, has put the real clock back (after its `abortSignal` fired): a test that
+ * timed out leaves its run going, with the fake timers installed ("Can't install fake timers twice" in the next).
+ */
+export function runEnded(): Promise<void> {
+  return running;
 }
 
 /** The error a failing run throws, so fast-check shrinks it. */
@@ -122,7 +139,7 @@ export async function runSeed(seed: number, options: SimOptions, shrinkBudgetMs 
   const property = fc.asyncProperty(planArb(options.faults), fc.scheduler(), async (plan, scheduler) => {
     // Once the shrink budget is spent, every further candidate "passes" at once: fast-check keeps the smallest failure
     // so far.
-    if (shrinkDeadline !== undefined && realNow() > shrinkDeadline) return;
+    if ((shrinkDeadline !== undefined && realNow() > shrinkDeadline) || options.abortSignal?.aborted === true) return;
     const result = await runPlan(plan, scheduler, options);
     stats ??= result.stats;
     if (result.violations.length > 0) {

@@ -10,6 +10,7 @@ import { storeManifestSubmission } from "../../src/coordination/jobs/manifest";
 import { storeSubmission, validateSubmission } from "../../src/coordination/jobs/submit";
 import { epochOptions } from "../../src/coordination/state/termHistory";
 import { JobStopChecks } from "../../src/coordination/state/jobStops";
+import type { WorkOutcome } from "../../src/coordination/worker/worker";
 import { ActivityWakeUps, sendWakeUp } from "../../src/coordination/wake/wake";
 import { settingsSchema, type Settings } from "../../src/app/settings";
 import {
@@ -43,8 +44,6 @@ export const SIM_TIMING = {
   maxDequeueCount: 5,
   /** The host's visibility timeout after a failed delivery (host.json: 5 s). */
   retryVisibilityS: 5,
-  /** Most time a worker spends on one item. */
-  maxProcessingMs: 2000,
   /**
    * How long a worker keeps a received message invisible: it reappears this long after a worker died on it. (The
    * host renews a 10-minute visibility while the function runs; shorter here so a run stays short.)
@@ -245,8 +244,12 @@ export class SimInstance {
     return pollLikeTheHost(
       this.world,
       this.process,
-      () => this.workQueue.receive(4, SIM_TIMING.workerVisibilityS),
-      (message) => this.deliver(message),
+      async () => {
+        const messages = await this.workQueue.receive(4, SIM_TIMING.workerVisibilityS);
+        this.world.lifecycle.holdWhileRunning(this, QUEUES.work, messages);
+        return messages;
+      },
+      (message) => this.deliver(message).finally(() => this.world.lifecycle.settled(message.id)),
     );
   }
 
@@ -255,18 +258,21 @@ export class SimInstance {
     const { world } = this;
     try {
       if (message.dequeueCount > maxDequeueCount || message.text === undefined) {
+        world.lifecycle.onPoisonedOnItsOwn(message.text); // its last delivery died with its process
         await this.workPoison.sendRaw(message.rawText);
         await this.workQueue.delete(message);
         return;
       }
       if (this.shutdown.signal.aborted) return; // shutting down: the host takes no more (visibility lapses)
-      await sleep(Math.round(world.random() * SIM_TIMING.maxProcessingMs)); // the work itself takes a while
+      await sleep(Math.round(world.random() * world.lifecycle.unitMs(message.text))); // the work itself takes a while
       if (message.text.includes('"inline":"kill"')) {
         world.killWorker(this); // the item kills the process: no result, the message reappears after its visibility
         return;
       }
       let ok = true;
       let storageTrouble = false;
+      let outcome: WorkOutcome | undefined;
+      const startedMs = Date.now();
       const last = message.dequeueCount >= maxDequeueCount;
       const processed: number[] = [];
       const registry = simRegistry(this.lacksSum ? [sumKind.name] : [], (_, index) => {
@@ -274,7 +280,7 @@ export class SimInstance {
         world.lifecycle.onItemDone(this, last);
       });
       try {
-        await handleWorkMessage(
+        outcome = await handleWorkMessage(
           { ...this.app, registry },
           this.sink,
           message.text,
@@ -285,9 +291,7 @@ export class SimInstance {
         ok = false;
         storageTrouble = error instanceof StorageError;
       }
-      const jobId = (JSON.parse(message.text) as { jobId?: unknown }).jobId;
-      if (last && !storageTrouble && !this.process.crashed && typeof jobId === "string")
-        world.lifecycle.onLastDeliveryEnded(jobId, processed);
+      world.lifecycle.onDeliveryEnded(this, message.text, { last, startedMs, processed, outcome, storageTrouble });
       if (ok) await this.workQueue.delete(message);
       else if (message.dequeueCount >= maxDequeueCount) {
         await this.workPoison.sendRaw(message.rawText);
@@ -404,6 +408,7 @@ export class SimWorld {
     const now = Date.now();
     const epoch = eventEpoch(event) ?? 0;
     if (event.type === "lease-acquired") this.history.terms.push({ epoch, process, beganMs: now, endedMs: undefined });
+    if (event.type === "job-removal-failed") this.lifecycle.removalFailures.add(event.jobId);
     if (event.type === "lease-lost" && event.reason === "revoked")
       this.activityLog.revokedStops.push({ atMs: now, epoch });
     if (event.type === "lease-lost" || event.type === "lease-released") {
@@ -486,7 +491,7 @@ export class SimWorld {
       this.heal();
     });
     startActivity(this);
-    this.lifecycle.start();
+    this.lifecycle.start(CONTAINERS.system);
   }
 
   /** Submits job `n` of the plan (or of a burst): inline, or through a manifest; with a wake-up when those are on. */

@@ -108,9 +108,10 @@ class JobStoppedSignal extends Error {
  * is thrown so the host retries the whole unit; on the last delivery the items it hit are reported as failed instead,
  * with the others' results, so the job can finish. So is a shutdown (`options.abortSignal`): the unit is delivered
  * again — on its last delivery, as a copy this worker puts on the work queue ({@link resendOnShutdown}), since the host
- * would move it to the poison queue and the leader fail every item of it, those already done too. The job's stop blob
- * is checked when the unit starts and before each item (at most {@link STOP_CHECK_INTERVAL_MS} old): once the job is
- * stopped, no more of its items start, those running are aborted, and only the items already processed are reported.
+ * would move it to the poison queue and the leader fail every item of it, those already done too (so also when the
+ * shutdown aborts the result's send, after every item is done). The job's stop blob is checked when the unit starts
+ * and before each item (at most {@link STOP_CHECK_INTERVAL_MS} old): once the job is stopped, no more of its items
+ * start, those running are aborted, and only the items already processed are reported.
  */
 export async function processWorkMessage(
   deps: WorkerDeps,
@@ -143,14 +144,35 @@ export async function processWorkMessage(
   const inputs = message.v === 2 ? message.inputs : [message.input];
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
+  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
+  const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
+    if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
+    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
+    return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
+  };
   let run: UnitRun;
   try {
     run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
   } catch (error) {
-    if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
-    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
-    return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
+    return resendIfShutDown(error);
   }
+  try {
+    return await reportRun(deps, kind, message, unitCounts, run, options);
+  } catch (error) {
+    return resendIfShutDown(error);
+  }
+}
+
+/** Sends the leader what a unit's run gave (one result naming the items done and failed) and says how it went. */
+async function reportRun(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  message: z.infer<typeof workMessageSchema>,
+  unitCounts: Pick<UnitCounts, "jobId" | "kind" | "item" | "count">,
+  run: UnitRun,
+  options: Abortable,
+): Promise<WorkOutcome> {
+  const { jobId, item: first, count } = unitCounts;
   const { done, partials, failures } = run;
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
   if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };

@@ -17,7 +17,7 @@ export const RESEND_TIMEOUT_MS = 5000;
  * sent without the aborted shutdown signal, within {@link RESEND_TIMEOUT_MS}; if it cannot be sent, the shutdown
  * (`shutdown`, the error the unit's run threw) is thrown as before and the host poisons the message. One send request
  * per such shutdown; only a shutdown sends it, so a unit goes round again at most once a shutdown. Returns the reason,
- * for the work outcome.
+ * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again).
  */
 export async function resendOnShutdown(
   deps: Pick<CoordinationDeps, "workQueue" | "workPoisonQueue" | "logger" | "instanceId">,
@@ -29,7 +29,7 @@ export async function resendOnShutdown(
   const where = `work message ${delivery.id} (job ${unit.jobId}, items ${unit.item}–${unit.item + unit.count - 1})`;
   try {
     await withTimeout(RESEND_TIMEOUT_MS, (abortSignal) =>
-      deps.workQueue.send([JSON.stringify(payload)], { abortSignal }),
+      deps.workQueue.send([typeof payload === "string" ? payload : JSON.stringify(payload)], { abortSignal }),
     );
   } catch (error) {
     deps.logger.warn(
