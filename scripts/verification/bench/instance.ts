@@ -2,9 +2,12 @@
  * `npm run bench:instance`: the CPU one instance process of the real app (local host, host.json's queue settings)
  * spends working a job's units — its first job after starting, and the jobs after it — against one worker process of
  * the batched loop (./throughput/baselineSession.ts: the raw SDKs, the same unit messages, nothing else) given the same
- * jobs, alternating who goes first; `workerCpuRatioVsLoop` is the app's warm jobs' median CPU over the loop's (issue
- * 35's target: at most 1.3×). The app runs with the Node flags it is deployed with (`languageWorkers__node__arguments`,
- * NODE_WORKER_ARGUMENTS: none since issue 35); `--also` adds flag sets.
+ * jobs, job by job in pairs, alternating who goes first; `workerCpuRatioVsLoop` is the app's warm jobs' median CPU over
+ * the loop's (issue 35's target: at most 1.3×), also reported run by run. The app runs compiled, as in Azure
+ * (./compiledApp.ts: `npm run build` first when dist/ is stale; `--from-sources` for tsx), with the Node flags it is
+ * deployed with (`languageWorkers__node__arguments`, NODE_WORKER_ARGUMENTS: none since issue 35); `--also` adds flag
+ * sets. The loop's worker runs under tsx's loader (benchmark code, not in the package): esbuild's output of the same
+ * sources, loaded once; after loading, plain JS as well.
  * The benchmark process is the leader: it holds the lease for the whole run, one step per job that dispatches and folds
  * (so the instance's wake-ups find it held and never lead), takeover is off, and the instance's timer never fires.
  * What `bench:throughput` cannot separate: there three instances, a leader and Azurite share two cores, and every run
@@ -28,22 +31,25 @@ import { readCpuTimes } from "./throughput/cpuTimes";
 import { median } from "./throughput/report";
 import { scenarioJob } from "./throughput/scenarios";
 import { REPO_APP } from "../../support/repoApp";
-import { startLoopSession } from "./throughput/baselineSession";
+import { startLoopSession, type LoopSession } from "./throughput/baselineSession";
+import { COMPILED_APP, compiledInstanceProcess, ensureBuild } from "./compiledApp";
 import { appUnitItems } from "./throughput/units";
 
-const USAGE = `Usage: npm run bench:instance -- [--items 20000] [--jobs 5] [--runs 3] [--also="FLAGS"] [--out FILE]
+const USAGE = `Usage: npm run bench:instance -- [--items 20000] [--jobs 5] [--runs 3] [--also="FLAGS"] [--from-sources] [--out FILE]
 
 Times the CPU of one instance process of the app working a job of small CSV items (bench:throughput's small scenario),
-with the Node flags the app is deployed with, against one worker process of the batched loop on the same units,
-alternating: each run starts a fresh instance (or loop worker) and gives it --jobs jobs one after another (the first
-is its first job; the others find it warm). Reports workerCpuRatioVsLoop: the app's warm jobs' median CPU ÷ the
-loop's.
+compiled (npm run build, run first when dist/ is missing or stale) and with the Node flags the app is deployed with,
+against one worker process of the batched loop on the same units: each run starts a fresh instance and a fresh loop
+worker and gives them --jobs jobs in pairs, who goes first alternating (each side's first job is its first; the others
+find it warm). Reports workerCpuRatioVsLoop: the app's warm jobs' median CPU ÷ the loop's, and the same ratio by run.
 
 Options:
   --items N    small items per job, 1000–200000 (default 20000)
   --jobs N     jobs per run, 2–20 (default 5)
   --runs N     runs per flag set, alternating, 1–10 (default 3)
   --also=FLAGS another set of Node flags for the app, timed beside it, e.g. --also="--max-semi-space-size=4" (up to 3)
+  --from-sources  run the app's instance from its TypeScript sources under tsx (as before issue 35's item 5) instead
+               of the compiled build
   --out FILE   where to write the JSON report (default bench-results/instance.json)`;
 
 /** The instance's timer: once a year, so only the benchmark's own steps lead. */
@@ -64,6 +70,8 @@ interface Args {
   runs: number;
   flagSets: FlagSet[];
   out: string;
+  /** Run the app's instance from TypeScript sources under tsx instead of the compiled build. */
+  fromSources: boolean;
 }
 
 /** Node flags as `languageWorkers__node__arguments` holds them: options only, each `--name` or `--name=value`. */
@@ -89,6 +97,7 @@ function parse(argv: string[]): Args | undefined {
     runs: { type: "string" },
     also: { type: "string", multiple: true },
     out: { type: "string" },
+    "from-sources": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help === true) return undefined;
@@ -98,6 +107,7 @@ function parse(argv: string[]): Args | undefined {
     runs: numberFlag(values.runs, "--runs", { min: 1, max: 10 }) ?? 3,
     flagSets: [...FLAG_SETS, ...alsoFlag(values.also)],
     out: pathFlag(values.out, "--out") ?? "bench-results/instance.json",
+    fromSources: values["from-sources"] === true,
   };
 }
 
@@ -111,10 +121,18 @@ const FLAG_SETS: readonly FlagSet[] = [
 
 interface Run {
   flagSet: string;
+  /** The run (from 1) and the app's flag set it was paired with: the loop's side names the app's. */
+  run: number;
+  pairedWith: string;
   /** CPU of the instance per job, ms, in order: the first is its first job. */
   jobsCpuMs: number[];
   /** The job's step, from its start (the first dispatch) to the job's completion, ms. */
   jobsMs: number[];
+}
+
+/** a ÷ b to two decimals; undefined without both. */
+function ratio(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined || b <= 0 ? undefined : Math.round((a / b) * 100) / 100;
 }
 
 const quiet: Sink = { logger: silentLogger, emit: () => undefined };
@@ -126,7 +144,8 @@ function cpuMsOf(pid: number | undefined): number {
   return Math.round(times.cpuS * 1000);
 }
 
-async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: number, runIndex: number) {
+/** The app's side of a run: a fresh instance process, and the benchmark's leader that gives it its jobs. */
+async function startApp(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: number, runIndex: number) {
   const { env, settings } = instanceEnv(
     { ...process.env, languageWorkers__node__arguments: flagSet.nodeArguments },
     azurite.connectionString,
@@ -153,15 +172,47 @@ async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: 
     onReady: () => undefined,
     onExit: () => undefined,
   };
-  const instance = new InstanceProcess("instance-1", { ...REPO_APP, ...runEnv }, handlers);
+  // Compiled JS under plain Node, as in Azure (./compiledApp.ts); with --from-sources, TypeScript under tsx.
+  const Instance = args.fromSources ? InstanceProcess : compiledInstanceProcess();
+  const appFiles = args.fromSources ? REPO_APP : COMPILED_APP;
+  const instance = new Instance("instance-1", { ...appFiles, ...runEnv }, handlers);
   const leader = createCoordinatorApp({ ...runEnv, WEBSITE_INSTANCE_ID: "bench-instance-leader" });
-  const run: Run = { flagSet: flagSet.name, jobsCpuMs: [], jobsMs: [] };
+  return { instance, leader };
+}
+
+/**
+ * One run: a fresh instance of the app and a fresh loop worker, both started, given the same jobs one pair at a time
+ * — the app's job 1 and the loop's job 1, then both jobs 2, who goes first alternating by job and by run — so that
+ * the machine's load, which moves over seconds on a shared machine, weighs on both sides of each pair alike.
+ */
+async function pairedRun(
+  azurite: Azurite,
+  args: Args,
+  flagSet: FlagSet,
+  setIndex: number,
+  runIndex: number,
+): Promise<[Run, Run]> {
+  const { instance, leader } = await startApp(azurite, args, flagSet, setIndex, runIndex);
+  const pair = { run: runIndex + 1, pairedWith: flagSet.name };
+  const app: Run = { flagSet: flagSet.name, ...pair, jobsCpuMs: [], jobsMs: [] };
+  const loop: Run = { flagSet: LOOP, ...pair, jobsCpuMs: [], jobsMs: [] };
+  const settings = readSettings({});
+  let session: LoopSession | undefined;
   try {
+    await ensureAppStorage(azurite.connectionString, settings);
+    session = await startLoopSession({
+      connectionString: azurite.connectionString,
+      inputContainer: settings.INPUT_CONTAINER,
+      label: `instance-${runIndex}-${setIndex}`,
+      countsPrefix: join(tmpdir(), `bench-instance-${process.pid}`),
+      workers: 1,
+    });
+    const loopSession = session;
     await waitForReady([instance], undefined);
     // One term for the whole run: the instance's wake-ups (sent as its units finish) always find the lease held, so it
     // never leads, between jobs either. Each job gets a step of its own within the term.
     const led = await leader.elector.tryLead(async (term) => {
-      for (let index = 0; index < args.jobs; index++) {
+      const appJob = async (index: number): Promise<void> => {
         const job = scenarioJob("small", args.items, "unused", 20_260_501 + index);
         const submitted = await submitJob(
           leader,
@@ -169,7 +220,7 @@ async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: 
           { wake: false },
         );
         if (!submitted.ok) throw new Error(`The job was refused: ${JSON.stringify(submitted.errors)}`);
-        // The instance idles between jobs (its queue polling backs off), as between a deployed app's jobs.
+        // The instance idles before each job (its queue polling backs off), as between a deployed app's jobs.
         term.reportProgress();
         await delay(IDLE_MS, { abortSignal: term.signal });
         term.reportProgress();
@@ -180,10 +231,26 @@ async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: 
         const status = await getJobStatus(leader, submitted.id);
         if (status?.status !== "completed")
           throw new Error(`Job ${index + 1} did not complete in its step (${status?.status ?? "?"}).`);
-        run.jobsMs.push(performance.now() - startedMs);
+        app.jobsMs.push(performance.now() - startedMs);
         await delay(SETTLE_MS, { abortSignal: term.signal });
-        run.jobsCpuMs.push(cpuMsOf(instance.state.pid) - before);
+        app.jobsCpuMs.push(cpuMsOf(instance.state.pid) - before);
         term.reportProgress();
+      };
+      const loopJob = async (index: number): Promise<void> => {
+        const job = scenarioJob("small", args.items, "unused", 20_260_501 + index);
+        await delay(IDLE_MS, { abortSignal: term.signal });
+        const limits = { maxItems: appUnitItems(settings, job.items), maxBytes: settings.WORK_UNIT_MAX_BYTES };
+        const { cpuMs, ms } = await loopSession.runJob(job, limits, {
+          settleMs: SETTLE_MS,
+          abortSignal: term.signal,
+        });
+        loop.jobsCpuMs.push(cpuMs);
+        loop.jobsMs.push(ms);
+        term.reportProgress();
+      };
+      for (let index = 0; index < args.jobs; index++) {
+        const order = (index + runIndex) % 2 === 0 ? [appJob, loopJob] : [loopJob, appJob];
+        for (const side of order) await side(index);
       }
     });
     if (led.outcome === "aborted")
@@ -192,37 +259,9 @@ async function oneRun(azurite: Azurite, args: Args, flagSet: FlagSet, setIndex: 
       );
     if (led.outcome !== "completed") throw new Error(`The benchmark could not lead: ${led.outcome}.`);
   } finally {
-    await instance.stop(35_000);
+    await Promise.all([instance.stop(35_000), session?.stop()]);
   }
-  return run;
-}
-
-/** The loop's side of a run: one fresh loop worker given the same jobs, idle between them as the instance is. */
-async function loopRun(azurite: Azurite, args: Args, runIndex: number): Promise<Run> {
-  const settings = readSettings({});
-  await ensureAppStorage(azurite.connectionString, settings);
-  const session = await startLoopSession({
-    connectionString: azurite.connectionString,
-    inputContainer: settings.INPUT_CONTAINER,
-    label: `instance-${runIndex}`,
-    countsPrefix: join(tmpdir(), `bench-instance-${process.pid}`),
-    workers: 1,
-  });
-  const run: Run = { flagSet: LOOP, jobsCpuMs: [], jobsMs: [] };
-  const abortSignal = new AbortController().signal;
-  try {
-    for (let index = 0; index < args.jobs; index++) {
-      const job = scenarioJob("small", args.items, "unused", 20_260_501 + index);
-      await delay(IDLE_MS);
-      const limits = { maxItems: appUnitItems(settings, job.items), maxBytes: settings.WORK_UNIT_MAX_BYTES };
-      const { cpuMs, ms } = await session.runJob(job, limits, { settleMs: SETTLE_MS, abortSignal });
-      run.jobsCpuMs.push(cpuMs);
-      run.jobsMs.push(ms);
-    }
-  } finally {
-    await session.stop();
-  }
-  return run;
+  return [app, loop];
 }
 
 async function main(): Promise<number> {
@@ -247,18 +286,29 @@ async function main(): Promise<number> {
   );
   const azurite = await startAzurite();
   const runs: Run[] = [];
+  const byRun: { run: number; flagSet: string; appWarmCpuMs: number; loopWarmCpuMs: number; ratio?: number }[] = [];
+  const appSets = args.flagSets.filter((flagSet) => flagSet.name !== LOOP);
   try {
+    if (!args.fromSources) ensureBuild((line) => process.stdout.write(`${line}\n`));
     for (let runIndex = 0; runIndex < args.runs; runIndex++)
-      for (const [setIndex, flagSet] of (runIndex % 2 === 0
-        ? args.flagSets.entries()
-        : [...args.flagSets.entries()].reverse()) as Iterable<[number, FlagSet]>) {
-        const run =
-          flagSet.name === LOOP
-            ? await loopRun(azurite, args, runIndex)
-            : await oneRun(azurite, args, flagSet, setIndex, runIndex);
-        runs.push(run);
+      for (const flagSet of runIndex % 2 === 0 ? appSets : [...appSets].reverse()) {
+        const [app, loop] = await pairedRun(azurite, args, flagSet, args.flagSets.indexOf(flagSet), runIndex);
+        runs.push(app, loop);
+        const appWarmCpuMs = median(app.jobsCpuMs.slice(1)) ?? 0;
+        const loopWarmCpuMs = median(loop.jobsCpuMs.slice(1)) ?? 0;
+        byRun.push({
+          run: runIndex + 1,
+          flagSet: flagSet.name,
+          appWarmCpuMs,
+          loopWarmCpuMs,
+          ratio: ratio(appWarmCpuMs, loopWarmCpuMs),
+        });
+        for (const side of [app, loop])
+          process.stdout.write(
+            `  run ${runIndex + 1}, ${side.flagSet.padEnd(13)} CPU per job, ms: ${side.jobsCpuMs.join(", ")} (job times ${side.jobsMs.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s)\n`,
+          );
         process.stdout.write(
-          `  run ${runIndex + 1}, ${flagSet.name.padEnd(13)} CPU per job, ms: ${run.jobsCpuMs.join(", ")} (job times ${run.jobsMs.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s)\n`,
+          `  run ${runIndex + 1}, ${flagSet.name} ÷ loop, warm medians: ${ratio(appWarmCpuMs, loopWarmCpuMs) ?? "n/a"}× (load average ${loadavg()[0]?.toFixed(1)})\n`,
         );
       }
   } finally {
@@ -279,10 +329,15 @@ async function main(): Promise<number> {
   });
   const loop = summary.find((row) => row.flagSet === LOOP);
   const deployed = summary.find((row) => row.flagSet === DEPLOYED);
-  const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
-    a === undefined || b === undefined || b <= 0 ? undefined : Math.round((a / b) * 100) / 100;
   /** Issue 35: the app's worker path, warm, against the loop's worker on the same units; target at most 1.3×. */
   const workerCpuRatioVsLoop = ratio(deployed?.warmJobCpuMs, loop?.warmJobCpuMs);
+  // Each warm job's pair (the app's job and the loop's, back to back): the ratio least moved by the machine's load.
+  const pairRatios = byRun
+    .filter((row) => row.flagSet === DEPLOYED)
+    .flatMap((row) => {
+      const [app, loopRun] = runs.filter((run) => run.run === row.run && run.pairedWith === DEPLOYED);
+      return (app?.jobsCpuMs ?? []).slice(1).map((cpuMs, index) => ratio(cpuMs, loopRun?.jobsCpuMs[index + 1]) ?? 0);
+    });
   const overLoop = summary
     .filter((row) => row.flagSet !== LOOP)
     .map((row) => ({
@@ -299,10 +354,15 @@ async function main(): Promise<number> {
     items: args.items,
     jobs: args.jobs,
     runs: args.runs,
+    app: args.fromSources ? "TypeScript sources under tsx (--from-sources)" : "compiled (npm run build), plain Node",
     medianOf: "runs (first job), every later job of every run (warm)",
     summary,
     workerCpuRatioVsLoop,
     workerCpuRatioTarget: 1.3,
+    /** The same ratio within each run (its own warm medians): how much it moves from run to run. */
+    workerCpuRatioByRun: byRun,
+    /** The median of the warm jobs' pairs' ratios (app ÷ loop, job by job). */
+    workerCpuRatioPairsMedian: median(pairRatios),
     overLoop,
     runsDetail: runs,
   };
@@ -318,7 +378,7 @@ async function main(): Promise<number> {
       `${row.flagSet} ÷ the loop's worker: first job ${row.firstJob ?? "n/a"}×, later jobs ${row.laterJobs ?? "n/a"}×\n`,
     );
   process.stdout.write(
-    `workerCpuRatioVsLoop ${workerCpuRatioVsLoop ?? "n/a"} (target ≤ 1.3: ${workerCpuRatioVsLoop !== undefined && workerCpuRatioVsLoop <= 1.3 ? "met" : "NOT met"})\n`,
+    `by run: ${byRun.map((row) => `${row.ratio ?? "n/a"}×`).join(", ")}; median of the warm pairs ${median(pairRatios) ?? "n/a"}×; workerCpuRatioVsLoop ${workerCpuRatioVsLoop ?? "n/a"} (target ≤ 1.3: ${workerCpuRatioVsLoop !== undefined && workerCpuRatioVsLoop <= 1.3 ? "met" : "NOT met"})\n`,
   );
   process.stdout.write(`Report: ${out}\n`);
   return 0;
