@@ -20,7 +20,11 @@ export interface RegisteredKind {
   parseParams(value: unknown): Validated<unknown>;
   /** A partial read back from a queue or from state; a reason in one line when the kind's schema refuses it. */
   parsePartial(value: unknown): { ok: true; value: unknown } | { ok: false; reason: string };
-  process(input: TaskInput, context: TaskContext<unknown>): Promise<unknown>;
+  /**
+   * The kind's own `process`: a synchronous kind's partial as it is (no promise made per item: issue 35), an
+   * asynchronous kind's promise; a synchronous throw is thrown. The worker awaits only what can be awaited.
+   */
+  process(input: TaskInput, context: TaskContext<unknown>): unknown;
   empty(): unknown;
   merge(a: unknown, b: unknown): unknown;
   view(partial: unknown): unknown;
@@ -87,11 +91,9 @@ function toRegisteredKind(kind: TaskKind): RegisteredKind {
       const parsed = validateWith(aggregate.schema, value, `task kind "${name}"'s aggregate`);
       return parsed.ok ? parsed : { ok: false, reason: issuesText(parsed.issues) };
     },
-    // Runs the kind at once (a synchronous throw becomes a rejection): the worker checks its time slice right before.
-    process: (input, context) =>
-      new Promise((resolve) => {
-        resolve(kind.process(input, context));
-      }),
+    // Runs the kind at once: the worker checks its time slice right before, and catches a synchronous throw as a
+    // rejection.
+    process: (input, context) => kind.process(input, context),
     empty: () => (aggregate === undefined ? null : aggregate.empty()),
     merge: (a, b) => (aggregate === undefined ? null : aggregate.merge(a, b)),
     view: (partial) => (aggregate?.view === undefined ? partial : aggregate.view(partial)),
