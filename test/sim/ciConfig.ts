@@ -18,10 +18,7 @@ export const KNOWN_OPEN: Partial<Record<InvariantName, string>> = {};
  * Faults CI does not inject yet because they reach a hole that is still open, each with what it waits on. The
  * simulator still injects them by default (`npm run simulate`).
  */
-export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {
-  slowItems:
-    "issue 37.8: with it, CI seed 20261408 fails twoTermsOverlap (the step of epoch 13 began at 47.849 s while epoch 12's, begun at 45.103 s, still ran; neither frozen nor the lease broken by an operator): not settled (a leadership hole, or a gap of the slow-units model)",
-};
+export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {};
 
 /** A seed that once failed, replayed by CI with the invariants and faults it failed under. */
 export interface RegressionSeed {

@@ -28,7 +28,7 @@ export const INVARIANTS = {
     "a tick ends as completed, not-acquired or aborted by leadership, never with an unexpected error",
   poisonNeverHiddenLong: `no message in a poison queue is made invisible for more than ${POISON_HIDE_LIMIT_S} s (an operator peeking must see it)`,
   takeoverOnlyOfStoppedHolder:
-    "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock), unless its process was frozen or crashed (test/sim/takeover.ts)",
+    "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock) and a task still running was told (its signal fired), unless its process was frozen or crashed (test/sim/takeover.ts)",
   ...ACTIVITY_INVARIANTS,
   ...LIFECYCLE_INVARIANTS,
 } as const;

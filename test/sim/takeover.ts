@@ -110,7 +110,10 @@ export class SimTakeover {
   /** Takeovers (conditional breaks that ended an active lease) so far. */
   takeovers = 0;
   /** Every term whose task started, by holder and epoch (kept after its step ended: a break must not find it live). */
-  private readonly terms = new Map<string, { process: SimProcess; term: LeadershipTerm; startMs: number }>();
+  private readonly terms = new Map<
+    string,
+    { process: SimProcess; term: LeadershipTerm; startMs: number; taskEnded: boolean }
+  >();
   private breaksSeen = 0;
   /**
    * `clockRandom`: the processes' clock rates come from the run's seed but not from its main random source, which
@@ -195,8 +198,13 @@ export class SimTakeover {
    * leader that falls silent while its step goes on, the case takeover must get right.
    */
   onStep(process: SimProcess, phase: "start" | "end", term: LeadershipTerm): void {
-    if (phase !== "start") return;
-    this.terms.set(`${process.name}#${term.epoch}`, { process, term, startMs: Date.now() });
+    const key = `${process.name}#${term.epoch}`;
+    if (phase !== "start") {
+      const started = this.terms.get(key);
+      if (started !== undefined) started.taskEnded = true;
+      return;
+    }
+    this.terms.set(key, { process, term, startMs: Date.now(), taskEnded: false });
     const { world } = this;
     const index = world.instances.findIndex((instance) => instance.process === process);
     if (index < 0 || Date.now() >= world.faultEndMs || !this.troubled()) return;
@@ -239,18 +247,26 @@ export class SimTakeover {
         (freeze) =>
           freeze.process === step.process && freeze.fromMs <= landed.atMs && (freeze.toMs ?? Infinity) >= step.startMs,
       );
-      if (frozenMeanwhile || !isLive(step.term)) continue;
+      if (frozenMeanwhile || !isLive(step.term, step.taskEnded)) continue;
       const leftMs = step.term instanceof Term ? step.term.msToDeadline() : Number.NaN;
       problems.push(
-        `a takeover broke the lease of ${holder} (epoch ${epoch}) at ${describeTime(landed.atMs)} while its term was still live by its own clock (${leftMs.toFixed(0)} ms to its deadline)`,
+        leftMs > 0 || Number.isNaN(leftMs)
+          ? `a takeover broke the lease of ${holder} (epoch ${epoch}) at ${describeTime(landed.atMs)} while its term was still live by its own clock (${leftMs.toFixed(0)} ms to its deadline)`
+          : `a takeover broke the lease of ${holder} (epoch ${epoch}) at ${describeTime(landed.atMs)}, ${(-leftMs).toFixed(0)} ms after its deadline by its own clock, while its task still ran untold: its signal had not fired`,
       );
     }
     return problems;
   }
 }
 
-/** Whether a term is live now, read without ending it (the check must not change what the run does). */
-function isLive(term: LeadershipTerm): boolean {
+/**
+ * Whether a term is live now, read without ending it (the check must not change what the run does): its deadline has
+ * not passed on its own clock, or it has but its task still runs untold (its signal has not fired) — a task that only
+ * listens to its signal still acts (issue 37.8, seed 20261408 with `slowItems`). A term whose task returned before its
+ * deadline passed (its lease not yet given back) is not live once the deadline has passed.
+ */
+function isLive(term: LeadershipTerm, taskEnded: boolean): boolean {
   if (term.signal.aborted) return false;
-  return term instanceof Term ? term.msToDeadline() > 0 : term.isLeader();
+  if (!(term instanceof Term)) return term.isLeader();
+  return term.msToDeadline() > 0 || !taskEnded;
 }

@@ -31,14 +31,23 @@ export async function superviseTerm(
   ]);
 }
 
-/** Ends the term with reason "deadline" when the local renew deadline passes. */
+/**
+ * Ends the term with reason "deadline" when its first deadline passes: the local renew deadline, with takeover the
+ * takeover one. Arming takeover (the record's write) brings the deadline forward, so it cuts short a sleep begun
+ * before: a contender may break `takeoverDeadlineMs` after the last heartbeat, and the task must have heard by then.
+ */
 async function watchDeadline(term: Term, loopSignal: AbortSignal): Promise<void> {
+  const armed = new AbortController();
+  void term.untilHeartbeats().then(() => {
+    armed.abort();
+  });
   while (!loopSignal.aborted) {
     if (term.checkDeadline()) return;
+    const wake = isAborted(armed.signal) ? loopSignal : AbortSignal.any([loopSignal, armed.signal]);
     try {
-      await delay(term.msToDeadline(), { abortSignal: loopSignal });
+      await delay(term.msToDeadline(), { abortSignal: wake });
     } catch {
-      return; // stopped
+      if (isAborted(loopSignal)) return; // stopped; else armed: the deadline moved forward
     }
   }
 }
