@@ -249,12 +249,22 @@ export const boundary = [
     },
   },
   {
-    // The app's wiring and operations: every folder of src/ below it, not the tools built on it.
+    // The app's wiring and operations: every folder of src/ below it, not the tools built on it, nor a task kind.
     files: ["src/app/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
-        { paths: [FUNCTIONS_IMPORT], patterns: [{ regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE }] },
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            { regex: relativeInto(...TOOLS), message: TOOLS_MESSAGE },
+            {
+              regex: relativeInto("groupBy"),
+              message:
+                "The app's wiring knows no task kind (src/groupBy/): kinds come in through the registry the caller passes, as a user's do.",
+            },
+          ],
+        },
       ],
     },
   },

@@ -14,7 +14,8 @@ import { randomUUID } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { basename, extname } from "node:path";
 import { SingleBar, Presets } from "cli-progress";
-import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
+import { type CoordinatorApp } from "../../src/app/context";
+import { createRepoApp } from "../support/repoKinds";
 import { cancelJob, getJobStatus, submitJob } from "../../src/app/jobs";
 import { CONNECTION_SETTINGS } from "../../src/app/settings";
 import { MAX_MANIFEST_BYTES } from "../../src/coordination/jobs/manifest";
@@ -154,7 +155,7 @@ async function main(): Promise<void> {
     return;
   }
   const args = parseEnqueueArgs(process.argv.slice(2));
-  const app = createCoordinatorApp();
+  const app = createRepoApp();
   if (args.cancel !== undefined) {
     await cancel(app, args.cancel);
     return;

@@ -1,6 +1,5 @@
 import { hostname } from "node:os";
 import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings.js";
-import { groupByKind } from "../groupBy/groupBy.js";
 import type { CoordinationPorts } from "../coordination/deps.js";
 import type { MessageQueue } from "../coordination/ports/ports.js";
 import { TaskRegistry } from "../coordination/kinds/taskRegistry.js";
@@ -55,11 +54,6 @@ export interface CoordinatorApp extends AppParts {
   jobStops: Pick<JobStopChecks, "isStopped">;
 }
 
-/** A registry of the built-in kinds (group-by): what the repo's own tools and tests use. */
-export function createRegistry(): TaskRegistry {
-  return new TaskRegistry([groupByKind]);
-}
-
 /** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */
 export interface ProcessIdentity {
   /** @default process.pid */
@@ -105,10 +99,10 @@ export interface AppParts extends CoordinationPorts {
  */
 export function createCoordinatorApp(
   env: Record<string, string | undefined> = process.env,
-  options: AppBuildOptions = {},
+  options: AppBuildOptions,
 ): CoordinatorApp {
   const settings = readSettings(env);
-  const { registry = createRegistry(), connection = CONNECTION_SETTINGS.coordination, policies, abortSignal } = options;
+  const { registry, connection = CONNECTION_SETTINGS.coordination, policies, abortSignal } = options;
   const clients = createStorageClients(connectionFromSettings(connection, env, options), {
     ...DEFAULT_PIPELINE_OPTIONS,
     ...(policies === undefined ? {} : { policies }),
@@ -138,8 +132,8 @@ export function createCoordinatorApp(
 
 /** Options of {@link createCoordinatorApp}. */
 export interface AppBuildOptions extends Pick<StorageClientOptions, "policies">, CredentialOptions, Abortable {
-  /** The task kinds. @default the built-in group-by kind only */
-  registry?: TaskRegistry;
+  /** The task kinds (the app's wiring knows none of its own). */
+  registry: TaskRegistry;
   /**
    * The coordination storage account's connection: the name of an app setting holding a connection string (local,
    * Azurite), or the prefix of identity-based settings (`<name>__blobServiceUri`, …). @default "COORDINATION_STORAGE"

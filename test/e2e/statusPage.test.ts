@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
-import { createCoordinatorApp } from "../../src/app/context";
+import { createRepoApp } from "../../scripts/support/repoKinds";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import type { JobStatus } from "../../src/coordination/jobs/status";
 import { recordTerm } from "../../src/coordination/state/termHistory";
@@ -58,7 +58,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
       WORK_UNIT_MAX_ITEMS: "1",
     };
     const first = newTestApp(storage.azurite.connectionString, { ...settings, WEBSITE_INSTANCE_ID: "status-first" });
-    const second = createCoordinatorApp({ ...settings, WEBSITE_INSTANCE_ID: "status-second" });
+    const second = createRepoApp({ ...settings, WEBSITE_INSTANCE_ID: "status-second" });
 
     // A job that ended: two good items, one with a value that is not a number (a failed item with its reason).
     const ended = await submitJob(first.app, {
@@ -93,7 +93,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)("status page in headless Chromium (loc
     // Messages the host gave up on, and a third instance that holds the lease while the page is read (and records
     // its term first, as every step does).
     await first.app.workPoisonQueue.send(["poisoned one", "poisoned two"]);
-    const holder = createCoordinatorApp({ ...settings, WEBSITE_INSTANCE_ID: "status-holder" });
+    const holder = createRepoApp({ ...settings, WEBSITE_INSTANCE_ID: "status-holder" });
     let held: () => void = () => undefined;
     const isHeld = new Promise<void>((resolve) => (held = resolve));
     holding = holder.elector.tryLead(

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createCoordinatorApp } from "../../src/app/context";
+import { createRepoApp } from "../../scripts/support/repoKinds";
 import { getJobStatus, submitJob } from "../../src/app/operations";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
@@ -38,12 +38,12 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
     expect(result.stderr).toBe("");
     const id = /Submitted job ([0-9a-f-]{36}) with 2 items/.exec(result.stdout)?.[1];
     expect(id).toBeDefined();
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     expect(await getJobStatus(app, id ?? "")).toMatchObject({ status: "pending", progress: { total: 2 } });
   });
 
   it("refuses a bad job with the field errors and exit code 2, storing nothing", async () => {
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     const blobsBefore = await app.system.list("", 10_000);
     const dir = mkdtempSync(join(tmpdir(), "enqueue-"));
     const file = join(dir, "bad.json");
@@ -61,7 +61,7 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
   };
 
   it("--prefix makes one item per blob under the prefix", async () => {
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     await upload("sales/2026/a.csv", "region,amount\neu,1\n");
     await upload("sales/2026/b.csv", "region,amount\nus,2\n");
     const result = run([
@@ -78,7 +78,7 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
   });
 
   it("--prefix lists the input container only: user blobs under jobs/ are items, the app's own files never are", async () => {
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     await upload("jobs/y.csv", "region,amount\neu,1\n");
     await upload("jobs/z.csv", "region,amount\nus,2\n");
     const earlier = await submitJob(app, {
@@ -101,7 +101,7 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
   });
 
   it("--manifest uploads an NDJSON file to manifests/ in the input container and submits a job naming it", async () => {
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     await upload("sales/2026/c.csv", "region,amount\neu,1\n");
     const file = join(mkdtempSync(join(tmpdir(), "enqueue-")), "my items.ndjson");
     writeFileSync(
@@ -130,7 +130,7 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
   });
 
   it("--job-timeout and --deadline set the job's deadline; a deadline in the past is refused with exit code 2", async () => {
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     const timed = run(["--file", join(ROOT, "examples", "sales-job.json"), "--job-timeout", "3600"]);
     expect(timed.stderr).toBe("");
     const status = await getJobStatus(app, /Submitted job ([0-9a-f-]{36})/.exec(timed.stdout)?.[1] ?? "");
@@ -146,7 +146,7 @@ describe("enqueue CLI (npm run enqueue) against Azurite", () => {
   });
 
   it("--cancel ID requests cancellation of a job; an unknown id exits 1 naming it", async () => {
-    const app = createCoordinatorApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
+    const app = createRepoApp({ COORDINATION_STORAGE: env.azurite.connectionString, INPUT_CONTAINER: inputs });
     const id =
       /Submitted job ([0-9a-f-]{36})/.exec(run(["--file", join(ROOT, "examples", "sales-job.json")]).stdout)?.[1] ?? "";
     const cancelled = run(["--cancel", id]);

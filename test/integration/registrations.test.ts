@@ -2,7 +2,8 @@ import { resolve } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
-import { createCoordinatorApp, type CoordinatorApp } from "../../src/app/context";
+import { type CoordinatorApp } from "../../src/app/context";
+import { createRepoApp } from "../../scripts/support/repoKinds";
 import { parseEventLine, type AppEvent } from "../../src/app/events";
 import { submitJob } from "../../src/app/operations";
 import { useAzurite } from "../support/azuriteFixture";
@@ -23,7 +24,7 @@ describe("the app's real registrations (captured as the Functions worker does)",
   let app: FunctionApp;
   let built: CoordinatorApp | undefined;
   /** An app on the same storage names as the registered one (both read process.env). */
-  const storage = (): CoordinatorApp => (built ??= createCoordinatorApp(process.env));
+  const storage = (): CoordinatorApp => (built ??= createRepoApp(process.env));
   beforeAll(async () => {
     // A long step budget: the shutdown test below must find the step still running when the hook fires.
     Object.assign(process.env, testAppSettings(env.azurite.connectionString), {

@@ -1,5 +1,5 @@
 import type { AppEvent } from "../../src/app/events";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { jobStateSchema, keys } from "../../src/coordination/state/jobState";

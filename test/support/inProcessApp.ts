@@ -1,4 +1,5 @@
-import { createCoordinatorApp, type CoordinatorApp, type Sink } from "../../src/app/context";
+import { type CoordinatorApp, type Sink } from "../../src/app/context";
+import { createRepoApp } from "../../scripts/support/repoKinds";
 import type { AppEvent } from "../../src/app/events";
 import { runCoordinatorTick } from "../../src/app/operations";
 import { uniqueName } from "./azuriteFixture";
@@ -28,7 +29,7 @@ export function newTestApp(
   connectionString: string,
   overrides: Record<string, string> = {},
 ): { app: CoordinatorApp; events: AppEvent[]; sink: Sink; logs: string[] } {
-  const app = createCoordinatorApp({ ...testAppSettings(connectionString), ...overrides });
+  const app = createRepoApp({ ...testAppSettings(connectionString), ...overrides });
   const events: AppEvent[] = [];
   const logs: string[] = [];
   const log = (message: string): void => {

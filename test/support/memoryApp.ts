@@ -1,4 +1,5 @@
-import { assembleCoordinatorApp, createRegistry, type CoordinatorApp, type Sink } from "../../src/app/context";
+import { assembleCoordinatorApp, type CoordinatorApp, type Sink } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import type { AppEvent } from "../../src/app/events";
 import { readSettings } from "../../src/app/settings";
 import { silentLogger } from "../../src/library/util/logger";

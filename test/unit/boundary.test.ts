@@ -208,6 +208,13 @@ describe("the library boundary, enforced by lint", () => {
     ).toEqual([]);
   });
 
+  it("the app's wiring knows no task kind: the group-by kind comes in through a registry, as a user's kind does", async () => {
+    expect(await refused("src/app/x.ts", ["../groupBy/groupBy.js", "../groupBy/csvRecords"])).toEqual([
+      "../groupBy/groupBy.js",
+      "../groupBy/csvRecords",
+    ]);
+  });
+
   it("the local host (src/local/) runs the app over its wiring, with the programming model's types only; the command line and the testing entry use it, not it them", async () => {
     const allowed = [
       "../app/context",

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { groupByView, type GroupByPartial } from "../../src/groupBy/groupBy";
 import { RECENT_JOBS_LIMIT, jobIndexSchema, keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep, type JobProgress } from "../../src/coordination/step/step";

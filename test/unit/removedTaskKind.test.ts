@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { requestCancel } from "../../src/coordination/jobs/cancel";
 import { keys } from "../../src/coordination/state/jobState";
 import { readJobStatus } from "../../src/coordination/jobs/status";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { WHOLE_DOCUMENT_READ_BYTES, readStatusView, type StatusSources } from "../../src/app/statusView";
 import { keys, type JobState } from "../../src/coordination/state/jobState";
 import { jobSummarySchema, summarizeJob } from "../../src/coordination/state/jobSummary";

@@ -1,6 +1,6 @@
 import { JobStopChecks } from "../../src/coordination/state/jobStops";
 import { describe, expect, it } from "vitest";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { renderStatusPage, statusPageHeaders } from "../../src/app/renderStatusPage";
 import {
   MAX_REASONS_SHOWN,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { describe, expect, it } from "vitest";
-import { createRegistry } from "../../src/app/context";
+import { createRegistry } from "../../scripts/support/repoKinds";
 import { parseManifestLine } from "../../src/coordination/jobs/manifest";
 import type { UnitWorkMessage } from "../../src/coordination/ports/messages";
 import { MAX_ITEMS_PER_JOB, validateSubmission } from "../../src/coordination/jobs/submit";

@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { randomUUID } from "node:crypto";
-import { createCoordinatorApp, type CoordinatorApp, type Sink } from "../../../src/app/context";
+import { type CoordinatorApp, type Sink } from "../../../src/app/context";
+import { createRepoApp } from "../../support/repoKinds";
 import { cancelJob, getJobStatus, handleWorkMessage, runCoordinatorTick, submitJob } from "../../../src/app/operations";
 import { groupByKind } from "../../../src/groupBy/groupBy";
 import { defineTaskKind } from "../../../src/coordination/kinds/taskKinds";
@@ -113,7 +114,7 @@ async function runRound(
       await delay(options.itemMs);
     },
   });
-  const app = createCoordinatorApp(
+  const app = createRepoApp(
     {
       COORDINATION_STORAGE: connectionString,
       WEBSITE_INSTANCE_ID: `bench-cancel-${suffix}`,

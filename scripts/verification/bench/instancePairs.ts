@@ -1,6 +1,7 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCoordinatorApp, type Sink } from "../../../src/app/context";
+import { type Sink } from "../../../src/app/context";
+import { createRepoApp } from "../../support/repoKinds";
 import { readSettings } from "../../../src/app/settings";
 import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/operations";
 import { runCoordinationStep } from "../../../src/coordination/step/step";
@@ -96,7 +97,7 @@ async function startApp(azurite: Azurite, args: PairOptions, flagSet: FlagSet, s
   const Instance = args.fromSources ? InstanceProcess : compiledInstanceProcess();
   const appFiles = args.fromSources ? REPO_APP : COMPILED_APP;
   const instance = new Instance("instance-1", { ...appFiles, ...runEnv }, handlers);
-  const leader = createCoordinatorApp({ ...runEnv, WEBSITE_INSTANCE_ID: "bench-instance-leader" });
+  const leader = createRepoApp({ ...runEnv, WEBSITE_INSTANCE_ID: "bench-instance-leader" });
   return { instance, leader };
 }
 

@@ -9,7 +9,8 @@ import {
   type RequestPolicyOptions,
   type WebResource,
 } from "@azure/storage-blob";
-import { createCoordinatorApp, type CoordinatorApp } from "../../../src/app/context";
+import { type CoordinatorApp } from "../../../src/app/context";
+import { createRepoApp } from "../../support/repoKinds";
 import { readStatusView } from "../../../src/app/statusView";
 import { JobStore } from "../../../src/coordination/state/jobStore";
 import { keys } from "../../../src/coordination/state/jobState";
@@ -129,10 +130,7 @@ async function main(): Promise<void> {
   try {
     azurite = await startAzurite();
     const counter = new ResponseBytes();
-    const app = createCoordinatorApp(
-      { COORDINATION_STORAGE: azurite.connectionString },
-      { policies: [counter.policy] },
-    );
+    const app = createRepoApp({ COORDINATION_STORAGE: azurite.connectionString }, { policies: [counter.policy] });
     const jobs = new JobStore(new FencedStateStore(app.state, { epoch: 1, assertLeader: () => undefined }));
     const active = Array.from({ length: activeCount }, (_, n) => `active-${n}`);
     const recent = Array.from({ length: recentCount }, (_, n) => `recent-${n}`);

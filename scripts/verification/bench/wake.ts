@@ -13,7 +13,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, platform, release } from "node:os";
 import { dirname, resolve } from "node:path";
-import { createCoordinatorApp, type CoordinatorApp } from "../../../src/app/context";
+import { type CoordinatorApp } from "../../../src/app/context";
+import { createRepoApp } from "../../support/repoKinds";
 import { getJobStatus, submitJob } from "../../../src/app/jobs";
 import { delay } from "../../../src/library/util/delay";
 import { stats, type Stats } from "./lease/summary";
@@ -143,7 +144,7 @@ async function main(): Promise<number> {
     for (let index = 1; index <= args.instances; index++)
       instances.push(new InstanceProcess(`instance-${index}`, { ...REPO_APP, ...env }, handlers));
     await waitForReady(instances, undefined);
-    const app = createCoordinatorApp({ ...env, WEBSITE_INSTANCE_ID: "bench-wake" });
+    const app = createRepoApp({ ...env, WEBSITE_INSTANCE_ID: "bench-wake" });
     const samples: Sample[] = [];
     for (let round = 0; round < args.rounds * 2; round++) {
       // Alternate, so both modes see the same conditions; a random wait puts each submission anywhere in the tick.

@@ -1,6 +1,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { createCoordinatorApp, type CoordinatorApp } from "../../../src/app/context";
+import { type CoordinatorApp } from "../../../src/app/context";
+import { createRepoApp } from "../../support/repoKinds";
 import { readSettings, type Settings } from "../../../src/app/settings";
 import { delay } from "../../../src/library/util/delay";
 import { startAzurite, type Azurite } from "../../../src/local/azurite";
@@ -185,7 +186,7 @@ export class ChaosCluster {
 
   /** An app client on the cluster's storage (submits jobs, reads status, asks for step-down), as `chaos-runner`. */
   client(extraEnv: Record<string, string> = {}): CoordinatorApp {
-    return createCoordinatorApp({
+    return createRepoApp({
       ...this.env,
       REGION_NAME: undefined,
       WEBSITE_INSTANCE_ID: "chaos-runner",

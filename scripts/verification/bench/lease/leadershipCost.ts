@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { createCoordinatorApp, type CoordinatorApp } from "../../../../src/app/context";
+import { type CoordinatorApp } from "../../../../src/app/context";
+import { createRepoApp } from "../../../support/repoKinds";
 import { runCoordinatorTick } from "../../../../src/app/operations";
 import { LeaderSentinel } from "../../../../src/coordination/wake/sentinel";
 import { delay } from "../../../../src/library/util/delay";
@@ -99,7 +100,7 @@ function appFor(
   takeover: boolean,
   counter: RequestCounter,
 ): CoordinatorApp {
-  return createCoordinatorApp(
+  return createRepoApp(
     {
       COORDINATION_STORAGE: connectionString,
       WEBSITE_INSTANCE_ID: instance,

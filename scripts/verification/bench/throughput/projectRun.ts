@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { createCoordinatorApp } from "../../../../src/app/context";
+import { createRepoApp } from "../../../support/repoKinds";
 import { getJobStatus, submitJob, type JobStatus } from "../../../../src/app/jobs";
 import { delay } from "../../../../src/library/util/delay";
 import { aggregatesMatch, asAggregate } from "../../../../src/local/demoData";
@@ -134,7 +134,7 @@ export function statusPoller(env: Record<string, string | undefined>, pollConnec
     pollConnectionString === undefined
       ? {}
       : { COORDINATION_STORAGE: pollConnectionString, AzureWebJobsStorage: pollConnectionString };
-  return createCoordinatorApp({ ...env, ...storage, WEBSITE_INSTANCE_ID: "bench-poller" });
+  return createRepoApp({ ...env, ...storage, WEBSITE_INSTANCE_ID: "bench-poller" });
 }
 
 /** Runs the project once. Never throws for a failed job: `ok` and `problem` say. */
@@ -184,7 +184,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     );
   }
   const submitCounter = new RequestCounter("submitter", queueEndpointOf(options.connectionString));
-  const submitter = createCoordinatorApp(
+  const submitter = createRepoApp(
     { ...env, WEBSITE_INSTANCE_ID: "bench-submitter" },
     { policies: [submitCounter.policy] },
   );
