@@ -7,7 +7,7 @@ import { ItemError } from "../kinds/taskKinds.js";
 import { PartialMerger, type RegisteredKind } from "../kinds/taskRegistry.js";
 import { abortReason, delay, throwIfAborted, type Abortable } from "../../library/util/delay.js";
 import { timeSlicer } from "../../library/util/timeSlice.js";
-import { LoopHoldWatch } from "./loopHold.js";
+import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
@@ -86,9 +86,6 @@ export const WORKER_SLICE_MS = 10;
  * the process's timers (a leader's heartbeats and renewals, which takeover counts; the stop watch) and I/O would wait.
  */
 const workerSlice = timeSlicer(WORKER_SLICE_MS);
-
-/** The turns of this process's event loop, for items that hold it too long (`item-held-event-loop`). */
-const loopHolds = new LoopHoldWatch();
 
 /** Why a unit's items were aborted: its job was stopped. Not a failure of any item. */
 class JobStoppedSignal extends Error {
@@ -309,84 +306,6 @@ async function runItems(
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
-}
-
-/**
- * One item through the kind, its hold of the event loop reported when it settles: a synchronous kind's partial comes
- * back as it is, an asynchronous kind's as a promise that reports the hold once it settles.
- */
-function processItem(
-  deps: WorkerDeps,
-  kind: RegisteredKind,
-  unit: UnitItems,
-  data: Parameters<RegisteredKind["process"]>[0],
-  item: number,
-  signal: AbortSignal,
-): unknown {
-  const hold = loopHolds.begin();
-  let partial: unknown;
-  try {
-    partial = kind.process(data, {
-      params: unit.params,
-      jobId: unit.jobId,
-      index: item,
-      idempotencyKey: `${unit.jobId}/${item}`,
-      abortSignal: signal,
-      logger: deps.logger,
-    });
-  } catch (error) {
-    reportHold(deps, unit.jobId, kind.name, item, loopHolds.end(hold));
-    throw error;
-  }
-  if (!isThenable(partial)) {
-    reportHold(deps, unit.jobId, kind.name, item, loopHolds.end(hold));
-    return partial;
-  }
-  return settleHold(partial, deps, unit.jobId, kind.name, item, hold);
-}
-
-/** An asynchronous kind's partial awaited, then its hold reported, however it settles. */
-async function settleHold(
-  partial: PromiseLike<unknown>,
-  deps: WorkerDeps,
-  jobId: string,
-  kind: string,
-  item: number,
-  hold: ReturnType<typeof loopHolds.begin>,
-): Promise<unknown> {
-  try {
-    return await partial;
-  } finally {
-    reportHold(deps, jobId, kind, item, loopHolds.end(hold));
-  }
-}
-
-/** Whether `value` has a `then` method: what `await` would wait for. */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === "object" || typeof value === "function") &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === "function"
-  );
-}
-
-/** Emits `item-held-event-loop` when an item held the event loop longer than the process allows. */
-function reportHold(deps: WorkerDeps, jobId: string, kind: string, index: number, heldMs: number): void {
-  const limitMs = deps.maxItemHoldMs;
-  if (limitMs <= 0 || heldMs <= limitMs) return;
-  const item = { jobId, kind, item: index };
-  deps.logger.warn(
-    `Item ${item.item} of job ${item.jobId} (kind "${item.kind}") held the event loop for ${Math.round(heldMs)} ms, longer than the ${limitMs} ms a leader in this process can go without heartbeats or renewals: await between smaller pieces of work, or run it in a worker thread (docs/TASK-KINDS.md)`,
-    { instanceId: deps.instanceId },
-  );
-  deps.emit({
-    type: "item-held-event-loop",
-    instanceId: deps.instanceId,
-    atMs: deps.now(),
-    ...item,
-    heldMs: Math.round(heldMs),
-    limitMs,
-  });
 }
 
 /**
