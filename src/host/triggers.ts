@@ -35,7 +35,12 @@ export function workerHandler(app: AppSource) {
       handleWorkMessage(app(), sinkFor(context), payload, delivery, { abortSignal: processShutdown.signal }),
     );
     getTelemetry().recordWork(outcome);
-    context.debug(`Work message ${delivery.id}: ${outcome.status}`);
+    // Items that failed are the user's to see (their reasons also go to the job's status); the rest is routine.
+    if (outcome.status === "failed")
+      context.warn(
+        `Work message ${delivery.id}: ${outcome.itemsFailed} of ${outcome.count} items failed: ${outcome.reason.slice(0, 500)}`,
+      );
+    else context.debug(`Work message ${delivery.id}: ${outcome.status}`);
   };
 }
 

@@ -303,6 +303,17 @@ describe("job verdicts", () => {
     expect(verdict.doubleCounted).toBe(1);
     expect(verdict.unreportedBadItems).toBe(1);
   });
+
+  it("names the reasons a good item was recorded as failed, grouped by reason, so a run's failure can be diagnosed", () => {
+    const failures = [
+      { item: 0, reason: "input blob missing" },
+      { item: 1, reason: "input blob missing" },
+      { item: 2, reason: "not a number" },
+    ];
+    expect(judge(job, status(0, 3, 0, failures)).problems[0]).toBe(
+      'job j: good items recorded as failed: 0, 1 ("input blob missing")',
+    );
+  });
 });
 
 describe("seeded randomness", () => {

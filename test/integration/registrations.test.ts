@@ -122,6 +122,22 @@ describe("the app's real registrations (captured as the Functions worker does)",
     expect(logs.some((line) => line.includes("rejected") && line.includes("msg-1"))).toBe(true);
   });
 
+  it("the captured worker handler logs a unit whose items failed as a warning naming how many and why", async () => {
+    const worker = app.functions.find((f) => f.metadata.name === "worker");
+    const logs: { level: string; line: string }[] = [];
+    const context = new InvocationContext({
+      functionName: "worker",
+      invocationId: "inv-2",
+      triggerMetadata: { dequeueCount: 1, id: "msg-2" },
+      logHandler: (level, ...args) => logs.push({ level, line: args.map(String).join(" ") }),
+    });
+    const params = { format: "csv", keyField: "region", valueField: "amount" };
+    const input = { inline: "region,amount\nnorth,abc\n" };
+    await worker?.callback({ v: 1, jobId: "unit-failed-log", item: 0, kind: "group-by", params, input }, context);
+    const warning = logs.find((log) => log.level === "warning" && log.line.includes("msg-2"));
+    expect(warning?.line).toMatch(/^Work message msg-2: 1 of 1 items failed: .*abc/);
+  });
+
   // Last: it fires the process-wide shutdown.
   it("the captured appTerminate hook ends a running tick with reason shutdown, waits for the release, and later ticks are skipped", async () => {
     expect(app.hooks.map((hook) => hook.name)).toEqual(["appTerminate"]);

@@ -118,8 +118,16 @@ export function judge(job: TrackedJob, status: JobStatus | undefined): JobVerdic
   const reported = new Map((status?.failures ?? []).map((failure) => [failure.item, failure.reason]));
   const unreported = job.badItems.filter((item) => (reported.get(item) ?? "").trim() === "");
   const goodButFailed = [...reported.keys()].filter((item) => !job.badItems.includes(item));
-  if (goodButFailed.length > 0)
-    problems.push(`job ${job.label}: good items recorded as failed: ${goodButFailed.join(", ")}`);
+  if (goodButFailed.length > 0) {
+    // Grouped by reason (each once), so the report says why: the run's stored state is gone when it is read.
+    const byReason = new Map<string, number[]>();
+    for (const item of goodButFailed) {
+      const reason = reported.get(item) ?? "";
+      byReason.set(reason, [...(byReason.get(reason) ?? []), item]);
+    }
+    const groups = [...byReason].map(([reason, items]) => `${items.join(", ")} (${JSON.stringify(reason)})`);
+    problems.push(`job ${job.label}: good items recorded as failed: ${groups.join("; ")}`);
+  }
   if (failed !== job.badItems.length)
     problems.push(`job ${job.label}: ${failed} failed items, expected ${job.badItems.length}`);
   const aggregate = asAggregate(status?.aggregate);
