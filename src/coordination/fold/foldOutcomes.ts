@@ -67,7 +67,7 @@ export function foldOutcomes(
       state,
       `the stored aggregate is not valid for task kind "${state.kind}": ${stored.reason}`.slice(0, 2000),
     );
-  const { done, failed, failures, counts, partials } = countOutcomes(state, kind, outcomes);
+  const { done, failed, failures, counts, partials, revived } = countOutcomes(state, kind, outcomes);
   report.duplicates += counts.duplicates;
   if (counts.folded === 0 && counts.failed === 0) return undefined;
   let aggregate = state.aggregate;
@@ -83,7 +83,7 @@ export function foldOutcomes(
     }
   }
   const doneCount = state.doneCount + counts.folded;
-  const failedCount = state.failedCount + counts.failed;
+  const failedCount = state.failedCount + counts.failed - revived;
   const complete = doneCount + failedCount === state.itemCount;
   const next: JobState = {
     ...state,
@@ -119,11 +119,14 @@ interface Counted {
   counts: FoldCounts;
   /** The partials of the units newly done, to merge (a kind with an aggregate only). */
   partials: unknown[];
+  /** Items failed before that a unit's result reported done: now done (in `counts.folded`), no longer failed. */
+  revived: number;
 }
 
 /**
  * A batch's outcomes counted against the job's bits: an item already done or failed is a duplicate; a unit's done
- * items count only if none of them was counted and its partial is valid for the kind, else they fail with the reason.
+ * items count only if none of them is done already and its partial is valid for the kind, else they fail with the
+ * reason; those of them failed before (a failure inferred from a rejected result) then count as done instead.
  */
 function countOutcomes(state: JobState, kind: RegisteredKind | undefined, outcomes: Outcome[]): Counted {
   const done = Bitmap.fromBase64(state.doneBits, state.itemCount);
@@ -131,6 +134,7 @@ function countOutcomes(state: JobState, kind: RegisteredKind | undefined, outcom
   const failures = [...state.failures];
   const counts = emptyCounts();
   const partials: unknown[] = [];
+  const revived: number[] = [];
   const counted = (item: number): boolean => item >= state.itemCount || done.has(item) || failed.has(item);
   const fail = (item: number, reason: string): void => {
     failed.add(item);
@@ -144,9 +148,13 @@ function countOutcomes(state: JobState, kind: RegisteredKind | undefined, outcom
     }
     if (outcome.done.length === 0) continue;
     const fresh = outcome.done.filter((item) => !counted(item));
-    counts.duplicates += outcome.done.length - fresh.length;
-    if (fresh.length === 0) continue;
-    if (fresh.length < outcome.done.length) {
+    // Failed but reported done by the unit's own result: a failure inferred from a rejected result naming fewer items
+    // (a damaged or forged one), or from another copy of the unit. They were processed, and a failed item added
+    // nothing to the aggregate: with the unit's partial they count as done, once.
+    const failedBefore = outcome.done.filter((item) => !done.has(item) && failed.has(item));
+    const usable = fresh.length + failedBefore.length === outcome.done.length; // none of them done already
+    if (!usable || fresh.length + failedBefore.length === 0) {
+      counts.duplicates += outcome.done.length - fresh.length;
       // Cannot happen while a job's units keep their boundaries; never count a merged partial twice if it does.
       for (const item of fresh)
         fail(item, "its unit's result overlaps items already counted, so its merged partial cannot be used");
@@ -155,14 +163,19 @@ function countOutcomes(state: JobState, kind: RegisteredKind | undefined, outcom
     const partial =
       kind?.hasAggregate === false ? { ok: true as const, value: null } : kind?.parsePartial(outcome.partial);
     if (partial === undefined || !partial.ok) {
+      counts.duplicates += failedBefore.length;
       for (const item of fresh) fail(item, "the worker's partial result is not valid for this task kind");
       continue;
     }
     if (kind?.hasAggregate === true) partials.push(partial.value);
-    for (const item of fresh) done.add(item);
-    counts.folded += fresh.length;
+    for (const item of failedBefore) failed.delete(item);
+    for (const item of outcome.done) done.add(item);
+    counts.folded += outcome.done.length;
+    revived.push(...failedBefore);
   }
-  return { done, failed, failures, counts, partials };
+  const revivedItems = new Set(revived);
+  const kept = revived.length === 0 ? failures : failures.filter((failure) => !revivedItems.has(failure.item));
+  return { done, failed, failures: kept, counts, partials, revived: revived.length };
 }
 
 /** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */

@@ -35,6 +35,14 @@ export class Bitmap {
     return true;
   }
 
+  /** Clears bit `index`; returns false if it was not set. */
+  delete(index: number): boolean {
+    if (!this.has(index)) return false;
+    const byte = index >> 3;
+    this.bytes[byte] = (this.bytes[byte] ?? 0) & ~(1 << (index & 7));
+    return true;
+  }
+
   toBase64(): string {
     return Buffer.from(this.bytes).toString("base64");
   }
