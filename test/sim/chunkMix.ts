@@ -31,7 +31,7 @@ export const CHUNK_FAULTS = ["chunkMix"] as const;
 
 /**
  * The simulation's large-chunk threshold, in characters of chunk text: a chunk of 1–3 unpadded items (at most about 40
- * characters each) stays below it, one padded item (300–2,000 characters) takes its chunk above it. The cache then
+ * characters each) stays below it, one padded item (300–1,000 characters) takes its chunk above it. The cache then
  * promises at most 16 × 128 = 2,048 characters of small chunks besides its one large chunk.
  */
 export const SIM_LARGE_CHUNK_CHARS = 128;
@@ -58,7 +58,7 @@ const chunkedJobArb: fc.Arbitrary<ChunkedJob> = fc
     chunkSize: fc.integer({ min: 1, max: 3 }),
     shape: fc.constantFrom<ChunkedJob["shape"]>("smallThenLarge", "largeThenSmall", "alternating", "any"),
     first: fc.integer({ min: 1, max: 3 }),
-    itemChars: fc.array(fc.integer({ min: 300, max: 2000 }), { minLength: MAX_CHUNKS, maxLength: MAX_CHUNKS }),
+    itemChars: fc.array(fc.integer({ min: 300, max: 1000 }), { minLength: MAX_CHUNKS, maxLength: MAX_CHUNKS }),
   })
   .chain(({ chunkSize, shape, first, itemChars }) =>
     shaped(shape, first).map((large) => ({ chunkSize, large, itemChars, shape })),
