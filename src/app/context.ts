@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { readSettings, CONNECTION_SETTINGS, poisonQueueOf, type Settings } from "./settings.js";
-import type { CoordinationPorts } from "../coordination/deps.js";
+import type { ChunkCacheOptions, CoordinationPorts } from "../coordination/deps.js";
 import type { MessageQueue } from "../coordination/ports/ports.js";
 import { TaskRegistry } from "../coordination/kinds/taskRegistry.js";
 import { epochOptions } from "../coordination/state/termHistory.js";
@@ -52,6 +52,8 @@ export interface CoordinatorApp extends AppParts {
   leaderWatch: LeaderWatch;
   /** This process's checks of jobs' stop blobs (worker invocations share them). */
   jobStops: Pick<JobStopChecks, "isStopped">;
+  /** Internal, not a setting: the leader's chunk cache scaled and watched (the simulator; `coordination/deps.ts`). */
+  chunkCache?: ChunkCacheOptions;
 }
 
 /** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */

@@ -46,5 +46,6 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     emit: sink.emit,
     instanceId: app.instanceId,
     now: () => Date.now(),
+    ...(app.chunkCache === undefined ? {} : { chunkCache: app.chunkCache }),
   };
 }

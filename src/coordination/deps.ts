@@ -69,4 +69,33 @@ export interface CoordinationDeps extends CoordinationPorts {
   instanceId: string;
   /** Wall clock, for timestamps in state. */
   now: () => number;
+  /** Internal, not a setting: how a step's chunk cache is sized and watched (@default the cache's own constants). */
+  chunkCache?: ChunkCacheOptions;
+}
+
+/**
+ * Internal options of the leader's item-chunk cache (`dispatch/chunkCache.ts`), for the simulator, which scales the
+ * large-chunk threshold down to its small jobs and checks what the leader holds (`leaderHeldChunkBytes`). No setting
+ * reaches them.
+ */
+export interface ChunkCacheOptions {
+  /**
+   * Chunk text (characters of JSON, as `chunkChars` records it) over which a chunk is large: never read ahead, and at
+   * most one held. @default `PREFETCH_MAX_CHUNK_BYTES` (1 MiB)
+   */
+  largeChunkChars?: number;
+  /** Told of each cache a step makes, as it is made: what it holds can then be watched. */
+  watch?: (cache: HeldChunks) => void;
+}
+
+/** What a chunk cache holds, as {@link ChunkCacheOptions.watch} sees it: blob names, whose sizes storage knows. */
+export interface HeldChunks {
+  /** The chunks it holds now: those it keeps, reads ahead that ended and wait to be taken, the chunk in hand. */
+  readonly held: readonly string[];
+  /** The chunk reads it waits for now (started, not yet answered): their text is held next. */
+  readonly reading: readonly string[];
+  /** The most text of small chunks it may hold besides one large chunk: its promise. */
+  readonly smallChunksHeldBytes: number;
+  /** The threshold it works with ({@link ChunkCacheOptions.largeChunkChars}). */
+  readonly largeChunkChars: number;
 }

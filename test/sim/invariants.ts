@@ -2,6 +2,7 @@ import { Bitmap } from "../../src/coordination/state/bitmap";
 import { jobStateSchema, type JobState } from "../../src/coordination/state/jobState";
 import { StorageError } from "../../src/library/errors";
 import { ACTIVITY_INVARIANTS, ActivityChecks } from "./activityInvariants";
+import { CHUNK_INVARIANTS, ChunkChecks } from "./chunkWorld";
 import { LIFECYCLE_INVARIANTS, LifecycleChecks } from "./lifecycleInvariants";
 import { plannedJobCount } from "./activityWorld";
 import { simPartial, simRegistry } from "./kinds";
@@ -31,6 +32,7 @@ export const INVARIANTS = {
     "a takeover's break lands only after the term it ends has stopped by its own takeover deadline (on its own clock) and a task still running was told (its signal fired), unless its process was frozen or crashed (test/sim/takeover.ts)",
   ...ACTIVITY_INVARIANTS,
   ...LIFECYCLE_INVARIANTS,
+  ...CHUNK_INVARIANTS,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -62,6 +64,7 @@ export class InvariantChecker {
   private readonly registry = simRegistry();
   private readonly activity: ActivityChecks;
   private readonly lifecycle: LifecycleChecks;
+  private readonly chunks: ChunkChecks;
 
   constructor(
     private readonly world: SimWorld,
@@ -71,6 +74,9 @@ export class InvariantChecker {
       this.fail(invariant, message);
     });
     this.lifecycle = new LifecycleChecks(world, (invariant, message) => {
+      this.fail(invariant, message);
+    });
+    this.chunks = new ChunkChecks(world, world.chunks, (invariant, message) => {
       this.fail(invariant, message);
     });
   }
@@ -145,6 +151,7 @@ export class InvariantChecker {
     this.checkPoisonVisibility();
     this.activity.afterStep();
     this.lifecycle.afterStep();
+    this.chunks.afterStep();
   }
 
   private readonly hiddenPoison = new Set<string>();

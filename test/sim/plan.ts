@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { ACTIVITY_FAULTS, activityArb, type ActivityPlan } from "./activity";
+import { CHUNK_FAULTS, chunkMixArb, type ChunkMixPlan } from "./chunkMix";
 import type { SimKindName } from "./kinds";
 import { LIFECYCLE_FAULTS, lifecycleArb, type LifecyclePlan } from "./lifecycle";
 
@@ -21,6 +22,8 @@ export interface Plan {
   activity: ActivityPlan;
   /** The tail window and shutdowns on a unit's last delivery (issue 37; `lifecycle.ts`). */
   lifecycle: LifecyclePlan;
+  /** Jobs stored in several chunks of mixed sizes (issue 37.2; `chunkMix.ts`). */
+  chunkMix: ChunkMixPlan;
 }
 
 /** One item of a job, as the simulator writes it. */
@@ -63,13 +66,17 @@ export const FAULT_KINDS = [
   "cancel",
   ...ACTIVITY_FAULTS,
   ...LIFECYCLE_FAULTS,
+  ...CHUNK_FAULTS,
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** A fault on one instance (-1: the next leader, in its step) or the storage account, from `atS` for `forS` seconds. */
 export interface FaultEvent {
   atS: number;
-  kind: Exclude<FaultKind, JobFault | (typeof ACTIVITY_FAULTS)[number] | (typeof LIFECYCLE_FAULTS)[number]>;
+  kind: Exclude<
+    FaultKind,
+    JobFault | (typeof ACTIVITY_FAULTS)[number] | (typeof LIFECYCLE_FAULTS)[number] | (typeof CHUNK_FAULTS)[number]
+  >;
   instance: number;
   forS: number;
   /** Latency of a "slow" fault, ms. */
@@ -83,7 +90,8 @@ const TIMED_FAULTS = FAULT_KINDS.filter(
   (kind): kind is FaultEvent["kind"] =>
     !JOB_FAULTS.includes(kind) &&
     !(ACTIVITY_FAULTS as readonly FaultKind[]).includes(kind) &&
-    !(LIFECYCLE_FAULTS as readonly FaultKind[]).includes(kind),
+    !(LIFECYCLE_FAULTS as readonly FaultKind[]).includes(kind) &&
+    !(CHUNK_FAULTS as readonly FaultKind[]).includes(kind),
 );
 
 /** Faults start in the first this many seconds (and last up to 30 s); then the run heals and checks liveness. */
@@ -150,6 +158,8 @@ export function planArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Plan> {
       activity: activityArb(faults),
       // After it, for the same reason.
       lifecycle: lifecycleArb(faults),
+      // After it, for the same reason.
+      chunkMix: chunkMixArb(faults),
     }),
   );
 }

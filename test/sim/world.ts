@@ -32,6 +32,8 @@ import { Network, SimProcess, sleep } from "./network";
 import type { FaultEvent, ItemPlan, JobPlan, Plan } from "./plan";
 import { SimFiles, SimLeaseStore, SimMessageQueue, SimStateStore, type PortContext } from "./ports";
 import { SimLifecycle } from "./lifecycleWorld";
+import { padOf } from "./chunkMix";
+import { SimChunks } from "./chunkWorld";
 import { SimTakeover, simLeaderWatch } from "./takeover";
 
 /** Timing of the simulated app: Azure's minimum lease, the library's defaults, a short tick and step. */
@@ -212,6 +214,7 @@ export class SimInstance {
       }),
       leaderWatch: simLeaderWatch(world, this, elector, wakeQueue, world.settings),
       jobStops: new JobStopChecks(system, () => this.process.clock.monotonicMs()),
+      chunkCache: world.chunks.optionsFor(this.process),
     };
   }
 
@@ -308,12 +311,17 @@ function itemFor(
   kind: string,
   item: ItemPlan,
   blobName: string,
+  pad = 0,
 ): { input: { inline: string } | { blob: string }; text: string | undefined; blob?: string } {
   if (kind === "group-by") {
     const line = (key: string, value: unknown): string => JSON.stringify({ k: key, v: value });
     switch (item.t) {
-      case "ok":
-        return { input: { inline: line(item.key, item.value) }, text: line(item.key, item.value) };
+      case "ok": {
+        // A large item (chunkMix.ts): its record carries a field the kind ignores.
+        const text =
+          pad > 0 ? JSON.stringify({ k: item.key, v: item.value, pad: "x".repeat(pad) }) : line(item.key, item.value);
+        return { input: { inline: text }, text };
+      }
       case "blob":
         return { input: { blob: blobName }, text: line(item.key, item.value), blob: blobName };
       case "missingBlob":
@@ -327,7 +335,7 @@ function itemFor(
       ? item.t
       : item.t === "bad" || item.t === "missingBlob"
         ? "abc"
-        : String(item.value);
+        : String(item.value).padEnd(item.t === "ok" && pad > 0 ? pad : 0);
   return { input: { inline: text }, text };
 }
 
@@ -354,6 +362,8 @@ export class SimWorld {
   readonly takeover: SimTakeover;
   /** Issue 37's models: shutdowns on a unit's last delivery, and what the invariants read (lifecycleWorld.ts). */
   readonly lifecycle = new SimLifecycle(this);
+  /** Issue 37.2's model: what the leaders' chunk caches hold (chunkWorld.ts). */
+  readonly chunks = new SimChunks(this);
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
   private readonly clientSystem: SimFiles;
@@ -431,6 +441,7 @@ export class SimWorld {
         (s) => s.process === process && s.epoch === term.epoch && s.endMs === undefined,
       );
       if (step !== undefined) step.endMs = Date.now();
+      this.chunks.onStepEnd(process);
     }
   }
 
@@ -496,7 +507,9 @@ export class SimWorld {
 
   /** Submits job `n` of the plan (or of a burst): inline, or through a manifest; with a wake-up when those are on. */
   async submit(n: number, job: JobPlan): Promise<void> {
-    const items = job.items.map((item, i) => itemFor(job.kind, item, `data/j${n}-${i}.ndjson`));
+    // With the chunk-mix model, the plan's jobs are stored in chunks of 1–3 items, some padded large (chunkMix.ts).
+    const chunked = n < this.plan.jobs.length ? this.plan.chunkMix.jobs[n] : undefined;
+    const items = job.items.map((item, i) => itemFor(job.kind, item, `data/j${n}-${i}.ndjson`, padOf(chunked, i)));
     for (const item of items) {
       if (item.blob !== undefined && item.text !== undefined) {
         this.userBlobs.set(item.blob, item.text);
@@ -511,7 +524,7 @@ export class SimWorld {
     if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
     const timeout = job.timeoutS === null ? {} : { timeoutS: job.timeoutS };
     const header = { kind: validated.value.kind, params: validated.value.params, ...timeout };
-    const now = { now: () => Date.now() };
+    const now = { now: () => Date.now(), ...(chunked === undefined ? {} : { chunkSize: chunked.chunkSize }) };
     let id: string;
     if (this.plan.activity.viaManifest[n] === true) {
       // The user uploads the manifest to the input container; the submission reads it into the job's chunks.

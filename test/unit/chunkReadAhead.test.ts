@@ -14,6 +14,7 @@ import { CHUNK_SIZE, MAX_ITEMS_PER_JOB, storeSubmission } from "../../src/coordi
 import { MAX_CHUNKS_PER_JOB } from "../../src/coordination/state/jobState";
 import { FencedStateStore } from "../../src/library/fencing/FencedStateStore";
 import type { ItemInput } from "../../src/coordination/ports/messages";
+import type { HeldChunks } from "../../src/coordination/deps";
 import { params, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
@@ -151,5 +152,43 @@ describe("the leader's chunks in memory, whatever the mix of sizes (issue 37.2)"
     const mixed = await oneJob("Lsssssss");
     await dispatchJob(mixed.deps, mixed.jobs, mixed.job, 20_000, { chunks: new ChunkCache() });
     expect(mixed.reads.most).toBeGreaterThan(4);
+  });
+
+  it("the internal threshold scales what is large, and a watcher sees every chunk held and read (the simulator's check)", async () => {
+    const w = world({ workUnitMaxItems: 1000, dispatchBatchSize: 20_000, maxInFlight: 40_000, workUnitSpread: 1 });
+    // Chunks of one item, 100 characters the threshold: "s" of about 30 characters, "L" of 300.
+    const items = "sLLsLsLL".split("").map((size, n) => sized(n, size === "L" ? 300 : 30));
+    const { id } = await storeSubmission(w.deps.system, { kind: "group-by", params, items }, { chunkSize: 1 });
+    const seen: HeldChunks[] = [];
+    const chunks = new ChunkCache({ largeChunkChars: 100, watch: (cache) => seen.push(cache) });
+    expect(seen).toEqual([chunks]);
+    expect(chunks.smallChunksHeldBytes).toBe(16 * 100);
+    // At every chunk read, once it is under way: is it among the reads the cache says it waits for, and how many large
+    // chunks (by their stored size) does the cache hold or read then?
+    const sizes = new Map<string, number>();
+    const observed = { unlisted: [] as string[], mostLarge: 0 };
+    const read = w.system.readText.bind(w.system);
+    w.system.readText = async (name) => {
+      const text = await read(name);
+      if (!name.includes("/items/")) return text;
+      sizes.set(name, text?.length ?? 0);
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!chunks.reading.includes(name)) observed.unlisted.push(name);
+      const large = [...chunks.held, ...chunks.reading].filter((chunk) => (sizes.get(chunk) ?? 0) > 100);
+      observed.mostLarge = Math.max(observed.mostLarge, large.length);
+      return text;
+    };
+    const jobs = new JobStore(new FencedStateStore(w.deps.state, fakeTerm(1)));
+    await registerJobs(w.deps, jobs, 1, {});
+    const job = await jobs.readJob(id);
+    if (job === undefined) throw new Error("expected the job registered");
+    expect(job.value.chunkSize).toBe(1);
+    const report = await dispatchJob(w.deps, jobs, job, 20_000, { chunks });
+    expect(report.sent).toBe(8);
+    expect(sizes.size).toBe(8);
+    expect(observed.unlisted).toEqual([]);
+    expect(observed.mostLarge).toBe(1);
+    expect(chunks.held.length).toBeGreaterThan(0);
+    expect(chunks.reading).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import type { CoordinationDeps } from "../deps.js";
+import type { ChunkCacheOptions, CoordinationDeps, HeldChunks } from "../deps.js";
 import { chunkSchema } from "../state/jobState.js";
 import { describeIssues } from "../ports/messages.js";
 import type { Abortable } from "../../library/util/delay.js";
@@ -14,9 +14,10 @@ export type ChunkRead = { ok: true; entries: unknown[] } | { ok: false; reason: 
  * 40 MB of large inline items, is not kept at all). Small chunks can be read ahead ({@link ChunkCache.prefetch}): a
  * later `read` of the same chunk takes that read. Large chunks are read one at a time, when they are needed, and the
  * leader holds one: what it holds is at most {@link SMALL_CHUNKS_HELD_BYTES} of small chunks and one large chunk, for
- * any mix of sizes ({@link ChunkCache.heldBytes} counts it).
+ * any mix of sizes ({@link ChunkCache.heldBytes} counts it). The threshold is {@link PREFETCH_MAX_CHUNK_BYTES} unless
+ * an internal option scales it (`largeChunkChars`: the simulator's small jobs).
  */
-export class ChunkCache {
+export class ChunkCache implements HeldChunks {
   private readonly chunks = new Map<string, LoadedChunk>();
   /** Reads started ahead, not taken yet; none rejects (a failure is kept, and thrown by the `read` that takes it). */
   private readonly ahead = new Map<string, AheadRead>();
@@ -25,6 +26,33 @@ export class ChunkCache {
   private aheadBytes = 0;
   private inHand: { name: string; bytes: number } | undefined;
   private peak = 0;
+  /** The chunk a `read` waits for, not read ahead (or taken from a read ahead that had not ended). */
+  private readingNow: string | undefined;
+  readonly largeChunkChars: number;
+
+  constructor(options: ChunkCacheOptions = {}) {
+    this.largeChunkChars = options.largeChunkChars ?? PREFETCH_MAX_CHUNK_BYTES;
+    options.watch?.(this);
+  }
+
+  /** Most text of small chunks held besides one large chunk ({@link SMALL_CHUNKS_HELD_BYTES} by default). */
+  get smallChunksHeldBytes(): number {
+    return (CACHED_CHUNKS + PREFETCH_CHUNKS) * this.largeChunkChars;
+  }
+
+  /** The chunks {@link heldBytes} counts, by blob name. */
+  get held(): string[] {
+    const names = [...this.chunks.keys()];
+    for (const [name, entry] of this.ahead) if (entry.heldBytes > 0) names.push(name);
+    if (this.inHand !== undefined && !this.chunks.has(this.inHand.name)) names.push(this.inHand.name);
+    return names;
+  }
+
+  /** The chunk reads this cache waits for now: reads ahead not yet ended, and the one a `read` waits for. */
+  get reading(): string[] {
+    const names = [...this.ahead].filter(([, entry]) => !entry.ended).map(([name]) => name);
+    return this.readingNow === undefined ? names : [...names, this.readingNow];
+  }
 
   /**
    * Chunk text this cache holds now, in bytes (UTF-16 code units, as read): the chunks it keeps, the reads ahead that
@@ -61,18 +89,23 @@ export class ChunkCache {
       return cached;
     }
     this.inHand = undefined; // its reader lets it go to read this one
-    if (chars === undefined || chars > PREFETCH_MAX_CHUNK_BYTES) this.dropLarge();
+    if (chars === undefined || chars > this.largeChunkChars) this.dropLarge();
     const started = this.ahead.get(name);
     if (started !== undefined) this.dropAhead(name, started);
     let loaded: LoadedChunk;
-    if (started === undefined) loaded = await readChunk(deps, name, options);
-    else {
-      const outcome = await started.outcome;
-      if (!outcome.ok) throw outcome.error;
-      loaded = outcome.value;
+    this.readingNow = started?.ended === true ? undefined : name;
+    try {
+      if (started === undefined) loaded = await readChunk(deps, name, options);
+      else {
+        const outcome = await started.outcome;
+        if (!outcome.ok) throw outcome.error;
+        loaded = outcome.value;
+      }
+    } finally {
+      this.readingNow = undefined;
     }
     // One large chunk at a time: the one read before goes, kept or not.
-    if (loaded.bytes > PREFETCH_MAX_CHUNK_BYTES) this.dropLarge();
+    if (loaded.bytes > this.largeChunkChars) this.dropLarge();
     this.inHand = { name, bytes: loaded.bytes };
     if (loaded.bytes <= CACHED_CHUNK_BYTES) {
       this.chunks.set(name, loaded);
@@ -95,7 +128,7 @@ export class ChunkCache {
    * some).
    */
   prefetch(deps: CoordinationDeps, name: string, chars: number | undefined, options: Abortable): boolean {
-    if (chars === undefined || chars > PREFETCH_MAX_CHUNK_BYTES) return false;
+    if (chars === undefined || chars > this.largeChunkChars) return false;
     if (this.chunks.has(name) || this.ahead.has(name)) return true;
     for (const [oldest, entry] of this.ahead) {
       if (this.ahead.size < PREFETCH_CHUNKS) break;
@@ -103,8 +136,10 @@ export class ChunkCache {
     }
     const entry: AheadRead = {
       heldBytes: 0,
+      ended: false,
       outcome: readChunk(deps, name, options).then(
         (value) => {
+          entry.ended = true;
           // Held from now until a read takes it (unless one already has, and waited for it, or it was dropped).
           if (this.ahead.get(name) === entry) {
             entry.heldBytes = value.bytes;
@@ -113,7 +148,10 @@ export class ChunkCache {
           }
           return { ok: true as const, value };
         },
-        (error: unknown) => ({ ok: false as const, error }),
+        (error: unknown) => {
+          entry.ended = true;
+          return { ok: false as const, error };
+        },
       ),
     };
     this.ahead.set(name, entry);
@@ -123,7 +161,7 @@ export class ChunkCache {
   /** Lets go of the large chunk kept, if any. */
   private dropLarge(): void {
     for (const [name, entry] of this.chunks)
-      if (entry.bytes > PREFETCH_MAX_CHUNK_BYTES) {
+      if (entry.bytes > this.largeChunkChars) {
         this.chunks.delete(name);
         this.bytes -= entry.bytes;
       }
@@ -137,10 +175,11 @@ export class ChunkCache {
   }
 }
 
-/** A read started ahead: its outcome, and the bytes it holds once it has ended (until a read takes it). */
+/** A read started ahead: its outcome, whether it has ended; once ended, the bytes it holds until a read takes it. */
 interface AheadRead {
   outcome: Promise<{ ok: true; value: LoadedChunk } | { ok: false; error: unknown }>;
   heldBytes: number;
+  ended: boolean;
 }
 
 /** A chunk as read: its entries or why there are none, and the length of its text. */

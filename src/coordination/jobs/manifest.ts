@@ -96,7 +96,8 @@ export function parseManifestLine(text: string): { ok: true; item: ItemInput } |
 export async function storeManifestSubmission(
   ports: { system: BlobFiles; inputs: InputFiles },
   submission: JobHeader & { manifest: string },
-  options: Abortable & { now?: () => number } = {},
+  /** `chunkSize`: internal, no request sets it (@default `CHUNK_SIZE`; the simulator's small jobs, several chunks). */
+  options: Abortable & { now?: () => number; chunkSize?: number } = {},
 ): Promise<{ ok: true; id: string; itemCount: number } | { ok: false; errors: FieldError[] }> {
   const { manifest } = submission;
   const refuse = (messages: string[]): { ok: false; errors: FieldError[] } => ({

@@ -206,9 +206,10 @@ function checkDeadline(submission: Partial<Submission>, nowMs: number): FieldErr
 export async function storeSubmission(
   system: BlobFiles,
   submission: ItemsSubmission,
-  options: Abortable & { now?: () => number } = {},
+  options: Abortable & { now?: () => number; chunkSize?: number } = {},
 ): Promise<{ id: string; itemCount: number }> {
-  const writer = new JobWriter(system, { ...options, chunkSize: chunkSizeFor(submission.items) });
+  // `chunkSize`: internal, no request sets it (the simulator's jobs of a few dozen items in several chunks).
+  const writer = new JobWriter(system, { ...options, chunkSize: options.chunkSize ?? chunkSizeFor(submission.items) });
   try {
     for (const item of submission.items) await writer.add(item);
     return await writer.commit(submission);

@@ -99,7 +99,7 @@ async function beginStep(deps: CoordinationDeps, term: LeadershipTerm, options: 
       jobs: [],
     },
     progress: new Map(),
-    chunks: new ChunkCache(),
+    chunks: new ChunkCache(deps.chunkCache),
     redispatched: new Set(),
     listedAtMs: undefined,
     idleMs: MIN_IDLE_POLL_MS,
