@@ -86,7 +86,7 @@ export class SimLifecycle {
     this.armed.splice(index, 1);
     this.shutdowns.push({ atMs: Date.now(), process: instance.process.name, lastDelivery: last });
     instance.shutdown.abort(new AbortError("The app is shutting down (simulated deploy); running work stops."));
-    // The host waits for the running function (a simulated item takes no virtual time), then ends the process.
+    // The host waits for the running function (the signal cuts its item's work short), then ends the process.
     setTimeout(() => {
       this.world.killWorker(instance);
     }, 2000);
@@ -163,4 +163,9 @@ function unitOf(text: string): { jobId: string; first: number; count: number } |
   const first = typeof unit.first === "number" ? unit.first : unit.item;
   if (typeof first !== "number") return undefined;
   return { jobId: unit.jobId, first, count: Array.isArray(unit.inputs) ? unit.inputs.length : 1 };
+}
+
+/** How many items a work message carries (1 for one that is not JSON of a unit). */
+export function itemCountOf(text: string): number {
+  return unitOf(text)?.count ?? 1;
 }
