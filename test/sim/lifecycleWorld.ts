@@ -46,9 +46,10 @@ export class SimLifecycle {
 
   /**
    * The host renews the visibility of the messages it received while their function runs (the whole batch: the
-   * simulated host runs them one after the other), every 5 s to 10 s ahead, while its process lives and is not
-   * frozen, and for at most {@link FUNCTION_TIMEOUT_MS}; a message whose process died reappears within 10 s. Done on
-   * the account directly (a renewal is a request the app does not make; it lands or the message reappears, as here).
+   * simulated host runs them at once and takes the next batch when they all ended), every 5 s to 10 s ahead, while its
+   * process lives and is not frozen, and for at most {@link FUNCTION_TIMEOUT_MS}; a message whose process died
+   * reappears within 10 s. Done on the account directly (a renewal is a request the app does not make; it lands or
+   * the message reappears, as here).
    */
   holdWhileRunning(instance: SimInstance, queue: string, messages: readonly { id: string }[]): void {
     for (const message of messages) this.held.set(message.id, instance);

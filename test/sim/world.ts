@@ -252,6 +252,7 @@ export class SimInstance {
         return messages;
       },
       (message) => this.deliver(message).finally(() => this.world.lifecycle.settled(message.id)),
+      true, // the Functions host runs a batch's messages at once (host.json: batchSize 16, newBatchThreshold 8)
     );
   }
 
