@@ -194,14 +194,16 @@ async function readStatusLoop(world: SimWorld): Promise<void> {
 }
 
 /**
- * A queue trigger's polling as the host runs it: receive a batch, hand each message to `deliver`; on an empty queue
- * back off from 100 ms, doubling, up to maxPollingInterval (2 s), randomised. Stops when the process crashes.
+ * A queue trigger's polling as the host runs it: receive a batch, hand each message to `deliver` (one after the
+ * other, or with `together` all at once, the next batch once they all ended); on an empty queue back off from 100 ms,
+ * doubling, up to maxPollingInterval (2 s), randomised. Stops when the process crashes.
  */
 export async function pollLikeTheHost(
   world: SimWorld,
   process: SimProcess,
   receive: () => Promise<ReceivedMessage[]>,
   deliver: (message: ReceivedMessage) => Promise<void>,
+  together = false,
 ): Promise<void> {
   let idleMs = 100;
   while (!process.crashed && !world.over) {
@@ -217,7 +219,8 @@ export async function pollLikeTheHost(
       continue;
     }
     idleMs = 100;
-    for (const message of messages) await deliver(message);
+    if (together) await Promise.all(messages.map(deliver));
+    else for (const message of messages) await deliver(message);
   }
 }
 

@@ -18,10 +18,7 @@ export const KNOWN_OPEN: Partial<Record<InvariantName, string>> = {};
  * Faults CI does not inject yet because they reach a hole that is still open, each with what it waits on. The
  * simulator still injects them by default (`npm run simulate`).
  */
-export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {
-  slowItems:
-    "issue 37.8: with slow units, CI seed 20261216 fails everyJobEnds on main (a sim-sum job with a kill item, 0 of 1 done 180 s after the faults stopped), as seed 5143 does outside CI: a liveness hole or a bound too tight for 20 s units, not yet settled. Its regression seeds (1222, 20261408) still run with it",
-};
+export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {};
 
 /** A seed that once failed, replayed by CI with the invariants and faults it failed under. */
 export interface RegressionSeed {

@@ -34,26 +34,39 @@ export const SIM_KINDS = [groupByKind.name, sumKind.name] as const;
 export type SimKindName = (typeof SIM_KINDS)[number];
 
 /**
+ * The work of one item before the kind computes it (`world.ts`: the item's share of its unit's time, cut short when
+ * its `abortSignal` fires, as a real kind's calls are; a `kill` item's process dies there). Rejects when aborted.
+ */
+export type SimItemWork = (text: string, abortSignal: AbortSignal) => Promise<void>;
+
+/**
  * A registry with every kind except `missing` (a process deployed without some kinds). `onDone`: told of each item a
- * kind processed without throwing (its output, were it a real kind, written), as it returns.
+ * kind processed without throwing (its output, were it a real kind, written), as it returns. `work`: what each item
+ * does first.
  */
 export function simRegistry(
   missing: readonly string[] = [],
   onDone?: (jobId: string, index: number) => void,
+  work?: SimItemWork,
 ): TaskRegistry {
   const registry = new TaskRegistry();
-  if (!missing.includes(groupByKind.name)) registry.register(observed(groupByKind, onDone));
-  if (!missing.includes(sumKind.name)) registry.register(observed(sumKind, onDone));
+  if (!missing.includes(groupByKind.name)) registry.register(observed(groupByKind, onDone, work));
+  if (!missing.includes(sumKind.name)) registry.register(observed(sumKind, onDone, work));
   return registry;
 }
 
-function observed<P, R>(kind: TaskKind<P, R>, onDone: ((jobId: string, index: number) => void) | undefined) {
-  if (onDone === undefined) return kind;
+function observed<P, R>(
+  kind: TaskKind<P, R>,
+  onDone: ((jobId: string, index: number) => void) | undefined,
+  work?: SimItemWork,
+) {
+  if (onDone === undefined && work === undefined) return kind;
   return {
     ...kind,
     process: async (...args: Parameters<TaskKind<P, R>["process"]>): Promise<R> => {
+      await work?.(args[0].text, args[1].abortSignal);
       const partial = await kind.process(...args);
-      onDone(args[1].jobId, args[1].index);
+      onDone?.(args[1].jobId, args[1].index);
       return partial;
     },
   } satisfies TaskKind<P, R>;

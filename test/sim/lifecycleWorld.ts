@@ -46,9 +46,10 @@ export class SimLifecycle {
 
   /**
    * The host renews the visibility of the messages it received while their function runs (the whole batch: the
-   * simulated host runs them one after the other), every 5 s to 10 s ahead, while its process lives and is not
-   * frozen, and for at most {@link FUNCTION_TIMEOUT_MS}; a message whose process died reappears within 10 s. Done on
-   * the account directly (a renewal is a request the app does not make; it lands or the message reappears, as here).
+   * simulated host runs them at once and takes the next batch when they all ended), every 5 s to 10 s ahead, while its
+   * process lives and is not frozen, and for at most {@link FUNCTION_TIMEOUT_MS}; a message whose process died
+   * reappears within 10 s. Done on the account directly (a renewal is a request the app does not make; it lands or
+   * the message reappears, as here).
    */
   holdWhileRunning(instance: SimInstance, queue: string, messages: readonly { id: string }[]): void {
     for (const message of messages) this.held.set(message.id, instance);
@@ -86,7 +87,7 @@ export class SimLifecycle {
     this.armed.splice(index, 1);
     this.shutdowns.push({ atMs: Date.now(), process: instance.process.name, lastDelivery: last });
     instance.shutdown.abort(new AbortError("The app is shutting down (simulated deploy); running work stops."));
-    // The host waits for the running function (a simulated item takes no virtual time), then ends the process.
+    // The host waits for the running function (the signal cuts its item's work short), then ends the process.
     setTimeout(() => {
       this.world.killWorker(instance);
     }, 2000);
@@ -163,4 +164,9 @@ function unitOf(text: string): { jobId: string; first: number; count: number } |
   const first = typeof unit.first === "number" ? unit.first : unit.item;
   if (typeof first !== "number") return undefined;
   return { jobId: unit.jobId, first, count: Array.isArray(unit.inputs) ? unit.inputs.length : 1 };
+}
+
+/** How many items a work message carries (1 for one that is not JSON of a unit). */
+export function itemCountOf(text: string): number {
+  return unitOf(text)?.count ?? 1;
 }

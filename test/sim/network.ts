@@ -79,7 +79,7 @@ export class SimProcess {
 }
 
 /** A promise that never settles (a crashed process waits for ever). */
-const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+export const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 
 /** A request's outcome on the server. */
 type Landed<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -191,4 +191,23 @@ export class Network {
 /** A wait on the simulation's global clock (the fake timers). */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Sleeps `ms` on the process's clock, or rejects with the signal's reason as soon as it fires. */
+export function pause(ms: number, abortSignal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (abortSignal.aborted) {
+      reject(abortSignal.reason as Error);
+      return;
+    }
+    const stop = (): void => {
+      clearTimeout(timer);
+      reject(abortSignal.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      abortSignal.removeEventListener("abort", stop);
+      resolve();
+    }, ms);
+    abortSignal.addEventListener("abort", stop, { once: true });
+  });
 }

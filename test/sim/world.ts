@@ -28,10 +28,10 @@ import { activityEndMs } from "./activity";
 import { emptyActivityLog, pollLikeTheHost, runWakeTrigger, startActivity, type ActivityLog } from "./activityWorld";
 import { StorageAccount } from "./azure";
 import { simRegistry, sumKind } from "./kinds";
-import { Network, SimProcess, sleep } from "./network";
+import { Network, SimProcess, never, pause } from "./network";
 import type { FaultEvent, ItemPlan, JobPlan, Plan } from "./plan";
 import { SimFiles, SimLeaseStore, SimMessageQueue, SimStateStore, type PortContext } from "./ports";
-import { SimLifecycle } from "./lifecycleWorld";
+import { SimLifecycle, itemCountOf } from "./lifecycleWorld";
 import { padOf } from "./chunkMix";
 import { SimChunks } from "./chunkWorld";
 import { SimTakeover, simLeaderWatch } from "./takeover";
@@ -248,11 +248,14 @@ export class SimInstance {
       this.world,
       this.process,
       async () => {
+        // A host shutting down takes no more messages: it stops polling until its process ends.
+        if (this.shutdown.signal.aborted) return never();
         const messages = await this.workQueue.receive(4, SIM_TIMING.workerVisibilityS);
         this.world.lifecycle.holdWhileRunning(this, QUEUES.work, messages);
         return messages;
       },
       (message) => this.deliver(message).finally(() => this.world.lifecycle.settled(message.id)),
+      true, // the Functions host runs a batch's messages at once (host.json: batchSize 16, newBatchThreshold 8)
     );
   }
 
@@ -267,21 +270,28 @@ export class SimInstance {
         return;
       }
       if (this.shutdown.signal.aborted) return; // shutting down: the host takes no more (visibility lapses)
-      await sleep(Math.round(world.random() * world.lifecycle.unitMs(message.text))); // the work itself takes a while
-      if (message.text.includes('"inline":"kill"')) {
-        world.killWorker(this); // the item kills the process: no result, the message reappears after its visibility
-        return;
-      }
+      // The work itself takes a while, in the unit's items: after the worker's stop checks, cut short by their signal.
+      const itemMs = Math.round(world.random() * world.lifecycle.unitMs(message.text)) / itemCountOf(message.text);
       let ok = true;
       let storageTrouble = false;
       let outcome: WorkOutcome | undefined;
       const startedMs = Date.now();
       const last = message.dequeueCount >= maxDequeueCount;
       const processed: number[] = [];
-      const registry = simRegistry(this.lacksSum ? [sumKind.name] : [], (_, index) => {
-        processed.push(index);
-        world.lifecycle.onItemDone(this, last);
-      });
+      const registry = simRegistry(
+        this.lacksSum ? [sumKind.name] : [],
+        (_, index) => {
+          processed.push(index);
+          world.lifecycle.onItemDone(this, last);
+        },
+        async (text, abortSignal) => {
+          // Cut short when the run ends too, so no item is left pending into the next run (worker/itemCall.ts
+          // watches the event loop for running items with a module-wide timer).
+          await pause(itemMs, AbortSignal.any([abortSignal, world.ended.signal]));
+          // The item kills the process (the kind then throws, to no one): the message reappears after its visibility.
+          if (text === "kill") world.killWorker(this);
+        },
+      );
       try {
         outcome = await handleWorkMessage(
           { ...this.app, registry },
@@ -732,9 +742,13 @@ export class SimWorld {
     return CONTAINERS.state;
   }
 
+  /** Fires when the run ends (`stop`). */
+  readonly ended = new AbortController();
+
   /** Ends the run: every process crashes (no more answers), so nothing of it runs on after the fake clock is gone. */
   stop(): void {
     this.over = true;
+    this.ended.abort(new Error("The simulated run is over."));
     for (const instance of this.instances) instance.process.crash();
     for (const process of this.operators) process.crash();
     this.client.crash();
