@@ -70,6 +70,11 @@ export class StorageAccount {
   /** Messages the instances' ports put on the work queue, as they landed (decoded), for the re-send invariant. */
   readonly workSends: { text: string; by: string; atMs: number }[] = [];
   /**
+   * Told of every message an instance's (or the forger's) port sends, as it lands, decoded; answers the text that
+   * lands (issue 43's model damages some workers' results on their way: `garbageWorld.ts`).
+   */
+  onSend: ((queue: string, text: string, by: string) => string) | undefined = undefined;
+  /**
    * Breaks that ended an active lease, for the takeover invariant: the lease id they ended, the blob's metadata then
    * (the record of the term that wrote last), and whether the break was conditional (a takeover's).
    */

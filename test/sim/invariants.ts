@@ -3,6 +3,7 @@ import { jobStateSchema, type JobState } from "../../src/coordination/state/jobS
 import { StorageError } from "../../src/library/errors";
 import { ACTIVITY_INVARIANTS, ActivityChecks } from "./activityInvariants";
 import { CHUNK_INVARIANTS, ChunkChecks } from "./chunkWorld";
+import { GARBAGE_INVARIANTS, GarbageChecks } from "./garbageInvariants";
 import { LIFECYCLE_INVARIANTS, LifecycleChecks } from "./lifecycleInvariants";
 import { plannedJobCount } from "./activityWorld";
 import { simPartial, simRegistry } from "./kinds";
@@ -33,6 +34,7 @@ export const INVARIANTS = {
   ...ACTIVITY_INVARIANTS,
   ...LIFECYCLE_INVARIANTS,
   ...CHUNK_INVARIANTS,
+  ...GARBAGE_INVARIANTS,
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -65,6 +67,7 @@ export class InvariantChecker {
   private readonly activity: ActivityChecks;
   private readonly lifecycle: LifecycleChecks;
   private readonly chunks: ChunkChecks;
+  private readonly garbage: GarbageChecks;
 
   constructor(
     private readonly world: SimWorld,
@@ -77,6 +80,9 @@ export class InvariantChecker {
       this.fail(invariant, message);
     });
     this.chunks = new ChunkChecks(world, world.chunks, (invariant, message) => {
+      this.fail(invariant, message);
+    });
+    this.garbage = new GarbageChecks(world, world.garbage, (invariant, message) => {
       this.fail(invariant, message);
     });
   }
@@ -152,6 +158,7 @@ export class InvariantChecker {
     this.activity.afterStep();
     this.lifecycle.afterStep();
     this.chunks.afterStep();
+    this.garbage.afterStep();
   }
 
   private readonly hiddenPoison = new Set<string>();

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { ACTIVITY_FAULTS, activityArb, type ActivityPlan } from "./activity";
 import { CHUNK_FAULTS, chunkMixArb, type ChunkMixPlan } from "./chunkMix";
+import { GARBAGE_FAULTS, garbageArb, type GarbagePlan } from "./garbage";
 import type { SimKindName } from "./kinds";
 import { LIFECYCLE_FAULTS, lifecycleArb, type LifecyclePlan } from "./lifecycle";
 
@@ -24,6 +25,8 @@ export interface Plan {
   lifecycle: LifecyclePlan;
   /** Jobs stored in several chunks of mixed sizes (issue 37.2; `chunkMix.ts`). */
   chunkMix: ChunkMixPlan;
+  /** Results the leader cannot read that name units it sent: forged, or a worker's damaged (issue 43; `garbage.ts`). */
+  garbage: GarbagePlan;
 }
 
 /** One item of a job, as the simulator writes it. */
@@ -67,6 +70,7 @@ export const FAULT_KINDS = [
   ...ACTIVITY_FAULTS,
   ...LIFECYCLE_FAULTS,
   ...CHUNK_FAULTS,
+  ...GARBAGE_FAULTS,
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -75,7 +79,11 @@ export interface FaultEvent {
   atS: number;
   kind: Exclude<
     FaultKind,
-    JobFault | (typeof ACTIVITY_FAULTS)[number] | (typeof LIFECYCLE_FAULTS)[number] | (typeof CHUNK_FAULTS)[number]
+    | JobFault
+    | (typeof ACTIVITY_FAULTS)[number]
+    | (typeof LIFECYCLE_FAULTS)[number]
+    | (typeof CHUNK_FAULTS)[number]
+    | (typeof GARBAGE_FAULTS)[number]
   >;
   instance: number;
   forS: number;
@@ -91,7 +99,8 @@ const TIMED_FAULTS = FAULT_KINDS.filter(
     !JOB_FAULTS.includes(kind) &&
     !(ACTIVITY_FAULTS as readonly FaultKind[]).includes(kind) &&
     !(LIFECYCLE_FAULTS as readonly FaultKind[]).includes(kind) &&
-    !(CHUNK_FAULTS as readonly FaultKind[]).includes(kind),
+    !(CHUNK_FAULTS as readonly FaultKind[]).includes(kind) &&
+    !(GARBAGE_FAULTS as readonly FaultKind[]).includes(kind),
 );
 
 /** Faults start in the first this many seconds (and last up to 30 s); then the run heals and checks liveness. */
@@ -160,6 +169,8 @@ export function planArb(faults: ReadonlySet<FaultKind>): fc.Arbitrary<Plan> {
       lifecycle: lifecycleArb(faults),
       // After it, for the same reason.
       chunkMix: chunkMixArb(faults),
+      // After it, for the same reason.
+      garbage: garbageArb(faults),
     }),
   );
 }

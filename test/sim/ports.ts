@@ -551,9 +551,10 @@ export class SimMessageQueue implements MessageQueue {
           this.call(
             "send",
             () => {
-              this.ctx.account.queue(this.name).send(encodeBody(text, "base64"), options.visibilityDelayS ?? 0);
-              if (this.name === "work-items")
-                this.ctx.account.workSends.push({ text, by: this.ctx.process.name, atMs: Date.now() });
+              const by = this.ctx.process.name;
+              const landed = this.ctx.account.onSend?.(this.name, text, by) ?? text;
+              this.ctx.account.queue(this.name).send(encodeBody(landed, "base64"), options.visibilityDelayS ?? 0);
+              if (this.name === "work-items") this.ctx.account.workSends.push({ text, by, atMs: Date.now() });
             },
             options,
           ),

@@ -34,6 +34,7 @@ import { SimFiles, SimLeaseStore, SimMessageQueue, SimStateStore, type PortConte
 import { SimLifecycle, itemCountOf } from "./lifecycleWorld";
 import { padOf } from "./chunkMix";
 import { SimChunks } from "./chunkWorld";
+import { SimGarbage } from "./garbageWorld";
 import { SimTakeover, simLeaderWatch } from "./takeover";
 
 /** Timing of the simulated app: Azure's minimum lease, the library's defaults, a short tick and step. */
@@ -374,6 +375,8 @@ export class SimWorld {
   readonly lifecycle = new SimLifecycle(this);
   /** Issue 37.2's model: what the leaders' chunk caches hold (chunkWorld.ts). */
   readonly chunks = new SimChunks(this);
+  /** Issue 43's model: forged and damaged results, and the readable results that landed (garbageWorld.ts). */
+  readonly garbage = new SimGarbage(this);
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
   private readonly clientSystem: SimFiles;
@@ -513,6 +516,7 @@ export class SimWorld {
     });
     startActivity(this);
     this.lifecycle.start(CONTAINERS.system);
+    this.garbage.start(QUEUES);
   }
 
   /** Submits job `n` of the plan (or of a burst): inline, or through a manifest; with a wake-up when those are on. */
