@@ -54,6 +54,8 @@ export interface CoordinatorApp extends AppParts {
   jobStops: Pick<JobStopChecks, "isStopped">;
   /** Internal, not a setting: the leader's chunk cache scaled and watched (the simulator; `coordination/deps.ts`). */
   chunkCache?: ChunkCacheOptions;
+  /** Internal, not a setting: how long held items wait, in ms (the simulator scales it; `coordination/deps.ts`). */
+  inferredFailureHoldMs?: number;
 }
 
 /** What {@link instanceIdFrom} reads of the process (tests and the local runner pass another process's). */

@@ -47,5 +47,6 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     instanceId: app.instanceId,
     now: () => Date.now(),
     ...(app.chunkCache === undefined ? {} : { chunkCache: app.chunkCache }),
+    ...(app.inferredFailureHoldMs === undefined ? {} : { inferredFailureHoldMs: app.inferredFailureHoldMs }),
   };
 }

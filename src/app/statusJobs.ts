@@ -85,6 +85,7 @@ export function lineFromSummary(id: string, summary: JobSummary): JobLine {
       done: summary.doneCount,
       failed: summary.failedCount,
       skipped: summary.skippedCount ?? 0,
+      ...(summary.heldCount === undefined ? {} : { held: summary.heldCount }),
     },
     createdAt: new Date(summary.createdAtMs).toISOString(),
     completedAt: iso(summary.completedAtMs),

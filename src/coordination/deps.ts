@@ -71,6 +71,11 @@ export interface CoordinationDeps extends CoordinationPorts {
   now: () => number;
   /** Internal, not a setting: how a step's chunk cache is sized and watched (@default the cache's own constants). */
   chunkCache?: ChunkCacheOptions;
+  /**
+   * Internal, not a setting: how long held items wait for their unit's own result, in ms (`state/heldItems.ts`; the
+   * simulator scales it to its minutes-long runs). @default `INFERRED_FAILURE_HOLD_MS` (10 minutes)
+   */
+  inferredFailureHoldMs?: number;
 }
 
 /**

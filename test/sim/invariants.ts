@@ -264,6 +264,13 @@ export class InvariantChecker {
     }
     if (doneBits !== state.doneCount || failedBits !== state.failedCount)
       return `counts done ${state.doneCount} / failed ${state.failedCount}, bitmaps ${doneBits} / ${failedBits}`;
+    // Held items (issue 43) are neither done nor failed, and only a running job holds any.
+    if (state.heldBits !== undefined) {
+      if (state.status !== "running") return `it ended ${state.status} with items still held`;
+      const held = Bitmap.fromBase64(state.heldBits, state.itemCount);
+      for (let item = 0; item < state.itemCount; item++)
+        if (held.has(item) && (done.has(item) || failed.has(item))) return `item ${item} is held and counted`;
+    }
     if (state.doneCount + state.failedCount > state.itemCount) return "more items counted than the job has";
     if (state.doneCount === 0) return undefined;
     const aggregate = kind.parsePartial(state.aggregate);

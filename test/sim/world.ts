@@ -52,8 +52,16 @@ export const SIM_TIMING = {
    * host renews a 10-minute visibility while the function runs; shorter here so a run stays short.)
    */
   workerVisibilityS: 10,
-  /** After faults stop, every job must end within this long. */
-  calmLimitMs: 180_000,
+  /**
+   * How long held items wait for their unit's own result (`INFERRED_FAILURE_HOLD_MS`, 10 minutes; scaled down as the
+   * visibility is: a simulated unit takes seconds).
+   */
+  inferredFailureHoldMs: 60_000,
+  /**
+   * After faults stop, every job must end within this long: 180 s for its units (SIMULATION.md derives it), and then
+   * the hold of items held last (60 s) and a received result's visibility a settling fold waits out (30 s).
+   */
+  calmLimitMs: 270_000,
   /** …and the run goes on at least this long to watch leadership (a lease and a tick, and some). */
   minCalmMs: 30_000,
 } as const;
@@ -216,6 +224,7 @@ export class SimInstance {
       leaderWatch: simLeaderWatch(world, this, elector, wakeQueue, world.settings),
       jobStops: new JobStopChecks(system, () => this.process.clock.monotonicMs()),
       chunkCache: world.chunks.optionsFor(this.process),
+      inferredFailureHoldMs: SIM_TIMING.inferredFailureHoldMs,
     };
   }
 

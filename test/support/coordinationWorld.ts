@@ -2,6 +2,8 @@ import type { AppEvent } from "../../src/app/events";
 import { createRegistry } from "../../scripts/support/repoKinds";
 import { readSettings } from "../../src/app/settings";
 import type { CoordinationDeps } from "../../src/coordination/deps";
+import { RESULT_VISIBILITY_S } from "../../src/coordination/fold/foldResultBatch";
+import { INFERRED_FAILURE_HOLD_MS } from "../../src/coordination/state/heldItems";
 import { jobStateSchema, keys } from "../../src/coordination/state/jobState";
 import { JobStopChecks } from "../../src/coordination/state/jobStops";
 import { processWorkMessage } from "../../src/coordination/worker/worker";
@@ -9,8 +11,13 @@ import { silentLogger } from "../../src/library/util/logger";
 import { MemoryStateStore } from "./MemoryStateStore";
 import { MemoryFiles, MemoryQueue } from "./memoryPorts";
 
-/** The coordination deps on in-memory ports, with the fakes and the events they record, for unit tests. */
+/**
+ * The coordination deps on in-memory ports, with the fakes and the events they record, for unit tests. Their wall
+ * clock (`now`) reads `clock.ms`, which only a test moves (held items wait out their hold on it:
+ * {@link HOLD_PASSED_MS}).
+ */
 export function world(overrides: Partial<CoordinationDeps> = {}) {
+  const clock = { ms: 1000 };
   const events: AppEvent[] = [];
   const state = new MemoryStateStore();
   const work = new MemoryQueue("work");
@@ -46,11 +53,17 @@ export function world(overrides: Partial<CoordinationDeps> = {}) {
     logger: silentLogger,
     emit: (event) => events.push(event),
     instanceId: "unit",
-    now: () => 1000,
+    now: () => clock.ms,
     ...overrides,
   };
-  return { deps, events, work, results, poison, resultsPoison, state, system, inputs };
+  return { deps, events, work, results, poison, resultsPoison, state, system, inputs, clock };
 }
+
+/**
+ * How far a test moves `clock.ms` for held items to fail at the next step: their hold, and the results' visibility a
+ * draining fold must begin after (`fold/settleHeld.ts`).
+ */
+export const HOLD_PASSED_MS = INFERRED_FAILURE_HOLD_MS + RESULT_VISIBILITY_S * 1000;
 
 /**
  * Stop checks of a worker that does not know a job was stopped: an older version's (before stop checks), or one whose

@@ -4,7 +4,7 @@ import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { Recorder } from "../support/recorder";
-import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { HOLD_PASSED_MS, ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 /**
@@ -40,7 +40,7 @@ describe("a task kind added by a rolling deploy", () => {
 
   it("a kind no worker has: thrown back with the reason logged on deliveries 1–4, nothing sent; rejected with it on the last, and the job ends with its items failed", async () => {
     const recorder = new Recorder();
-    const { deps, work: queue, results, poison, state } = world({ workUnitMaxItems: 2 });
+    const { deps, work: queue, results, poison, state, clock } = world({ workUnitMaxItems: 2 });
     const { id } = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
@@ -69,6 +69,8 @@ describe("a task kind added by a rolling deploy", () => {
     expect(recorder.logs.filter((log) => log.level === "warn" && /unknown task kind/.test(log.message))).toHaveLength(
       5,
     );
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // held: another copy of the unit could still be done
+    clock.ms += HOLD_PASSED_MS;
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 2 });

@@ -9,7 +9,7 @@ import type { TaskKind } from "../../src/coordination/kinds/taskKinds";
 import type { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { StaleEpochError } from "../../src/library/errors";
-import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { HOLD_PASSED_MS, ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm, type MemoryFiles } from "../support/memoryPorts";
 
 describe("coordination step (unit, in-memory ports)", () => {
@@ -91,8 +91,8 @@ describe("coordination step (unit, in-memory ports)", () => {
     expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, epoch: 2 });
   });
 
-  it("records items whose messages the host poisoned as failed with a reason, and leaves unattributable poison alone", async () => {
-    const { deps, work: queue, poison, state } = world();
+  it("records items whose messages the host poisoned as failed with a reason (once their hold has passed), and leaves unattributable poison alone", async () => {
+    const { deps, work: queue, poison, state, clock } = world();
     const { id } = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
@@ -108,6 +108,9 @@ describe("coordination step (unit, in-memory ports)", () => {
       dequeueCount: 1,
       maxDequeueCount: 5,
     });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "running", doneCount: 1, failedCount: 0 }); // held
+    clock.ms += HOLD_PASSED_MS;
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 1 });

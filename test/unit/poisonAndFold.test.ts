@@ -13,7 +13,7 @@ import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { processWorkMessage } from "../../src/coordination/worker/worker";
 import { ConcurrentUpdateError, StorageError } from "../../src/library/errors";
 import type { Logger } from "../../src/library/util/logger";
-import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { HOLD_PASSED_MS, ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 /** A work message as the leader sends it, for the poison queue. */
@@ -34,8 +34,8 @@ function recordingLogger(): Logger & { warnings: string[] } {
 }
 
 describe("poison: every item of a real job ends as done or failed (issue 14, item 8)", () => {
-  it("a worker that rejects real items (their task kind removed by a deploy) fails them with the worker's reason, and the job completes", async () => {
-    const { deps, work: queue, poison, state } = world();
+  it("a worker that rejects real items (their task kind removed by a deploy) fails them with the worker's reason once their hold has passed, and the job completes", async () => {
+    const { deps, work: queue, poison, state, clock } = world();
     const { id } = await storeSubmission(deps.system, {
       kind: "group-by",
       params,
@@ -57,13 +57,17 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
         maxDequeueCount: 5,
       });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    // Held, with the worker's reason: another copy of the unit (a re-send) could still be done by a worker with it.
+    expect(await readJob(state, id)).toMatchObject({ status: "running", doneCount: 1, failedCount: 0 });
+    expect(poison.length).toBe(0); // claimed and deleted
+    clock.ms += HOLD_PASSED_MS;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 1, failedCount: 2 });
     expect(job?.failures.map((failure) => failure.reason)).toEqual([
       expect.stringMatching(/^rejected by the worker: unknown task kind "group-by"/),
       expect.stringMatching(/^rejected by the worker: unknown task kind "group-by"/),
     ]);
-    expect(poison.length).toBe(0); // claimed and deleted
   });
 
   it("the worker's rejection names the job and item when the message parses far enough, and neither when it does not", async () => {
@@ -84,7 +88,7 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
   });
 
   it("a rejection written by an earlier version (no job in the wrapper) is attributed from its original message", async () => {
-    const { deps, poison, state } = world();
+    const { deps, poison, state, clock } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await poison.send([
@@ -93,6 +97,8 @@ describe("poison: every item of a real job ends as done or failed (issue 14, ite
         original: workMessage(id, 0),
       }),
     ]);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    clock.ms += HOLD_PASSED_MS;
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({
       status: "completed",
@@ -166,7 +172,7 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
   });
 
   it("claimable poison is hidden for at most 30 s: a leader that dies before its write leaves it to the next one 30 s later", async () => {
-    const { deps, poison, state } = world();
+    const { deps, poison, state, clock } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await poison.send([workMessage(id, 0)]);
@@ -176,6 +182,9 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
     poison.nowMs += 30_000;
     expect(await poison.peek(32)).toHaveLength(1);
     state.beforeWrite = undefined;
+    await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
+    expect(poison.length).toBe(0); // claimed: its item held
+    clock.ms += HOLD_PASSED_MS;
     await runCoordinationStep(deps, fakeTerm(2), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({ status: "completed", failedCount: 1 });
   });
@@ -191,13 +200,15 @@ describe("poison is never hidden for long (issue 14, item 9)", () => {
   });
 
   it("a page of unclaimable poison does not hide a claimable message behind it, and stays visible", async () => {
-    const { deps, poison, state } = world();
+    const { deps, poison, state, clock } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await poison.send(Array.from({ length: 40 }, (_, index) => `garbage ${index}`));
     await poison.send([workMessage(id, 0)]);
-    for (let step = 0; step < 3 && (await readJob(state, id))?.status !== "completed"; step++)
+    for (let step = 0; step < 3 && (await readJob(state, id))?.heldBits === undefined; step++)
       await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    clock.ms += HOLD_PASSED_MS;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(await readJob(state, id)).toMatchObject({ status: "completed", failedCount: 1 });
     expect(poison.length).toBe(40);
     expect(await poison.peek(32)).toHaveLength(32); // every unclaimed message visible (a peek shows at most 32)
@@ -508,18 +519,22 @@ describe("a result the leader rejects still lets its job end", () => {
     ],
     ["a key no result has", { done: [[0, 1]], partial: [], extra: 1 }, /Unrecognized key/i],
   ])(
-    "one with %s is rejected with the reason, and its unit's items fail with it: the job does not wait for them for ever",
+    "one with %s is rejected with the reason, and its unit's items are held with it, failed once the hold has passed: the job does not wait for them for ever",
     async (_name, fields, reason) => {
-      const { job, report, rejections } = await rejectedResult((jobId) => ({
-        v: 2,
-        jobId,
-        first: 0,
-        count: 2,
-        ...fields,
-      }));
-      expect(report).toMatchObject({ rejected: 1, failed: 2, folded: 0 });
+      const made = await rejectedResult((jobId) => ({ v: 2, jobId, first: 0, count: 2, ...fields }), { items: 2 });
+      const { report, rejections } = made;
+      expect(report).toMatchObject({ rejected: 1, failed: 0, folded: 0 });
       expect(rejections).toEqual([expect.stringMatching(reason)]);
-      expect(job).toMatchObject({ status: "running", doneCount: 0, failedCount: 2 });
+      expect(made.job).toMatchObject({
+        status: "running",
+        doneCount: 0,
+        failedCount: 0,
+        heldBits: expect.any(String) as unknown,
+      });
+      made.clock.ms += HOLD_PASSED_MS;
+      await runCoordinationStep(made.deps, fakeTerm(1), ONE_PASS);
+      const job = await readJob(made.state, made.id);
+      expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 2 });
       expect(job?.failures.map((failure) => failure.item)).toEqual([0, 1]);
       for (const failure of job?.failures ?? [])
         expect(failure.reason).toBe(`the leader rejected its unit's result: ${rejections[0] ?? ""}`);
@@ -578,7 +593,9 @@ describe("a result the leader keeps failing on", () => {
   }
 
   it("fails steps until its 10th delivery, then goes to the results poison queue with the error as reason; the others fold", async () => {
-    const { errors, resultsPoison, state, id } = await failingSteps(15);
+    const { errors, resultsPoison, state, id, deps, clock } = await failingSteps(15);
+    clock.ms += HOLD_PASSED_MS; // its unit's item was held; nothing else of it comes
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(errors).toEqual(Array(9).fill("TypeError: merge cannot take the cursed group"));
     const [rejection] = resultsPoison.bodies();
     expect(JSON.parse(rejection ?? "{}")).toMatchObject({

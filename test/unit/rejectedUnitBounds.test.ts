@@ -3,14 +3,22 @@ import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
+import { heldItems } from "../../src/coordination/state/heldItems";
+
+/** The items a job holds. */
+const heldOf = (job: Awaited<ReturnType<typeof readJob>>): number[] => {
+  const held = job === undefined ? undefined : heldItems(job);
+  return Array.from({ length: job?.itemCount ?? 0 }, (_, item) => item).filter((item) => held?.has(item) === true);
+};
 
 /**
  * A message that names a unit without a usable outcome for it — a result the leader rejects, a worker's rejection on
- * the work poison queue — fails "its unit's items". The unit is whatever the message says (any `first`, any `count` up
- * to 1000), so the leader fails only what such a message can speak for: a unit no larger than the job's units, and of
- * it only the items the job has sent. And a valid result of the same batch is folded before any such failure.
+ * the work poison queue — holds "its unit's items" (issue 43: they fail only if their unit's own result never comes).
+ * The unit is whatever the message says (any `first`, any `count` up to 1000), so the leader holds only what such a
+ * message can speak for: a unit no larger than the job's units, and of it only the items the job has sent. And a valid
+ * result of the same batch is folded before any of it.
  */
-describe("a message naming a unit it has no outcome for fails only what it can speak for", () => {
+describe("a message naming a unit it has no outcome for holds only what it can speak for", () => {
   /** A job of 200 items in units of 32, of which 64 items (two units) were sent. */
   async function halfSent() {
     const made = world({ workUnitMaxItems: 32, dispatchBatchSize: 64, maxInFlight: 64 });
@@ -40,12 +48,14 @@ describe("a message naming a unit it has no outcome for fails only what it can s
     expect(job?.doneCount).toBeGreaterThanOrEqual(200 - 32);
   });
 
-  it("a bad result naming a unit's worth of items fails only those the job has sent", async () => {
+  it("a bad result naming a unit's worth of items holds only those the job has sent", async () => {
     const { deps, results, state, id } = await halfSent();
     await results.send([JSON.stringify({ v: 2, jobId: id, first: 50, count: 32, done: "garbage" })]);
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
-    expect(report).toMatchObject({ rejected: 1, failed: 14 });
+    expect(report).toMatchObject({ rejected: 1, failed: 0 });
     const job = await readJob(state, id);
+    expect(job).toMatchObject({ failedCount: 0 });
+    expect(heldOf(job)).toEqual(Array.from({ length: 14 }, (_, i) => 50 + i));
     expect(job?.failures.map((failure) => failure.item)).toEqual(Array.from({ length: 14 }, (_, i) => 50 + i));
   });
 
@@ -81,7 +91,7 @@ describe("a message naming a unit it has no outcome for fails only what it can s
     });
   });
 
-  it("a work-poison message naming a unit larger than the job's, or items the job has not sent, fails only sent items of a unit's size", async () => {
+  it("a work-poison message naming a unit larger than the job's, or items the job has not sent, holds only sent items of a unit's size", async () => {
     const { deps, poison, state, id } = await halfSent();
     const rejected = (first: number, count: number): string =>
       JSON.stringify({
@@ -91,7 +101,8 @@ describe("a message naming a unit it has no outcome for fails only what it can s
     await poison.send([rejected(0, 100), rejected(60, 10)]);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
-    expect(job).toMatchObject({ status: "running", failedCount: 4 });
+    expect(job).toMatchObject({ status: "running", failedCount: 0 });
+    expect(heldOf(job)).toEqual([60, 61, 62, 63]);
     expect(job?.failures.map((failure) => failure.item)).toEqual([60, 61, 62, 63]);
     expect(
       poison.bodies().map((body) => (JSON.parse(body) as { rejected: { reason: string } }).rejected.reason),

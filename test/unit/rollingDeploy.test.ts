@@ -6,7 +6,7 @@ import { readJobStatus } from "../../src/coordination/jobs/status";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { TERMS_KEY } from "../../src/coordination/state/termHistory";
-import { ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
+import { HOLD_PASSED_MS, ONE_PASS, item, params, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 /**
@@ -73,7 +73,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     });
   });
   it("a result of a newer format version is left on the queue for a newer leader; after an hour its unit's items fail", async () => {
-    const { deps, work: queue, results, state } = world();
+    const { deps, work: queue, results, state, clock } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await queue.receive(10, 60); // the unit went to a newer worker, which answers in a format this leader does not read
@@ -82,6 +82,8 @@ describe("documents written by a newer version (rolling deploy)", () => {
     expect(results.length).toBe(1);
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
     results.nowMs += 60 * 60 * 1000;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // rejected: its unit's item held
+    clock.ms += HOLD_PASSED_MS;
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 1 });

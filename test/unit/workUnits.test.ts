@@ -6,7 +6,16 @@ import { keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { CHUNK_SIZE, JobWriter, storeSubmission } from "../../src/coordination/jobs/submit";
 import { processWorkMessage } from "../../src/coordination/worker/worker";
-import { ONE_PASS, item, params, readJob, unawareOfStops, work, world } from "../support/coordinationWorld";
+import {
+  HOLD_PASSED_MS,
+  ONE_PASS,
+  item,
+  params,
+  readJob,
+  unawareOfStops,
+  work,
+  world,
+} from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 /** A unit's work message as sent: its first item and how many it carries. */
@@ -225,7 +234,7 @@ describe("work units (issue 9, part 1)", () => {
   });
 
   it("a unit the host poisoned fails each of its items with the reason; the worker's rejection of a unit names all its items", async () => {
-    const { deps, work: queue, poison, state } = world({ workUnitMaxItems: 4 });
+    const { deps, work: queue, poison, state, clock } = world({ workUnitMaxItems: 4 });
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: items(6) });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const [first, second] = await queue.receive(2, 60);
@@ -235,6 +244,8 @@ describe("work units (issue 9, part 1)", () => {
     expect(JSON.parse(poison.bodies()[1] ?? "{}")).toMatchObject({
       rejected: { by: "worker", jobId: id, item: 4, count: 2 },
     });
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS); // held: another copy of a unit could still be done
+    clock.ms += HOLD_PASSED_MS;
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 6 });

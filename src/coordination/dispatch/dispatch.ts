@@ -3,7 +3,9 @@ import type { LeadershipTerm } from "../../library/leadership/Term.js";
 import type { CoordinationDeps } from "../deps.js";
 import { foldOutcomes, type UnitOutcome } from "../fold/foldOutcomes.js";
 import type { FoldCounts } from "../fold/foldReport.js";
+import { endsTheStep } from "../fold/rejectMessages.js";
 import { ChunkCache } from "./chunkCache.js";
+import { heldCount } from "../state/heldItems.js";
 import type { JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 import { packUnits, unitLimits, type Packed } from "./packUnits.js";
@@ -22,6 +24,19 @@ export interface DispatchReport {
    * Items recorded as failed instead: their chunk was missing or corrupt, or their entry in it was not an item input.
    */
   failed: number;
+  /**
+   * Set when the dispatch failed after units went out that its cursor write did not record: what to record
+   * ({@link recordCursor}) before the job is dispatched again, so that they are not sent again, and the error.
+   */
+  unrecorded?: UnrecordedCursor;
+}
+
+/** Units sent that the job's cursor does not record yet: the cursor past them, the items failed unsent before it. */
+export interface UnrecordedCursor {
+  cursor: number;
+  failures: UnitOutcome["failed"];
+  /** Why the dispatch failed: the cursor write's error, or a later send's. */
+  error: unknown;
 }
 
 /** Options of {@link dispatchJob}. */
@@ -66,11 +81,33 @@ export async function dispatchJob(
   const { chunks = new ChunkCache(), progress, monotonicMs = () => performance.now() } = options;
   const io: Abortable = options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal };
   const state = job.value;
-  const inFlight = state.dispatched - state.doneCount - state.failedCount;
+  // Held items are accounted for by a message (their failure inferred): not in flight, for the window.
+  const inFlight = state.dispatched - state.doneCount - state.failedCount - heldCount(state);
   const room = deps.maxInFlight - inFlight;
   const count = Math.min(budget, state.itemCount - state.dispatched, room);
   if (state.status !== "running" || count <= 0) return { sent: 0, messages: 0, failed: 0 };
   const sender = new UnitSender(deps, jobs, job, { ...io, progress, monotonicMs });
+  try {
+    await sendWindow(deps, state, sender, { count, room, chunks, io });
+  } catch (error) {
+    // Units went out that the cursor does not record (its write failed, or a later send): the caller records them
+    // before dispatching the job again. Sending them again at every pass while the write keeps failing (storage
+    // refusing it, not a race) would put the job's window on the queue again and again (issue 43, suspicion 2).
+    const unrecorded = endsTheStep(error, io) ? undefined : sender.unrecorded(error);
+    if (unrecorded === undefined) throw error;
+    return { ...sender.report, unrecorded };
+  }
+  return sender.report;
+}
+
+/** Packs and sends the job's next units, its tail with them when it fits ({@link dispatchJob}); writes the cursor. */
+async function sendWindow(
+  deps: CoordinationDeps,
+  state: JobState,
+  sender: UnitSender,
+  window: { count: number; room: number; chunks: ChunkCache; io: Abortable },
+): Promise<void> {
+  const { count, room, chunks, io } = window;
   // The job's tail: when the window is what stops this dispatch (not the pass's budget: the next pass sends more), what
   // is left of the job goes out too if it is at most half the window in items (a window lowered for costly items stays
   // within 1.5 times itself) and fits in WORK_UNIT_SPREAD units — it cannot, in items, when it is more than that many
@@ -102,7 +139,38 @@ export async function dispatchJob(
   for (const piece of tail ?? []) await sender.take(piece);
   await sender.sendGroup();
   await sender.writeCursor();
-  return sender.report;
+}
+
+/**
+ * Records units a dispatch sent but could not record ({@link DispatchReport.unrecorded}): the job's cursor past them
+ * and the items failed unsent, in one fenced write. Returns the job as written, and how many items it failed.
+ * @throws as the write does (storage may still refuse it: the job is then not dispatched in this pass).
+ */
+export async function recordCursor(
+  deps: CoordinationDeps,
+  jobs: JobStore,
+  job: Versioned<JobState>,
+  unrecorded: Pick<UnrecordedCursor, "cursor" | "failures">,
+  options: Abortable = {},
+): Promise<{ job: Versioned<JobState>; failed: number }> {
+  const { cursor: end, failures: failed } = unrecorded;
+  const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
+  const written =
+    (await jobs.updateJob(
+      job.value.id,
+      (current) => {
+        attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
+        const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
+        const next =
+          failed.length > 0
+            ? (foldOutcomes(deps, advanced, [{ done: [], failed }], attempt.counts) ?? advanced)
+            : advanced;
+        return next.dispatched === current.dispatched && next === advanced ? undefined : next;
+      },
+      options,
+      job,
+    )) ?? job;
+  return { job: written, failed: attempt.counts.failed };
 }
 
 /**
@@ -119,6 +187,8 @@ class UnitSender {
   private failures: UnitOutcome["failed"] = [];
   /** The first item after everything handled so far. */
   private cursor: number;
+  /** The first item after everything sent (or failed unsent) so far: the groups sent, not the one being built. */
+  private sentUpTo: number;
   private written: number;
   private lastWriteMs: number | undefined;
   private readonly jobId: string;
@@ -131,7 +201,7 @@ class UnitSender {
   ) {
     this.latest = job;
     this.jobId = job.value.id;
-    this.cursor = this.written = job.value.dispatched;
+    this.cursor = this.sentUpTo = this.written = job.value.dispatched;
   }
 
   /** A piece as packed: a unit to the group (sent once full), or an item that cannot be sent, to fail. */
@@ -156,6 +226,7 @@ class UnitSender {
       this.messages = [];
       options.progress?.reportProgress();
     }
+    this.sentUpTo = this.cursor;
     if (this.lastWriteMs === undefined || options.monotonicMs() - this.lastWriteMs >= CURSOR_WRITE_INTERVAL_MS)
       await this.writeCursor();
   }
@@ -163,29 +234,26 @@ class UnitSender {
   /** The cursor past what was sent, and the items failed unsent, in one fenced write (none when nothing changed). */
   async writeCursor(): Promise<void> {
     if (this.cursor === this.written && this.failures.length === 0) return;
-    const { deps } = this;
     const end = this.cursor;
-    const failed = this.failures;
-    const attempt: { counts: FoldCounts } = { counts: { folded: 0, duplicates: 0, failed: 0 } };
-    this.latest =
-      (await this.jobs.updateJob(
-        this.jobId,
-        (current) => {
-          attempt.counts = { folded: 0, duplicates: 0, failed: 0 }; // may run again after a lost race
-          const advanced = { ...current, dispatched: Math.max(current.dispatched, end) };
-          const next =
-            failed.length > 0
-              ? (foldOutcomes(deps, advanced, [{ done: [], failed }], attempt.counts) ?? advanced)
-              : advanced;
-          return next.dispatched === current.dispatched && next === advanced ? undefined : next;
-        },
-        this.io(),
-        this.latest,
-      )) ?? this.latest;
-    this.report.failed += attempt.counts.failed;
+    const written = await recordCursor(
+      this.deps,
+      this.jobs,
+      this.latest,
+      { cursor: end, failures: this.failures },
+      this.io(),
+    );
+    this.latest = written.job;
+    this.report.failed += written.failed;
     this.failures = [];
     this.written = end;
     this.lastWriteMs = this.options.monotonicMs();
+  }
+
+  /** After `error`: the units sent that no write recorded, if any ({@link DispatchReport.unrecorded}). */
+  unrecorded(error: unknown): UnrecordedCursor | undefined {
+    if (this.sentUpTo <= this.written) return undefined;
+    const cursor = this.sentUpTo;
+    return { cursor, failures: this.failures.filter((failure) => failure.item < cursor), error };
   }
 
   private io(): Abortable {

@@ -50,17 +50,18 @@ function leaveUnreadable(
 
 /**
  * The items of a unit that a message names without reporting on them (a rejected result, a work-poison message) that
- * may fail with its reason, and why the others may not. A message says which unit it was, but it may be garbage or
- * come from elsewhere: so only a unit no larger than the job's units, within the job, and only its items the job has
- * sent (below its `dispatched` cursor; an item past it was never sent, or will be sent again after a leader's crash)
- * — never the items of other units, processed correctly, or the rest of the job.
+ * may be held with its reason (`state/heldItems.ts`: failed only if their unit's own result never comes), and why the
+ * others may not. A message says which unit it was, but it may be garbage or come from elsewhere: so only a unit no
+ * larger than the job's units, within the job, and only its items the job has sent (below its `dispatched` cursor; an
+ * item past it was never sent, or will be sent again after a leader's crash) — never the items of other units, or the
+ * rest of the job.
  */
 function unitFailures(
   deps: Pick<CoordinationDeps, "workUnitMaxItems">,
   state: JobState,
   unit: ItemRef,
   reason: string,
-): { failed: UnitOutcome["failed"]; problem?: string } {
+): { failed: NonNullable<UnitOutcome["held"]>; problem?: string } {
   const last = unit.item + unit.count - 1;
   if (last >= state.itemCount)
     return {
@@ -107,6 +108,7 @@ export async function applyOutcomes(
   for (const [jobId, entries] of byJob) {
     if (started && options.pastBudget?.() === true) {
       report.left += entries.length;
+      report.waiting += entries.length;
       report.acknowledgements.push(
         Promise.allSettled(entries.map(({ message }) => source.queue.release(message, options))),
       );
@@ -236,22 +238,23 @@ async function keepKnownItems(fold: Fold, jobId: string, job: JobState, entries:
     let left: Entry[];
     ({ kept, left } = leaveForAnotherLeader(deps, job.kind, jobId, kept, epoch));
     report.left += left.length;
+    report.waiting += left.length;
     report.acknowledgements.push(Promise.allSettled(left.map(({ message }) => source.queue.release(message, options))));
   }
   return kept;
 }
 
 /**
- * The outcomes to fold: those that report on their items first, then the failures of units named by messages that do
- * not — a garbage copy of a unit's result never wins over the valid one in the same batch. A poison message naming
- * items it cannot account for goes back with why (a result is rejected anyway).
+ * The outcomes to fold: those that report on their items first, then the units named by messages that do not, whose
+ * items are held (a failure inferred, not reported: their unit's own result still decides them, whenever it comes). A
+ * poison message naming items it cannot account for goes back with why (a result is rejected anyway).
  */
 function outcomesOf(deps: CoordinationDeps, job: JobState, kept: readonly Entry[]): UnitOutcome[] {
   const outcomes = kept.filter((entry) => entry.unit === undefined).map((entry) => entry.outcome);
   for (const entry of kept) {
     if (entry.unit === undefined) continue;
     const { failed, problem } = unitFailures(deps, job, entry.unit.ref, entry.unit.reason);
-    outcomes.push({ done: [], failed });
+    outcomes.push({ done: [], failed: [], held: failed });
     entry.rejection ??= problem;
   }
   return outcomes;

@@ -15,9 +15,9 @@ export interface FoldOptions extends Abortable {
 /**
  * One message's outcome. A message with a `rejection` is one the leader cannot use: after the write it goes to the
  * poison queue with the reason instead of being deleted. A message that names a unit without reporting on it — a
- * rejected result that still names its unit, a work-poison message — has its items as `unit`: they fail with its
- * reason, as far as the job can have sent such a unit ({@link unitFailures}), after every outcome of the batch that
- * reports on its items.
+ * rejected result that still names its unit, a work-poison message — has its items as `unit`: they are held with its
+ * reason (`state/heldItems.ts`), as far as the job can have sent such a unit (`unitFailures`), after every outcome of
+ * the batch that reports on its items.
  */
 export interface Entry {
   outcome: UnitOutcome;

@@ -31,6 +31,11 @@ export interface FoldReport extends FoldCounts {
    */
   left: number;
   /**
+   * Of {@link left}, the messages released for another leader (a task kind this one lacks, a newer version) or for the
+   * next step (its budget spent): results still to be folded. Not those of a job whose state could not be read.
+   */
+  waiting: number;
+  /**
    * Jobs whose state could not be read or parsed, with the error: their messages were left for a later pass, and the
    * step reports them (`job-pass-failed`). Such an error is the job's, never a message's.
    */
@@ -39,6 +44,11 @@ export interface FoldReport extends FoldCounts {
    * Whether the queue may hold more to fold at once: the batch was full (and, for poison, every message was claimed).
    */
   more: boolean;
+  /**
+   * Results only: whether this batch took every result visible when it received (a receive came back short) and
+   * folded them all, none {@link waiting}. Held items may be failed only after such a batch (`settleHeld.ts`).
+   */
+  drained: boolean;
 }
 
 /**
@@ -76,6 +86,7 @@ export function addReport(report: FoldReport, more: FoldReport): void {
   report.rejected += more.rejected;
   report.discarded += more.discarded;
   report.left += more.left;
+  report.waiting += more.waiting;
   report.jobErrors.push(...more.jobErrors);
   report.completed.push(...more.completed);
   report.acknowledgements.push(...more.acknowledgements);
@@ -94,7 +105,9 @@ export function emptyReport(): FoldReport {
     acknowledgements: [],
     received: 0,
     left: 0,
+    waiting: 0,
     jobErrors: [],
     more: false,
+    drained: false,
   };
 }

@@ -21,7 +21,7 @@ export const FOLD_BATCH_SIZE = 32 * PARALLEL_RECEIVES;
  * Seconds a received result stays invisible: long enough to fold and delete, short enough for a new leader to see it
  * soon.
  */
-const RESULT_VISIBILITY_S = 30;
+export const RESULT_VISIBILITY_S = 30;
 
 /**
  * Deliveries of a result after which the leader, failing on it once more, rejects it with the error as its reason: 10.
@@ -77,6 +77,8 @@ export async function foldResultBatch(
     ...report,
     received: messages.length - report.left,
     more: messages.length === FOLD_BATCH_SIZE && report.left === 0,
+    // A receive that came back short took every result visible then; none of them left for another leader or step.
+    drained: (first.length < 32 || rest.some((batch) => batch.length < 32)) && report.waiting === 0,
   };
 }
 
@@ -167,6 +169,7 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
     );
     await Promise.allSettled(newer.map(({ message }) => source.queue.release(message, options)));
     report.left += newer.length;
+    report.waiting += newer.length;
   }
   for (const [jobId, entries] of named) for (const entry of entries) addOutcome(round.byJob, jobId, entry);
   await applyOutcomes(deps, jobs, epoch, round.byJob, source, report, options);

@@ -6,6 +6,8 @@ import type { JobStore } from "../state/jobStore.js";
 import type { CancelRequestResult } from "../state/jobStatus.js";
 
 export type { CancelRequestResult } from "../state/jobStatus.js";
+import { withoutHeld } from "../state/heldItems.js";
+import { MARKERS_LISTED, takeInTurn, type MarkerTurn } from "./markerTurn.js";
 import { writeJobStop } from "../state/jobStops.js";
 import type { Abortable } from "../../library/util/delay.js";
 
@@ -76,13 +78,17 @@ export interface CancelPassReport {
 export async function applyCancelRequests(
   deps: CoordinationDeps,
   jobs: JobStore,
-  options: Abortable & { pastBudget?: () => boolean },
+  options: Abortable & { pastBudget?: () => boolean; turn?: MarkerTurn },
 ): Promise<CancelPassReport> {
-  const markers = await deps.system.list(keys.cancelPrefix, CANCEL_BATCH, options);
+  const listed = await deps.system.list(keys.cancelPrefix, MARKERS_LISTED, options);
+  // In turn (`markerTurn.ts`): requests kept for later never hold up the others (issue 43).
+  const turn = options.turn ?? { after: undefined };
+  const markers = takeInTurn(listed, CANCEL_BATCH, turn, jobs.epoch);
   const report: CancelPassReport = { cancelled: 0, failed: [] };
   for (const [applied, marker] of markers.entries()) {
     // Once the step's budget is spent the rest wait for the next pass (at least one is applied per pass).
     if (applied > 0 && options.pastBudget?.() === true) break;
+    turn.after = marker;
     const id = marker.slice(keys.cancelPrefix.length);
     try {
       if (await applyCancelRequest(deps, jobs, marker, id, options)) report.cancelled++;
@@ -163,7 +169,8 @@ export async function expireIfDue(
   );
 }
 
-/** A running job stopped early: items neither done nor failed are counted as skipped. */
+/** A running job stopped early: items neither done nor failed — held ones too — are counted as skipped. */
 function stopJob(state: JobState, status: StoppedStatus, nowMs: number): JobState {
-  return { ...state, status, endedAtMs: nowMs, skippedCount: state.itemCount - state.doneCount - state.failedCount };
+  const ended = withoutHeld(state);
+  return { ...ended, status, endedAtMs: nowMs, skippedCount: ended.itemCount - ended.doneCount - ended.failedCount };
 }

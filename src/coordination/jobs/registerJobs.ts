@@ -3,6 +3,7 @@ import { Bitmap } from "../state/bitmap.js";
 import type { CoordinationDeps } from "../deps.js";
 import { JOB_FORMAT_VERSION, formatVersion, jobSpecSchema, keys, type JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
+import { MARKERS_LISTED, takeInTurn, type MarkerTurn } from "./markerTurn.js";
 import { unitItemsFor } from "./unitSize.js";
 import type { Abortable } from "../../library/util/delay.js";
 
@@ -19,12 +20,15 @@ export const MAX_ACTIVE_JOBS = 1000;
 export interface RegisterOptions extends Abortable {
   /** True once the step's budget is spent: no more jobs are taken (at least one is, so registration goes on). */
   pastBudget?: () => boolean;
+  /** Where the step's passes are in the inbox (`markerTurn.ts`); updated. @default a step's first pass */
+  turn?: MarkerTurn;
 }
 
 /**
  * Moves submitted jobs from the inbox into the leader's fenced state: creates each job's state (create-if-absent, so
  * a replay after a crash changes nothing), adds it to the index, then removes the inbox marker. Returns how many.
- * Takes none while {@link MAX_ACTIVE_JOBS} are active, and stops once the step's budget is spent.
+ * Takes none while {@link MAX_ACTIVE_JOBS} are active, and stops once the step's budget is spent. Takes the markers in
+ * turn (`markerTurn.ts`): a newer version's jobs, left in the inbox, never hold up the others (issue 43).
  */
 export async function registerJobs(
   deps: CoordinationDeps,
@@ -32,8 +36,9 @@ export async function registerJobs(
   epoch: number,
   options: RegisterOptions,
 ): Promise<number> {
-  const listed = await deps.system.list(keys.inboxPrefix, INBOX_BATCH, options);
+  const listed = await deps.system.list(keys.inboxPrefix, MARKERS_LISTED, options);
   if (listed.length === 0) return 0;
+  const turn = options.turn ?? { after: undefined };
   const room = MAX_ACTIVE_JOBS - ((await jobs.readIndex(options))?.value.active.length ?? 0);
   if (room <= 0) {
     deps.logger.verbose(`${MAX_ACTIVE_JOBS} jobs are active; submitted jobs wait in the inbox until some end.`, {
@@ -42,10 +47,11 @@ export async function registerJobs(
     });
     return 0;
   }
-  const markers = listed.slice(0, room);
+  const markers = takeInTurn(listed, Math.min(INBOX_BATCH, room), turn, epoch);
   const registered: string[] = [];
   for (const [taken, marker] of markers.entries()) {
     if (taken > 0 && options.pastBudget?.() === true) break;
+    turn.after = marker;
     const id = marker.slice(keys.inboxPrefix.length);
     const specText = await deps.system.readText(keys.spec(id), options);
     const json = specText === undefined ? undefined : safeJson(specText);

@@ -11,6 +11,7 @@ import {
   readJobState,
   UnreadableJobError,
 } from "../state/jobState.js";
+import { heldCount } from "../state/heldItems.js";
 import type { BlobFiles } from "../ports/ports.js";
 import type { TaskRegistry } from "../kinds/taskRegistry.js";
 import type { Abortable } from "../../library/util/delay.js";
@@ -51,6 +52,7 @@ export async function readJobStatus(
     const job = stored.value;
     const kind = registry.get(job.kind);
     const partial = kind?.parsePartial(job.aggregate);
+    const held = heldCount(job);
     const aggregate = kind !== undefined && partial?.ok === true ? kind.view(partial.value) : job.aggregate;
     return {
       id,
@@ -63,6 +65,7 @@ export async function readJobStatus(
         done: job.doneCount,
         failed: job.failedCount,
         skipped: job.skippedCount ?? 0,
+        ...(held > 0 ? { held } : {}),
       },
       aggregate,
       failures: job.failures,
@@ -70,6 +73,7 @@ export async function readJobStatus(
       completedAt: isoTime(job.completedAtMs),
       endedAt: isoTime(job.completedAtMs ?? job.endedAtMs),
       deadline: isoTime(job.deadlineAtMs),
+      ...(held > 0 ? { heldUntil: isoTime(job.heldUntilMs) } : {}),
       ...(job.status === "running" && (await isCancelRequested(system, id, options))
         ? { cancelRequested: true as const }
         : {}),

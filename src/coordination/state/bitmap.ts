@@ -43,6 +43,18 @@ export class Bitmap {
     return true;
   }
 
+  /** How many bits are set. */
+  count(): number {
+    let count = 0;
+    for (let byte of this.bytes) for (; byte !== 0; byte &= byte - 1) count++; // one step per set bit
+    return count;
+  }
+
+  /** Whether no bit is set. */
+  isEmpty(): boolean {
+    return this.bytes.every((byte) => byte === 0);
+  }
+
   toBase64(): string {
     return Buffer.from(this.bytes).toString("base64");
   }

@@ -77,6 +77,18 @@ export const jobStateSchema = jobSpecSchema.extend({
   failedBits: z.string(),
   doneCount: z.number().int().min(0),
   failedCount: z.number().int().min(0),
+  /**
+   * Items whose failure the leader inferred and holds (`heldItems.ts`): a message named their unit without reporting
+   * on it — a result it could not read, a work-poison message —, which is no proof that they failed. Neither done nor
+   * failed: their unit's own result decides them; if none comes, they fail once the job has nothing else left and
+   * `heldUntilMs` has passed. Their reasons are in `failures` meanwhile. Base64 bitmap; absent when none is held.
+   */
+  heldBits: z.string().optional(),
+  /**
+   * Wall-clock ms until which held items wait for their unit's own result: the last item held, plus
+   * `INFERRED_FAILURE_HOLD_MS`. Absent when none is held.
+   */
+  heldUntilMs: z.number().optional(),
   /** The kind's partial result over every done item (validated by the kind's `partialSchema` when read). */
   aggregate: z.unknown(),
   failures: z.array(failureSchema),

@@ -24,7 +24,13 @@ export interface JobStatus {
   status: "pending" | RunStatus;
   /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
   failureReason?: string;
-  progress: { total: number; dispatched: number; done: number; failed: number; skipped: number };
+  /**
+   * Items in total, sent at least once, done, failed, and skipped (a job stopped early). `held`, while the job runs:
+   * items whose failure the leader inferred from a message that named their unit without a usable result (a damaged
+   * or forged result, a poisoned copy of the unit) — their reasons are in `failures`; their unit's own result can
+   * still make them done, and they count as failed only if none comes by `heldUntil`, when nothing else is left.
+   */
+  progress: { total: number; dispatched: number; done: number; failed: number; skipped: number; held?: number };
   /** The aggregate so far (final once completed), in the kind's view. */
   aggregate: unknown;
   /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
@@ -35,6 +41,8 @@ export interface JobStatus {
   endedAt?: string;
   /** The job's deadline; absent when it has none. */
   deadline?: string;
+  /** While items are held (`progress.held`): until when they wait for their unit's own result. */
+  heldUntil?: string;
   /** Present while a cancellation is requested and the leader has not applied it yet (pending or running jobs). */
   cancelRequested?: true;
   /** Epoch of the leader that last changed the job. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_SUMMARY_BYTES, type StateStore } from "../../library/fencing/StateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
+import { heldCount } from "./heldItems.js";
 import { jobStateSchema, keys, type JobState } from "./jobState.js";
 
 /**
@@ -32,6 +33,8 @@ export const jobSummarySchema = z.looseObject({
   doneCount: z.number().int().min(0),
   failedCount: z.number().int().min(0),
   skippedCount: z.number().int().min(0).optional(),
+  /** Items held (`heldItems.ts`); absent when none. */
+  heldCount: z.number().int().min(1).optional(),
   createdAtMs: z.number(),
   completedAtMs: z.number().optional(),
   endedAtMs: z.number().optional(),
@@ -56,6 +59,7 @@ export function countReasons(reasons: readonly string[], max = SUMMARY_REASONS):
 /** A job's summary as JSON of at most MAX_SUMMARY_BYTES (reasons are cut, then dropped, to fit). */
 export function summarizeJob(state: JobState): string {
   const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+  const held = heldCount(state);
   const summary: JobSummary = {
     v: 1,
     kind: state.kind,
@@ -68,6 +72,7 @@ export function summarizeJob(state: JobState): string {
     doneCount: state.doneCount,
     failedCount: state.failedCount,
     ...(state.skippedCount === undefined ? {} : { skippedCount: state.skippedCount }),
+    ...(held > 0 ? { heldCount: held } : {}),
     createdAtMs: state.createdAtMs,
     ...(state.completedAtMs === undefined ? {} : { completedAtMs: state.completedAtMs }),
     ...(state.endedAtMs === undefined ? {} : { endedAtMs: state.endedAtMs }),

@@ -2,8 +2,9 @@ import { LeadershipLostError, StaleEpochError } from "../../library/errors.js";
 import type { Versioned } from "../../library/fencing/FencedStateStore.js";
 import { expireIfDue } from "../jobs/cancel.js";
 import type { CoordinationDeps } from "../deps.js";
-import { dispatchJob } from "../dispatch/dispatch.js";
+import { dispatchJob, recordCursor } from "../dispatch/dispatch.js";
 import { redispatchAfterLapse } from "../dispatch/redispatch.js";
+import { settleHeld } from "../fold/settleHeld.js";
 import { isStopped, type JobIndex, type JobState } from "../state/jobState.js";
 import { writeJobStop } from "../state/jobStops.js";
 import { jobFailed, noteProgress, type EndedJob, type Pass, type Step } from "./stepState.js";
@@ -54,7 +55,10 @@ export async function workActiveJobs(
   return finished;
 }
 
-/** One active job in a pass: ended (expired, or ended already), or sent again after a lapsed term and dispatched. */
+/**
+ * One active job in a pass: ended (expired, its held items' time come, or ended already), or sent again after a lapsed
+ * term and dispatched.
+ */
 export async function workJob(
   step: Step,
   pass: Pass,
@@ -63,10 +67,12 @@ export async function workJob(
 ): Promise<{ ended: EndedJob } | { used: number }> {
   const { deps, jobs, term, io, report } = step;
   const read = await jobs.latestJob(id, io);
-  const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
+  const live = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
+  const job = live === undefined ? undefined : await settleHeld(deps, jobs, live, step.resultsDrainedSinceMs, io);
+  if (job?.value.status === "completed" && live?.value.status === "running") report.completedJobs.push(id);
   if (job === undefined || job.value.status !== "running") return { ended: await endJob(step, id, job) };
-  const current = await redispatchOnce(step, pass, job);
-  const { sent, failed } = await dispatchJob(deps, jobs, current, budget, {
+  const current = await recordUnrecorded(step, await redispatchOnce(step, pass, job));
+  const { sent, failed, unrecorded } = await dispatchJob(deps, jobs, current, budget, {
     ...io,
     chunks: step.chunks,
     progress: term,
@@ -76,7 +82,24 @@ export async function workJob(
   report.dispatched += sent;
   report.failed += failed;
   if (sent + failed > 0) pass.work = true;
+  if (unrecorded !== undefined) {
+    step.unrecorded.set(id, unrecorded);
+    throw unrecorded.error;
+  }
   return { used: sent + failed };
+}
+
+/**
+ * Units an earlier pass sent and could not record (its cursor write failed) are recorded first; while that write
+ * fails too, the job is not dispatched (its pass fails with the error), rather than sent again at every pass.
+ */
+async function recordUnrecorded(step: Step, job: Versioned<JobState>): Promise<Versioned<JobState>> {
+  const unrecorded = step.unrecorded.get(job.value.id);
+  if (unrecorded === undefined) return job;
+  const recorded = await recordCursor(step.deps, step.jobs, job, unrecorded, step.io);
+  step.unrecorded.delete(job.value.id);
+  step.report.failed += recorded.failed;
+  return recorded.job;
 }
 
 /** A job no longer running, as the pass takes it off the active list: its stop blob, its progress, its event. */

@@ -105,6 +105,10 @@ async function beginStep(deps: CoordinationDeps, term: LeadershipTerm, options: 
     idleMs: MIN_IDLE_POLL_MS,
     resumeAt: undefined,
     storedResumeAt: undefined,
+    resultsDrainedSinceMs: undefined,
+    unrecorded: new Map(),
+    inboxTurn: { after: undefined },
+    cancelTurn: { after: undefined },
   };
 }
 
@@ -119,7 +123,9 @@ function beginPass(step: Step): Pass {
 /** Phase 1: jobs submitted since the last listing, from the inbox to the active list. */
 async function registerNewJobs(step: Step, pass: Pass): Promise<void> {
   const { deps, jobs, term, io, pastBudget } = step;
-  const registered = pass.list ? await registerJobs(deps, jobs, term.epoch, { ...io, pastBudget }) : 0;
+  const registered = pass.list
+    ? await registerJobs(deps, jobs, term.epoch, { ...io, pastBudget, turn: step.inboxTurn })
+    : 0;
   step.report.registered += registered;
   if (registered > 0) pass.work = true;
 }
@@ -132,6 +138,11 @@ async function foldResults(step: Step, pass: Pass): Promise<void> {
   const { deps, jobs, term, io, pastBudget, report } = step;
   for (const fold of report.passes === 1 ? [foldResultBatch, foldPoisonBatch] : [foldResultBatch]) {
     const acknowledgements: FoldReport["acknowledgements"] = [];
+    const startedMs = deps.now();
+    // Whether every result that reached the queue before `startedMs` has been folded: no batch left any waiting, and
+    // the last one took all the queue showed.
+    let drained = fold === foldResultBatch;
+    let caughtUp = false;
     for (let batch = 0; batch < MAX_FOLD_BATCHES; batch++) {
       // Between batches the event loop runs (renewals, the watchdog), however fast storage answers.
       await yieldToEventLoop();
@@ -146,8 +157,11 @@ async function foldResults(step: Step, pass: Pass): Promise<void> {
       for (const { jobId, error } of folded.jobErrors) jobFailed(step, pass, jobId, error);
       term.reportProgress();
       if (folded.received > 0) pass.work = true;
+      drained &&= folded.waiting === 0;
+      caughtUp = folded.drained;
       if (!folded.more || pastBudget()) break;
     }
+    if (drained && caughtUp) step.resultsDrainedSinceMs = Math.max(step.resultsDrainedSinceMs ?? startedMs, startedMs);
     await awaitAcknowledgements(deps, term.epoch, acknowledgements);
   }
 }
@@ -170,7 +184,9 @@ async function readActiveJobs(step: Step): Promise<Versioned<JobIndex> | undefin
 async function applyCancellations(step: Step, pass: Pass, index: Versioned<JobIndex> | undefined): Promise<void> {
   const { deps, jobs, io, pastBudget } = step;
   if (pass.list && (index?.value.active.length ?? 0) > 0)
-    step.report.jobErrors += (await applyCancelRequests(deps, jobs, { ...io, pastBudget })).failed.length;
+    step.report.jobErrors += (
+      await applyCancelRequests(deps, jobs, { ...io, pastBudget, turn: step.cancelTurn })
+    ).failed.length;
 }
 
 /** Jobs are waiting on workers: an idle pass polls again shortly instead of leaving them until the next tick. */

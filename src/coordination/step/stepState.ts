@@ -2,6 +2,8 @@ import type { FencedStateStore } from "../../library/fencing/FencedStateStore.js
 import type { LeadershipTerm } from "../../library/leadership/Term.js";
 import type { CoordinationDeps } from "../deps.js";
 import type { ChunkCache } from "../dispatch/chunkCache.js";
+import type { UnrecordedCursor } from "../dispatch/dispatch.js";
+import type { MarkerTurn } from "../jobs/markerTurn.js";
 import type { JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 
@@ -86,6 +88,19 @@ export interface Step {
   resumeAt: string | undefined;
   /** The position as the index stores it. */
   storedResumeAt: string | undefined;
+  /**
+   * Wall-clock ms when the latest results fold began that took every result the queue showed and left none waiting
+   * (`FoldReport.drained`): held items may fail only after one that began late enough (`fold/settleHeld.ts`).
+   */
+  resultsDrainedSinceMs: number | undefined;
+  /**
+   * Per job, units its dispatch sent that no cursor write recorded (the write failed): recorded before the job is
+   * dispatched again in this step, so they are not sent again at every pass (`dispatch.ts`, `recordCursor`).
+   */
+  unrecorded: Map<string, UnrecordedCursor>;
+  /** Where the step's passes are in the inbox and in the cancellation requests (`jobs/markerTurn.ts`). */
+  inboxTurn: MarkerTurn;
+  cancelTurn: MarkerTurn;
 }
 
 /** What one pass knows of itself. */

@@ -1,0 +1,59 @@
+import type { Versioned } from "../../library/fencing/FencedStateStore.js";
+import type { Abortable } from "../../library/util/delay.js";
+import type { CoordinationDeps } from "../deps.js";
+import { Bitmap } from "../state/bitmap.js";
+import { heldItems } from "../state/heldItems.js";
+import type { JobState } from "../state/jobState.js";
+import type { JobStore } from "../state/jobStore.js";
+import { RESULT_VISIBILITY_S } from "./foldResultBatch.js";
+
+/**
+ * The job with its held items failed, when it is time (else undefined): every other item is done or failed, its hold
+ * has ended (`heldUntilMs`), and a results fold that began at least {@link RESULT_VISIBILITY_S} after that took
+ * every result the queue showed and left none waiting (`drainedSinceMs`; `FoldReport.drained`). So a unit's own result
+ * that reached the queue before the hold ended has been folded first — even one a leader received and then died with,
+ * hidden that long. Held items are failed only when the job ends with them: while it runs they stay held, so a re-send
+ * after a lapsed term sends their units whole (a failed item would split its unit's run of unfinished items).
+ */
+export function heldOut(state: JobState, drainedSinceMs: number | undefined, nowMs: number): JobState | undefined {
+  const held = heldItems(state);
+  if (state.status !== "running" || held === undefined || state.heldUntilMs === undefined) return undefined;
+  if (drainedSinceMs === undefined || drainedSinceMs < state.heldUntilMs + RESULT_VISIBILITY_S * 1000) return undefined;
+  const count = held.count();
+  if (state.doneCount + state.failedCount + count < state.itemCount) return undefined;
+  const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
+  for (let item = 0; item < state.itemCount; item++) if (held.has(item)) failed.add(item);
+  const next: JobState = {
+    ...state,
+    failedBits: failed.toBase64(),
+    failedCount: state.failedCount + count,
+    status: "completed",
+    completedAtMs: nowMs,
+  };
+  delete next.heldBits;
+  delete next.heldUntilMs;
+  return next;
+}
+
+/**
+ * Ends a running job whose held items' time has come ({@link heldOut}): they fail with the reasons recorded when they
+ * were held, and the job completes (a fenced write). Returns the job as it now is.
+ */
+export async function settleHeld(
+  deps: Pick<CoordinationDeps, "now" | "logger" | "instanceId">,
+  jobs: JobStore,
+  job: Versioned<JobState>,
+  drainedSinceMs: number | undefined,
+  options: Abortable,
+): Promise<Versioned<JobState>> {
+  const now = deps.now();
+  if (heldOut(job.value, drainedSinceMs, now) === undefined) return job;
+  const settled =
+    (await jobs.updateJob(job.value.id, (state) => heldOut(state, drainedSinceMs, now), options, job)) ?? job;
+  if (settled.value.status === "completed" && job.value.status === "running")
+    deps.logger.warn(
+      `Job ${job.value.id}: ${settled.value.failedCount - job.value.failedCount} held item(s) failed: messages named their units without a result the leader could read, and no result of theirs came within the hold.`,
+      { instanceId: deps.instanceId, epoch: jobs.epoch },
+    );
+  return settled;
+}
