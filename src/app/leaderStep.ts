@@ -43,6 +43,23 @@ function moved(report: StepReport): boolean {
   return registered + folded + dispatched + failed + rejected + discarded + redispatched > 0;
 }
 
+/**
+ * Whether a result nobody has received yet waits on the results queue as an idle step ends: one that landed after
+ * the step's last fold, whose worker — seeing this leader live, its step with time left — sent no wake-up for it
+ * (issue 43, hole 3). One peek. Results received before (left for a leader with the job's task kind, or of a newer
+ * version) do not count: this leader cannot fold them. A failed peek says no: the sentinel surfaces later, as before.
+ */
+async function resultsWaiting(app: CoordinatorApp, abortSignal: AbortSignal, sink: Sink): Promise<boolean> {
+  try {
+    return (await app.resultsQueue.peek(32, { abortSignal })).some((message) => message.dequeueCount === 0);
+  } catch (error) {
+    sink.logger.verbose(
+      `Instance ${app.instanceId} could not look at the results queue as its step ended: ${error instanceof Error ? error.message : String(error)}`,
+    );
+    return false;
+  }
+}
+
 /** The leader's work for one attempt ({@link leaderStep}), and the epoch of its term once the term began. */
 export interface LeaderStep {
   task: LeaderTask<StepReport>;
@@ -70,8 +87,10 @@ export function leaderStep(app: CoordinatorApp, sink: Sink, trigger: StepTrigger
         sentinel,
       });
       // No job left: nothing to look after. Jobs left: it surfaces and starts the next step — soon if this step
-      // moved them on, later if it only waited (activity wake-ups start one sooner when results come).
-      ending = { remove: report.activeJobs === 0, ...(moved(report) ? {} : { surfaceInS: IDLE_STEP_SURFACE_S }) };
+      // moved them on or a result came after its last fold, later if it only waited (activity wake-ups start one
+      // sooner when results come).
+      const idle = report.activeJobs > 0 && !moved(report) && !(await resultsWaiting(app, term.signal, sink));
+      ending = { remove: report.activeJobs === 0, ...(idle ? { surfaceInS: IDLE_STEP_SURFACE_S } : {}) };
       failedInARow.delete(app);
       return report;
     } catch (error) {

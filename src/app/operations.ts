@@ -271,16 +271,26 @@ export async function handleWorkMessage(
 }
 
 /**
+ * How long before a seen leader's step ends, by the wall clock, a result still wakes the coordinator: 2 s. The
+ * instances' clocks may disagree by this much; and the step's last look at the results queue, at its end
+ * (`leaderStep.ts`), sees what landed before.
+ */
+const STEP_END_MARGIN_MS = 2000;
+
+/**
  * Whether a result needs no wake-up: this process's watcher read the lease within the last two watch intervals and
- * found a holder that heartbeats and had not fallen silent, and leaders keep a sentinel. Then, as for a wake-up's
- * follow-ups (`needsFollowUp`), that holder's step folds the result, or ends with the job active and its sentinel
- * starts the next step within LEADER_SENTINEL_SECONDS; a holder that dies is taken over by this process's watcher.
- * Each wake-up skipped saves a send, a receive, a delete and a `wake` execution that reads the lease (issue 35).
+ * found a holder that heartbeats and had not fallen silent, leaders keep a sentinel, and that holder's step (one term:
+ * it began when the record says, and ends within STEP_BUDGET_MS) has more than STEP_END_MARGIN_MS left. Then, as for a
+ * wake-up's follow-ups (`needsFollowUp`), that holder's step folds the result — a later pass, or its last look when
+ * it ends idle, whose sentinel then starts the next step within LEADER_SENTINEL_SECONDS, not IDLE_STEP_SURFACE_S
+ * (issue 43, hole 3) —; a holder that dies is taken over by this process's watcher. Each wake-up skipped saves a send,
+ * a receive, a delete and a `wake` execution that reads the lease (issue 35).
  */
 function leaderSeenLive(app: CoordinatorApp): boolean {
-  return (
-    app.settings.LEADER_SENTINEL_SECONDS > 0 && app.leaderWatch.sawLiveLeader(2 * app.settings.LEADER_WATCH_INTERVAL_MS)
-  );
+  const { settings } = app;
+  if (settings.LEADER_SENTINEL_SECONDS === 0) return false;
+  const since = app.leaderWatch.liveLeaderSince(2 * settings.LEADER_WATCH_INTERVAL_MS);
+  return since !== undefined && Date.now() + STEP_END_MARGIN_MS < since + settings.STEP_BUDGET_MS;
 }
 
 /** Sends an activity wake-up or follow-up; a failure is logged, never thrown (the timer is the heartbeat). */

@@ -43,7 +43,13 @@ describe("wake-ups from queue activity", () => {
     const watched = (store: ReturnType<typeof heldByOther>) =>
       memoryApp({
         store,
-        settings: { ACTIVITY_WAKE_INTERVAL_MS: "5000", LEADER_WATCH_INTERVAL_MS: "1000", LEADER_SENTINEL_SECONDS: "2" },
+        settings: {
+          ACTIVITY_WAKE_INTERVAL_MS: "5000",
+          LEADER_WATCH_INTERVAL_MS: "1000",
+          LEADER_SENTINEL_SECONDS: "2",
+          // The holder's step began just now and runs its budget: time to fold the result (`idleStepResults.test.ts`).
+          STEP_BUDGET_MS: "20000",
+        },
       });
     const live = heldByOther();
     live.record = { ...live.record, takeoverDeadlineMs: 6000 };

@@ -61,6 +61,8 @@ export class LeaderWatch {
   private lastActivityMono = Number.NEGATIVE_INFINITY;
   /** When this watcher's latest read found a live holder (see {@link sawLiveLeader}); -∞ after any other answer. */
   private liveSeenMono = Number.NEGATIVE_INFINITY;
+  /** That holder's term, as its record said: when it began (wall clock), for {@link liveLeaderSince}. */
+  private liveSinceMs: number | undefined;
   private loop: Promise<void> | undefined;
   private readonly stopped = new AbortController();
 
@@ -103,6 +105,15 @@ export class LeaderWatch {
     return this.now() - this.liveSeenMono <= withinMs;
   }
 
+  /**
+   * When the term of the live holder this watcher's latest read found (as {@link sawLiveLeader}) began, by its record
+   * (wall-clock ms); undefined when that read is older than `withinMs` or found none. A step runs one term, so the
+   * holder's step ends within its budget of this.
+   */
+  liveLeaderSince(withinMs: number): number | undefined {
+    return this.sawLiveLeader(withinMs) ? this.liveSinceMs : undefined;
+  }
+
   /** Stops watching and waits for a read in flight. */
   async stop(): Promise<void> {
     this.stopped.abort();
@@ -124,6 +135,7 @@ export class LeaderWatch {
           this.stats.reads++;
           const live = seen.outcome === "held" && seen.breakInMs !== undefined && seen.breakInMs > 0;
           this.liveSeenMono = live ? this.now() : Number.NEGATIVE_INFINITY;
+          this.liveSinceMs = seen.outcome === "held" ? seen.leader.sinceMs : undefined;
           if (seen.outcome === "broken") await this.broke();
           // A holder that may be broken sooner than the next read is read again right then.
           if (seen.outcome === "held" && seen.breakInMs !== undefined) waitMs = Math.min(waitMs, seen.breakInMs + 1);
