@@ -1,7 +1,8 @@
 import { Bitmap } from "../state/bitmap.js";
 import type { CoordinationDeps } from "../deps.js";
 import { emptyCounts, type FoldCounts } from "./foldReport.js";
-import { heldItems, INFERRED_FAILURE_HOLD_MS, withoutHeld } from "../state/heldItems.js";
+import { endJob, endTooLarge } from "./endJob.js";
+import { heldItems, INFERRED_FAILURE_HOLD_MS } from "../state/heldItems.js";
 import { MAX_RECORDED_FAILURES, type JobState } from "../state/jobState.js";
 import { jsonByteLength } from "../state/jsonSize.js";
 import { mergeAll, type RegisteredKind } from "../kinds/taskRegistry.js";
@@ -232,29 +233,4 @@ function reasonsOfSettled(
   return failures.filter(
     (failure, index) => !settled.has(failure.item) || (latest.get(failure.item) === index && !done.has(failure.item)),
   );
-}
-
-/** The job, ended as failed with `reason`: its counts and aggregate stay as they were. */
-function endJob(deps: Pick<CoordinationDeps, "now">, state: JobState, reason: string): JobState {
-  return { ...withoutHeld(state), status: "failed", failureReason: reason, completedAtMs: deps.now() };
-}
-
-/**
- * The job, ended as failed because its document would pass MAX_JOB_DOCUMENT_BYTES: as {@link endJob}, so the write
- * that ends it is no larger than the document already stored. Should that one be past the bound itself (written by a
- * version without it, or before the bound was lowered), its aggregate is dropped (null) and the reason says so: the
- * job must be able to end.
- */
-function endTooLarge(
-  deps: Pick<CoordinationDeps, "now" | "maxJobDocumentBytes">,
-  state: JobState,
-  reason: string,
-): JobState {
-  const ended = endJob(deps, state, reason);
-  if (jsonByteLength(ended, deps.maxJobDocumentBytes) <= deps.maxJobDocumentBytes) return ended;
-  return {
-    ...ended,
-    aggregate: null,
-    failureReason: `${reason}; its aggregate was dropped: it was past the bound already`,
-  };
 }

@@ -17,8 +17,10 @@ import { RESULT_VISIBILITY_S } from "./foldResultBatch.js";
  */
 export function heldOut(state: JobState, drainedSinceMs: number | undefined, nowMs: number): JobState | undefined {
   const held = heldItems(state);
-  if (state.status !== "running" || held === undefined || state.heldUntilMs === undefined) return undefined;
-  if (drainedSinceMs === undefined || drainedSinceMs < state.heldUntilMs + RESULT_VISIBILITY_S * 1000) return undefined;
+  if (state.status !== "running" || held === undefined) return undefined;
+  // A hold without its end (written by hand, or damaged) has ended: the job must be able to end.
+  const until = state.heldUntilMs ?? 0;
+  if (drainedSinceMs === undefined || drainedSinceMs < until + RESULT_VISIBILITY_S * 1000) return undefined;
   const count = held.count();
   if (state.doneCount + state.failedCount + count < state.itemCount) return undefined;
   const failed = Bitmap.fromBase64(state.failedBits, state.itemCount);
@@ -52,7 +54,7 @@ export async function settleHeld(
     (await jobs.updateJob(job.value.id, (state) => heldOut(state, drainedSinceMs, now), options, job)) ?? job;
   if (settled.value.status === "completed" && job.value.status === "running")
     deps.logger.warn(
-      `Job ${job.value.id}: ${settled.value.failedCount - job.value.failedCount} held item(s) failed: messages named their units without a result the leader could read, and no result of theirs came within the hold.`,
+      `Job ${job.value.id}: ${settled.value.failedCount - job.value.failedCount} held item(s) failed: their failure was inferred from messages that named their units (results the leader could not read, poisoned copies), and no result of their units came within the hold.`,
       { instanceId: deps.instanceId, epoch: jobs.epoch },
     );
   return settled;

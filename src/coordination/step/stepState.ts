@@ -2,7 +2,7 @@ import type { FencedStateStore } from "../../library/fencing/FencedStateStore.js
 import type { LeadershipTerm } from "../../library/leadership/Term.js";
 import type { CoordinationDeps } from "../deps.js";
 import type { ChunkCache } from "../dispatch/chunkCache.js";
-import type { UnrecordedCursor } from "../dispatch/dispatch.js";
+import type { UnrecordedCursor } from "../dispatch/recordCursor.js";
 import type { MarkerTurn } from "../jobs/markerTurn.js";
 import type { JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
@@ -95,7 +95,7 @@ export interface Step {
   resultsDrainedSinceMs: number | undefined;
   /**
    * Per job, units its dispatch sent that no cursor write recorded (the write failed): recorded before the job is
-   * dispatched again in this step, so they are not sent again at every pass (`dispatch.ts`, `recordCursor`).
+   * dispatched again in this step, so they are not sent again at every pass (`dispatch/recordCursor.ts`).
    */
   unrecorded: Map<string, UnrecordedCursor>;
   /** Where the step's passes are in the inbox and in the cancellation requests (`jobs/markerTurn.ts`). */
