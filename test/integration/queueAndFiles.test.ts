@@ -45,8 +45,13 @@ describe("StorageQueue on Azurite (adapter)", () => {
     expect(peeked[0]).not.toHaveProperty("popReceipt");
     expect(await queue.peek(1)).toHaveLength(1);
     expect((await raw.peekMessages({ numberOfMessages: 32 })).peekedMessageItems).toHaveLength(2);
-    expect(await queue.receive(32, 30)).toHaveLength(2); // peeking hid nothing
+    const received = await queue.receive(32, 30);
+    expect(received).toHaveLength(2); // peeking hid nothing
     expect(await queue.peek(32)).toEqual([]);
+    // A message received and released shows its delivery: an idle step tells it from one nobody has received yet.
+    const [first] = received;
+    if (first !== undefined) await queue.release(first);
+    expect(await queue.peek(32)).toMatchObject([{ id: first?.id, dequeueCount: 1 }]);
   });
 
   it("a peek tells how long the message has been on the queue, on storage's clock (the fold lag's source)", async () => {
