@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import type { JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
@@ -11,7 +12,9 @@ import { readJobFile } from "./jobFile.js";
 /**
  * `azure-leader-coordinator enqueue`: submits a job of any kind the user's app registers, cancels one, or reads its
  * status — over a deployed (or local) app's HTTP API with a key, or straight to storage through the app's own submit
- * route run in this process (`--app`: the app's task kinds validate the job; no instance of it starts).
+ * route run in this process (`--app`: the app's task kinds validate the job; no instance of it starts). The routes
+ * `--app` serves on 127.0.0.1 while it waits (up to a day) act with the operator's storage identity: only this process
+ * reaches them, with a key of its own, and only the ones it calls.
  */
 
 /** Usage text for `enqueue --help` and after a {@link UsageError}. */
@@ -114,6 +117,7 @@ export async function runEnqueue(args: EnqueueArgs, io: CommandIo): Promise<numb
     if (args.target.kind === "url") api = new JobsHttpApi(() => (args.target as { url: string }).url, args.target.key);
     else {
       const app = await loadFunctionApp(args.target.entry);
+      const key = randomBytes(32).toString("base64url");
       const started = new FunctionsHost({
         app,
         // The app's own errors are worth showing; its routine lines are not.
@@ -121,6 +125,7 @@ export async function runEnqueue(args: EnqueueArgs, io: CommandIo): Promise<numb
           if (entry.level === "error" || entry.level === "critical") io.stderr.write(`${entry.message}\n`);
         },
         httpOnly: true,
+        httpAccess: { key, allows: routesCalled(args.action.kind) },
         hostJsonPath: args.target.hostJsonPath ?? resolve("host.json"),
       });
       host = started;
@@ -129,12 +134,23 @@ export async function runEnqueue(args: EnqueueArgs, io: CommandIo): Promise<numb
       const base = port === undefined ? undefined : jobsBaseUrl(port, started.httpRoutes);
       if (base === undefined)
         throw new Error(`${args.target.entry} registers no job routes (registerCoordinator with http: false?).`);
-      api = new JobsHttpApi(() => base);
+      api = new JobsHttpApi(() => base, key);
     }
     return await act(api, args, io);
   } finally {
     await host?.stop();
   }
+}
+
+/**
+ * The job routes `action` calls, by method and template (`api/jobs`, `api/jobs/{id}`): submit and status, and cancel
+ * for `--cancel`. Never the leader's (step-down) nor another route of the app.
+ */
+function routesCalled(action: EnqueueArgs["action"]["kind"]): (method: string, template: string) => boolean {
+  return (method, template) =>
+    /(^|\/)jobs$/.test(template)
+      ? method === "POST"
+      : /(^|\/)jobs\/\{[^/}]+\}$/.test(template) && (method === "GET" || (method === "DELETE" && action === "cancel"));
 }
 
 async function act(api: JobsHttpApi, args: EnqueueArgs, io: CommandIo): Promise<number> {

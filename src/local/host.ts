@@ -2,7 +2,7 @@ import { dirname, resolve } from "node:path";
 import { AppHooks } from "./appHooks.js";
 import { findTrigger } from "./bindings.js";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig.js";
-import { HttpListener, type HttpRoute } from "./httpTrigger.js";
+import { HttpListener, type HttpAccess, type HttpRoute } from "./httpTrigger.js";
 import { invokeFunction, type HostLogSink, type Invoker } from "./invoke.js";
 import { hostIdFrom, ListenerLock, type ListenerLockSettings } from "./listenerLock.js";
 import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings.js";
@@ -45,6 +45,11 @@ export interface FunctionsHostOptions {
    * without becoming an instance of it). @default false
    */
   httpOnly?: boolean;
+  /**
+   * Only the key's holder reaches the HTTP routes, and only those it allows (`enqueue --app`: its own submit and status
+   * calls). @default none: anyone on the machine reaches every route, as `func start` serves them
+   */
+  httpAccess?: HttpAccess;
   /** How long {@link FunctionsHost.stop} waits for running invocations and appTerminate hooks, in ms. @default 30000 */
   stopTimeoutMs?: number;
 }
@@ -85,7 +90,7 @@ export class FunctionsHost {
         (response) => writeQueueOutputs(fn, response, clients, this.config.queues, this.env),
         options.invokeDelayMs?.[fn.metadata.name] ?? 0,
       );
-    this.http = new HttpListener(invoke, options.log, this.config.httpRoutePrefix, this.env);
+    this.http = new HttpListener(invoke, options.log, this.config.httpRoutePrefix, this.env, options.httpAccess);
     for (const fn of options.app.functions) {
       const name = fn.metadata.name;
       if (/^(true|1)$/i.test(this.env[`AzureWebJobs.${name}.Disabled`] ?? "")) {

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buffer } from "node:stream/consumers";
@@ -12,7 +13,8 @@ import { compileRoute, type Route } from "./routes.js";
  * goes to the function as worker HTTP data and the library builds the `HttpRequest` (params, query, headers, body);
  * the handler's `HttpResponseInit`/`HttpResponse` comes back as status, headers and body bytes. A handler that returns
  * nothing answers 204, one that throws answers 500. Not emulated (function keys, streaming, CORS, …): see
- * docs/LOCAL-HOST.md, "Known gaps".
+ * docs/LOCAL-HOST.md, "Known gaps". A host that serves only its own process (`enqueue --app`) guards the port with an
+ * {@link HttpAccess} of its own instead.
  */
 
 interface HttpFunction {
@@ -31,17 +33,31 @@ export interface HttpRoute {
   template: string;
 }
 
+/**
+ * Who may call a listener that serves one process's own requests (`enqueue --app`): a listener on 127.0.0.1 answers
+ * every local process, and a browser page's no-cors request too, with the identity of whoever started it.
+ */
+export interface HttpAccess {
+  /** Every request must carry it as `x-functions-key` (a browser's no-cors request cannot); others get 401. */
+  readonly key: string;
+  /** The routes served, by upper-case method and path template (`api/jobs/{id}`); others get 404. */
+  readonly allows: (method: string, template: string) => boolean;
+}
+
 /** Serves every HTTP-triggered function of the app on one port. */
 export class HttpListener {
   private readonly functions: HttpFunction[] = [];
   private readonly running = new Set<Promise<void>>();
   private server: Server | undefined;
+  private port = 0;
 
+  /** @param access when given, only its key's holder reaches only the routes it allows (undefined: anyone, any). */
   constructor(
     private readonly invoke: Invoker,
     private readonly log: HostLogSink,
     private readonly routePrefix: string,
     private readonly env: Record<string, string | undefined>,
+    private readonly access?: HttpAccess,
   ) {}
 
   /** Adds an HTTP-triggered function. */
@@ -95,7 +111,8 @@ export class HttpListener {
         resolve();
       });
     });
-    return (server.address() as AddressInfo).port;
+    this.port = (server.address() as AddressInfo).port;
+    return this.port;
   }
 
   /** Stops accepting requests and waits for those in flight. */
@@ -113,10 +130,18 @@ export class HttpListener {
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
+      const refusal = this.refusal(request);
+      if (refusal !== undefined) {
+        response.writeHead(refusal).end();
+        return;
+      }
       const url = new URL(request.url ?? "/", `http://${request.headers.host ?? "127.0.0.1"}`);
       const method = (request.method ?? "GET").toUpperCase();
       const target = this.functions.find(
-        (candidate) => candidate.route.match(url.pathname) !== undefined && (candidate.methods?.has(method) ?? true),
+        (candidate) =>
+          candidate.route.match(url.pathname) !== undefined &&
+          (candidate.methods?.has(method) ?? true) &&
+          (this.access?.allows(method, candidate.route.template) ?? true),
       );
       if (target === undefined) {
         response.writeHead(404).end();
@@ -144,6 +169,20 @@ export class HttpListener {
       if (!response.headersSent) response.writeHead(500);
       response.end();
     }
+  }
+
+  /**
+   * Under {@link HttpAccess}: 403 for a Host other than this listener's own address (a name rebound to 127.0.0.1 by a
+   * page's DNS), 401 without the key; undefined when the request may go on.
+   */
+  private refusal(request: IncomingMessage): 401 | 403 | undefined {
+    if (this.access === undefined) return undefined;
+    const host = request.headers.host ?? "";
+    if (host !== `127.0.0.1:${this.port}` && host !== `localhost:${this.port}`) return 403;
+    const sent = request.headers["x-functions-key"];
+    // Hashes of equal length, so the comparison takes the same time whatever was sent.
+    const digest = (text: string): Buffer => createHash("sha256").update(text).digest();
+    return typeof sent === "string" && timingSafeEqual(digest(sent), digest(this.access.key)) ? undefined : 401;
   }
 }
 
