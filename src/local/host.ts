@@ -1,4 +1,5 @@
 import { dirname, resolve } from "node:path";
+import { currentPlatform } from "../app/hostPlatform.js";
 import { AppHooks } from "./appHooks.js";
 import { findTrigger } from "./bindings.js";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig.js";
@@ -72,7 +73,12 @@ export class FunctionsHost {
     this.env = options.env ?? process.env;
     const hostJsonPath = options.hostJsonPath;
     this.appDirectory = hostJsonPath === undefined ? process.cwd() : dirname(resolve(hostJsonPath));
-    this.config = readHostConfig(hostJsonPath, options.queueOverrides, options.singletonOverrides);
+    this.config = readHostConfig(
+      hostJsonPath,
+      options.queueOverrides,
+      options.singletonOverrides,
+      currentPlatform(this.env),
+    );
     const hostStorage = this.env.AzureWebJobsStorage?.trim();
     const hostId = hostIdFrom(this.env);
     const clients = new QueueClients(this.env);
