@@ -10,6 +10,7 @@ import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings.js";
 import { QueueClients } from "./queueClients.js";
 import { QueueListener } from "./queueTrigger.js";
 import { setSystemLogSink, type FunctionApp } from "./registrations.js";
+import { ScheduleStatusBlob } from "./scheduleStatusBlob.js";
 import { TimerListener } from "./timerTrigger.js";
 
 /**
@@ -108,16 +109,18 @@ export class FunctionsHost {
       if (options.httpOnly === true && type !== "httptrigger") continue;
       switch (type) {
         case "timertrigger": {
+          const hostLog = (level: "information" | "warning", message: string): void =>
+            options.log({ level, category: "host", message });
           const lock = hostStorage
-            ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, (level, message) =>
-                options.log({ level, category: "host", message }),
-              )
+            ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, hostLog)
             : undefined;
+          // Used only when the schedule is monitored (timerTrigger.ts decides).
+          const statusStore = hostStorage ? new ScheduleStatusBlob(hostStorage, hostId, name, hostLog) : undefined;
           if (lock === undefined)
             this.warn(
-              `Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock: this instance fires the timer whatever other instances of the app do.`,
+              `Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock and no schedule monitor: this instance fires the timer whatever other instances of the app do, and runs no missed occurrence.`,
             );
-          this.listeners.push(new TimerListener(fn, trigger, invoke, this.env, lock));
+          this.listeners.push(new TimerListener(fn, trigger, invoke, this.env, lock, statusStore));
           break;
         }
         case "queuetrigger":

@@ -166,29 +166,17 @@ describe("local Functions host on Azurite", () => {
     expect(records("echo")).toHaveLength(before);
   });
 
-  it("fires the timer at each occurrence of its NCRONTAB schedule with the host's Timer object", async () => {
+  it("fires the timer at each occurrence of its NCRONTAB schedule with the host's Timer object (no schedule monitor: the schedule fires more than once a minute)", async () => {
     await waitFor(() => records("tick").length >= 3, 6_000);
-    type TimerSeen = {
-      isPastDue: boolean;
-      schedule: unknown;
-      scheduleStatus: { last: string; next: string; lastUpdated: string };
-    };
-    const ticks = records("tick").map((tick) => ({ atMs: tick.atMs as number, timer: tick.timer as TimerSeen }));
-    expect(ticks[0]?.timer).toMatchObject({
-      isPastDue: false,
-      schedule: { adjustForDST: true },
-      scheduleStatus: { last: "0001-01-01T00:00:00" },
-    });
-    for (const [index, tick] of ticks.entries()) {
-      const next = Date.parse(tick.timer.scheduleStatus.next);
-      expect(next % 1000).toBe(0);
-      expect(next).toBeGreaterThan(tick.atMs - 1000);
-      if (index === 0) continue;
-      // `last` is the previous occurrence, and this one ran no earlier than a second (one occurrence) after it.
-      const last = Date.parse(tick.timer.scheduleStatus.last);
-      expect(last % 1000).toBe(0);
-      expect(tick.atMs).toBeGreaterThanOrEqual(last + 1000);
+    const ticks = records("tick").map((tick) => ({ atMs: tick.atMs as number, timer: tick.timer }));
+    for (const tick of ticks) {
+      // As the WebJobs SDK measured (npm run conformance:host): no status without the monitor.
+      expect(tick.timer).toEqual({ isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: null });
+      // Each within half a second after a whole second (the schedule's occurrences).
+      expect(tick.atMs % 1000).toBeLessThan(500);
     }
+    const seconds = ticks.map((tick) => Math.floor(tick.atMs / 1000));
+    expect(new Set(seconds).size).toBe(seconds.length);
   });
 
   it("routes HTTP requests to /api/<route> with route params, query, body and the response init", async () => {
