@@ -170,7 +170,10 @@ export function startSdkHost(
       remember(logs, `${String(line.level)} ${String(line.category)}: ${message}`);
     }
   });
-  createInterface({ input: child.stderr }).on("line", (text) => remember(logs, `stderr: ${text}`));
+  // A crash's stack trace would push its message out of the lines kept: keep the message, not the frames.
+  createInterface({ input: child.stderr }).on("line", (text) => {
+    if (!/^\s+at /.test(text)) remember(logs, `stderr: ${text}`);
+  });
   // A failed spawn also ends in "exit".
   child.once("error", (error) => remember(logs, `could not start: ${error.message}`));
   return {
