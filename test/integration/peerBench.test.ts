@@ -2,33 +2,18 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { QueueServiceClient } from "@azure/storage-queue";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePeerArgs, UsageError } from "../../scripts/verification/bench/peer/cli";
-import {
-  batchParts,
-  startCountingProxy,
-  type CountingProxy,
-  type ProxiedRequest,
-} from "../../scripts/support/countingProxy";
+import { batchParts, startCountingProxy, type CountingProxy } from "../../scripts/support/countingProxy";
 import { priceRun } from "../../scripts/verification/bench/peer/pricing";
 import { statusPoller } from "../../scripts/verification/bench/throughput/projectRun";
 import { getJobStatus } from "../../src/app/jobs";
 import { instanceEnv } from "../../src/local/startup";
 import { checkTargets, summarize, type PeerSample } from "../../scripts/verification/bench/peer/report";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
+import { proxiedRequest } from "../support/proxiedRequest";
 
 /** bench:peer's parts that its figures rest on: the counting proxy (on a real Azurite), the pricing, the targets. */
 
-const request = (service: ProxiedRequest["service"], over: Partial<ProxiedRequest> = {}): ProxiedRequest => ({
-  atMs: 0,
-  service,
-  method: "GET",
-  name: "x",
-  path: "",
-  comp: "",
-  status: 200,
-  transactions: 1,
-  target: "",
-  ...over,
-});
+const request = proxiedRequest;
 
 describe("bench:peer's counting proxy (Azurite)", () => {
   const env = useAzurite();

@@ -45,13 +45,14 @@ export function holdsLock(host: RunningHost, target: string): boolean {
   return lockRequests(host, target).some((request) => request.action === "acquire" && request.status === 201);
 }
 
-/** A non-holder's requests grouped into polls: a pause of more than 2 s starts the next. */
-function pollsOf(requests: readonly LockRequest[]): LockRequest[][] {
+/** A non-holder's requests grouped into polls: a pause of more than half the polling interval starts the next. */
+function pollsOf(requests: readonly LockRequest[], recoveryMs: number): LockRequest[][] {
   const polls: LockRequest[][] = [];
   for (const request of requests) {
     const current = polls.at(-1);
     const previous = current?.at(-1);
-    if (current === undefined || previous === undefined || request.atMs - previous.atMs > 2000) polls.push([request]);
+    if (current === undefined || previous === undefined || request.atMs - previous.atMs > recoveryMs / 2)
+      polls.push([request]);
     else current.push(request);
   }
   return polls;
@@ -60,11 +61,17 @@ function pollsOf(requests: readonly LockRequest[]): LockRequest[][] {
 export const gapsS = (times: number[]): number[] =>
   times.slice(1).map((atMs, index) => round((atMs - (times[index] ?? atMs)) / 1000, 1));
 
-/** How `holder` and `other` used the lock `target` before `beforeMs`. */
-export function measureLock(holder: RunningHost, other: RunningHost, target: string, beforeMs: number): LockUse {
+/** How `holder` and `other` used the lock `target` before `beforeMs`, the other polling every `recoveryS`. */
+export function measureLock(
+  holder: RunningHost,
+  other: RunningHost,
+  target: string,
+  beforeMs: number,
+  recoveryS: number,
+): LockUse {
   const held = lockRequests(holder, target, beforeMs);
   const polled = lockRequests(other, target, beforeMs);
-  const polls = pollsOf(polled);
+  const polls = pollsOf(polled, recoveryS * 1000);
   return {
     target: held.length > 0 ? target : null,
     acquireDurationS: [

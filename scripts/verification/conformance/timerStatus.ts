@@ -114,8 +114,8 @@ export function statusRequests(requests: readonly ProxiedRequest[], hostId: stri
 /**
  * Whether a status's Last is the invocation that started at `startMs`: the SDK takes the invocation's time just
  * before it binds and runs the function (3.0.6 takes a startup or past-due run's at the listener's start, before the
- * status is read), so Last may precede the function's own start by a few seconds on a loaded machine, never follow it.
+ * status is read), so Last may precede the function's own start by seconds on a loaded machine, never follow it.
  */
 export function isInvocationTime(lastMs: number, startMs: number): boolean {
-  return lastMs <= startMs + 500 && lastMs >= startMs - 5000;
+  return lastMs <= startMs + 500 && lastMs >= startMs - 10_000;
 }

@@ -29,8 +29,10 @@ async function startOrRefuse(world: World, side: Side, singleton: HostSpec["sing
 }
 
 async function run(world: World): Promise<Row[]> {
-  const recovery = await onBothSides((side) => startOrRefuse(world, side, { periodS: 15, recoveryS: 5 }));
-  const period = await onBothSides((side) => startOrRefuse(world, side, { periodS: 10, recoveryS: 15 }));
+  const [recovery, period] = await Promise.all([
+    onBothSides((side) => startOrRefuse(world, side, { periodS: 15, recoveryS: 5 })),
+    onBothSides((side) => startOrRefuse(world, side, { periodS: 10, recoveryS: 15 })),
+  ]);
   return [
     measuredRow(
       "host-json.recovery-minimum",

@@ -7,14 +7,14 @@ import { waitUntil, type World } from "../world";
 
 /**
  * How many messages one host runs at once: the queue holds more than it can take, half the messages of a batch take
- * 1 s and half 6 s (so that a batch thins out to the threshold while the rest still runs, and the next batch joins
+ * 1 s and half 4 s (so that a batch thins out to the threshold while the rest still runs, and the next batch joins
  * them), and the functions count their own concurrent invocations. Three host.json shapes: batchSize 16 with
  * newBatchThreshold 8 (this repository's), batchSize 4 with the threshold left out, and the same on a Dynamic SKU
  * (WEBSITE_SKU=Dynamic, the Consumption plan; Flex Consumption is not Dynamic).
  */
 
 const SHORT_MS = 1000;
-const LONG_MS = 6000;
+const LONG_MS = 4000;
 
 interface Variant {
   id: string;
@@ -32,21 +32,21 @@ function variants(): Variant[] {
     {
       id: "queue.concurrency",
       claim: "One host runs at most batchSize + newBatchThreshold messages of a queue at once (16 + 8)",
-      messages: 48,
+      messages: 36,
       queues: { batchSize: 16, newBatchThreshold: 8, maxPollingIntervalMs: 1000 },
       expected: 24,
     },
     {
       id: "queue.default-threshold",
       claim: `newBatchThreshold left out: batchSize / 2 × the processor count (${processors} here) unless WEBSITE_SKU is Dynamic`,
-      messages: 24,
+      messages: 16,
       queues: { batchSize: 4, maxPollingIntervalMs: 1000 },
       expected: 4 + 2 * processors,
     },
     {
       id: "queue.default-threshold-dynamic",
       claim: "newBatchThreshold left out on a Dynamic SKU (WEBSITE_SKU=Dynamic): batchSize / 2",
-      messages: 24,
+      messages: 16,
       queues: { batchSize: 4, maxPollingIntervalMs: 1000 },
       websiteSku: "Dynamic",
       expected: 6,

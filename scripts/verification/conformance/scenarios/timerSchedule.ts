@@ -50,7 +50,9 @@ async function scheduleSide(world: World, side: Side): Promise<ScheduleResult> {
   await Promise.all(hosts.map((host) => world.stop(host)));
   const target = lockTarget(hostId, "Tick");
   const [a, b] = hosts;
-  const lock = holdsLock(a, target) ? measureLock(a, b, target, endMs) : measureLock(b, a, target, endMs);
+  const lock = holdsLock(a, target)
+    ? measureLock(a, b, target, endMs, LOCK.recoveryS)
+    : measureLock(b, a, target, endMs, LOCK.recoveryS);
   const starts = hosts.flatMap((host) => host.invocations.filter((record) => record.phase === "start"));
   return {
     lock,
@@ -139,9 +141,9 @@ async function run(world: World): Promise<Row[]> {
     onBothSides((side) => overrunSide(world, side)),
     onBothSides((side) => startupSide(world, side)),
   ]);
-  // The first invocation of a process may come late (the SDK's JIT, a loaded machine); the rest are on time.
+  // On time, but a loaded machine makes a host's timer late now and then (the SDK's first, JIT-compiled, most).
   const fires = (result: ScheduleResult): boolean =>
-    result.offsetsMs.length >= 5 && result.offsetsMs.slice(1).every((offset) => offset < 750);
+    result.offsetsMs.length >= 5 && median(result.offsetsMs) < 300 && result.offsetsMs.every((offset) => offset < 1500);
   const oneFires = (result: ScheduleResult): boolean => result.startsPerHost.filter((count) => count > 0).length === 1;
   const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
   const same = (pick: (result: StartupResult) => unknown): boolean =>
@@ -153,7 +155,7 @@ async function run(world: World): Promise<Row[]> {
       { offsetsMs: schedule.sdk.offsetsMs },
       { offsetsMs: schedule.local.offsetsMs },
       fires(schedule.sdk) && fires(schedule.local),
-      "both: at least 5 invocations, each after the first within 750 ms after its occurrence (an even second)",
+      "both: at least 5 invocations, a median under 300 ms after its occurrence (an even second), none 1.5 s late",
     ),
     measuredRow(
       "timer.one-instance-per-app",
