@@ -10,6 +10,7 @@ export default tseslint.config(
       "eslint.config.mjs",
       "eslint.boundary.mjs",
       "dist/**",
+      "dev/dist/**",
       "node_modules/**",
       "coverage/**",
       ".local/**",
@@ -47,7 +48,7 @@ export default tseslint.config(
     rules: { ...tseslint.configs.disableTypeChecked.rules, "@typescript-eslint/no-require-imports": "off" },
   },
   {
-    files: ["src/**/*.ts"],
+    files: ["src/**/*.ts", "dev/src/**/*.ts"],
     rules: {
       "no-console": "error",
       // No product function over about 80 lines (CONTRIBUTING.md, "Style and tools"): a longer one is a sequence of

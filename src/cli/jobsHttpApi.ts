@@ -1,12 +1,11 @@
 import type { FieldError, JobStatus } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
-import type { HttpRoute } from "./httpTrigger.js";
 
 /**
  * The coordinator's job routes over HTTP, as any client of a deployed app uses them — submit (`POST …/jobs`), status
- * (`GET …/jobs/{id}`), cancel (`DELETE …/jobs/{id}`) — for `azure-leader-coordinator enqueue --url`, and on the local
- * instances for `local` and the testing entry, which so submit jobs of whatever kinds the user's app registered and
- * read statuses through the app's own views.
+ * (`GET …/jobs/{id}`), cancel (`DELETE …/jobs/{id}`) — for `azure-leader-coordinator enqueue --url`, and, in the
+ * development package, on the local instances for `local` and the testing entry (which so submit jobs of whatever kinds
+ * the user's app registered and read statuses through the app's own views) and in process for `enqueue --app`.
  */
 
 /** What a submission came to: the job, or why the app refused it. */
@@ -23,16 +22,29 @@ export type HttpCancelResult =
 /** Where the routes are: a base URL (`https://my-app.azurewebsites.net/api`) each path goes under. */
 export type BaseUrl = () => string | undefined;
 
-/** The job routes of one app. */
-export class JobsHttpApi {
+/** What `enqueue` and the local tools need of an app's job routes. */
+export interface JobsApi {
+  /** Submits a job; field errors and refusals are a value. */
+  submit(body: unknown, options?: Abortable): Promise<HttpSubmitResult>;
+  /** The job's status through the app's views; undefined for no such job. */
+  getJob(id: string, options?: Abortable): Promise<JobStatus | undefined>;
+  /** Asks for the job's cancellation. */
+  cancel(id: string, options?: Abortable): Promise<HttpCancelResult>;
+}
+
+/** The job routes of one app, over HTTP. */
+export class JobsHttpApi implements JobsApi {
   /**
-   * @param baseUrl the URL the routes `jobs` and `jobs/{id}` are under (read at each call: local instances die);
+   * @param baseUrl - the URL the routes `jobs` and `jobs/{id}` are under (read at each call: local instances die);
    *   undefined when no instance answers.
-   * @param key a function (or admin, for cancel) key, sent as `x-functions-key`.
+   * @param key - a function (or admin, for cancel) key, sent as `x-functions-key`.
+   * @param fetchImpl - how requests are sent. Default: the global `fetch` (the development package's `enqueue --app`
+   *   answers them in its own process, with no port open).
    */
   constructor(
     private readonly baseUrl: BaseUrl,
     private readonly key?: string,
+    private readonly fetchImpl: typeof fetch = fetch,
   ) {}
 
   /** Submits a job; field errors and refusals are a value. */
@@ -75,7 +87,7 @@ export class JobsHttpApi {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.key !== undefined) headers["x-functions-key"] = this.key;
-    return fetch(`${base.replace(/\/+$/, "")}/${path}`, {
+    return this.fetchImpl(`${base.replace(/\/+$/, "")}/${path}`, {
       method,
       headers,
       ...(body === undefined ? {} : { body }),
@@ -98,27 +110,4 @@ async function jsonOf(response: Response): Promise<Record<string, unknown>> {
   } catch {
     return {};
   }
-}
-
-/**
- * The base URL of the job routes among an instance's routes (`POST <prefix>/jobs`, `GET <prefix>/jobs/{id}`), on
- * `http://127.0.0.1:<port>`; undefined when it serves none (the app registered `http: false`).
- */
-export function jobsBaseUrl(port: number, routes: readonly HttpRoute[]): string | undefined {
-  const submit = routeEndingIn(routes, "jobs", "POST");
-  return submit === undefined ? undefined : `http://127.0.0.1:${port}/${submit.template.slice(0, -"jobs".length)}`;
-}
-
-/** The status page's URL among an instance's routes (`GET <prefix>/status`); undefined when it serves none. */
-export function statusPageUrl(port: number, routes: readonly HttpRoute[]): string | undefined {
-  const page = routeEndingIn(routes, "status", "GET");
-  return page === undefined ? undefined : `http://127.0.0.1:${port}/${page.template}`;
-}
-
-function routeEndingIn(routes: readonly HttpRoute[], last: string, method: string): HttpRoute | undefined {
-  return routes.find(
-    (route) =>
-      (route.template === last || route.template.endsWith(`/${last}`)) &&
-      (route.methods.length === 0 || route.methods.includes(method)),
-  );
 }

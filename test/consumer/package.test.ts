@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { execFile } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../dev/src/local/instances";
 import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 import { compile, installProject, removeProject, REMOVE_TIMEOUT_MS } from "./project";

@@ -14,7 +14,7 @@ import {
   runBash,
   stageClone,
 } from "./deployPackage";
-import { sizeOf } from "../../scripts/tools/package";
+import { sizeOf } from "../../dev/src/cli/packageCommand";
 
 /**
  * The deploy package is built exactly as docs/DEPLOY.md says — its build block (`npm ci`, `npm run build`,

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { aggregatesMatch, createDemoJob } from "../../src/local/demoData";
+import { aggregatesMatch, createDemoJob } from "../../dev/src/local/demoData";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseLocalArgs as parseIn } from "../../src/cli/localCommand";
+import { parseLocalArgs as parseIn } from "../../dev/src/cli/localCommand";
 import { UsageError } from "../../src/cli/flags";
-import { instanceEnv } from "../../src/local/startup";
+import { instanceEnv } from "../../dev/src/local/startup";
 
 /** A user's project: package.json whose "main" exists, and a host.json. */
 function project(files: Record<string, string> = {}): string {

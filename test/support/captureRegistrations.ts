@@ -4,8 +4,8 @@
  * does (src/local/registrations.ts), and prints what it registered as one JSON line on stdout:
  * `{ functions: [{ name, bindings }], hooks: [name] }`. A load failure exits 1 with the error on stderr.
  */
-import { loadFunctionApp } from "../../src/local/registrations";
-import type { RpcBindingInfo } from "../../src/local/coreApi";
+import { loadFunctionApp } from "../../dev/src/local/registrations";
+import type { RpcBindingInfo } from "../../dev/src/local/coreApi";
 
 /** What the child prints. */
 export interface CapturedRegistrations {

@@ -32,7 +32,7 @@ import {
   POLL_MIN_MS,
   pollDelaysMs,
 } from "../../scripts/verification/bench/throughput/baselineProtocol";
-import { MIN_POLL_MS } from "../../src/local/queueTrigger";
+import { MIN_POLL_MS } from "../../dev/src/local/queueTrigger";
 
 const roles = {
   workQueues: ["work-items"],

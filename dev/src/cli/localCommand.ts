@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { LocalJob, LocalOptions } from "../local/options.js";
-import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "./flags.js";
-import { readJobFile } from "./jobFile.js";
+import { numberFlag, parseFlags, pathFlag, readJobFile, UsageError } from "azure-leader-coordinator/internal";
+import { scheduleFlag } from "./scheduleFlag.js";
 
 /**
  * `azure-leader-coordinator local`: the command line of a local run of the user's app (`src/local/run.ts` does the

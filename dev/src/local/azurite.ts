@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ConfigurationError } from "../library/errors.js";
+import { ConfigurationError } from "azure-leader-coordinator/internal";
 import { MODULE_FILE } from "./moduleFile.js";
 
 /**

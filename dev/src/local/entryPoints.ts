@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ConfigurationError } from "../library/errors.js";
+import { ConfigurationError } from "azure-leader-coordinator/internal";
 import { MODULE_FILE } from "./moduleFile.js";
 
 /**

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { eventEpoch } from "../app/events.js";
+import { eventEpoch } from "azure-leader-coordinator/internal";
 import type { EventLine } from "./protocol.js";
 
 /**

@@ -2,7 +2,7 @@ import { dirname, resolve } from "node:path";
 import { AppHooks } from "./appHooks.js";
 import { findTrigger } from "./bindings.js";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig.js";
-import { HttpListener, type HttpRoute } from "./httpTrigger.js";
+import { HttpListener, type HttpRoute, type LocalHttpAnswer, type LocalHttpRequest } from "./httpTrigger.js";
 import { invokeFunction, type HostLogSink, type Invoker } from "./invoke.js";
 import { hostIdFrom, ListenerLock, type ListenerLockSettings } from "./listenerLock.js";
 import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings.js";
@@ -45,6 +45,12 @@ export interface FunctionsHostOptions {
    * without becoming an instance of it). @default false
    */
   httpOnly?: boolean;
+  /**
+   * Whether the HTTP triggers listen on a port. Without one they are reached only in this process, through
+   * {@link FunctionsHost.answer}: `enqueue --app` opens no port that another process (or a browser page) could reach
+   * the app's routes through, the operator's storage behind them. @default true
+   */
+  listen?: boolean;
   /** How long {@link FunctionsHost.stop} waits for running invocations and appTerminate hooks, in ms. @default 30000 */
   stopTimeoutMs?: number;
 }
@@ -150,11 +156,17 @@ export class FunctionsHost {
       this.options.log({ level, category, message });
     });
     await this.hooks.runAppStart(this.appDirectory);
-    if (this.http.hasFunctions) this.httpPort = await this.http.listen(this.options.httpPort ?? 0);
+    if (this.http.hasFunctions && this.options.listen !== false)
+      this.httpPort = await this.http.listen(this.options.httpPort ?? 0);
     for (const listener of this.listeners) listener.start();
     this.info(
       `Host started: ${this.options.app.functions.length} function(s)${this.httpPort === undefined ? "" : `, HTTP on 127.0.0.1:${this.httpPort}`}.`,
     );
+  }
+
+  /** Answers a request to the app's HTTP triggers in this process, with or without a port (see `listen`). */
+  answer(request: LocalHttpRequest): Promise<LocalHttpAnswer> {
+    return this.http.answer(request);
   }
 
   /**

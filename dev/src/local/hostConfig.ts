@@ -1,11 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
-import { parseTimeSpanMs } from "../app/timeSpan.js";
+import { parseTimeSpanMs, type MessageEncoding } from "azure-leader-coordinator/internal";
 import {
   HOST_LISTENER_LOCK_DEFAULTS,
   validateListenerLockSettings,
   type ListenerLockSettings,
 } from "./listenerLock.js";
-import type { MessageEncoding } from "../azure/StorageQueue.js";
 
 /**
  * The host.json settings the local host honours, with the Functions defaults (queues extension 5.x:

@@ -111,34 +111,44 @@ export class HttpListener {
     await closed;
   }
 
+  /**
+   * Answers one request in this process, as a request on the port is answered (404 without a matching route, 500 when
+   * the function failed), with no port open: the development package's `enqueue --app` reaches the app's routes so.
+   */
+  async answer(request: LocalHttpRequest): Promise<LocalHttpAnswer> {
+    const url = new URL(request.url);
+    const method = request.method.toUpperCase();
+    const target = this.functions.find(
+      (candidate) => candidate.route.match(url.pathname) !== undefined && (candidate.methods?.has(method) ?? true),
+    );
+    if (target === undefined) return { status: 404, headers: {}, body: Buffer.alloc(0) };
+    const http: RpcHttpData = {
+      method,
+      url: url.toString(),
+      headers: request.headers,
+      query: Object.fromEntries(url.searchParams),
+      params: target.route.match(url.pathname) ?? {},
+      body: { bytes: request.body },
+    };
+    const outcome = await this.invoke(target.fn, {
+      data: { http },
+      reason: `This function was programmatically called via the host APIs.`,
+    });
+    const answer = outcome.ok ? outcome.response.returnValue?.http : undefined;
+    if (!outcome.ok) return { status: 500, headers: {}, body: Buffer.alloc(0) };
+    if (answer === undefined) return { status: 204, headers: {}, body: Buffer.alloc(0) };
+    return answerOf(answer);
+  }
+
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
-      const url = new URL(request.url ?? "/", `http://${request.headers.host ?? "127.0.0.1"}`);
-      const method = (request.method ?? "GET").toUpperCase();
-      const target = this.functions.find(
-        (candidate) => candidate.route.match(url.pathname) !== undefined && (candidate.methods?.has(method) ?? true),
-      );
-      if (target === undefined) {
-        response.writeHead(404).end();
-        return;
-      }
-      const body = await buffer(request);
-      const http: RpcHttpData = {
-        method,
-        url: url.toString(),
+      const answer = await this.answer({
+        method: request.method ?? "GET",
+        url: new URL(request.url ?? "/", `http://${request.headers.host ?? "127.0.0.1"}`).toString(),
         headers: flattenHeaders(request),
-        query: Object.fromEntries(url.searchParams),
-        params: target.route.match(url.pathname) ?? {},
-        body: { bytes: body },
-      };
-      const outcome = await this.invoke(target.fn, {
-        data: { http },
-        reason: `This function was programmatically called via the host APIs.`,
+        body: await buffer(request),
       });
-      const answer = outcome.ok ? outcome.response.returnValue?.http : undefined;
-      if (!outcome.ok) response.writeHead(500).end();
-      else if (answer === undefined) response.writeHead(204).end();
-      else writeAnswer(response, answer);
+      response.writeHead(answer.status, answer.headers).end(answer.body);
     } catch (error) {
       this.log({ level: "error", category: "host", message: `HTTP request failed: ${(error as Error).message}` });
       if (!response.headersSent) response.writeHead(500);
@@ -147,13 +157,32 @@ export class HttpListener {
   }
 }
 
-function writeAnswer(response: ServerResponse, answer: RpcHttpData): void {
+/** A request answered in process ({@link HttpListener.answer}). */
+export interface LocalHttpRequest {
+  method: string;
+  /** The whole URL (`http://127.0.0.1/api/jobs`): only its path and query are read. */
+  url: string;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+/** The function's answer: status, headers (a cookie list under `set-cookie`) and body bytes. */
+export interface LocalHttpAnswer {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+}
+
+function answerOf(answer: RpcHttpData): LocalHttpAnswer {
   const headers: Record<string, string | string[]> = { ...answer.headers };
   const cookies = (answer.cookies ?? []).map((cookie) => `${cookie.name ?? ""}=${cookie.value ?? ""}`);
   if (cookies.length > 0) headers["set-cookie"] = cookies;
-  response.writeHead(Number(answer.statusCode ?? 200), headers);
   const body = answer.body;
-  response.end(body?.bytes !== undefined ? Buffer.from(body.bytes) : (body?.string ?? ""));
+  return {
+    status: Number(answer.statusCode ?? 200),
+    headers,
+    body: body?.bytes !== undefined ? Buffer.from(body.bytes) : Buffer.from(body?.string ?? ""),
+  };
 }
 
 function flattenHeaders(request: IncomingMessage): Record<string, string> {

@@ -1,6 +1,5 @@
 import { dirname } from "node:path";
-import { instanceIdFrom } from "../app/context.js";
-import { parseEventLine } from "../app/events.js";
+import { instanceIdFrom, parseEventLine } from "azure-leader-coordinator/internal";
 import { FunctionsHost } from "./host.js";
 import type { HostLogEntry } from "./invoke.js";
 import { formatInstanceLine, type InstanceLine } from "./protocol.js";

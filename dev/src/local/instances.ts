@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import { instanceIdFrom } from "../app/context.js";
-import { eventEpoch } from "../app/events.js";
-import { ConfigurationError } from "../library/errors.js";
+import { instanceIdFrom, eventEpoch, ConfigurationError } from "azure-leader-coordinator/internal";
 import { appEntryArgs, localModule } from "./entryPoints.js";
 import { fieldText } from "./eventLog.js";
 import type { HttpRoute } from "./httpTrigger.js";

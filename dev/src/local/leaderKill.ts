@@ -1,4 +1,4 @@
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { type JobStatus } from "azure-leader-coordinator/internal";
 import type { InstanceProcess } from "./instances.js";
 import type { EventLine } from "./protocol.js";
 

@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
-import { createStorageClients } from "../azure/clients.js";
-import { delay } from "../library/util/delay.js";
-import { retryAfterCreating } from "../azure/OnDemandCreation.js";
+import { createStorageClients, delay, retryAfterCreating } from "azure-leader-coordinator/internal";
 
 /**
  * The host's timer listener lock, emulated. Inside one function app the Functions host runs a timer trigger's

@@ -1,5 +1,5 @@
 import { BlobServiceClient } from "@azure/storage-blob";
-import type { Settings } from "../app/settings.js";
+import { type Settings } from "azure-leader-coordinator/internal";
 import { createDemoJob, type Aggregate } from "./demoData.js";
 import type { LocalJob } from "./options.js";
 

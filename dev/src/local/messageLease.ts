@@ -1,5 +1,5 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay } from "../library/util/delay.js";
+import { delay } from "azure-leader-coordinator/internal";
 import type { HostLogSink } from "./invoke.js";
 
 /**

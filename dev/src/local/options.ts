@@ -1,4 +1,4 @@
-import type { Abortable } from "../library/util/delay.js";
+import { type Abortable } from "azure-leader-coordinator/internal";
 import type { LiveMode } from "./liveView.js";
 
 /**

@@ -3,7 +3,7 @@ import type { InvocationResponse, RpcBindingInfo } from "./coreApi.js";
 import type { QueueSettings } from "./hostConfig.js";
 import { typedDataValue } from "./invoke.js";
 import type { QueueClients } from "./queueClients.js";
-import { encodeBody } from "../azure/StorageQueue.js";
+import { encodeBody } from "azure-leader-coordinator/internal";
 import type { RegisteredFunction } from "./registrations.js";
 
 /**

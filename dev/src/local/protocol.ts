@@ -1,4 +1,4 @@
-import type { AppEvent } from "../app/events.js";
+import { type AppEvent } from "azure-leader-coordinator/internal";
 import type { HttpRoute } from "./httpTrigger.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { QueueClient, QueueServiceClient } from "@azure/storage-queue";
-import { createStorageClients } from "../azure/clients.js";
+import { createStorageClients } from "azure-leader-coordinator/internal";
 
 /**
  * Queue clients for bindings, by the binding's `connection` setting (default `AzureWebJobsStorage`). Locally the

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { DequeuedMessageItem } from "@azure/storage-queue";
-import { decodeBase64, type MessageEncoding } from "../azure/StorageQueue.js";
+import { decodeBase64, type MessageEncoding } from "azure-leader-coordinator/internal";
 import type { RpcTypedData } from "./coreApi.js";
 
 /** Decoding queue messages and describing them to the function as the queues extension (5.x) does. */

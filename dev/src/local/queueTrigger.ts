@@ -1,5 +1,5 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay, withJitter } from "../library/util/delay.js";
+import { delay, withJitter } from "azure-leader-coordinator/internal";
 import { stringProperty, type TriggerBinding } from "./bindings.js";
 import type { QueueSettings } from "./hostConfig.js";
 import type { HostLogSink, Invoker } from "./invoke.js";

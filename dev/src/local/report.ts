@@ -1,6 +1,6 @@
 import type { Aggregate } from "./demoData.js";
 import { fieldText } from "./eventLog.js";
-import { eventEpoch } from "../app/events.js";
+import { eventEpoch } from "azure-leader-coordinator/internal";
 import type { EventLine } from "./protocol.js";
 
 /** Words for people: the notable events of a run and its final summary. */

@@ -1,10 +1,10 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck.js";
+import { checkHostJsonFile, describeHostJsonFindings } from "azure-leader-coordinator/internal";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { EventLog, recordFromEventLine } from "./eventLog.js";
 import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances.js";
-import { statusPageUrl } from "./jobsHttpApi.js";
+import { statusPageUrl } from "./instanceUrls.js";
 import { MidJobLeaderKill } from "./leaderKill.js";
 import { LiveView } from "./liveView.js";
 import { prepareJob } from "./localJob.js";

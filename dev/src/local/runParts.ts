@@ -4,11 +4,11 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { JobsHttpApi, type JobStatus } from "azure-leader-coordinator/internal";
 import type { Azurite } from "./azurite.js";
 import type { EventLog } from "./eventLog.js";
 import { InstanceProcess, type InstanceHandlers } from "./instances.js";
-import { JobsHttpApi, jobsBaseUrl, statusPageUrl } from "./jobsHttpApi.js";
+import { jobsBaseUrl, statusPageUrl } from "./instanceUrls.js";
 import { LiveView, type LiveMode } from "./liveView.js";
 import type { PreparedJob } from "./localJob.js";
 import type { RunLocalOptions } from "./options.js";

@@ -1,6 +1,4 @@
-import { readSettings, settingsSchema, type Settings } from "../app/settings.js";
-import { parseNcrontab } from "../app/schedule.js";
-import { delay } from "../library/util/delay.js";
+import { readSettings, settingsSchema, type Settings, parseNcrontab, delay } from "azure-leader-coordinator/internal";
 import { NODE_WORKER_ARGUMENTS, lastOutput, type InstanceProcess } from "./instances.js";
 import type { LocalOptions } from "./options.js";
 

@@ -1,6 +1,6 @@
 import { BlobServiceClient } from "@azure/storage-blob";
 import { QueueServiceClient } from "@azure/storage-queue";
-import type { Settings } from "../app/settings.js";
+import { type Settings } from "azure-leader-coordinator/internal";
 
 /**
  * Creates the containers and queues the app uses, as the Bicep templates do in Azure: the lease, state, input and

@@ -1,4 +1,4 @@
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { type JobStatus } from "azure-leader-coordinator/internal";
 import { aggregatesMatch, asAggregate, type Aggregate } from "./demoData.js";
 import { aggregateTable } from "./report.js";
 

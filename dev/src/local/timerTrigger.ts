@@ -1,6 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
-import { delay } from "../library/util/delay.js";
-import { parseTimeSpanMs } from "../app/timeSpan.js";
+import { delay, parseTimeSpanMs } from "azure-leader-coordinator/internal";
 import { stringProperty, type TriggerBinding } from "./bindings.js";
 import type { Invoker } from "./invoke.js";
 import type { ListenerLock } from "./listenerLock.js";

@@ -1,5 +1,4 @@
-import type { JobStatus } from "../coordination/state/jobStatus.js";
-import { delay } from "../library/util/delay.js";
+import { type JobStatus, delay } from "azure-leader-coordinator/internal";
 import type { InstanceProcess } from "./instances.js";
 import type { MidJobLeaderKill } from "./leaderKill.js";
 import type { LiveView } from "./liveView.js";

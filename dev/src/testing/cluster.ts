@@ -1,12 +1,17 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { AppEvent, AppEventType } from "../app/events.js";
-import type { JobStatus } from "../coordination/state/jobStatus.js";
-import { ConfigurationError } from "../library/errors.js";
-import { delay, type Abortable } from "../library/util/delay.js";
+import {
+  ConfigurationError,
+  delay,
+  JobsHttpApi,
+  type Abortable,
+  type AppEvent,
+  type AppEventType,
+  type JobStatus,
+} from "azure-leader-coordinator/internal";
 import { startAzurite, type Azurite } from "../local/azurite.js";
 import { InstanceProcess, lastOutput, type InstanceHandlers } from "../local/instances.js";
-import { JobsHttpApi, jobsBaseUrl } from "../local/jobsHttpApi.js";
+import { jobsBaseUrl } from "../local/instanceUrls.js";
 import { instanceEnv, waitForReady } from "../local/startup.js";
 import { ensureAppStorage } from "../local/storageSetup.js";
 

@@ -1,7 +1,9 @@
 /**
- * `azure-leader-coordinator/testing`: run the user's own Function app as a cluster in their tests — Azurite (an
- * optional peer dependency: `npm install --save-dev azurite`), N instances, jobs, events, a killed leader. Importing it
- * starts nothing; {@link startTestCluster} does.
+ * `azure-leader-coordinator-dev/testing` (the same as the package's main entry): test the user's own Function app —
+ * the whole app as a cluster on Azurite ({@link startTestCluster}: N
+ * instances, jobs, events, a killed leader). Importing it starts nothing.
+ *
+ * @packageDocumentation
  */
 export {
   startTestCluster,
@@ -11,4 +13,4 @@ export {
   type TestClusterOptions,
   type TestInstance,
 } from "./cluster.js";
-export type { JobStatus } from "../coordination/state/jobStatus.js";
+export type { JobStatus } from "azure-leader-coordinator";

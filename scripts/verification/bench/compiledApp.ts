@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import type * as Instances from "../../../src/local/instances";
+import type * as Instances from "../../../dev/src/local/instances";
 import { REPO_APP } from "../../support/repoApp";
 
 /**
