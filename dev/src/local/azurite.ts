@@ -19,7 +19,9 @@ const DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/
 
 /**
  * Runs Azurite as a grandchild and kills it when its parent goes away (its stdin closes), so a run that is SIGKILLed
- * never leaves an Azurite behind. Plain JS given to `node -e`: it needs no file and no TypeScript loader.
+ * never leaves an Azurite behind. Plain JS given to `node -e`: it needs no file and no TypeScript loader. The guard
+ * itself is never sent SIGKILL while Azurite may run: a killed guard cannot stop its child, which init then adopts with
+ * its ports (issue 43, hole 2). To end Azurite at once, close the guard's stdin ({@link endGuard}).
  */
 const GUARD = `"use strict";
 const { spawn } = require("node:child_process");
@@ -121,8 +123,10 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     await stopProcess(proc);
   }
 
+  // This process's end closes the guard's stdin anyway (a process.exit(), a crash, a SIGKILL); said here for the exit
+  // that runs handlers.
   const killOnExit = (): void => {
-    child?.kill("SIGKILL");
+    endGuard(child);
   };
   process.once("exit", killOnExit);
 
@@ -194,7 +198,7 @@ function listeningPorts(proc: ChildProcessWithoutNullStreams, startTimeoutMs: nu
     let output = "";
     const found: { blob?: number; queue?: number; table?: number } = {};
     const timer = setTimeout(() => {
-      proc.kill("SIGKILL");
+      endGuard(proc);
       reject(new Error(`Azurite did not start within ${startTimeoutMs} ms. Output:\n${output}`));
     }, startTimeoutMs);
     const onData = (chunk: Buffer): void => {
@@ -230,11 +234,22 @@ function listeningPorts(proc: ChildProcessWithoutNullStreams, startTimeoutMs: nu
   });
 }
 
-/** Stops an Azurite process: SIGTERM, then SIGKILL after 5 s; at once when it is not running. */
+/**
+ * Ends Azurite at once: closes its guard's stdin, and the guard SIGKILLs Azurite and then exits with it. Never a
+ * SIGKILL of the guard itself, which would orphan Azurite.
+ */
+function endGuard(proc: ChildProcess | undefined): void {
+  proc?.stdin?.destroy();
+}
+
+/**
+ * Stops an Azurite process: SIGTERM (the guard passes it on), then, after 5 s, Azurite's SIGKILL through its guard
+ * ({@link endGuard}); at once when it is not running. The guard exits once Azurite has.
+ */
 async function stopProcess(proc: ChildProcess | undefined): Promise<void> {
   if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
   await new Promise<void>((done) => {
-    const kill = setTimeout(() => proc.kill("SIGKILL"), 5_000);
+    const kill = setTimeout(() => endGuard(proc), 5_000);
     proc.once("exit", () => {
       clearTimeout(kill);
       done();
