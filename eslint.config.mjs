@@ -48,6 +48,16 @@ export default tseslint.config(
     rules: { ...tseslint.configs.disableTypeChecked.rules, "@typescript-eslint/no-require-imports": "off" },
   },
   {
+    // Plain ES module fixtures (a user's app entry as Node loads it): linted without type information.
+    files: ["test/**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: "module",
+      globals: { setInterval: "readonly" },
+    },
+  },
+  {
     files: ["src/**/*.ts", "dev/src/**/*.ts"],
     rules: {
       "no-console": "error",

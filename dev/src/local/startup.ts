@@ -48,18 +48,27 @@ function budgetBelow(schedule: string): string | undefined {
   return String(Math.max(1000, parsed.schedule.shortestIntervalMs - 1000));
 }
 
-/** Waits until every instance has reported ready. @throws Error when one exits first or 60 s pass. */
+/**
+ * Waits until every instance has reported ready, at most `timeoutMs`.
+ *
+ * @throws Error when one exits first, or naming those not ready in time, with their last output.
+ */
 export async function waitForReady(
   instances: readonly InstanceProcess[],
   abortSignal: AbortSignal | undefined,
+  timeoutMs = 60_000,
 ): Promise<void> {
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const dead = instances.find((instance) => instance.state.exit !== undefined);
     if (dead !== undefined)
       throw new Error(`${dead.state.name} exited while starting. Its last output:\n${lastOutput(dead.state)}`);
-    if (instances.every((instance) => instance.state.role !== "starting")) return;
-    if (Date.now() > deadline) throw new Error("The instances did not start within 60 s.");
+    const starting = instances.filter((instance) => instance.state.role === "starting");
+    if (starting.length === 0) return;
+    if (Date.now() > deadline)
+      throw new Error(
+        `${starting.map((instance) => instance.state.name).join(", ")} did not start within ${timeoutMs} ms. The last output:\n${starting.map((instance) => `${instance.state.name}:\n${lastOutput(instance.state)}`).join("\n")}`,
+      );
     await delay(100, { abortSignal });
   }
 }

@@ -36,7 +36,10 @@ export interface TestClusterOptions extends Abortable {
   schedule?: string;
   /** The app's project: where Azurite and tsx are resolved from. @default the current directory */
   projectDir?: string;
-  /** How long to wait for Azurite and the instances to start, in ms. @default 60000 */
+  /**
+   * How long to wait for Azurite to listen, and then for every instance to be ready (each wait on its own), in ms.
+   * @default 60000
+   */
   startTimeoutMs?: number;
 }
 
@@ -119,7 +122,8 @@ export async function startTestCluster(options: TestClusterOptions): Promise<Tes
   if (!existsSync(appEntry))
     throw new ConfigurationError(`appEntry ${appEntry} does not exist: build your app before its tests.`);
   const hostJson = options.hostJsonPath ?? join(projectDir, "host.json");
-  const azurite = await startAzurite({ projectDir, startTimeoutMs: options.startTimeoutMs ?? 60_000 });
+  const startTimeoutMs = options.startTimeoutMs ?? 60_000;
+  const azurite = await startAzurite({ projectDir, startTimeoutMs });
   const cluster = new Cluster(azurite);
   try {
     const { env, settings } = instanceEnv(
@@ -137,7 +141,7 @@ export async function startTestCluster(options: TestClusterOptions): Promise<Tes
       LOCAL_PROJECT_DIR: projectDir,
     };
     for (let index = 1; index <= count; index++) cluster.start(`instance-${index}`, instanceSettings);
-    await waitForReady(cluster.processes, options.abortSignal);
+    await waitForReady(cluster.processes, options.abortSignal, startTimeoutMs);
     return cluster;
   } catch (error) {
     await cluster.stop();
