@@ -20,6 +20,7 @@ export { retryAfterCreating } from "./azure/OnDemandCreation.js";
 export { TaskRegistry, type RegisteredKind } from "./coordination/kinds/taskRegistry.js";
 export { issuesText, type SchemaIssue } from "./coordination/kinds/standardSchema.js";
 export { validateSubmission } from "./coordination/jobs/submit.js";
+export { inputOf } from "./coordination/worker/workerInputs.js";
 export type { FieldError, JobStatus } from "./coordination/state/jobStatus.js";
 export { registeredTaskKinds } from "./host/registeredKinds.js";
 export { MAX_BODY_BYTES } from "./host/http.js";

@@ -1,7 +1,7 @@
 /**
  * `azure-leader-coordinator-dev/testing` (the same as the package's main entry): test the user's own Function app —
- * the whole app as a cluster on Azurite ({@link startTestCluster}: N
- * instances, jobs, events, a killed leader). Importing it starts nothing.
+ * a task kind alone, in milliseconds ({@link runKind}), or the whole app as a cluster on Azurite ({@link
+ * startTestCluster}: N instances, jobs, events, a killed leader). Importing it starts nothing.
  *
  * @packageDocumentation
  */
@@ -13,4 +13,13 @@ export {
   type TestClusterOptions,
   type TestInstance,
 } from "./cluster.js";
-export type { JobStatus } from "azure-leader-coordinator";
+export {
+  runKind,
+  type ItemOutcome,
+  type KindInput,
+  type KindLogLine,
+  type KindRun,
+  type PartialOf,
+  type RunKindOptions,
+} from "./runKind.js";
+export type { AggregateOf, JobStatus } from "azure-leader-coordinator";

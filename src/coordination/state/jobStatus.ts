@@ -12,8 +12,11 @@ export type RunStatus = "running" | EndedStatus;
  */
 export type EndedStatus = "completed" | "failed" | "cancelled" | "expired";
 
-/** A job's progress as users read it. */
-export interface JobStatus {
+/**
+ * A job's progress as users read it. `Aggregate` is its kind's aggregate as users read it (`AggregateOf<typeof kind>`
+ * where the caller names the kind; `unknown` otherwise).
+ */
+export interface JobStatus<Aggregate = unknown> {
   id: string;
   kind: string;
   /**
@@ -25,8 +28,11 @@ export interface JobStatus {
   /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
   failureReason?: string;
   progress: { total: number; dispatched: number; done: number; failed: number; skipped: number };
-  /** The aggregate so far (final once completed), in the kind's view. */
-  aggregate: unknown;
+  /**
+   * The aggregate so far (final once completed), in the kind's view; undefined while the job is pending, `null` for a
+   * kind without an aggregate.
+   */
+  aggregate: Aggregate | undefined;
   /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
   failures: { item: number; reason: string }[];
   createdAt: string;
