@@ -21,7 +21,7 @@ function project(files: Record<string, string> = {}): string {
 const PROJECT = project({ "job.json": '{"kind":"mine","params":{},"items":[{"inline":"x"}]}', "bad.json": "{ no" });
 const parseLocalArgs = (argv: string[]): ReturnType<typeof parseIn> => parseIn(argv, PROJECT);
 
-describe("azure-leader-coordinator local flags", () => {
+describe("azure-leader-coordinator-dev local flags", () => {
   it("runs the project's own app (package.json main) with its host.json and no job by default", () => {
     expect(parseLocalArgs([])).toEqual({
       appEntry: join(PROJECT, "dist", "index.js"),

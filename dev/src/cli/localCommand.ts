@@ -5,12 +5,12 @@ import { numberFlag, parseFlags, pathFlag, readJobFile, UsageError } from "azure
 import { scheduleFlag } from "./scheduleFlag.js";
 
 /**
- * `azure-leader-coordinator local`: the command line of a local run of the user's app (`src/local/run.ts` does the
+ * `azure-leader-coordinator-dev local`: the command line of a local run of the user's app (`src/local/run.ts` does the
  * run). Parsed and checked up front; a bad flag is a {@link UsageError} naming it and what is allowed.
  */
 
 /** Usage text for `local --help` and after a {@link UsageError}. */
-export const LOCAL_USAGE = `Usage: azure-leader-coordinator local [flags]
+export const LOCAL_USAGE = `Usage: azure-leader-coordinator-dev local [flags]
 
 Runs your Function app on this machine as N instances (separate processes) of a small Functions host, on an
 embedded Azurite (unless COORDINATION_STORAGE is set), with your host.json: the instances elect a leader, and you
@@ -38,10 +38,10 @@ the end. App settings (WORK_UNIT_MAX_ITEMS, your own, …) come from the environ
                                 listenerLockRecoveryPollingInterval)
   --help                  show this text
 
-Azurite is an optional peer dependency: npm install --save-dev azurite. Without --job or --demo, submit work with
-azure-leader-coordinator enqueue (the URL is printed at start).
+Azurite comes with this package. Without --job or --demo, submit work with azure-leader-coordinator enqueue
+(the URL is printed at start).
 To see a leader die mid-job, make the job span many passes (one item per work message, a few per pass):
-  WORK_UNIT_MAX_ITEMS=1 DISPATCH_BATCH_SIZE=4 azure-leader-coordinator local --job job.json --kill-leader-after 0`;
+  WORK_UNIT_MAX_ITEMS=1 DISPATCH_BATCH_SIZE=4 azure-leader-coordinator-dev local --job job.json --kill-leader-after 0`;
 
 /**
  * Parses `argv` (after `local`) in the project folder `cwd`.

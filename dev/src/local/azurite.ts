@@ -8,9 +8,9 @@ import { MODULE_FILE } from "./moduleFile.js";
 
 /**
  * Starts and stops Azurite for the local host, the testing entry, tests and benchmarks: spawned with node directly
- * (not npx, which can orphan it), telemetry off, on free ports read back from its "listening at" lines. Azurite is an
- * optional peer dependency of the package: it is resolved from the user's project (then from beside the package), and
- * a clear error says how to install it when it is missing. Nothing is installed globally and no Docker is needed.
+ * (not npx, which can orphan it), telemetry off, on free ports read back from its "listening at" lines. Azurite is a
+ * dependency of the development package: it is resolved from the user's project (then from beside the package), and
+ * a clear error says how to install it when neither has it. Nothing is installed globally and no Docker is needed.
  */
 
 /** The well-known Azurite development account. Local/test configuration only; it is not a secret. */
@@ -50,7 +50,7 @@ export function resolveAzuriteMain(projectDir: string = process.cwd()): string {
     }
   }
   throw new ConfigurationError(
-    `Azurite is not installed in ${projectDir}. It is an optional peer dependency of azure-leader-coordinator, needed to run your app locally and in tests: npm install --save-dev azurite (or set COORDINATION_STORAGE to use other storage).`,
+    `Azurite is not installed in ${projectDir}. It comes with azure-leader-coordinator-dev, which runs your app locally and in tests: npm install --save-dev azure-leader-coordinator-dev (or set COORDINATION_STORAGE to use other storage).`,
   );
 }
 

@@ -2,7 +2,7 @@ import { type Abortable } from "azure-leader-coordinator/internal";
 import type { LiveMode } from "./liveView.js";
 
 /**
- * The options of a local run: what `azure-leader-coordinator local` parses from its command line (`src/cli/`), and
+ * The options of a local run: what `azure-leader-coordinator-dev local` parses from its command line (`src/cli/`), and
  * what a caller embedding the runner ({@link RunLocalOptions}) adds.
  */
 
@@ -14,7 +14,7 @@ import type { LiveMode } from "./liveView.js";
 export type LocalJob =
   { kind: "demo"; items: number } | { kind: "submission"; body: unknown; source: string } | { kind: "none" };
 
-/** Options of a local run (the flags of `azure-leader-coordinator local --help`). */
+/** Options of a local run (the flags of `azure-leader-coordinator-dev local --help`). */
 export interface LocalOptions {
   /** The app's entry file: its compiled JavaScript (TypeScript only with tsx installed in its project). */
   appEntry: string;

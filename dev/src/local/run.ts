@@ -28,7 +28,7 @@ import {
 export type { InstanceSummary, LocalRunResult } from "./summary.js";
 
 /**
- * `runLocal`: the whole local run of a user's Function app, importable (`azure-leader-coordinator local` is a thin
+ * `runLocal`: the whole local run of a user's Function app, importable (`azure-leader-coordinator-dev local` is a thin
  * wrapper, and the end-to-end tests call this). Starts Azurite unless COORDINATION_STORAGE is set, says what the
  * host.json in use lacks, creates the app's containers and queues, starts the instance processes, submits the job
  * (the app's own, the demo, or none) through the app's HTTP route, watches until it ends (or the duration ends, or the

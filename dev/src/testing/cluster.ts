@@ -16,7 +16,7 @@ import { instanceEnv, waitForReady } from "../local/startup.js";
 import { ensureAppStorage } from "../local/storageSetup.js";
 
 /**
- * A cluster of the user's own Function app for their tests (vitest, jest): Azurite (the optional peer dependency),
+ * A cluster of the user's own Function app for their tests (vitest, jest): Azurite (a dependency of this package),
  * N instances of the app on the local Functions host — each its own OS process, as in Azure — and the means to submit
  * jobs, wait for the events and statuses a test needs, kill the leader or a worker, and stop everything. Modelled on
  * Apache Curator's `TestingCluster`.
