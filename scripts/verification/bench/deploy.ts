@@ -126,7 +126,9 @@ function main(): void {
       false,
     );
     const development = installSize(after);
-    sh(after, path.join(after, "node_modules", ".bin", "azure-leader-coordinator-dev"), ["package", "--out", "deploy"]);
+    // Under this process's Node (the bin's `env node` may find an older one first on PATH).
+    const bin = path.join(after, "node_modules", ".bin", "azure-leader-coordinator-dev");
+    sh(after, process.execPath, [bin, "package", "--out", "deploy"]);
     const deployed = installSize(path.join(after, "deploy"));
     const sizes: Record<string, InstallSize> = {
       "before, azurite as a dev dependency (npm install --omit=dev)": before,
