@@ -55,21 +55,21 @@ export function simRegistry(
   return registry;
 }
 
-function observed<P, R>(
-  kind: TaskKind<P, R>,
+function observed<P, R, V>(
+  kind: TaskKind<P, R, V>,
   onDone: ((jobId: string, index: number) => void) | undefined,
   work?: SimItemWork,
 ) {
   if (onDone === undefined && work === undefined) return kind;
   return {
     ...kind,
-    process: async (...args: Parameters<TaskKind<P, R>["process"]>): Promise<R> => {
+    process: async (...args: Parameters<TaskKind<P, R, V>["process"]>): Promise<R> => {
       await work?.(args[0].text, args[1].abortSignal);
       const partial = await kind.process(...args);
       onDone?.(args[1].jobId, args[1].index);
       return partial;
     },
-  } satisfies TaskKind<P, R>;
+  } satisfies TaskKind<P, R, V>;
 }
 
 /** A simulated kind's partial of one input, computed synchronously (the invariants recompute aggregates with it). */

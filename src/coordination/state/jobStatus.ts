@@ -12,8 +12,11 @@ export type RunStatus = "running" | EndedStatus;
  */
 export type EndedStatus = "completed" | "failed" | "cancelled" | "expired";
 
-/** A job's progress as users read it. */
-export interface JobStatus {
+/**
+ * A job's progress as users read it. `Aggregate` is its kind's aggregate as users read it (`AggregateOf<typeof kind>`
+ * where the caller names the kind; `unknown` otherwise).
+ */
+export interface JobStatus<Aggregate = unknown> {
   id: string;
   kind: string;
   /**
@@ -31,8 +34,11 @@ export interface JobStatus {
    * still make them done, and they count as failed only if none comes by `heldUntil`, when nothing else is left.
    */
   progress: { total: number; dispatched: number; done: number; failed: number; skipped: number; held?: number };
-  /** The aggregate so far (final once completed), in the kind's view. */
-  aggregate: unknown;
+  /**
+   * The aggregate so far (final once completed), in the kind's view; undefined while the job is pending, `null` for a
+   * kind without an aggregate.
+   */
+  aggregate: Aggregate | undefined;
   /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
   failures: { item: number; reason: string }[];
   createdAt: string;
