@@ -183,10 +183,13 @@ export class QueueListener {
       if (outcome.ok) {
         await this.queue.deleteMessage(message.messageId, lease.popReceipt);
       } else if (message.dequeueCount >= settings.maxDequeueCount) {
+        // A body that failed binding names itself and why (the host's execution log carries the reason).
         await this.moveToPoison(
           message,
           lease.popReceipt,
-          `Message has reached MaxDequeueCount of ${settings.maxDequeueCount}.`,
+          decoded.ok
+            ? `Message has reached MaxDequeueCount of ${settings.maxDequeueCount}.`
+            : `Message ${message.messageId} could not be bound: ${decoded.reason} It has reached MaxDequeueCount of ${settings.maxDequeueCount}.`,
         );
       } else {
         await this.queue.updateMessage(

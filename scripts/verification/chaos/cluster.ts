@@ -75,7 +75,7 @@ const LOCK_GONE = /^Singleton lock (released|lost) \(.*\.coordinator\.Listener\)
  * The host's line when it moves an undecodable message to the poison queue (the reason is only in the log, as in
  * Azure).
  */
-const UNDECODABLE = /^Message (\S+) could not be decoded: (.*) Moving message to queue/;
+const UNDECODABLE = /^Message (\S+) could not be (?:decoded|bound): (.*) Moving message to queue/;
 
 /** Azurite, the instance processes and the event log of one scenario. */
 export class ChaosCluster {

@@ -78,7 +78,8 @@ export function badInputScenario(options: ScenarioOptions): Promise<ScenarioResu
             (record.messageId === id ||
               (message.marker !== undefined && fieldText(record.reason).includes(message.marker))),
         );
-      const deadline = Date.now() + 30_000;
+      // A body that is not UTF-8 fails binding on each of its deliveries before it is poisoned.
+      const deadline = Date.now() + 90_000;
       while (sent.some((entry) => !isReported(entry)) && Date.now() < deadline) await delay(500);
       const unreported = sent.filter((entry) => !isReported(entry));
       run.unreportedBadItems += unreported.length;
