@@ -53,7 +53,8 @@ export default defineConfig({
         test: {
           name: "processes",
           include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"],
-          // The WebJobs SDK side by side (`npm run test:conformance`): not in `npm test` (see docs/TESTING.md).
+          // The WebJobs SDK side by side (`npm run test:conformance`): not in `npm test` (see
+          // docs/contributing/testing.md).
           exclude: ["test/e2e/conformanceHost.test.ts"],
           sequence: { groupOrder: 1 },
           fileParallelism: false,

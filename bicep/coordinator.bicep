@@ -11,7 +11,7 @@
 //
 // In the coordination storage account you give it (an existing one in the same resource group), it creates the
 // containers and queues the coordinator uses and grants each app's managed identity the least-privilege roles on them,
-// and it outputs the app settings each app needs. docs/DEPLOY-YOUR-APP.md walks through a whole deployment; this
+// and it outputs the app settings each app needs. docs/how-to/deploy.md walks through a whole deployment; this
 // repository's own infra/main.bicep deploys through this module too.
 //
 // What is granted, per app identity (role ids are Azure's built-in ones, the same in every cloud):

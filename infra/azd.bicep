@@ -1,7 +1,7 @@
 // Entry point of `azd up` (azure.yaml): subscription scope, as the official Flex Consumption quickstarts. Creates the
 // azd environment's resource group and deploys main.bicep into it with ONE app in the environment's region, tagged
 // for azd deploy; the signed-in user gets the data-plane roles to upload inputs and run npm run enqueue. For several
-// apps sharing one coordinator, deploy main.bicep with az (docs/DEPLOY.md).
+// apps sharing one coordinator, deploy main.bicep with az (docs/contributing/deploy-this-repository.md).
 
 targetScope = 'subscription'
 

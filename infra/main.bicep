@@ -8,7 +8,7 @@
 // own managed identity and host storage. All apps point at the same coordination account, so they race for the same
 // blob lease: whichever app holds it runs the coordination step, the others only run workers. Inside one app the
 // Functions host already runs a timer on one instance at a time; across apps (regions) only the lease keeps a single
-// coordinator. See docs/DEPLOY.md.
+// coordinator. See docs/contributing/deploy-this-repository.md.
 //
 // The coordination account's containers, queues and the apps' roles on them come from the module the package ships
 // for users' own apps (bicep/coordinator.bicep), so this deployment proves it by use.
@@ -75,7 +75,7 @@ param logRetentionInDays int = 30
 @description('Tags applied to every resource.')
 param tags {*: string} = {}
 
-// ---- Operations: alerts, the deployer's data-plane access, azd (docs/OPERATIONS.md, docs/DEPLOY.md). ----
+// ---- Operations: alerts, the deployer's data-plane access, azd (docs/how-to/operate.md, docs/contributing/deploy-this-repository.md). ----
 
 @description('E-mail address the alerts go to (an action group is created for it). Empty: the alert rules still fire in Azure Monitor, but notify nobody.')
 param alertEmail string = ''
@@ -106,7 +106,7 @@ param azdServiceName string = ''
 
 // ---- Settings read by the app (src/app/settings.ts). Defaults equal the code's defaults (a test checks). ----
 
-@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE). Idle cost per schedule: docs/DEPLOY.md#costs.')
+@description('COORDINATOR_SCHEDULE: NCRONTAB with seconds of the coordinator timer, the heartbeat (submissions wake the coordinator through WAKE_QUEUE). Idle cost per schedule: docs/how-to/tune-cost.md#the-idle-timer.')
 param coordinatorSchedule string = '0 * * * * *'
 
 @description('LEASE_CONTAINER: container of the leader lease blob (created here).')
@@ -132,7 +132,7 @@ param leaseRenewIntervalMs int = 3000
 @maxValue(54000)
 param leaseRenewDeadlineMs int = 10000
 
-@description('LEASE_TAKEOVER_DEADLINE_MS: takeover below the lease (docs/FAILOVER.md): the leader stops when no heartbeat has succeeded for this long, and another instance that saw it silent for longer breaks its lease and takes over. Above LEASE_HEARTBEAT_INTERVAL_MS, below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off.')
+@description('LEASE_TAKEOVER_DEADLINE_MS: takeover below the lease (docs/explanation/failover.md): the leader stops when no heartbeat has succeeded for this long, and another instance that saw it silent for longer breaks its lease and takes over. Above LEASE_HEARTBEAT_INTERVAL_MS, below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off.')
 @minValue(0)
 @maxValue(53000)
 param leaseTakeoverDeadlineMs int = 2500
@@ -280,7 +280,7 @@ resource identities 'Microsoft.ManagedIdentity/userAssignedIdentities@2024-11-30
 ]
 
 // The containers and queues of the coordination account, the apps' roles on them, and their settings: the module the
-// package ships for users' apps (docs/DEPLOY-YOUR-APP.md).
+// package ships for users' apps (docs/how-to/deploy.md).
 module coordinator '../bicep/coordinator.bicep' = {
   name: 'coordinator'
   params: {
@@ -409,5 +409,5 @@ output coordinationQueueEndpoint string = coordinationStorage.outputs.queueEndpo
 @description('Application Insights component that receives every app\'s telemetry.')
 output applicationInsightsName string = monitoring.outputs.applicationInsightsName
 
-@description('Alert rules on the coordinator\'s telemetry (docs/OPERATIONS.md, "Alerts").')
+@description('Alert rules on the coordinator\'s telemetry (docs/how-to/operate.md, "Alerts").')
 output alertRuleNames string[] = alerts.outputs.alertRuleNames

@@ -1,7 +1,7 @@
 // Alert rules on the coordinator's own telemetry, and an optional action group that e-mails them.
 //
 // The app exports its events as custom events (customEvents, fields in customDimensions) and its metrics as
-// customMetrics through OpenTelemetry (src/app/telemetry/; docs/OPERATIONS.md lists both). The rules query the
+// customMetrics through OpenTelemetry (src/app/telemetry/; docs/reference/events-and-metrics.md lists both). The rules query the
 // Application Insights component every app sends to, so one rule covers every app and region. Each query is checked
 // by Kusto's own parser in CI (test/infra/kql.test.ts), with the thresholds substituted as deployed.
 
@@ -118,7 +118,7 @@ var rules = [
   {
     name: 'poison'
     displayName: 'Coordinator: poison stays on a poison queue'
-    description: 'A poison queue held messages for the whole last 15 minutes: messages no job claims, or results the leader could not fold. Peek at the queue named in the result; docs/OPERATIONS.md, "Alerts".'
+    description: 'A poison queue held messages for the whole last 15 minutes: messages no job claims, or results the leader could not fold. Peek at the queue named in the result; docs/how-to/operate.md, "Alerts".'
     severity: 2
     evaluationFrequency: 'PT5M'
     windowSize: 'PT15M'
@@ -131,7 +131,7 @@ var rules = [
   {
     name: 'stalled'
     displayName: 'Coordinator: no completed step while work waits'
-    description: 'No coordination step completed for ${noStepMinutes} minutes while jobs were active or items waited on the work or results queue. Look at step-aborted and lease-lost events; docs/OPERATIONS.md, "Alerts".'
+    description: 'No coordination step completed for ${noStepMinutes} minutes while jobs were active or items waited on the work or results queue. Look at step-aborted and lease-lost events; docs/how-to/operate.md, "Alerts".'
     severity: 1
     evaluationFrequency: 'PT5M'
     windowSize: 'PT5M'
@@ -144,7 +144,7 @@ var rules = [
   {
     name: 'flapping'
     displayName: 'Coordinator: leadership changes hands too often'
-    description: 'More than ${leaderChangesPerHour} terms in the last hour began on another instance than the previous one. Look at lease-lost reasons; docs/OPERATIONS.md, "Alerts".'
+    description: 'More than ${leaderChangesPerHour} terms in the last hour began on another instance than the previous one. Look at lease-lost reasons; docs/how-to/operate.md, "Alerts".'
     severity: 2
     evaluationFrequency: 'PT15M'
     windowSize: 'PT1H'
@@ -157,7 +157,7 @@ var rules = [
   {
     name: 'job-expired'
     displayName: 'Coordinator: a job ran past its deadline'
-    description: 'The leader ended a job at its deadline (job-expired) before every item was done. The result names the job and its counts; docs/OPERATIONS.md, "Alerts".'
+    description: 'The leader ended a job at its deadline (job-expired) before every item was done. The result names the job and its counts; docs/how-to/operate.md, "Alerts".'
     severity: 2
     evaluationFrequency: 'PT5M'
     windowSize: 'PT5M'
@@ -170,7 +170,7 @@ var rules = [
   {
     name: 'job-removal-failed'
     displayName: 'Coordinator: retention cannot remove an ended job'
-    description: 'Retention could not delete a blob of an ended job (job-removal-failed: a snapshot, a legal hold or an immutability policy). The leader retries it with a back-off and goes on with the other jobs. The result names the job, its attempts and the last error; docs/OPERATIONS.md, "Alerts".'
+    description: 'Retention could not delete a blob of an ended job (job-removal-failed: a snapshot, a legal hold or an immutability policy). The leader retries it with a back-off and goes on with the other jobs. The result names the job, its attempts and the last error; docs/how-to/operate.md, "Alerts".'
     severity: 2
     evaluationFrequency: 'PT1H'
     windowSize: 'PT1H'
@@ -183,7 +183,7 @@ var rules = [
   {
     name: 'item-held-event-loop'
     displayName: 'Coordinator: a task kind holds the event loop'
-    description: 'Work items of a task kind kept the event loop from turning longer than a leader in the same process survives without heartbeats (item-held-event-loop), so leadership churns while it runs. The result names the kind and the longest hold; docs/TASK-KINDS.md, "What a kind must not do".'
+    description: 'Work items of a task kind kept the event loop from turning longer than a leader in the same process survives without heartbeats (item-held-event-loop), so leadership churns while it runs. The result names the kind and the longest hold; docs/how-to/add-a-kind.md, "What a kind must not do".'
     severity: 2
     evaluationFrequency: 'PT15M'
     windowSize: 'PT15M'

@@ -182,7 +182,7 @@ resource appSettings 'Microsoft.Web/sites/config@2025-03-01' = {
     APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identity.properties.clientId};Authorization=AAD'
     // No languageWorkers__node__arguments: the Node worker runs with Node's defaults, as the local host does
-    // (NODE_WORKER_ARGUMENTS). Flex bills an instance's memory size, not its RSS (docs/DEPLOY.md).
+    // (NODE_WORKER_ARGUMENTS). Flex bills an instance's memory size, not its RSS (docs/how-to/tune-cost.md).
     // The coordinator's tuning (src/app/settings.ts); its connection "COORDINATION_STORAGE" (the worker's queue trigger
     // binds with connection: 'COORDINATION_STORAGE'; the code builds its clients from the same settings), containers
     // and queues come from coordinatorSettings.

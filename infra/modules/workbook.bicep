@@ -1,5 +1,5 @@
 // An Azure Monitor workbook over the coordinator's telemetry: who led when, the jobs, throughput, steps, queue depths
-// and fold lag. It reads the custom events and metrics the app exports (docs/OPERATIONS.md) from the Application
+// and fold lag. It reads the custom events and metrics the app exports (docs/how-to/operate.md) from the Application
 // Insights component every app sends to. Open it from the component: Workbooks > "Leader coordinator". Each query is
 // checked by Kusto's own parser in CI (test/infra/kql.test.ts).
 
@@ -109,7 +109,7 @@ var content = {
         type: 1
         name: 'title'
         content: {
-          json: '## Leader coordinator\nWho led when, the jobs, throughput, steps, queue depths and fold lag, from the app\'s OpenTelemetry (docs/OPERATIONS.md). Last 24 hours.'
+          json: '## Leader coordinator\nWho led when, the jobs, throughput, steps, queue depths and fold lag, from the app\'s OpenTelemetry (docs/how-to/operate.md). Last 24 hours.'
         }
       }
     ],

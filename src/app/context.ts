@@ -145,7 +145,7 @@ export interface AppBuildOptions extends Pick<StorageClientOptions, "policies">,
   connection?: string;
 }
 
-/** The elector's timings and takeover from the app's settings (the app's defaults; docs/FAILOVER.md). */
+/** The elector's timings and takeover from the app's settings (the app's defaults; docs/explanation/failover.md). */
 export function electorTimings(
   settings: Settings,
 ): Pick<

@@ -4,9 +4,10 @@ import { currentPlatform, defaultNewBatchThreshold, type HostPlatform } from "./
 import { parseTimeSpanMs } from "./timeSpan.js";
 
 /**
- * The host.json settings the coordinator relies on (docs/HOST-JSON.md), checked: what a host.json lacks or sets against
- * the coordinator, each with what it costs. `azure-leader-coordinator-dev local` prints the findings at start, and the
- * app logs them at its first tick. A check, not a refusal: the app runs with any host.json, only slower or less safely.
+ * The host.json settings the coordinator relies on (docs/reference/settings.md#hostjson), checked: what a host.json
+ * lacks or sets against the coordinator, each with what it costs. `azure-leader-coordinator-dev local` prints the
+ * findings at start, and the app logs them at its first tick. A check, not a refusal: the app runs with any host.json,
+ * only slower or less safely.
  */
 
 /** One setting a host.json lacks or sets against the coordinator. */
@@ -114,7 +115,7 @@ export function checkHostJsonFile(path: string, platform: HostPlatform = current
         setting: "host.json",
         problem: `not found at ${path}`,
         cost: "every queue setting is the Functions host's default: a job can start up to a minute late, and a failed work unit is retried at once",
-        fix: "a host.json beside your app's package.json (see docs/HOST-JSON.md)",
+        fix: "a host.json beside your app's package.json (see docs/reference/settings.md#hostjson)",
       },
     ];
   let json: unknown;
@@ -126,7 +127,7 @@ export function checkHostJsonFile(path: string, platform: HostPlatform = current
         setting: "host.json",
         problem: `is not JSON (${(error as Error).message})`,
         cost: "the Functions host refuses to start",
-        fix: "valid JSON (see docs/HOST-JSON.md)",
+        fix: "valid JSON (see docs/reference/settings.md#hostjson)",
       },
     ];
   }
@@ -138,7 +139,7 @@ export function describeHostJsonFindings(findings: readonly HostJsonFinding[], p
   const lines = findings.map(
     (finding) => `  - ${finding.setting}: ${finding.problem}. Cost: ${finding.cost}. Set ${finding.fix}.`,
   );
-  return `${path} lacks settings the coordinator relies on (docs/HOST-JSON.md in azure-leader-coordinator):\n${lines.join("\n")}`;
+  return `${path} lacks settings the coordinator relies on (docs/reference/settings.md#hostjson in azure-leader-coordinator):\n${lines.join("\n")}`;
 }
 
 /** `extensions.queues` of a host.json, or {} when it has none. */

@@ -75,11 +75,11 @@ export const settingsSchema = z.object({
    */
   LEASE_RENEW_DEADLINE_MS: intIn(1000, 54_000).default(10_000),
   /**
-   * Takeover below the lease (docs/FAILOVER.md): the leader stops when no heartbeat has succeeded for this long, in ms,
-   * and another instance that has seen its record unchanged for longer (3.1 s at the default, margins included) breaks
-   * its lease and takes over — a crashed leader is replaced in seconds, not at its lease's expiry. Above
-   * LEASE_HEARTBEAT_INTERVAL_MS and below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off (heartbeats too). A shorter
-   * deadline fails over faster and ends terms on shorter storage trouble. @default 2500
+   * Takeover below the lease (docs/explanation/failover.md): the leader stops when no heartbeat has succeeded for this
+   * long, in ms, and another instance that has seen its record unchanged for longer (3.1 s at the default, margins
+   * included) breaks its lease and takes over — a crashed leader is replaced in seconds, not at its lease's expiry.
+   * Above LEASE_HEARTBEAT_INTERVAL_MS and below LEASE_RENEW_DEADLINE_MS; 0 turns takeover off (heartbeats too). A
+   * shorter deadline fails over faster and ends terms on shorter storage trouble. @default 2500
    */
   LEASE_TAKEOVER_DEADLINE_MS: intIn(0, 53_000).default(2500),
   /**
@@ -98,11 +98,11 @@ export const settingsSchema = z.object({
     .refine((ms) => ms === 0 || ms >= 250, "must be 0 (off) or from 250 to 60000")
     .default(1000),
   /**
-   * The leader's sentinel, in seconds (docs/FAILOVER.md): while its step has active jobs, the leader keeps one wake-up
-   * hidden on WAKE_QUEUE and hides it again every half of this. A leader that dies stops hiding it, so within this
-   * long another instance wakes up and looks — even when none was busy — and a step that ends with jobs left lets it
-   * start the next step. One queue operation per half interval while leading active jobs; nothing when idle. 0 turns it
-   * off (wake-ups that find the lease held then send follow-ups instead). @default 2
+   * The leader's sentinel, in seconds (docs/explanation/failover.md): while its step has active jobs, the leader keeps
+   * one wake-up hidden on WAKE_QUEUE and hides it again every half of this. A leader that dies stops hiding it, so
+   * within this long another instance wakes up and looks — even when none was busy — and a step that ends with jobs
+   * left lets it start the next step. One queue operation per half interval while leading active jobs; nothing when
+   * idle. 0 turns it off (wake-ups that find the lease held then send follow-ups instead). @default 2
    */
   LEADER_SENTINEL_SECONDS: intIn(0, 60).default(2),
   /** Container for the coordinator's fenced state (jobs, progress, aggregates). @default "coordinator-state" */

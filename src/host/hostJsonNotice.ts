@@ -4,10 +4,10 @@ import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonChec
 import { currentPlatform } from "../app/hostPlatform.js";
 
 /**
- * The app's word at start on its host.json (docs/HOST-JSON.md): at the first timer tick of the process, a warning
- * through the invocation's logger (so to Application Insights) naming each setting the coordinator relies on that the
- * host.json lacks, and what it costs. The host.json is the one in the app's root folder (`AzureWebJobsScriptRoot`, as
- * the host sets it; the current directory otherwise).
+ * The app's word at start on its host.json (docs/reference/settings.md#hostjson): at the first timer tick of the
+ * process, a warning through the invocation's logger (so to Application Insights) naming each setting the coordinator
+ * relies on that the host.json lacks, and what it costs. The host.json is the one in the app's root folder
+ * (`AzureWebJobsScriptRoot`, as the host sets it; the current directory otherwise).
  */
 export function hostJsonNotice(env: Record<string, string | undefined>): (context: InvocationContext) => void {
   let said = false;

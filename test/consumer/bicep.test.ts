@@ -11,7 +11,7 @@ import { type CompiledUserProject, USER_APP_NAME, compileUserProject } from "../
 
 /**
  * Issue 33, "Deploy your own app": a project outside the repository references the module the package ships
- * (bicep/coordinator.bicep) from node_modules, as docs/DEPLOY-YOUR-APP.md shows, and the real compiler builds it and
+ * (bicep/coordinator.bicep) from node_modules, as docs/how-to/deploy.md shows, and the real compiler builds it and
  * evaluates what it deploys: the containers and queues the coordinator needs, the app identity's roles on them, and
  * the app settings the code reads. The module comes from the packed tarball (`inject("packed")`), extracted as npm
  * installs it, so a module left out of the package's `files` fails here.

@@ -9,8 +9,8 @@ import { SCENARIOS } from "../../scripts/verification/conformance/scenarios";
  * `npm run conformance:host -- --quick` in CI: the local host and the real WebJobs SDK (the .NET program of
  * scripts/verification/conformance/dotnet, built with `dotnet` from NuGet into the git-ignored .conformance-host/ on
  * first use) run the short scenarios on one Azurite, and every measured row must agree, or be a known difference that
- * docs/LOCAL-HOST.md lists. Skipped, saying why, on a machine without `dotnet`; never under CI. The full run (the
- * 5.5-minute message, a failover with the lock's default periods) is `npm run conformance:host`.
+ * docs/reference/local-host.md lists. Skipped, saying why, on a machine without `dotnet`; never under CI. The full run
+ * (the 5.5-minute message, a failover with the lock's default periods) is `npm run conformance:host`.
  */
 
 const hasDotnet = (process.env.PATH ?? "").split(path.delimiter).some((dir) => {
@@ -51,7 +51,7 @@ const QUICK_ROWS = [
 (hasDotnet ? describe : describe.skip)(
   `conformance:host --quick: the local host against the WebJobs SDK${hasDotnet ? "" : " (skipped: no dotnet on PATH)"}`,
   () => {
-    it("measures every row on both sides, and each agrees or is a known difference LOCAL-HOST.md lists", async () => {
+    it("measures every row on both sides, and each agrees or is a known difference docs/reference/local-host.md lists", async () => {
       const lines: string[] = [];
       const result = await runConformance({
         scenarios: SCENARIOS.filter((scenario) => scenario.quick),
@@ -67,8 +67,9 @@ const QUICK_ROWS = [
         ),
         lines.join("\n"),
       ).toEqual([]);
-      const localHost = readFileSync(path.join(__dirname, "..", "..", "docs", "LOCAL-HOST.md"), "utf8");
-      for (const id of Object.keys(KNOWN_DIFFERENCES)) expect(localHost, `LOCAL-HOST.md names ${id}`).toContain(id);
+      const localHost = readFileSync(path.join(__dirname, "..", "..", "docs", "reference", "local-host.md"), "utf8");
+      for (const id of Object.keys(KNOWN_DIFFERENCES))
+        expect(localHost, `docs/reference/local-host.md names ${id}`).toContain(id);
       console.log(
         `conformance:host --quick: ${result.rows.length} rows in ${result.totalSeconds} s (build ${result.build.seconds} s)`,
       );

@@ -6,13 +6,13 @@ import { settingsSchema } from "../../src/app/settings";
 import { REPO_ROOT } from "./paths";
 
 /**
- * docs/DEPLOY.md prints the idle cost of the coordinator timer per schedule. This test recomputes every row from the
- * prices and billing rules the same section states, so the table cannot drift from its own derivation.
+ * docs/how-to/tune-cost.md prints the idle cost of the coordinator timer per schedule. This test recomputes every row
+ * from the prices and billing rules the same section states, so the table cannot drift from its own derivation.
  */
 
-const DEPLOY_MD = readFileSync(path.join(REPO_ROOT, "docs", "DEPLOY.md"), "utf8");
+const COST_MD = readFileSync(path.join(REPO_ROOT, "docs", "how-to", "tune-cost.md"), "utf8");
 
-/** The rules as DEPLOY.md states them (Flex Consumption on demand, list prices in USD). */
+/** The rules as tune-cost.md states them (Flex Consumption on demand, list prices in USD). */
 const MONTH_SECONDS = 30 * 24 * 3600;
 const MINIMUM_BILLED_SECONDS = 1;
 const INSTANCE_GB = 2;
@@ -25,15 +25,15 @@ const number = (text: string): number => Number(text.replace(/[$,]/g, ""));
 
 /** Rows of the idle-timer table: schedule, ticks, GB-s, list price, price after the free grant. */
 function costRows(): { schedule: string; ticks: number; gbSeconds: number; listPrice: number; afterGrant: number }[] {
-  return [
-    ...DEPLOY_MD.matchAll(/^\| `([^`]+)` \([^)]*\) \| ([\d,]+) \| ([\d,]+) \| (\$[\d.]+) \| (\$[\d.]+) \|$/gm),
-  ].map((match) => ({
-    schedule: match[1] ?? "",
-    ticks: number(match[2] ?? ""),
-    gbSeconds: number(match[3] ?? ""),
-    listPrice: number(match[4] ?? ""),
-    afterGrant: number(match[5] ?? ""),
-  }));
+  return [...COST_MD.matchAll(/^\| `([^`]+)` \([^)]*\) \| ([\d,]+) \| ([\d,]+) \| (\$[\d.]+) \| (\$[\d.]+) \|$/gm)].map(
+    (match) => ({
+      schedule: match[1] ?? "",
+      ticks: number(match[2] ?? ""),
+      gbSeconds: number(match[3] ?? ""),
+      listPrice: number(match[4] ?? ""),
+      afterGrant: number(match[5] ?? ""),
+    }),
+  );
 }
 
 /** Seconds between two ticks of an NCRONTAB schedule (with seconds), from the parser the local runner uses. */
@@ -47,13 +47,13 @@ function intervalSeconds(schedule: string): number {
   return (second - first) / 1000;
 }
 
-describe("DEPLOY.md idle cost table", () => {
+describe("tune-cost.md idle cost table", () => {
   it("states the prices, free grant and 1,000 ms minimum the rows are computed from, with the source", () => {
-    expect(DEPLOY_MD).toContain("$0.000026 per GB-s");
-    expect(DEPLOY_MD).toContain("$0.40 per million");
-    expect(DEPLOY_MD).toContain("100,000 GB-s and 250,000 executions per subscription");
-    expect(DEPLOY_MD).toContain("the minimum billable execution period is 1,000 ms");
-    expect(DEPLOY_MD).toContain("https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing");
+    expect(COST_MD).toContain("$0.000026 per GB-s");
+    expect(COST_MD).toContain("$0.40 per million");
+    expect(COST_MD).toContain("100,000 GB-s and 250,000 executions per subscription");
+    expect(COST_MD).toContain("the minimum billable execution period is 1,000 ms");
+    expect(COST_MD).toContain("https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#billing");
   });
 
   it("has a row for every 10 s, 30 s, 1 min and 5 min, and one for the code's default schedule", () => {
@@ -84,22 +84,23 @@ describe("DEPLOY.md idle cost table", () => {
     const defaultRow = costRows().find((row) => row.schedule === settingsSchema.parse({}).COORDINATOR_SCHEDULE);
     expect(defaultRow).toBeDefined();
     const summary = `**${defaultRow?.ticks.toLocaleString("en-US")} idle executions and ${defaultRow?.gbSeconds.toLocaleString("en-US")} GB-s per app per month**`;
-    expect(DEPLOY_MD).toContain(summary);
+    expect(COST_MD).toContain(summary);
   });
 });
 
 /**
- * Every idle-cost figure in README.md, docs/*.md and infra/smoke.sh comes from the table above: a paragraph (or
- * table row) about the idle timer may state only the figures of the rows it names — by schedule (`*\/30 * * * * *`) or
- * in words ("every 30 s") — or, naming none, of the default schedule's row; besides them only the free grant and unit
- * prices. (DEPLOY.md once said idle costs $4.53 a month, the 30 s row, beside a table whose default row said $2.26.)
+ * Every idle-cost figure in README.md, docs/*.md and infra/smoke.sh comes from the table above: a paragraph (or table
+ * row) about the idle timer may state only the figures of the rows it names — by schedule (`*\/30 * * * * *`) or in
+ * words ("every 30 s") — or, naming none, of the default schedule's row; besides them only the free grant and unit
+ * prices. (docs/DEPLOY.md once said idle costs $4.53 a month, the 30 s row, beside a table whose default row said
+ * $2.26.)
  */
-describe("idle-cost figures across the docs come from DEPLOY.md's table", () => {
+describe("idle-cost figures across the docs come from tune-cost.md's table", () => {
   const FILES = [
     "README.md",
-    ...readdirSync(path.join(REPO_ROOT, "docs"))
+    ...readdirSync(path.join(REPO_ROOT, "docs"), { recursive: true, encoding: "utf8" })
       .filter((name) => name.endsWith(".md"))
-      .map((name) => `docs/${name}`),
+      .map((name) => `docs/${name.split(path.sep).join("/")}`),
     "infra/smoke.sh",
   ];
   /** The free grant, and list prices ($ per GB-s, per million executions or operations), which are not cost figures. */
@@ -163,7 +164,7 @@ describe("idle-cost figures across the docs come from DEPLOY.md's table", () => 
     expect(stray).toEqual([]);
   });
 
-  it("the check would have caught DEPLOY.md's old idle figure", () => {
+  it("the check would have caught the deploy guide's old idle figure", () => {
     const old = "Idle, each app costs about $4.53 a month at list prices before the free grant (the timer alone).";
     const allowed = rowsNamedIn(old).flatMap((row) => [row.listPrice, row.afterGrant]);
     expect(figures(old)).toEqual([4.53]);

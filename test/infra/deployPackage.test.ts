@@ -17,13 +17,14 @@ import {
 import { sizeOf } from "../../dev/src/cli/packageCommand";
 
 /**
- * The deploy package is built exactly as docs/DEPLOY.md says — its build block (`npm ci`, `npm run build`,
- * `npm run package`) run as written in a fresh clone, with the real npm — and it holds production dependencies only,
- * stays within its size, and loads: its `main` registers every function with the same bindings as the source.
+ * The deploy package is built exactly as docs/contributing/deploy-this-repository.md says — its build block (`npm ci`,
+ * `npm run build`, `npm run package`) run as written in a fresh clone, with the real npm — and it holds production
+ * dependencies only, stays within its size, and loads: its `main` registers every function with the same bindings as
+ * the source.
  */
 
-const DEPLOY_MD = "docs/DEPLOY.md";
-/** Where `npm run package` puts the package (DEPLOY.md publishes that folder; azure.yaml packages it). */
+const DEPLOY_MD = "docs/contributing/deploy-this-repository.md";
+/** Where `npm run package` puts the package (the deploy guide publishes that folder; azure.yaml packages it). */
 const PACKAGE_DIR = ".deploy";
 /**
  * Most MB (MiB) and files the package may hold (it measured 95 MB and 16,124 files with the OpenTelemetry exporter;
@@ -83,7 +84,7 @@ function trigger(captured: CapturedRegistrations, name: string): Record<string, 
   );
 }
 
-describe("the deploy package, built as docs/DEPLOY.md says", () => {
+describe("the deploy package, built as docs/contributing/deploy-this-repository.md says", () => {
   it("the documented build runs on a fresh clone and leaves the package in .deploy/", () => {
     expect(built.code, withoutStack(built.stderr)).toBe(0);
     for (const file of ["host.json", "package.json", "package-lock.json", "dist/functions/index.js"])

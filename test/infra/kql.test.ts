@@ -16,7 +16,7 @@ import {
 import { REPO_ROOT } from "./paths";
 
 /**
- * The KQL the project ships — the queries of docs/OPERATIONS.md, and those of the alert rules and the workbook in
+ * The KQL the project ships — the queries of docs/how-to/operate.md, and those of the alert rules and the workbook in
  * infra/ with their thresholds substituted as deployed (the Bicep compiler's snapshot of main.bicepparam) — parse and
  * bind against the schemas of Application Insights' customEvents, customMetrics and traces tables, checked with
  * Kusto's own language service (Kusto.Language, the parser and binder of Azure Data Explorer, compiled to JavaScript).
@@ -56,7 +56,7 @@ const TABLES: Readonly<Record<string, string>> = {
   customMetrics: `(${COMMON}, name:string, value:real, valueCount:int, valueSum:real, valueMin:real, valueMax:real, valueStdDev:real)`,
 };
 
-const DOC = "docs/OPERATIONS.md";
+const DOC = "docs/how-to/operate.md";
 const docQueries = [...readFileSync(path.join(REPO_ROOT, DOC), "utf8").matchAll(/^```kusto\n([\s\S]*?)^```/gm)].map(
   (match) => match[1] ?? "",
 );
@@ -111,7 +111,7 @@ const everyQuery = (): { where: string; query: string }[] => [
   ...workbookQueries.map((query) => ({ where: "infra/modules/workbook.bicep", query })),
 ];
 
-describe("the KQL of docs/OPERATIONS.md, the alert rules and the workbook", () => {
+describe("the KQL of docs/how-to/operate.md, the alert rules and the workbook", () => {
   it("covers leader history, step outcomes, a job's progress, throughput and queues", () => {
     expect(docQueries.length).toBeGreaterThanOrEqual(6);
     expect(docQueries.some((query) => query.includes("lease-acquired") && query.includes("by epoch"))).toBe(true);

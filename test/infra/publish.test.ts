@@ -14,7 +14,8 @@ import { bashBlocks } from "./deployPackage";
  * runtime flag (`--typescript`, `--javascript`, `--node`, …) first, else FUNCTIONS_WORKER_RUNTIME from the environment
  * or from local.settings.json; with none of them it stops with "Worker runtime is not set". A fresh clone has no
  * local.settings.json (only local.settings.example.json, which Core Tools does not read). A stand-in for `az` answers
- * the deployment-output queries; the package it publishes is built by DEPLOY.md's step 4 (deployPackage.test.ts).
+ * the deployment-output queries; the package it publishes is built by step 3 of
+ * docs/contributing/deploy-this-repository.md (deployPackage.test.ts).
  */
 
 const run = promisify(execFile);
@@ -154,9 +155,9 @@ describe("the stand-in func decides the runtime like Core Tools' publish", () =>
   });
 });
 
-describe("the documented publish works on a fresh clone (docs/DEPLOY.md; the README links there)", () => {
+describe("the documented publish works on a fresh clone (docs/contributing/deploy-this-repository.md; the README links there)", () => {
   it("publishes the deploy package (.deploy/, not the project folder) to every app of the deployment", async () => {
-    const blocks = publishBlocks("docs/DEPLOY.md");
+    const blocks = publishBlocks("docs/contributing/deploy-this-repository.md");
     expect(blocks.length).toBeGreaterThan(0);
     for (const block of blocks) {
       const result = await inFreshClone(block);

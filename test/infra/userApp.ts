@@ -8,13 +8,13 @@ import { REPO_ROOT } from "./paths";
 
 /**
  * A user's own project, laid out as `npm install azure-leader-coordinator` leaves it, outside the repository:
- * `infra/main.bicep` (the template of docs/DEPLOY-YOUR-APP.md, as written there) referencing
+ * `infra/main.bicep` (the template of docs/how-to/deploy.md, as written there) referencing
  * `../node_modules/azure-leader-coordinator/bicep/coordinator.bicep`, compiled by the real Bicep compiler with its
  * default rules (a user has no bicepconfig.json of ours) and evaluated for one app.
  */
 
 /** The page whose template is compiled. */
-export const DEPLOY_YOUR_APP = path.join(REPO_ROOT, "docs", "DEPLOY-YOUR-APP.md");
+export const DEPLOY_YOUR_APP = path.join(REPO_ROOT, "docs", "how-to", "deploy.md");
 /** The app name the snapshot deploys. */
 export const USER_APP_NAME = "func-my-app";
 

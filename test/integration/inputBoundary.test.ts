@@ -10,8 +10,8 @@ import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { drainWorkQueue, newTestApp, runUntilComplete } from "../support/inProcessApp";
 
 /**
- * An item names a blob in the input container only (docs/JOBS.md, "Submitting work"). The storage SDK puts a blob name
- * into the URL's path, and URL parsing resolves "." and ".." segments there, so "../other/x" addresses blob x of
+ * An item names a blob in the input container only (docs/reference/storage.md, "Where"). The storage SDK puts a blob
+ * name into the URL's path, and URL parsing resolves "." and ".." segments there, so "../other/x" addresses blob x of
  * container "other". Submissions refuse such names, and the blob adapters refuse any name that would leave their
  * container.
  */

@@ -10,10 +10,10 @@ import type { SimProcess } from "./network";
 import type { SimInstance, SimWorld } from "./world";
 
 /**
- * Takeover below the lease in the simulation (issue 22; docs/FAILOVER.md). The app's defaults run as they do in Azure:
- * every leader heartbeats and stops at its takeover deadline, every tick's attempt counts a holder's silence and breaks
- * a silent holder's lease, and each instance runs the app's leader watcher — armed by its worker invocations, reading
- * the lease every second through its elector. What the simulation adds:
+ * Takeover below the lease in the simulation (issue 22; docs/explanation/failover.md). The app's defaults run as they
+ * do in Azure: every leader heartbeats and stops at its takeover deadline, every tick's attempt counts a holder's
+ * silence and breaks a silent holder's lease, and each instance runs the app's leader watcher — armed by its worker
+ * invocations, reading the lease every second through its elector. What the simulation adds:
  *
  * - clock drift: each process's monotonic clock runs at its own rate, up to the ratio takeover's clock assumption
  *   allows between two processes (`(1 + r) / (1 − r)`, r the elector's `clockDriftRatio`), often at the extremes;

@@ -58,8 +58,9 @@ export const SIM_TIMING = {
    */
   inferredFailureHoldMs: 60_000,
   /**
-   * After faults stop, every job must end within this long: 180 s for its units (SIMULATION.md derives it), and then
-   * the hold of items held last (60 s) and a received result's visibility a settling fold waits out (30 s).
+   * After faults stop, every job must end within this long: 180 s for its units
+   * (docs/contributing/simulation-host-model.md derives it), and then the hold of items held last (60 s) and a received
+   * result's visibility a settling fold waits out (30 s).
    */
   calmLimitMs: 270_000,
   /** …and the run goes on at least this long to watch leadership (a lease and a tick, and some). */

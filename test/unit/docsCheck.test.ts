@@ -2,8 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { documentedCommands } from "../../scripts/verification/docsCheck";
-import { checkFlags } from "../../scripts/verification/docsCheck/flags";
+import { documentedCommands, referencedCommands } from "../../scripts/verification/docsCheck";
+import { checkCodeMentions } from "../../scripts/verification/docsCheck/codeMentions";
+import { checkCliReference, checkFlags } from "../../scripts/verification/docsCheck/flags";
 import { checkLinks } from "../../scripts/verification/docsCheck/links";
 
 /** `npm run docs:check` (issue 44): each check finds what it names in a small repository of its own. */
@@ -54,5 +55,46 @@ describe("the docs checks", () => {
     ].join("\n");
     const found = checkFlags("DOC.md", doc, commands).map((flag) => `${flag.line} ${flag.command} ${flag.flag}`.trim());
     expect(found).toEqual(["2 azure-leader-coordinator-dev local --no-such-flag", "5 azure-leader-coordinator local"]);
+  });
+
+  it("finds a flag a command's --help lists that the CLI reference leaves out, and a command it has no section for", () => {
+    const commands = [
+      { name: "tool run", usage: "Usage: tool run [--fast] [--out DIR]\n  --fast   …\n  --out DIR   …\n  --help" },
+      { name: "tool stop", usage: "Usage: tool stop [--now]" },
+    ];
+    const page = [
+      "# CLI", // 1
+      "## `tool run`", // 2
+      "| Flag | |", // 3
+      "| `--fast` | quick |", // 4
+      "| `--help` | usage |", // 5
+      "## Exit codes: `tool stop` and others", // 6
+      "`--out` here is another section's", // 7
+    ].join("\n");
+    expect(checkCliReference("cli.md", page, commands)).toEqual([
+      "cli.md:2: tool run --out: its --help lists it, its section does not",
+      "cli.md:6: tool stop --now: its --help lists it, its section does not",
+    ]);
+    expect(checkCliReference("cli.md", "# CLI", commands.slice(1))).toEqual([
+      "cli.md: no section's heading names `tool stop`",
+    ]);
+    expect(referencedCommands().map((command) => command.name)).toEqual([
+      "azure-leader-coordinator enqueue",
+      "azure-leader-coordinator-dev local",
+      "azure-leader-coordinator-dev enqueue",
+      "azure-leader-coordinator-dev package",
+    ]);
+  });
+
+  it("finds a page of the docs, or a heading, that the code names and that does not exist", () => {
+    const source = [
+      "/** Takeover below the lease (docs/GUIDE.md#run-it; docs/GUIDE.md, A1). */",
+      'throw new Error("see docs/HOST-JSON.md in azure-leader-coordinator");',
+      "// docs/GUIDE.md#nowhere and mydocs/GONE.md (not a pointer into docs/)",
+    ].join("\n");
+    expect(checkCodeMentions(repo, "src/x.ts", source)).toEqual([
+      { file: "src/x.ts", line: 2, mention: "docs/HOST-JSON.md", why: "no such page docs/HOST-JSON.md" },
+      { file: "src/x.ts", line: 3, mention: "docs/GUIDE.md#nowhere", why: "no heading #nowhere in docs/GUIDE.md" },
+    ]);
   });
 });

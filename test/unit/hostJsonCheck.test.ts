@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import { checkHostJson, checkHostJsonFile, describeHostJsonFindings } from "../../src/app/hostJsonCheck";
 
 /**
- * host.json settings the coordinator relies on (docs/HOST-JSON.md): a host.json that lacks them, or sets them against
- * the coordinator, is named with what it costs — `local` prints it at start, and so does the app.
+ * host.json settings the coordinator relies on (docs/reference/settings.md#hostjson): a host.json that lacks them, or
+ * sets them against the coordinator, is named with what it costs — `local` prints it at start, and so does the app.
  */
 
 const REPO_HOST_JSON = join(__dirname, "..", "..", "host.json");
@@ -91,7 +91,7 @@ describe("host.json check", () => {
     const text = describeHostJsonFindings(checkHostJsonFile(path), path);
     expect(text).toContain(`${path} lacks settings the coordinator relies on`);
     expect(text).toContain("extensions.queues.maxPollingInterval");
-    expect(text).toContain("docs/HOST-JSON.md");
+    expect(text).toContain("docs/reference/settings.md#hostjson");
     expect(readFileSync(path, "utf8")).toContain("visibilityTimeout");
   });
 

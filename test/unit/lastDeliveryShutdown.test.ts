@@ -12,8 +12,9 @@ import { abortReason } from "../../src/library/util/delay";
 /**
  * Issue 37, hole 4: a shutdown (every deploy, every scale-in) on a unit's last delivery (host.json maxDequeueCount)
  * must not fail the items that delivery had already processed. The host moves a message whose last delivery threw to
- * the work poison queue, and the leader fails every item it names with "retries exhausted"; TASK-KINDS.md promises that
- * a shutdown delivers the unit again instead. Items finished before a shutdown count as done, whatever the delivery.
+ * the work poison queue, and the leader fails every item it names with "retries exhausted"; docs/how-to/add-a-kind.md
+ * promises that a shutdown delivers the unit again instead. Items finished before a shutdown count as done, whatever
+ * the delivery.
  */
 describe("a shutdown on a unit's last delivery (issue 37, hole 4)", () => {
   it("fails no item: the unit goes out again, and every item of it counts as done, none as failed", async () => {

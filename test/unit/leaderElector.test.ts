@@ -273,8 +273,8 @@ describe("LeaderElector options", () => {
       { renewDeadlineMs: 15_000 },
       /renewDeadlineMs \(15000\) must be at most 13500 ms: the lease duration \(15000 ms\)/,
     ],
-    // A1 (docs/FAILOVER.md): a holder whose clock runs 10 % slow gives up at 14 s / 0.9 = 15.6 s of real time, after
-    // its 15 s lease could have expired and passed on.
+    // A1 (docs/explanation/guarantees.md): a holder whose clock runs 10 % slow gives up at 14 s / 0.9 = 15.6 s of real
+    // time, after its 15 s lease could have expired and passed on.
     [{ renewDeadlineMs: 14_000 }, /renewDeadlineMs \(14000\) must be at most 13500 ms: the lease duration/],
     [
       { renewDeadlineMs: 14_500, clockDriftRatio: 0.05 },

@@ -5,7 +5,7 @@ import type { RegisteredHook } from "./registrations.js";
  * The app-level hooks (`app.hook.appStart`, `app.hook.appTerminate`) run the way the Node worker runs them: in
  * registration order, each awaited, with one `hookData` object shared by the app-level hooks. The worker runs
  * appTerminate hooks when the host tells it to terminate (deploys, scale-in) and exits right after; the local host does
- * the same on SIGTERM. Invocation and log hooks are not run locally (docs/LOCAL-HOST.md, "Known gaps").
+ * the same on SIGTERM. Invocation and log hooks are not run locally (docs/reference/local-host.md, "Where it differs").
  */
 
 /** Hooks the local host runs. */

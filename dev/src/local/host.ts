@@ -14,12 +14,12 @@ import { ScheduleStatusBlob } from "./scheduleStatusBlob.js";
 import { TimerListener } from "./timerTrigger.js";
 
 /**
- * A small Functions host for the Node v4 programming model: it runs the registrations captured by
- * {@link loadFunctionApp} — timer, storage queue and HTTP triggers, and storage queue outputs — against real
- * storage (Azurite locally), with host.json's queue settings, the timer listener lock (one instance per app fires a
- * timer, when host storage AzureWebJobsStorage is set), and the app's appStart/appTerminate hooks. It is what
- * each local instance process runs; it replaces `func start`, which cannot be installed here. Where it differs from the
- * real host (other trigger and output types are reported and skipped, …): docs/LOCAL-HOST.md, "Known gaps".
+ * A small Functions host for the Node v4 programming model: it runs the registrations captured by {@link
+ * loadFunctionApp} — timer, storage queue and HTTP triggers, and storage queue outputs — against real storage (Azurite
+ * locally), with host.json's queue settings, the timer listener lock (one instance per app fires a timer, when host
+ * storage AzureWebJobsStorage is set), and the app's appStart/appTerminate hooks. It is what each local instance
+ * process runs; it replaces `func start`, which cannot be installed here. Where it differs from the real host (other
+ * trigger and output types are reported and skipped, …): docs/reference/local-host.md, "Where it differs".
  */
 
 /** Options of a {@link FunctionsHost}. */

@@ -12,7 +12,7 @@ import { compileRoute, type Route } from "./routes.js";
  * goes to the function as worker HTTP data and the library builds the `HttpRequest` (params, query, headers, body);
  * the handler's `HttpResponseInit`/`HttpResponse` comes back as status, headers and body bytes. A handler that returns
  * nothing answers 204, one that throws answers 500. Not emulated (function keys, streaming, CORS, …): see
- * docs/LOCAL-HOST.md, "Known gaps".
+ * docs/reference/local-host.md, "Where it differs".
  */
 
 interface HttpFunction {

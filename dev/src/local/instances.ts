@@ -17,7 +17,7 @@ import { parseInstanceLine, type EventLine, type LogLine, type ReadyLine } from 
  * otherwise: none, as deployed (infra/modules/functionApp.bicep sets no such app setting; the infra tests check it).
  * Issue 9 had set `--max-semi-space-size=4 --heap-growing-percent=30` to keep a busy leader's RSS down; issue 35
  * dropped them: Flex Consumption bills execution time at the instance's memory size, not at the memory used, and they
- * cost 1.48 times the CPU per warm job (`npm run bench:instance`, docs/COST.md).
+ * cost 1.48 times the CPU per warm job (`npm run bench:instance`, bench-results/HISTORY.md).
  */
 export const NODE_WORKER_ARGUMENTS = "";
 

@@ -10,7 +10,7 @@ import type { RegisteredFunction } from "./registrations.js";
  * Output bindings the local host writes after a successful handler: storage queue outputs (`output.storageQueue`,
  * binding type "queue"), encoded per host.json `messageEncoding`; an array value writes one message per element, as
  * the host does for Node. The HTTP `$return` is answered by the HTTP listener. Other output types are reported by
- * {@link unsupportedOutputs} at start-up and ignored (docs/LOCAL-HOST.md, "Known gaps").
+ * {@link unsupportedOutputs} at start-up and ignored (docs/reference/local-host.md, "Where it differs").
  */
 
 /** The binding types handled locally. */

@@ -3,8 +3,9 @@ import { createStorageClients } from "azure-leader-coordinator/internal";
 
 /**
  * Queue clients for bindings, by the binding's `connection` setting (default `AzureWebJobsStorage`). Locally the
- * setting holds a connection string (Azurite). Identity-based connections (`<NAME>__queueServiceUri` with a
- * credential) are what Azure uses; the local host does not emulate them and says so (docs/LOCAL-HOST.md, "Known gaps").
+ * setting holds a connection string (Azurite). Identity-based connections (`<NAME>__queueServiceUri` with a credential)
+ * are what Azure uses; the local host does not emulate them and says so (docs/reference/local-host.md, "Where it
+ * differs").
  */
 export class QueueClients {
   private readonly services = new Map<string, QueueServiceClient>();

@@ -1,7 +1,8 @@
 /**
  * HTTP route templates as the host matches them: `<routePrefix>/<route>` (route defaults to the function name),
  * case-insensitive, `{name}` placeholders, optional `{name?}`, catch-all `{*name}`, and the `int`, `bool`, `guid`,
- * `alpha` constraints; other constraints are accepted but not checked (docs/LOCAL-HOST.md, "Known gaps").
+ * `alpha` constraints; other constraints are accepted but not checked (docs/reference/local-host.md, "Where it
+ * differs").
  */
 
 /** A compiled route. */

@@ -1,7 +1,7 @@
 /**
- * A row of `conformance:host`: one behaviour docs/LOCAL-HOST.md claims, measured on the WebJobs SDK and on the local
- * host in the same scenario, and the verdict. A row that differs is a failure of the run unless it is one of the
- * known differences below, each listed in docs/LOCAL-HOST.md with its consequence.
+ * A row of `conformance:host`: one behaviour docs/contributing/conformance.md claims, measured on the WebJobs SDK and
+ * on the local host in the same scenario, and the verdict. A row that differs is a failure of the run unless it is one
+ * of the known differences below, each listed in docs/reference/local-host.md with its consequence.
  */
 
 export type Verdict = "agree" | "known difference" | "differs" | "not measured";
@@ -9,7 +9,7 @@ export type Verdict = "agree" | "known difference" | "differs" | "not measured";
 export interface Row {
   /** Stable id, e.g. `queue.poison-ttl`. */
   id: string;
-  /** What LOCAL-HOST.md claims. */
+  /** What docs/contributing/conformance.md claims. */
   claim: string;
   sdk: unknown;
   local: unknown;
@@ -19,8 +19,8 @@ export interface Row {
 }
 
 /**
- * Rows where the local host differs from the SDK on purpose, with the consequence; docs/LOCAL-HOST.md lists each
- * ("Known gaps"). Empty when every measured row agrees.
+ * Rows where the local host differs from the SDK on purpose, with the consequence; docs/reference/local-host.md lists
+ * each ("Known gaps"). Empty when every measured row agrees.
  */
 export const KNOWN_DIFFERENCES: Readonly<Record<string, string>> = {};
 

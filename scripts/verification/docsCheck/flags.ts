@@ -77,3 +77,39 @@ export function checkFlags(file: string, text: string, commands: readonly Docume
   }
   return unknown;
 }
+
+/** Every `--flag` a usage text lists. */
+export function flagsOf(usage: string): string[] {
+  return [...new Set([...usage.matchAll(/(?<![\w-])--[a-z][a-z0-9-]*/g)].map((match) => match[0]))];
+}
+
+/**
+ * The CLI reference is complete (issue 45): for each command, the section of `text` whose heading names it (in a code
+ * span, e.g. "## `azure-leader-coordinator-dev local`") names every flag its `--help` lists.
+ */
+export function checkCliReference(
+  file: string,
+  text: string,
+  commands: readonly { name: string; usage: string }[],
+): string[] {
+  const lines = text.split("\n");
+  const headings = lines
+    .map((line, index) => ({ index, heading: /^(#{1,6})\s+(.*)$/.exec(line) }))
+    .filter((entry) => entry.heading !== null);
+  const problems: string[] = [];
+  for (const command of commands) {
+    const at = headings.findIndex((entry) => entry.heading?.[2]?.includes(`\`${command.name}\``) === true);
+    const start = headings[at];
+    if (start === undefined) {
+      problems.push(`${file}: no section's heading names \`${command.name}\``);
+      continue;
+    }
+    const level = start.heading?.[1]?.length ?? 1;
+    const next = headings.slice(at + 1).find((entry) => (entry.heading?.[1]?.length ?? 7) <= level);
+    const section = lines.slice(start.index, next?.index ?? lines.length).join("\n");
+    for (const flag of flagsOf(command.usage))
+      if (!new RegExp(`(^|[^a-z0-9-])${flag}(?![a-z0-9-])`).test(section))
+        problems.push(`${file}:${start.index + 1}: ${command.name} ${flag}: its --help lists it, its section does not`);
+  }
+  return problems;
+}

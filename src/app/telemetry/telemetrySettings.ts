@@ -38,12 +38,25 @@ export interface TelemetrySettings {
 const EXPORTERS = ["azure-monitor", "otlp-file", "none"] as const;
 
 /**
+ * Every setting the telemetry reads (besides the platform's `WEBSITE_SITE_NAME`): the settings reference documents
+ * each of them, and `npm run docs:check` holds the two lists equal.
+ */
+export const TELEMETRY_SETTING_NAMES = [
+  "APPLICATIONINSIGHTS_CONNECTION_STRING",
+  "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+  "COORDINATOR_TELEMETRY",
+  "COORDINATOR_TELEMETRY_FILE",
+  "COORDINATOR_TELEMETRY_LEVEL",
+  "OTEL_METRIC_EXPORT_INTERVAL",
+] as const;
+
+/**
  * Reads the telemetry settings.
  *
  * @throws ConfigurationError naming each bad setting, its value and what is allowed.
  */
 export function readTelemetrySettings(env: Record<string, string | undefined> = process.env): TelemetrySettings {
-  const value = (name: string): string | undefined => {
+  const value = (name: (typeof TELEMETRY_SETTING_NAMES)[number] | "WEBSITE_SITE_NAME"): string | undefined => {
     const raw = env[name]?.trim();
     return raw === undefined || raw === "" ? undefined : raw;
   };

@@ -109,7 +109,7 @@ export interface JobRemovalFailedEvent extends EventBase {
  * A worker's item kept the event loop from turning for longer than a leader in the same process can go without its
  * heartbeats or renewals (synchronous work: parsing, hashing, a CPU-bound loop). A leader there may have lost its
  * term (with takeover, after 2.5 s without a heartbeat), and every timer of the process waited. The kind should await
- * between smaller pieces of work, or run it in a worker thread (docs/TASK-KINDS.md).
+ * between smaller pieces of work, or run it in a worker thread (docs/how-to/add-a-kind.md#what-a-kind-must-not-do).
  */
 export interface ItemHeldEventLoopEvent extends EventBase {
   type: "item-held-event-loop";

@@ -79,7 +79,7 @@ function reportHold(deps: HoldDeps, jobId: string, kind: string, index: number, 
   if (limitMs <= 0 || heldMs <= limitMs) return;
   const item = { jobId, kind, item: index };
   deps.logger.warn(
-    `Item ${item.item} of job ${item.jobId} (kind "${item.kind}") held the event loop for ${Math.round(heldMs)} ms, longer than the ${limitMs} ms a leader in this process can go without heartbeats or renewals: await between smaller pieces of work, or run it in a worker thread (docs/TASK-KINDS.md)`,
+    `Item ${item.item} of job ${item.jobId} (kind "${item.kind}") held the event loop for ${Math.round(heldMs)} ms, longer than the ${limitMs} ms a leader in this process can go without heartbeats or renewals: await between smaller pieces of work, or run it in a worker thread (docs/how-to/add-a-kind.md#what-a-kind-must-not-do)`,
     { instanceId: deps.instanceId },
   );
   deps.emit({

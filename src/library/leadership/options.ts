@@ -15,7 +15,8 @@ export interface TakeoverOptions {
    * counted on its monotonic clock from the heartbeat's start. A contender that has seen the same record version for
    * longer than that, with margins for clock rates (`clockDriftRatio`) and for requests on the wire
    * (`takeoverMarginMs`), KNOWS the holder has stopped: it breaks the lease (conditional on that version) and acquires
-   * it, seconds after a crash instead of at the lease's expiry. The argument and its assumption: docs/FAILOVER.md.
+   * it, seconds after a crash instead of at the lease's expiry. The argument and its assumption:
+   * docs/explanation/guarantees.md#takeover-below-the-lease.
    *
    * Off by default, because it changes what a term survives: with it, a term ends after `takeoverDeadlineMs` (2.5 s)
    * of failing or hanging storage instead of `renewDeadlineMs` (10 s) — a long-running leader gives up leadership on
@@ -39,7 +40,7 @@ export interface TakeoverOptions {
    * this ratio (0.1 = 10 %). From 0 to below 0.5. A contender waits `D × (1 + r) / (1 − r) + takeoverMarginMs` of
    * silence on its own clock before it breaks (`D`: the holder's `takeoverDeadlineMs`), so the part of the wait beyond
    * `D` grows with `D`. @default 0.1 (Linux lets a clock's rate be set 10 % off, adjtimex's tick; chrony slews by up to
-   * 8.3 %, its `maxslewrate`; CLOCK_MONOTONIC follows both: docs/FAILOVER.md)
+   * 8.3 %, its `maxslewrate`; CLOCK_MONOTONIC follows both: docs/contributing/failover-argument.md)
    */
   clockDriftRatio?: number;
   /**
@@ -52,9 +53,10 @@ export interface TakeoverOptions {
 }
 
 /**
- * The default of `clockDriftRatio`: the rate bound takeover's argument assumes (docs/FAILOVER.md, assumption A1). Linux
- * refuses a tick more than 10 % off its nominal length (adjtimex(2), `ADJ_TICK`), chrony slews by at most 8.3 %
- * (`maxslewrate`), and CLOCK_MONOTONIC follows both.
+ * The default of `clockDriftRatio`: the rate bound takeover's argument assumes
+ * (docs/explanation/guarantees.md#takeover-below-the-lease, assumption A1). Linux refuses a tick more than 10 % off its
+ * nominal length (adjtimex(2), `ADJ_TICK`), chrony slews by at most 8.3 % (`maxslewrate`), and CLOCK_MONOTONIC follows
+ * both.
  */
 export const CLOCK_RATE_BOUND = 0.1;
 
@@ -141,7 +143,7 @@ export interface LeaseTimings {
   /** Only when takeover is on (both, or neither). */
   heartbeatIntervalMs?: number;
   takeoverDeadlineMs?: number;
-  /** The clock-rate bound (docs/FAILOVER.md, A1). @default {@link CLOCK_RATE_BOUND} */
+  /** The clock-rate bound (docs/explanation/guarantees.md, A1). @default {@link CLOCK_RATE_BOUND} */
   clockDriftRatio?: number;
 }
 

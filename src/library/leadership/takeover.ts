@@ -5,14 +5,15 @@ import { emitEvent } from "./Term.js";
 export type { TakeoverOptions } from "./options.js";
 
 /**
- * Takeover below the lease, the contender's side (docs/FAILOVER.md has the argument). A holder with takeover on stops
- * acting `D` (its record's `takeoverDeadlineMs`) after the START of its last successful heartbeat, on its monotonic
- * clock; every heartbeat moves the record's version on. A contender that read version `v` — the read ended at `t` on
- * its own monotonic clock — knows: the heartbeat that wrote `v` was sent before it landed, so before `t`; the holder's
- * clock runs at least `1 − r` as fast as real time, so its deadline has passed `D / (1 − r)` of real time after `t` at
- * the latest; and the contender's clock runs at most `1 + r` as fast, so once it has counted
- * `D × (1 + r) / (1 − r)` on it, that much real time has passed. If `v` is still the version then — the break is
- * conditional on it — no later heartbeat landed, so the holder has stopped. The margin `takeoverMarginMs` comes on top.
+ * Takeover below the lease, the contender's side (docs/explanation/guarantees.md#takeover-below-the-lease has the
+ * argument). A holder with takeover on stops acting `D` (its record's `takeoverDeadlineMs`) after the START of its last
+ * successful heartbeat, on its monotonic clock; every heartbeat moves the record's version on. A contender that read
+ * version `v` — the read ended at `t` on its own monotonic clock — knows: the heartbeat that wrote `v` was sent before
+ * it landed, so before `t`; the holder's clock runs at least `1 − r` as fast as real time, so its deadline has passed
+ * `D / (1 − r)` of real time after `t` at the latest; and the contender's clock runs at most `1 + r` as fast, so once
+ * it has counted `D × (1 + r) / (1 − r)` on it, that much real time has passed. If `v` is still the version then — the
+ * break is conditional on it — no later heartbeat landed, so the holder has stopped. The margin `takeoverMarginMs`
+ * comes on top.
  */
 
 /** How long a contender must see one version of a holder's record before it may break, in ms of its own clock. */

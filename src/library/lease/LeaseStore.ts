@@ -18,7 +18,8 @@ export interface LeaderRecord {
   /**
    * The holder's takeover deadline, in ms: it heartbeats (rewrites this record) and stops acting when no heartbeat has
    * succeeded for this long, so a contender that has seen the record unchanged for longer may break its lease (see
-   * docs/FAILOVER.md). Absent or 0: the holder does not heartbeat, and nobody may take over before its lease expires.
+   * docs/explanation/failover.md). Absent or 0: the holder does not heartbeat, and nobody may take over before its
+   * lease expires.
    */
   takeoverDeadlineMs?: number;
   /**

@@ -23,7 +23,7 @@ export const PRICES = {
   tableTransactionPerMillion: 0.036,
   /** Flex Consumption on-demand executions (per million). */
   executionPerMillion: 0.4,
-  /** Flex Consumption on-demand execution time, per GB-s (docs/DEPLOY.md#costs). */
+  /** Flex Consumption on-demand execution time, per GB-s (docs/how-to/tune-cost.md). */
   gbSecond: 0.000026,
   /** Memory of a Flex Consumption instance (the default instanceMemoryMB, 2,048). */
   instanceGb: 2,

@@ -62,7 +62,7 @@ export function peerEstimates(): PeerEstimate[] {
       name: "Durable Functions (Azure Storage)",
       usdPerMillionItems: round4(durable * 1_000_000),
       lowerBound: true,
-      how: `one activity per item: at least ${DURABLE_QUEUE_OPERATIONS_PER_ITEM} queue transactions × $${PRICES.queueOperationPerMillion.toFixed(2)}/M + 1 execution × $${PRICES.executionPerMillion.toFixed(2)}/M; History and Instances table writes, orchestrator replays, idle polling and execution time are not counted; measured against the real Durable Task Framework on the same Azurite by npm run bench:peer (bench-results/peer.json, docs/COST.md)`,
+      how: `one activity per item: at least ${DURABLE_QUEUE_OPERATIONS_PER_ITEM} queue transactions × $${PRICES.queueOperationPerMillion.toFixed(2)}/M + 1 execution × $${PRICES.executionPerMillion.toFixed(2)}/M; History and Instances table writes, orchestrator replays, idle polling and execution time are not counted; measured against the real Durable Task Framework on the same Azurite by npm run bench:peer (bench-results/peer.json, docs/benchmarks.md)`,
       sources: [
         "https://learn.microsoft.com/azure/azure-functions/durable/durable-functions-billing",
         "https://learn.microsoft.com/azure/azure-functions/durable/durable-functions-azure-storage-provider",

@@ -2,9 +2,10 @@ import { notMeasuredRow, type Row } from "../rows";
 import type { Scenario } from "../scenario";
 
 /**
- * The claims of docs/LOCAL-HOST.md this harness cannot measure: they are the Functions host's or its Node worker's,
- * not the WebJobs SDK's, and neither runs here (Core Tools cannot be installed; the host is not on NuGet in a form that
- * runs). Listed so the report says so, rather than leaving them out, with the local test that covers each, if any.
+ * The claims of docs/contributing/conformance.md this harness cannot measure: they are the Functions host's or its Node
+ * worker's, not the WebJobs SDK's, and neither runs here (Core Tools cannot be installed; the host is not on NuGet in a
+ * form that runs). Listed so the report says so, rather than leaving them out, with the local test that covers each, if
+ * any.
  */
 const CLAIMS: readonly [string, string, string][] = [
   [

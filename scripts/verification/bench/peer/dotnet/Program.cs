@@ -49,7 +49,7 @@ namespace Peer
 
         /// <summary>
         /// The framework's settings in this benchmark, each the documented choice for a fan-out's throughput (sources in
-        /// docs/BENCHMARKS.md): extended sessions (the orchestration stays in memory between episodes: no history reload
+        /// docs/contributing/benchmark-methods.md): extended sessions (the orchestration stays in memory between episodes: no history reload
         /// and no replay), the queue polling back-off capped at 2 s as our host.json's maxPollingInterval, activity
         /// concurrency 10 per core as Durable Functions' default, the table partition manager (its newer, cheaper one).
         /// </summary>
