@@ -20,6 +20,7 @@ export default tseslint.config(
       "test/consumer/*app/**",
       ".deploy/**",
       ".bicep-cli/**",
+      ".api-build/**",
     ],
   },
   js.configs.recommended,
