@@ -111,6 +111,14 @@ describe("azure-leader-coordinator-dev local flags", () => {
     writeFileSync(join(bare, "package.json"), '{"main":"dist/index.js"}');
     expect(() => parseIn([], bare)).toThrow(/does not exist: build your app first/);
   });
+
+  it("a glob main (func init's dist/src/{index.js,functions/*.js}) is not one entry: it says to name one with --app", () => {
+    const globbed = mkdtempSync(join(tmpdir(), "local-flags-"));
+    writeFileSync(join(globbed, "package.json"), JSON.stringify({ main: "dist/src/{index.js,functions/*.js}" }));
+    expect(() => parseIn([], globbed)).toThrow(
+      /"main" of .*package\.json is a glob \(dist\/src\/\{index\.js,functions\/\*\.js\}\): name the compiled file that registers the coordinator with --app/,
+    );
+  });
 });
 
 describe("demo job", () => {

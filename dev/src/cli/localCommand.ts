@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import type { LocalJob, LocalOptions } from "../local/options.js";
 import { numberFlag, parseFlags, pathFlag, readJobFile, UsageError } from "azure-leader-coordinator/internal";
 import { scheduleFlag } from "./scheduleFlag.js";
+import { GLOB_CHARACTERS } from "./packageCommand.js";
 
 /**
  * `azure-leader-coordinator-dev local`: the command line of a local run of the user's app (`src/local/run.ts` does the
@@ -128,6 +129,10 @@ function appEntryOf(flag: string | undefined, cwd: string): string {
   if (typeof main !== "string" || main.trim() === "")
     throw new UsageError(
       `No app entry: ${manifest} has no "main". Name your app's compiled entry with --app (e.g. --app dist/index.js).`,
+    );
+  if (GLOB_CHARACTERS.test(main))
+    throw new UsageError(
+      `"main" of ${manifest} is a glob (${main}): name the compiled file that registers the coordinator with --app (e.g. --app dist/src/functions/coordinator.js); the local host runs one entry.`,
     );
   const entry = resolve(cwd, main);
   if (!existsSync(entry))
