@@ -18,8 +18,12 @@ export default tseslint.config(
       // Users' projects (test/consumer/*app/), each compiled against the packed package by a consumer test with its own
       // tsconfig.
       "test/consumer/*app/**",
+      // The azd template the development package ships: a user's project with its own tsconfig (the type check compiles
+      // its code against the sources; test/consumer/azdTemplate.test.ts checks the rest from the packed tarball).
+      "dev/templates/**",
       ".deploy/**",
       ".bicep-cli/**",
+      ".api-build/**",
     ],
   },
   js.configs.recommended,

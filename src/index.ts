@@ -11,7 +11,7 @@ export {
   type FunctionsApp,
   type HttpOptions,
 } from "./host/registerCoordinator.js";
-export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/options.js";
+export { SETTING_NAMES, type CoordinatorSetupOptions, type SettingName, type SettingValues } from "./app/options.js";
 export type { CoordinatorClient, JobReadOptions, JobSubmission, WaitOptions } from "./app/client.js";
 export { createCoordinatorClient } from "./app/createClient.js";
 export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results.js";
@@ -38,5 +38,12 @@ export {
   type GroupByPartial,
   type GroupStats,
 } from "./groupBy/groupBy.js";
-export { storageClientsFromSettings, type StorageClients } from "./azure/clients.js";
-export { azureSdkLogger, ConfigurationError, type Logger, type LeaderInfo } from "./library/index.js";
+export { storageClientsFromSettings, type CredentialOptions, type StorageClients } from "./azure/clients.js";
+export {
+  azureSdkLogger,
+  ConfigurationError,
+  type Abortable,
+  type LeaderInfo,
+  type LeaseState,
+  type Logger,
+} from "./library/index.js";

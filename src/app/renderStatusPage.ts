@@ -67,6 +67,19 @@ ${renderRetention(view)}
 </main>`;
 }
 
+/**
+ * Why nobody holds the lease: between ticks every leader releases it; a lapsed one (a leader killed or frozen) expired
+ * or was broken by a takeover, and until then `GET /leader` named that holder — the page says which, so the two reads
+ * are not taken for a contradiction.
+ */
+function whyFree(leader: { epoch: number; leaseState: string }): string {
+  if (leader.leaseState === "broken")
+    return `The lease of epoch ${leader.epoch} was broken: a takeover ended a term that had fallen silent (its process killed or frozen); the next tick elects again.`;
+  if (leader.leaseState === "expired")
+    return `The lease of epoch ${leader.epoch} expired: its holder stopped renewing it (its process killed or frozen); the next tick elects again.`;
+  return "Each tick's leader releases the lease when its step ends; the next tick elects again.";
+}
+
 function renderLeader(view: StatusView): SafeHtml {
   const leader = view.leader;
   if (leader === undefined)
@@ -78,7 +91,7 @@ function renderLeader(view: StatusView): SafeHtml {
   const who =
     leader.holder === undefined
       ? html`<p class="big"><span data-field="leader-holder" data-holder="">Nobody holds the lease</span> right now.</p>
-<p class="muted">Each tick's leader releases the lease when its step ends; the next tick elects again.</p>`
+<p class="muted">${whyFree(leader)}</p>`
       : html`<p class="big"><span class="holder" data-field="leader-holder" data-holder="${leader.holder}">${leader.holder}</span> leads.</p>`;
   const revocation =
     leader.revocation === undefined

@@ -14,7 +14,9 @@ export interface SubmitOptions extends Abortable {
 
 /** Whether a request's wake-up was sent ("off" when not asked for), and why not. */
 export interface WakeUpReport {
+  /** "sent": the leader was woken; "failed": it could not be (it runs the job at its next tick); "off": not asked. */
   wakeUp: "sent" | "failed" | "off";
+  /** Why the wake-up failed; only with `wakeUp: "failed"`. */
   wakeUpError?: string;
 }
 

@@ -36,11 +36,13 @@ export interface BlobLeaseStoreOptions {
  * lease id), and revocation requests in a sibling blob `<blob>.revocation` (writable by anyone with access).
  */
 export class BlobLeaseStore implements LeaseStore {
+  /** {@inheritDoc LeaseStore.name} */
   readonly name: string;
   private readonly container: ContainerClient;
   private readonly blob: BlobClient;
   private readonly revocationBlob: BlobClient;
 
+  /** A lease on a blob of `service` (the container and blob named by `options`, created when missing). */
   constructor(service: BlobServiceClient, options: BlobLeaseStoreOptions = {}) {
     const containerName = options.containerName ?? "leases";
     const blobName = options.blobName ?? "MyLeaderCoordinatorTask";
@@ -60,6 +62,7 @@ export class BlobLeaseStore implements LeaseStore {
     this.revocationBlob = blobIn(this.container, `${blobName}.revocation`);
   }
 
+  /** {@inheritDoc LeaseStore.ensureExists} */
   async ensureExists(options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
@@ -73,6 +76,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.acquire} */
   async acquire(leaseId: string, durationS: number, options: Abortable = {}): Promise<AcquireResult> {
     const { abortSignal } = options;
     const acquire = (): Promise<unknown> =>
@@ -95,6 +99,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.renew} */
   async renew(leaseId: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
@@ -104,6 +109,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.release} */
   async release(leaseId: string, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
@@ -116,6 +122,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.breakLease} */
   async breakLease(breakPeriodS: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
@@ -128,6 +135,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.breakIfUnchanged} */
   async breakIfUnchanged(version: string, record: LeaderRecord, options: Abortable = {}): Promise<BreakOutcome> {
     const { abortSignal } = options;
     const conditions = { ifMatch: version };
@@ -148,6 +156,7 @@ export class BlobLeaseStore implements LeaseStore {
     return "broken";
   }
 
+  /** {@inheritDoc LeaseStore.read} */
   async read(options: Abortable = {}): Promise<LeaseSnapshot> {
     const { abortSignal } = options;
     try {
@@ -164,6 +173,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.writeRecord} */
   async writeRecord(leaseId: string, record: LeaderRecord, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     try {
@@ -173,6 +183,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.readRevocation} */
   async readRevocation(options: Abortable = {}): Promise<Revocation | undefined> {
     const { abortSignal } = options;
     try {
@@ -184,6 +195,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.revoke} */
   async revoke(epoch: number, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     // A fresh id per request: the term that honours a request marks only that one (a newer one stops the next term).
@@ -201,6 +213,7 @@ export class BlobLeaseStore implements LeaseStore {
     }
   }
 
+  /** {@inheritDoc LeaseStore.honourRevocation} */
   async honourRevocation(epoch: number, options: HonourOptions = {}): Promise<void> {
     const { abortSignal, requestId } = options;
     try {

@@ -14,14 +14,15 @@ import { OnDemandCreation } from "./OnDemandCreation.js";
 import { blobIn } from "./azureNames.js";
 import type { Abortable } from "../library/util/delay.js";
 
-/**
- * The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata, and a document's
- * summary there too (base64 of its UTF-8, written in the same upload, read with a HEAD request). A key is a blob name
- * in the container; one with "." or ".." segments is refused (it would address another blob: {@link blobIn}).
- */
 /** The metadata key of a document's summary (metadata keys come back lower-cased, so it is written lower-case). */
 const SUMMARY_METADATA = "summary";
 
+/**
+ * The state port on Azure Blob Storage: one JSON block blob per key, the epoch in its metadata, and a document's
+ * summary there too (base64 of its UTF-8, written in the same upload, read with a HEAD request). A key is a blob name
+ * in the container; one with "." or ".." segments is refused (it would address another blob: `blobIn`,
+ * src/azure/azureNames.ts).
+ */
 export class BlobStateStore implements StateStore {
   private readonly creation = new OnDemandCreation(
     (options) => this.container.createIfNotExists(options),
@@ -29,10 +30,12 @@ export class BlobStateStore implements StateStore {
   );
   private readonly container: ContainerClient;
 
+  /** Documents in `containerName` of `service` (created at the first write that finds it missing). */
   constructor(service: BlobServiceClient, containerName = "coordinator-state") {
     this.container = service.getContainerClient(containerName);
   }
 
+  /** {@inheritDoc StateStore.read} */
   async read(key: string, options: Abortable = {}): Promise<StoredState | undefined> {
     const { abortSignal } = options;
     let body: Buffer;
@@ -64,6 +67,7 @@ export class BlobStateStore implements StateStore {
     return { value, etag, epoch: Number(epochText ?? 0) };
   }
 
+  /** {@inheritDoc StateStore.readSummary} */
   async readSummary(key: string, options: Abortable = {}): Promise<StoredSummary | undefined> {
     const { abortSignal } = options;
     try {
@@ -88,6 +92,7 @@ export class BlobStateStore implements StateStore {
     }
   }
 
+  /** {@inheritDoc StateStore.delete} */
   async delete(key: string, condition: { ifMatch: string }, options: Abortable = {}): Promise<void> {
     const { abortSignal } = options;
     const blob = blobIn(this.container, key);
@@ -107,6 +112,7 @@ export class BlobStateStore implements StateStore {
     }
   }
 
+  /** {@inheritDoc StateStore.write} */
   async write(
     key: string,
     value: unknown,

@@ -13,7 +13,9 @@ export type StorageConnection =
 
 /** Both service clients of one account. */
 export interface StorageClients {
+  /** The account's blob service. */
   blob: BlobServiceClient;
+  /** The account's queue service. */
   queue: QueueServiceClient;
 }
 
@@ -140,10 +142,10 @@ export function connectionFromSettings(
 }
 
 /**
- * The blob and queue clients of a storage account named by a Functions-style connection setting (see
- * {@link connectionFromSettings}): what a task kind uses to write its outputs, authenticated as the app is — a
- * connection string locally, the app's managed identity in Azure (or `options.credential`). Clients retry as the app's
- * do.
+ * The blob and queue clients of a storage account named by a Functions-style connection setting (the settings of a
+ * Functions connection: `<PREFIX>` or `<PREFIX>__blobServiceUri`, `__queueServiceUri`, `__clientId`): what a task kind
+ * uses to write its outputs, authenticated as the app is — a connection string locally, the app's managed identity in
+ * Azure (or `options.credential`). Clients retry as the app's do.
  *
  * @throws ConfigurationError when the connection is not configured, or the credential is not a `TokenCredential`.
  */

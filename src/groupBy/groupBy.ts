@@ -17,9 +17,13 @@ export const MAX_ABS_VALUE = 1e12;
 
 /** The group-by aggregate as users read it. */
 export interface GroupStats {
+  /** Records of the group. */
   count: number;
+  /** The exact sum of their values (to a millionth). */
   sum: number;
+  /** Their smallest value. */
   min: number;
+  /** Their largest value. */
   max: number;
 }
 

@@ -25,9 +25,13 @@ import { appTerminateHandler, coordinatorHandler, wakeHandler, workerHandler } f
 
 /** What {@link registerCoordinator} uses of `app` from `@azure/functions` (pass that object). */
 export interface FunctionsApp {
+  /** Registers the coordinator's timer (`app.timer`). */
   timer(name: string, options: TimerFunctionOptions): void;
+  /** Registers a queue-triggered function: the worker and the wake-up (`app.storageQueue`). */
   storageQueue(name: string, options: StorageQueueFunctionOptions): void;
+  /** Registers an HTTP route (`app.http`). */
   http(name: string, options: HttpFunctionOptions): void;
+  /** Registers the terminate hook that releases the lease (`app.hook.appTerminate`). */
   hook: { appTerminate(handler: AppTerminateHandler): unknown };
 }
 
@@ -58,7 +62,7 @@ export interface HttpOptions {
 export interface CoordinatorOptions extends CoordinatorSetupOptions {
   /** The functions' names, where you want others. @default the keys themselves ("coordinator", "worker", …) */
   functionNames?: Partial<Record<CoordinatorFunction, string>>;
-  /** The HTTP routes, or `false` to register none (submit through the client instead). @default {} */
+  /** The HTTP routes, or `false` to register none (submit through the client instead). @default `{}` */
   http?: HttpOptions | false;
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { parse } from "yaml";
+import { readAzureYaml } from "./azureYaml";
 import { describeCompiled, ofType, only, readSnapshot, useCompiledInfra } from "./compiled";
 import { INFRA_DIR, REPO_ROOT } from "./paths";
 
@@ -13,23 +13,7 @@ import { INFRA_DIR, REPO_ROOT } from "./paths";
  * fits the templates.
  */
 
-interface AzureYaml {
-  name: string;
-  services: Record<
-    string,
-    {
-      project: string;
-      language: string;
-      host: string;
-      dist?: string;
-      remoteBuild?: boolean;
-      hooks?: Record<string, { shell?: string; run: string }>;
-    }
-  >;
-  infra: { provider: string; path: string; module: string };
-}
-
-const azureYaml = parse(readFileSync(path.join(REPO_ROOT, "azure.yaml"), "utf8")) as AzureYaml;
+const azureYaml = readAzureYaml(path.join(REPO_ROOT, "azure.yaml"));
 
 describe("azure.yaml", () => {
   it("one TypeScript function service; azd zips .deploy/, which its prepackage hook builds with npm run package", () => {

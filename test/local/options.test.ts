@@ -111,6 +111,25 @@ describe("azure-leader-coordinator-dev local flags", () => {
     writeFileSync(join(bare, "package.json"), '{"main":"dist/index.js"}');
     expect(() => parseIn([], bare)).toThrow(/does not exist: build your app first/);
   });
+
+  it("--host-json names a host.json: the app reads its settings from host.json in that folder, as the host does", () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), "local-host-json-"));
+    writeFileSync(join(elsewhere, "host.local.json"), "{}");
+    expect(() => parseLocalArgs(["--host-json", join(elsewhere, "host.local.json")])).toThrow(
+      /--host-json .*host\.local\.json: the file must be called host\.json/,
+    );
+    writeFileSync(join(elsewhere, "host.json"), "{}");
+    const options = parseLocalArgs(["--host-json", join(elsewhere, "host.json")]);
+    expect(options === "help" ? undefined : options.hostJsonPath).toBe(join(elsewhere, "host.json"));
+  });
+
+  it("a glob main (func init's dist/src/{index.js,functions/*.js}) is not one entry: it says to name one with --app", () => {
+    const globbed = mkdtempSync(join(tmpdir(), "local-flags-"));
+    writeFileSync(join(globbed, "package.json"), JSON.stringify({ main: "dist/src/{index.js,functions/*.js}" }));
+    expect(() => parseIn([], globbed)).toThrow(
+      /"main" of .*package\.json is a glob \(dist\/src\/\{index\.js,functions\/\*\.js\}\): name the compiled file that registers the coordinator with --app/,
+    );
+  });
 });
 
 describe("demo job", () => {

@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildDeployPackage } from "../../dev/src/cli/packageCommand";
+import { buildDeployPackage, packageContents } from "../../dev/src/cli/packageCommand";
 import { UsageError } from "../../src/cli/flags";
 
 describe("the package command refuses what would make a broken deploy folder, before touching anything", () => {
@@ -33,5 +33,14 @@ describe("the package command refuses what would make a broken deploy folder, be
   it("it never empties the project folder itself", () => {
     const root = project({ "package.json": JSON.stringify({ main: "package.json" }) });
     expect(() => buildDeployPackage(root, root)).toThrow("--out must not be the project folder.");
+  });
+
+  it("a func init project's glob main (dist/src/{index.js,functions/*.js}) ships its build folder once it is built", () => {
+    const main = "dist/src/{index.js,functions/*.js}";
+    const root = project({ "package.json": JSON.stringify({ main }), "package-lock.json": "{}", "host.json": "{}" });
+    expect(() => packageContents(root)).toThrow(/does not exist: build your app first/);
+    mkdirSync(path.join(root, "dist", "src", "functions"), { recursive: true });
+    writeFileSync(path.join(root, "dist", "src", "functions", "coordinator.js"), "");
+    expect(packageContents(root)).toEqual(["host.json", "package.json", "package-lock.json", "dist"]);
   });
 });

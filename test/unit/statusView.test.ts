@@ -480,4 +480,18 @@ describe("status page rendering (src/app/renderStatusPage.ts)", () => {
     expect(page).toContain("No term recorded yet.");
     expect(page).toContain("No active jobs.");
   });
+
+  it("after a leader's kill, says the lease lapsed (expired, or broken by a takeover), not that its holder released it", () => {
+    const render = (leaseState: LeaderInfo["leaseState"]): string =>
+      renderStatusPage(buildStatusView(snapshot({ leader: leader({ holder: undefined, epoch: 7, leaseState }) })), {
+        nonce: "n",
+      });
+    expect(render("broken")).toContain(
+      "The lease of epoch 7 was broken: a takeover ended a term that had fallen silent",
+    );
+    expect(render("expired")).toContain("The lease of epoch 7 expired: its holder stopped renewing it");
+    for (const state of ["broken", "expired"] as const)
+      expect(render(state)).not.toContain("releases the lease when its step ends");
+    expect(render("available")).toContain("releases the lease when its step ends");
+  });
 });

@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import type { LocalJob, LocalOptions } from "../local/options.js";
 import { numberFlag, parseFlags, pathFlag, readJobFile, UsageError } from "azure-leader-coordinator/internal";
 import { scheduleFlag } from "./scheduleFlag.js";
+import { GLOB_CHARACTERS } from "./packageCommand.js";
 
 /**
  * `azure-leader-coordinator-dev local`: the command line of a local run of the user's app (`src/local/run.ts` does the
@@ -19,7 +20,8 @@ the end. App settings (WORK_UNIT_MAX_ITEMS, your own, …) come from the environ
 
   --app FILE              your app's entry: its compiled JavaScript (default: "main" of ./package.json); a
                           TypeScript entry runs only with tsx installed in your project
-  --host-json FILE        the host.json the instances read (default ./host.json); what it lacks is said at start
+  --host-json FILE        the host.json the instances read (default ./host.json; a file called host.json); what it
+                          lacks is said at start
   --job FILE              submit this job once the instances are ready (JSON, as POST /api/jobs takes it:
                           {"kind":"…","params":{…},"items":[{"inline":"…"}]}); stop a few seconds after it ends
   --demo                  submit the built-in group-by demo job instead (your app must register groupByKind)
@@ -129,6 +131,10 @@ function appEntryOf(flag: string | undefined, cwd: string): string {
     throw new UsageError(
       `No app entry: ${manifest} has no "main". Name your app's compiled entry with --app (e.g. --app dist/index.js).`,
     );
+  if (GLOB_CHARACTERS.test(main))
+    throw new UsageError(
+      `"main" of ${manifest} is a glob (${main}): name the compiled file that registers the coordinator with --app (e.g. --app dist/src/functions/coordinator.js); the local host runs one entry.`,
+    );
   const entry = resolve(cwd, main);
   if (!existsSync(entry))
     throw new UsageError(
@@ -142,6 +148,12 @@ function hostJsonOf(flag: string | undefined, cwd: string): string | undefined {
   if (flag !== undefined) {
     const path = resolve(cwd, flag);
     if (!existsSync(path)) throw new UsageError(`--host-json ${flag}: no such file (${path}).`);
+    // The app reads host.json in its root folder (hostJsonNotice), as under the Functions host, which reads no other
+    // name: the instances get the file's folder as that root.
+    if (basename(path) !== "host.json")
+      throw new UsageError(
+        `--host-json ${flag}: the file must be called host.json (the Functions host and your app read host.json in the app's root folder); put it in a folder of its own and name that folder's host.json.`,
+      );
     return path;
   }
   const path = join(cwd, "host.json");

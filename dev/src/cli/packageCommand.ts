@@ -36,15 +36,20 @@ export function sizeOf(dir: string): { files: number; bytes: number } {
   return { files, bytes };
 }
 
+/** The characters that make package.json `main` a glob, as the Functions host reads it. */
+export const GLOB_CHARACTERS = /[*?{}[\]]/;
+
 /** What a deploy folder holds of the project besides its production node_modules. */
 export function packageContents(root: string): string[] {
   const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { main?: unknown };
   const main = typeof manifest.main === "string" ? manifest.main : "";
-  if (main === "" || !existsSync(path.join(root, main)))
+  // A glob (func init's template: "dist/src/{index.js,functions/*.js}") names files of the build folder it starts in.
+  const build = path.normalize(main).split(path.sep)[0] ?? main;
+  const built = GLOB_CHARACTERS.test(main) ? build : main;
+  if (main === "" || GLOB_CHARACTERS.test(build) || !existsSync(path.join(root, built)))
     throw new UsageError(
       `${path.join(root, main || "<package.json main>")} does not exist: build your app first (e.g. npm run build).`,
     );
-  const build = path.normalize(main).split(path.sep)[0] ?? main;
   const lockfile = ["npm-shrinkwrap.json", "package-lock.json"].find((name) => existsSync(path.join(root, name)));
   if (lockfile === undefined)
     throw new UsageError(

@@ -108,11 +108,11 @@ function instanceTable(snapshot: LiveSnapshot): string[] {
   return rows.map((row) => `  ${row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ")}`);
 }
 
-/** "Job 1a2b3c4d running [██████░░░░] 52% done 104/200, failed 0, dispatched 150". */
+/** "job <its whole id> running [██████░░░░] 52% done 104/200, failed 0, dispatched 150". */
 function jobLine(job: JobProgress | undefined): string {
   if (job === undefined) return "  job: not submitted yet";
   const { total, done, failed, dispatched } = job.progress;
   const ratio = total === 0 ? 0 : Math.min(1, (done + failed) / total);
   const filled = Math.round(ratio * 24);
-  return `  job ${job.id.slice(0, 8)} ${job.status.padEnd(9)} [${"█".repeat(filled)}${"░".repeat(24 - filled)}] ${String(Math.round(ratio * 100)).padStart(3)}%  done ${done}/${total}, failed ${failed}, dispatched ${dispatched}`;
+  return `  job ${job.id} ${job.status.padEnd(9)} [${"█".repeat(filled)}${"░".repeat(24 - filled)}] ${String(Math.round(ratio * 100)).padStart(3)}%  done ${done}/${total}, failed ${failed}, dispatched ${dispatched}`;
 }

@@ -23,7 +23,7 @@ export function describeEvent(event: EventLine): string | undefined {
     case "job-completed":
     case "job-cancelled":
     case "job-expired":
-      return `${who}: ${event.type}${typeof event.jobId === "string" ? ` ${event.jobId.slice(0, 8)}` : ""}${epoch}`;
+      return `${who}: ${event.type}${typeof event.jobId === "string" ? ` ${event.jobId}` : ""}${epoch}`;
     case "message-rejected":
       return `${who} rejected a message: ${event.reason}`;
     default:

@@ -1,6 +1,5 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { checkHostJsonFile, currentPlatform, describeHostJsonFindings } from "azure-leader-coordinator/internal";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { EventLog, recordFromEventLine } from "./eventLog.js";
 import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances.js";
@@ -16,9 +15,11 @@ import { instanceEnv, waitForReady } from "./startup.js";
 import { watchRun } from "./watch.js";
 import {
   appEnv,
+  followLatestJob,
   jobsApiOf,
   openView,
   printEndpoints,
+  printHostJsonFindings,
   startInstances,
   submit,
   writeTimeline,
@@ -70,16 +71,14 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
   };
   try {
     if (options.appEntry === undefined) throw new Error("No app entry: name your app's entry file (appEntry).");
-    const hostJson = options.hostJsonPath ?? join(projectDir, "host.json");
-    // This machine's processors, as the local host's queue listeners use them (hostConfig.ts).
-    const findings = checkHostJsonFile(hostJson, currentPlatform(baseEnv));
-    if (findings.length > 0) print(`${describeHostJsonFindings(findings, hostJson)}\n`);
+    printHostJsonFindings(options.hostJsonPath ?? join(projectDir, "host.json"), baseEnv, print);
     let connectionString = baseEnv.COORDINATION_STORAGE;
     if (connectionString === undefined) {
       // On disk (a temporary folder, removed at stop): in-memory Azurite stalls for ~90 s in its queue clean-up
       // after a few thousand messages, which a long local run would mistake for a storage outage.
       azurite = await startAzurite({ persistent: true, projectDir });
       connectionString = azurite.connectionString;
+      result.connectionString = connectionString;
     }
     const { env, settings } = instanceEnv(baseEnv, connectionString, schedule, options);
     Object.assign(env, appEnv(options.appEntry, options.hostJsonPath, projectDir));
@@ -105,9 +104,10 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
       submitted = await submit(api, prepared, options);
       result.jobId = submitted.id;
       killer?.watch(submitted.id);
-      view.note(elapsed(), `submitted job ${submitted.id.slice(0, 8)} (${submitted.itemCount} items)`);
+      view.note(elapsed(), `submitted job ${submitted.id} (${submitted.itemCount} items)`);
     }
-    const watched = await watchRun({ job: submitted, instances, view, startedMs, options, killer });
+    const following = followLatestJob(api, result, options);
+    const watched = await watchRun({ job: submitted, instances, view, startedMs, options, killer, ...following });
     result.status = watched.status;
     result.problem = watched.problem;
     // The final status through the app's own view, while an instance still serves it.
@@ -139,6 +139,7 @@ function runHandlers(run: {
   return {
     onEvent: (instance, line) => {
       events.append(recordFromEventLine(line));
+      if (line.type === "job-registered") result.latestJobId = line.jobId;
       const from = instances.find((candidate) => candidate.state === instance);
       if (from !== undefined) run.killer()?.onEvent(line, from);
       const text = describeEvent(line);

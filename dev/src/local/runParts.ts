@@ -4,7 +4,13 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { JobsHttpApi, type JobStatus } from "azure-leader-coordinator/internal";
+import {
+  checkHostJsonFile,
+  currentPlatform,
+  describeHostJsonFindings,
+  JobsHttpApi,
+  type JobStatus,
+} from "azure-leader-coordinator/internal";
 import type { Azurite } from "./azurite.js";
 import type { EventLog } from "./eventLog.js";
 import { InstanceProcess, type InstanceHandlers } from "./instances.js";
@@ -13,7 +19,19 @@ import { LiveView, type LiveMode } from "./liveView.js";
 import type { PreparedJob } from "./localJob.js";
 import type { RunLocalOptions } from "./options.js";
 import type { LocalRunResult } from "./summary.js";
+import type { WatchInput } from "./watch.js";
 import { renderTimeline } from "./timeline.js";
+
+/** What the run's host.json lacks of what the coordinator relies on, said once at start. */
+export function printHostJsonFindings(
+  hostJson: string,
+  env: Record<string, string | undefined>,
+  print: (text: string) => void,
+): void {
+  // This machine's processors, as the local host's queue listeners use them (hostConfig.ts).
+  const findings = checkHostJsonFile(hostJson, currentPlatform(env));
+  if (findings.length > 0) print(`${describeHostJsonFindings(findings, hostJson)}\n`);
+}
 
 /** The live view of the run, headed by what runs on which storage. */
 export function openView(
@@ -71,6 +89,21 @@ export function printEndpoints(
   const base = jobsBaseUrl(serving.state.httpPort, serving.state.httpRoutes ?? []);
   if (base !== undefined)
     print(`Submit work while it runs:\n  npx azure-leader-coordinator enqueue --url ${base} --file JOB.json --wait`);
+  // Azurite's well-known local key, never a real account's: what a user seeds input blobs with before enqueue.
+  if (result.connectionString !== undefined)
+    print(`Seed input blobs (and read outputs) on the embedded Azurite with:\n  ${result.connectionString}`);
+}
+
+/** What the live view follows without a job of the run's own: the job the app registered last, read through the app. */
+export function followLatestJob(
+  api: JobsHttpApi,
+  result: LocalRunResult,
+  options: RunLocalOptions,
+): Pick<WatchInput, "latestJobId" | "readJob"> {
+  return {
+    latestJobId: () => result.latestJobId,
+    readJob: (id) => api.getJob(id, { abortSignal: options.abortSignal }),
+  };
 }
 
 /** A job the run submitted, and how to read its status through the app. */

@@ -29,6 +29,8 @@ export interface LocalRunResult {
   storage: "azurite" | "external";
   /** Where the submitted job came from; undefined without a job. */
   jobSource?: string;
+  /** The job the app registered last (its `job-registered` event), whoever submitted it. */
+  latestJobId?: string;
   jobId?: string;
   /** The job's final status as the app reports it (its HTTP route, through the kind's view). */
   status?: JobStatus;
@@ -40,6 +42,8 @@ export interface LocalRunResult {
   matches?: boolean;
   /** The status page of the first instance that serves HTTP (printed at start; gone when the run ends). */
   statusUrl?: string;
+  /** The embedded Azurite's connection string (the well-known local key); undefined on COORDINATION_STORAGE. */
+  connectionString?: string;
   eventsPath: string;
   timelinePath: string;
   logsDir: string;

@@ -8,7 +8,8 @@ import type { RunLocalOptions } from "./options.js";
  * The watching phase of a local run: redraw the live view ~2×/s, read the job's status every second (and tell the
  * `--kill-leader-after` killer), and decide when to stop — at `--duration`, or a few seconds after the
  * job ended, or at the give-up deadline, or when every instance is gone, or on abort. Without a job it runs until the
- * duration ends, every instance is gone, or the run is stopped.
+ * duration ends, every instance is gone, or the run is stopped, and shows the job the app registered last (one
+ * submitted with `enqueue`, say), read the same way.
  */
 
 /** What {@link watchRun} needs. */
@@ -21,6 +22,10 @@ export interface WatchInput {
   startedMs: number;
   /** `--kill-leader-after`: told of each status read. */
   killer?: MidJobLeaderKill;
+  /** Without a job of the run's own: the id of the job the app registered last (its events say), if any. */
+  latestJobId?: () => string | undefined;
+  /** Reads a job's status (through the app's HTTP routes), for {@link WatchInput.latestJobId}'s job. */
+  readJob?: (id: string) => Promise<JobStatus | undefined>;
   options: RunLocalOptions;
 }
 
@@ -39,6 +44,10 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
   for (;;) {
     const now = Date.now();
     if (options.abortSignal?.aborted === true) return { status };
+    if (job === undefined && now - lastStatusMs >= STATUS_EVERY_MS) {
+      lastStatusMs = now;
+      status = await followedStatus(input, status);
+    }
     if (job !== undefined && now - lastStatusMs >= STATUS_EVERY_MS) {
       lastStatusMs = now;
       status = (await job.read().catch(() => undefined)) ?? status;
@@ -53,7 +62,7 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
         completedAtMs === undefined
       ) {
         completedAtMs = now;
-        view.note(now - startedMs, `job ${job.id.slice(0, 8)} ${status.status}`);
+        view.note(now - startedMs, `job ${job.id} ${status.status}`);
       }
     }
     if (durationMs === undefined && completedAtMs !== undefined && now - completedAtMs >= (options.settleS ?? 5) * 1000)
@@ -73,4 +82,12 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
       return { status };
     }
   }
+}
+
+/** The status of the job the app registered last, for the view only (the run does not wait for it). */
+async function followedStatus(input: WatchInput, last: JobStatus | undefined): Promise<JobStatus | undefined> {
+  const id = input.latestJobId?.();
+  if (id === undefined || input.readJob === undefined) return last;
+  const read = await input.readJob(id).catch(() => undefined);
+  return read ?? (last?.id === id ? last : undefined);
 }

@@ -1,13 +1,12 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { Abortable, JobStatus } from "azure-leader-coordinator";
 import {
   ConfigurationError,
   delay,
   JobsHttpApi,
-  type Abortable,
   type AppEvent,
   type AppEventType,
-  type JobStatus,
 } from "azure-leader-coordinator/internal";
 import { startAzurite, type Azurite } from "../local/azurite.js";
 import { InstanceProcess, lastOutput, type InstanceHandlers } from "../local/instances.js";
@@ -52,6 +51,7 @@ export interface TestInstance {
   readonly name: string;
   /** The app's id for the process, as in its events. */
   readonly instanceId: string;
+  /** Its process id (undefined when its process could not be spawned). */
   readonly pid: number | undefined;
   /** True until it exited or was killed. */
   readonly alive: boolean;
@@ -71,6 +71,7 @@ export interface ClusterWaitOptions extends Abortable {
 export interface TestCluster extends AsyncDisposable {
   /** The storage the instances use (Azurite's connection string). */
   readonly connectionString: string;
+  /** Its instances, in start order (`instance-1` first), the dead ones included. */
   readonly instances: readonly TestInstance[];
   /** Every event of every instance so far, in arrival order. */
   readonly events: readonly ClusterEvent[];

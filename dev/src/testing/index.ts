@@ -23,3 +23,4 @@ export {
   type RunKindOptions,
 } from "./runKind.js";
 export type { AggregateOf, JobStatus } from "azure-leader-coordinator";
+export type { AppEvent, AppEventType } from "azure-leader-coordinator/internal";

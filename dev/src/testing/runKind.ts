@@ -1,11 +1,5 @@
-import type { AggregateOf, Logger, TaskKind } from "azure-leader-coordinator";
-import {
-  ConfigurationError,
-  inputOf,
-  TaskRegistry,
-  validateSubmission,
-  type Abortable,
-} from "azure-leader-coordinator/internal";
+import type { Abortable, AggregateOf, Logger, TaskKind } from "azure-leader-coordinator";
+import { ConfigurationError, inputOf, TaskRegistry, validateSubmission } from "azure-leader-coordinator/internal";
 
 /**
  * A task kind run alone, in this process, in milliseconds: no storage, no host, no cluster. The items go through the
@@ -46,8 +40,11 @@ export type ItemOutcome<Partial> =
 
 /** A line the kind logged. */
 export interface KindLogLine {
+  /** The logger method it called. */
   level: "verbose" | "info" | "warn" | "error";
+  /** What it logged. */
   message: string;
+  /** The properties it logged with, when it gave any. */
   properties?: Record<string, unknown>;
 }
 
@@ -57,6 +54,7 @@ export interface KindRun<Partial, Aggregate> {
   items: ItemOutcome<Partial>[];
   /** Items done, and failed (an ItemError or a refused partial); transient errors are neither. */
   done: number;
+  /** Items failed (see `done`). */
   failed: number;
   /**
    * The job's aggregate as its status would show it had every item ended as here: the done items' partials merged and

@@ -53,7 +53,7 @@ export interface TaskKind<Params = unknown, Partial = unknown, View = Partial> {
  * so results can fold in any order and the aggregate never depends on which worker, leader or retry produced what.
  */
 export interface TaskAggregate<Partial, View = Partial> {
-  /** The identity of {@link merge}: the aggregate of a job before any item is done. */
+  /** The identity of {@link TaskAggregate.merge}: the aggregate of a job before any item is done. */
   empty(): Partial;
   /** Combines two partial results (must not change either). */
   merge(a: Partial, b: Partial): Partial;
@@ -125,7 +125,9 @@ export type AggregateOf<K> = K extends TaskKind<unknown, unknown, infer View> ? 
  * failed with this message (its unit's other items still count).
  */
 export class ItemError extends Error {
+  /** The error's stable code. */
   readonly code = "InvalidItem";
+  /** An item error with the reason recorded for the item; `options.cause` keeps the error behind it. */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "ItemError";

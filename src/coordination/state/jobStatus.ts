@@ -17,7 +17,9 @@ export type EndedStatus = "completed" | "failed" | "cancelled" | "expired";
  * where the caller names the kind; `unknown` otherwise).
  */
 export interface JobStatus<Aggregate = unknown> {
+  /** The job's id, as submitted or generated. */
   id: string;
+  /** The name of the job's task kind. */
   kind: string;
   /**
    * `pending`: submitted, not yet picked up by a leader. `completed`: every item done or failed. `failed`: the job
@@ -41,7 +43,9 @@ export interface JobStatus<Aggregate = unknown> {
   aggregate: Aggregate | undefined;
   /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
   failures: { item: number; reason: string }[];
+  /** When the job was submitted (ISO 8601). */
   createdAt: string;
+  /** When the job completed with every item done or failed (ISO 8601); undefined before, or when it ended otherwise. */
   completedAt: string | undefined;
   /** When the job completed, was cancelled or expired; absent before. */
   endedAt?: string;
@@ -77,5 +81,6 @@ export type CancelRequestResult =
 export interface FieldError {
   /** Dotted path of the field, e.g. `items.3.inline` or `params.keyField`. */
   field: string;
+  /** What is wrong with it and what is allowed. */
   message: string;
 }

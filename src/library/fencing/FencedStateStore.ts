@@ -6,13 +6,19 @@ import type { Abortable } from "../util/delay.js";
 export interface Fence {
   /** The writer's epoch (fencing token). */
   readonly epoch: number;
-  /** @throws LeadershipLostError when the writer's term is over (e.g. its local renew deadline passed while frozen). */
+  /**
+   * Checks that the writer's term still leads, before each write.
+   *
+   * @throws LeadershipLostError when the writer's term is over (e.g. its local renew deadline passed while frozen).
+   */
   assertLeader(): void;
 }
 
 /** A document read through the fenced store, with what a later write must be conditioned on. */
 export interface Versioned<T> {
+  /** The document. */
   value: T;
+  /** Its version tag: a write conditioned on it fails if anyone wrote in between. */
   etag: string;
   /** Epoch of the term that wrote this version. */
   epoch: number;
@@ -97,7 +103,7 @@ export class FencedStateStore {
    * `StateStore.readSummary`). Fenced like a write: refused once this writer's term is over, or when a newer epoch
    * wrote the document. A document already gone is a no-op.
    *
-   * @throws StaleEpochError as {@link write}; ConcurrentUpdateError when another version is stored.
+   * @throws StaleEpochError as {@link FencedStateStore.write}; ConcurrentUpdateError when another version is stored.
    */
   async delete(key: string, previous: { etag: string; epoch: number }, options: Abortable = {}): Promise<void> {
     const { epoch } = this.fence;
@@ -115,7 +121,7 @@ export class FencedStateStore {
    * Read-modify-write with retry on races: `change` gets the current value (undefined if none) and returns the new one,
    * or `undefined` to leave the document as it is.
    *
-   * @throws StaleEpochError as {@link write}; ConcurrentUpdateError after `maxAttempts` lost races.
+   * @throws StaleEpochError as {@link FencedStateStore.write}; ConcurrentUpdateError after `maxAttempts` lost races.
    */
   async update<T>(
     key: string,

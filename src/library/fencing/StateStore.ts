@@ -35,6 +35,7 @@ export interface WriteOptions extends Abortable {
 export interface StoredSummary {
   /** The summary written with the current version; undefined when it was written without one (an earlier version). */
   summary: string | undefined;
+  /** The document's version tag, as {@link StoredState.etag}. */
   etag: string;
   /** The epoch of the term that wrote it. */
   epoch: number;

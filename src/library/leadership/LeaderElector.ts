@@ -80,8 +80,9 @@ export class LeaderElector {
   }
 
   /**
-   * Whether this elector has an attempt or a term in progress: a {@link tryLead} now would return "not-acquired" at
-   * once, without a lease request. Callers that merely want a step to happen soon (wake-ups) can skip theirs.
+   * Whether this elector has an attempt or a term in progress: a {@link LeaderElector.tryLead} now would return
+   * "not-acquired" at once, without a lease request. Callers that merely want a step to happen soon (wake-ups) can skip
+   * theirs.
    */
   get busy(): boolean {
     return this.current !== undefined;
@@ -124,7 +125,7 @@ export class LeaderElector {
    * ended. Storage errors while waiting are logged and retried.
    *
    * @throws the signal's reason when `abortSignal` fires before a term begins; the task's own error as in
-   *   {@link tryLead}.
+   *   {@link LeaderElector.tryLead}.
    */
   async lead<T>(
     task: LeaderTask<T>,
@@ -152,10 +153,10 @@ export class LeaderElector {
 
   /**
    * One read of the lease for a watcher (an instance that is busy anyway and wants a dead leader replaced soon): it
-   * counts towards knowing that the holder has stopped, exactly as {@link tryLead}'s reads do, and when this contender
-   * knows it, breaks the holder's lease (conditional on the record it counted: a heartbeat that landed meanwhile makes
-   * the break fail). Never acquires and never runs a term, so it may run beside a `tryLead`; while this elector has an
-   * attempt or a term in progress it reads nothing ("busy").
+   * counts towards knowing that the holder has stopped, exactly as {@link LeaderElector.tryLead}'s reads do, and when
+   * this contender knows it, breaks the holder's lease (conditional on the record it counted: a heartbeat that landed
+   * meanwhile makes the break fail). Never acquires and never runs a term, so it may run beside a `tryLead`; while this
+   * elector has an attempt or a term in progress it reads nothing ("busy").
    *
    * @throws a `StorageError` when storage cannot be reached; the signal's reason when `abortSignal` fired.
    */

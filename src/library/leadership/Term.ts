@@ -29,7 +29,11 @@ export interface LeadershipTerm {
    * deadline passed — checked on the clock, now.
    */
   isLeader(): boolean;
-  /** @throws LeadershipLostError unless {@link isLeader} — call before each side effect. */
+  /**
+   * Checks that this term still leads: call it before each side effect.
+   *
+   * @throws LeadershipLostError unless {@link LeadershipTerm.isLeader}.
+   */
   assertLeader(): void;
   /** Feeds the watchdog: the task is making progress. */
   reportProgress(): void;

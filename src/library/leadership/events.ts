@@ -4,7 +4,7 @@ import type { LeadershipLostReason } from "../errors.js";
 export type PreviousEnd = "released" | "lapsed";
 
 /** Fields every leadership event carries. */
-interface EventBase {
+export interface LeadershipEventBase {
   /** The instance that saw or did it. */
   instanceId: string;
   /** Wall-clock ms. */
@@ -12,7 +12,8 @@ interface EventBase {
 }
 
 /** This instance began a term. */
-export interface LeaseAcquiredEvent extends EventBase {
+export interface LeaseAcquiredEvent extends LeadershipEventBase {
+  /** The event's kind. */
   type: "lease-acquired";
   /** The new term's epoch. */
   epoch: number;
@@ -33,17 +34,22 @@ export interface LeaseAcquiredEvent extends EventBase {
 }
 
 /** This instance renewed its lease. */
-export interface LeaseRenewedEvent extends EventBase {
+export interface LeaseRenewedEvent extends LeadershipEventBase {
+  /** The event's kind. */
   type: "lease-renewed";
+  /** The term's epoch. */
   epoch: number;
   /** How long the renewal took. */
   latencyMs: number;
 }
 
 /** This instance stopped leading before its task ended (lease lost, deadline, revoked, stalled or shutdown). */
-export interface LeaseLostEvent extends EventBase {
+export interface LeaseLostEvent extends LeadershipEventBase {
+  /** The event's kind. */
   type: "lease-lost";
+  /** The term's epoch. */
   epoch: number;
+  /** Why the term ended (`LeadershipLostError.reason`). */
   reason: LeadershipLostReason;
   /** What happened, for a person. */
   detail: string;
@@ -57,18 +63,22 @@ export interface LeaseLostEvent extends EventBase {
 }
 
 /** This instance released its lease at the end of a term. */
-export interface LeaseReleasedEvent extends EventBase {
+export interface LeaseReleasedEvent extends LeadershipEventBase {
+  /** The event's kind. */
   type: "lease-released";
+  /** The term's epoch. */
   epoch: number;
   /** How long the term lasted. */
   heldMs: number;
 }
 
 /** A contender saw another instance leading (emitted when the observed holder or epoch changes). */
-export interface LeaderObservedEvent extends EventBase {
+export interface LeaderObservedEvent extends LeadershipEventBase {
+  /** The event's kind. */
   type: "leader-observed";
   /** The leader's instance id. */
   leader: string;
+  /** The leader's epoch. */
   epoch: number;
 }
 
@@ -77,7 +87,8 @@ export interface LeaderObservedEvent extends EventBase {
  * unchanged for longer than the holder's takeover deadline, with its margins, so the holder had stopped by its own
  * rule.
  */
-export interface LeaseBrokenEvent extends EventBase {
+export interface LeaseBrokenEvent extends LeadershipEventBase {
+  /** The event's kind. */
   type: "lease-broken";
   /** The silent holder's instance id. */
   holder: string;

@@ -64,7 +64,7 @@ export const CLOCK_RATE_BOUND = 0.1;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 3000;
 
 /**
- * Options for {@link LeaderElector}. Timing rules follow client-go: renew interval < renew deadline < lease duration.
+ * Options for {@link LeaderElector}. Timing rules follow client-go: renew interval \< renew deadline \< lease duration.
  */
 export interface LeaderElectorOptions extends TakeoverOptions {
   /** Where the lease lives. */
@@ -116,22 +116,29 @@ export interface LeaderElectorOptions extends TakeoverOptions {
    */
   readEpochFloor?: (options: Abortable) => Promise<number>;
   /**
-   * Stores a new term's epoch where {@link readEpochFloor} reads it, after the record is written and before the term
-   * begins (so before any event or task). Reject with a `StaleEpochError` when another term has already stored this
-   * epoch — possible only when the lease blob was lost after that term read the floor — and the attempt ends as
-   * "not-acquired" (its lease released) instead of a second term with the same epoch. Any other rejection ends the
-   * attempt with that error. `logger` is where the attempt logs (the elector's, or the call's). @default none
+   * Stores a new term's epoch where {@link LeaderElectorOptions.readEpochFloor} reads it, after the record is written
+   * and before the term begins (so before any event or task). Reject with a `StaleEpochError` when another term has
+   * already stored this epoch — possible only when the lease blob was lost after that term read the floor — and the
+   * attempt ends as "not-acquired" (its lease released) instead of a second term with the same epoch. Any other
+   * rejection ends the attempt with that error. `logger` is where the attempt logs (the elector's, or the call's).
+   * @default none
    */
   claimEpoch?: (claim: EpochClaim, options: Abortable & { logger: Logger }) => Promise<void>;
 }
 
 /** What {@link LeaderElectorOptions.claimEpoch} stores: the term about to begin. */
 export interface EpochClaim {
+  /** The instance whose term it is. */
   readonly instanceId: string;
+  /** The term's epoch (fencing token). */
   readonly epoch: number;
   /** Wall-clock ms the term begins at (its record's `sinceMs`, and the term's `startedAtMs`). */
   readonly startedAtMs: number;
-  /** @throws LeadershipLostError when the lease is already lost (e.g. the process froze past its renew deadline). */
+  /**
+   * Checks that the lease is still held, before the claim writes.
+   *
+   * @throws LeadershipLostError when the lease is already lost (e.g. the process froze past its renew deadline).
+   */
   assertLeader(): void;
 }
 

@@ -3,9 +3,10 @@ import { AbortError } from "../errors.js";
 /**
  * The options of everything that waits or talks to storage (CONTRIBUTING.md, "Abort signals"); options that add fields
  * extend it. Aborting the signal ends the operation early: it rejects with the signal's reason (or an
- * {@link AbortError}), and a storage request it was sending is cancelled.
+ * `AbortError`), and a storage request it was sending is cancelled.
  */
 export interface Abortable {
+  /** Aborts the operation. @default none (it runs to its end) */
   abortSignal?: AbortSignal;
 }
 
