@@ -7,7 +7,7 @@ describe("the docs' budgets", () => {
     expect([PAGE_MAX_BYTES, USER_DOCS_MAX_BYTES]).toEqual([15_000, 150_000]);
   });
 
-  it("name a page past 15 KB, user or contributor, and spare the changelog and the benchmarks' history", () => {
+  it("name a page past 15 KB, user or contributor, and spare the changelog, the benchmarks' history and the generated API reports", () => {
     const report = checkBudgets([
       { file: "docs/how-to/deploy.md", bytes: 15_000 },
       { file: "docs/COST.md", bytes: 69_040 },
@@ -15,6 +15,7 @@ describe("the docs' budgets", () => {
       { file: "README.md", bytes: 16_000 },
       { file: "CHANGELOG.md", bytes: 90_000 },
       { file: "bench-results/HISTORY.md", bytes: 90_000 },
+      { file: "review/azure-leader-coordinator.api.md", bytes: 40_000 },
     ]);
     expect(report.problems).toEqual([
       "docs/COST.md: 69040 bytes; a page may have at most 15000: split it, or move the history to bench-results/HISTORY.md and the depth to docs/contributing/",

@@ -17,12 +17,17 @@ export interface PageSize {
   bytes: number;
 }
 
+/** api-extractor's generated API reports (`review/*.api.md`, `npm run api:check`): declarations, as long as the API. */
+export function isApiReport(file: string): boolean {
+  return file.startsWith("review/");
+}
+
 /**
  * Files with no page budget: the changelog and the benchmarks' history grow with every version by design, and the
- * generated API reports (`review/`, api-extractor's) are as long as the API.
+ * API reports are generated ({@link isApiReport}).
  */
 export function isExempt(file: string): boolean {
-  return file === "CHANGELOG.md" || file.startsWith("bench-results/") || file.startsWith("review/");
+  return file === "CHANGELOG.md" || file.startsWith("bench-results/") || isApiReport(file);
 }
 
 /** A page of the user docs: `docs/` but not `docs/contributing/`. */
