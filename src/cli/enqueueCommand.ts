@@ -26,9 +26,9 @@ export const ENQUEUE_FLAGS = `  --url URL      your app's HTTP API: the base its
   --help         show this text`;
 
 /** The exit codes, for the usage texts. */
-export const ENQUEUE_EXIT_CODES = `Exit codes: 0 submitted (with --wait: completed); 1 refused or failed; 2 a bad command line or job file;
-3 (--wait) the job ended other than completed (failed, cancelled, expired); 4 (--wait --fail-on-item-failures) it
-completed with failed items.`;
+export const ENQUEUE_EXIT_CODES = `Exit codes: 0 submitted (with --wait: completed); 1 refused or failed, or (--wait)
+--timeout passed with the job still running; 2 a bad command line or job file; 3 (--wait) the job ended other than
+completed (failed, cancelled, expired); 4 (--wait --fail-on-item-failures) it completed with failed items.`;
 
 /** Usage text of the runtime's `enqueue --help` (and after a {@link UsageError}). */
 export const ENQUEUE_USAGE = `Usage:
