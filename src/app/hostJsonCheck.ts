@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { MAX_DEQUEUE_COUNT } from "./context.js";
+import { currentPlatform, defaultNewBatchThreshold, type HostPlatform } from "./hostPlatform.js";
 import { parseTimeSpanMs } from "./timeSpan.js";
 
 /**
@@ -27,8 +28,11 @@ const UNITS_IN_MEMORY = 24;
 
 const POLLING_FIX = '"maxPollingInterval": "00:00:02"';
 
-/** Checks parsed host.json content; [] when it has everything the coordinator relies on. */
-export function checkHostJson(json: unknown): HostJsonFinding[] {
+/**
+ * Checks parsed host.json content; [] when it has everything the coordinator relies on. `platform` is where the host
+ * runs (its processors and SKU set the default newBatchThreshold). @default this process's
+ */
+export function checkHostJson(json: unknown, platform: HostPlatform = currentPlatform()): HostJsonFinding[] {
   const queues = queuesOf(json);
   const findings: HostJsonFinding[] = [];
   const polling = queues.maxPollingInterval;
@@ -70,20 +74,40 @@ export function checkHostJson(json: unknown): HostJsonFinding[] {
       cost: "the coordinator writes its messages base64-encoded: the triggers would hand them over undecoded and every work unit, result and wake-up would fail",
       fix: '"messageEncoding": "base64" (or leave it out: base64 is the default)',
     });
-  const batchSize = typeof queues.batchSize === "number" ? queues.batchSize : 16;
-  const threshold = typeof queues.newBatchThreshold === "number" ? queues.newBatchThreshold : Math.floor(batchSize / 2);
-  if (batchSize + threshold > UNITS_IN_MEMORY)
-    findings.push({
-      setting: "extensions.queues.batchSize",
-      problem: `set to ${batchSize} (with newBatchThreshold ${threshold}: ${batchSize + threshold} units at once)`,
-      cost: `an instance may hold ${batchSize + threshold} work units at once, and WORK_UNIT_MAX_BYTES is sized for ${UNITS_IN_MEMORY}: a busy instance can run out of memory`,
-      fix: '"batchSize": 16 (the default) and "newBatchThreshold": 8',
-    });
+  const concurrency = concurrencyFinding(queues, platform);
+  if (concurrency !== undefined) findings.push(concurrency);
   return findings;
 }
 
+/**
+ * More work units at once than WORK_UNIT_MAX_BYTES is sized for: a batch too big, or a newBatchThreshold left to the
+ * host, whose default grows with the instance's processors (hostPlatform.ts).
+ */
+function concurrencyFinding(queues: Record<string, unknown>, platform: HostPlatform): HostJsonFinding | undefined {
+  const batchSize = typeof queues.batchSize === "number" ? queues.batchSize : 16;
+  const thresholdSet = typeof queues.newBatchThreshold === "number";
+  const threshold = thresholdSet ? Number(queues.newBatchThreshold) : defaultNewBatchThreshold(batchSize, platform);
+  const units = batchSize + threshold;
+  if (units <= UNITS_IN_MEMORY) return undefined;
+  const cost = `an instance may hold ${units} work units at once, and WORK_UNIT_MAX_BYTES is sized for ${UNITS_IN_MEMORY}: a busy instance can run out of memory`;
+  // Within the bound at batchSize / 2: only the host's processor multiplier puts it over.
+  if (!thresholdSet && batchSize + Math.floor(batchSize / 2) <= UNITS_IN_MEMORY)
+    return {
+      setting: "extensions.queues.newBatchThreshold",
+      problem: `not set: the Functions host's default is batchSize / 2 × the instance's processor count (WEBSITE_SKU is not Dynamic), ${Math.floor(batchSize / 2)} × ${threshold / Math.floor(batchSize / 2)} = ${threshold} on this one: ${units} units at once`,
+      cost,
+      fix: `"newBatchThreshold": ${Math.min(Math.floor(batchSize / 2), UNITS_IN_MEMORY - batchSize)}`,
+    };
+  return {
+    setting: "extensions.queues.batchSize",
+    problem: `set to ${batchSize} (with newBatchThreshold ${threshold}: ${units} units at once)`,
+    cost,
+    fix: '"batchSize": 16 (the default) and "newBatchThreshold": 8',
+  };
+}
+
 /** Reads and checks a host.json file; a missing or unparsable file is a finding too. */
-export function checkHostJsonFile(path: string): HostJsonFinding[] {
+export function checkHostJsonFile(path: string, platform: HostPlatform = currentPlatform()): HostJsonFinding[] {
   if (!existsSync(path))
     return [
       {
@@ -106,7 +130,7 @@ export function checkHostJsonFile(path: string): HostJsonFinding[] {
       },
     ];
   }
-  return checkHostJson(json);
+  return checkHostJson(json, platform);
 }
 
 /** One plain message for people: which settings `path` lacks, what each costs, what to set. */

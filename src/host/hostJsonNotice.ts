@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { InvocationContext } from "@azure/functions";
 import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck.js";
+import { currentPlatform } from "../app/hostPlatform.js";
 
 /**
  * The app's word at start on its host.json (docs/HOST-JSON.md): at the first timer tick of the process, a warning
@@ -14,7 +15,8 @@ export function hostJsonNotice(env: Record<string, string | undefined>): (contex
     if (said) return;
     said = true;
     const path = join(env.AzureWebJobsScriptRoot ?? process.cwd(), "host.json");
-    const findings = checkHostJsonFile(path);
+    // On the instance: its processors and WEBSITE_SKU set the host's default newBatchThreshold.
+    const findings = checkHostJsonFile(path, currentPlatform(env));
     if (findings.length > 0) context.warn(describeHostJsonFindings(findings, path));
   };
 }

@@ -1,4 +1,5 @@
 import { dirname, resolve } from "node:path";
+import { currentPlatform } from "../app/hostPlatform.js";
 import { AppHooks } from "./appHooks.js";
 import { findTrigger } from "./bindings.js";
 import { readHostConfig, type HostConfig, type QueueSettings } from "./hostConfig.js";
@@ -9,6 +10,7 @@ import { unsupportedOutputs, writeQueueOutputs } from "./outputBindings.js";
 import { QueueClients } from "./queueClients.js";
 import { QueueListener } from "./queueTrigger.js";
 import { setSystemLogSink, type FunctionApp } from "./registrations.js";
+import { ScheduleStatusBlob } from "./scheduleStatusBlob.js";
 import { TimerListener } from "./timerTrigger.js";
 
 /**
@@ -77,7 +79,12 @@ export class FunctionsHost {
     this.env = options.env ?? process.env;
     const hostJsonPath = options.hostJsonPath;
     this.appDirectory = hostJsonPath === undefined ? process.cwd() : dirname(resolve(hostJsonPath));
-    this.config = readHostConfig(hostJsonPath, options.queueOverrides, options.singletonOverrides);
+    this.config = readHostConfig(
+      hostJsonPath,
+      options.queueOverrides,
+      options.singletonOverrides,
+      currentPlatform(this.env),
+    );
     const hostStorage = this.env.AzureWebJobsStorage?.trim();
     const hostId = hostIdFrom(this.env);
     const clients = new QueueClients(this.env);
@@ -107,16 +114,18 @@ export class FunctionsHost {
       if (options.httpOnly === true && type !== "httptrigger") continue;
       switch (type) {
         case "timertrigger": {
+          const hostLog = (level: "information" | "warning", message: string): void =>
+            options.log({ level, category: "host", message });
           const lock = hostStorage
-            ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, (level, message) =>
-                options.log({ level, category: "host", message }),
-              )
+            ? new ListenerLock(hostStorage, hostId, name, this.config.singleton, hostLog)
             : undefined;
+          // Used only when the schedule is monitored (timerTrigger.ts decides).
+          const statusStore = hostStorage ? new ScheduleStatusBlob(hostStorage, hostId, name, hostLog) : undefined;
           if (lock === undefined)
             this.warn(
-              `Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock: this instance fires the timer whatever other instances of the app do.`,
+              `Function "${name}": no host storage (AzureWebJobsStorage), so no listener lock and no schedule monitor: this instance fires the timer whatever other instances of the app do, and runs no missed occurrence.`,
             );
-          this.listeners.push(new TimerListener(fn, trigger, invoke, this.env, lock));
+          this.listeners.push(new TimerListener(fn, trigger, invoke, this.env, lock, statusStore));
           break;
         }
         case "queuetrigger":

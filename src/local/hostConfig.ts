@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import { currentPlatform, defaultNewBatchThreshold, type HostPlatform } from "../app/hostPlatform.js";
 import { parseTimeSpanMs } from "../app/timeSpan.js";
 import {
   HOST_LISTENER_LOCK_DEFAULTS,
@@ -16,7 +17,10 @@ import type { MessageEncoding } from "../azure/StorageQueue.js";
 export interface QueueSettings {
   /** Messages fetched per poll, 1–32. @default 16 */
   batchSize: number;
-  /** Fetch the next batch when this many or fewer are still running. @default batchSize / 2 */
+  /**
+   * Fetch the next batch when this many or fewer are still running. @default batchSize / 2 × the processor count, or
+   * batchSize / 2 where WEBSITE_SKU is Dynamic (the queues extension's rule: `app/hostPlatform.ts`)
+   */
   newBatchThreshold: number;
   /** Attempts before a message moves to `<queue>-poison`. @default 5 */
   maxDequeueCount: number;
@@ -43,8 +47,12 @@ interface HostJson {
   singleton?: Record<string, unknown>;
 }
 
+/** The shortest `singleton.listenerLockRecoveryPollingInterval` the host accepts (its SingletonOptions), ms. */
+const MIN_RECOVERY_POLLING_MS = 15_000;
+
 /**
- * Reads host.json (absent file: all defaults) and applies `overrides` on top (tests use them for short timings).
+ * Reads host.json (absent file: all defaults) and applies `overrides` on top (tests use them for short timings, and
+ * the singleton overrides may be shorter than host.json may say). `platform` sets the default newBatchThreshold.
  *
  * @throws Error naming the setting and what is allowed.
  */
@@ -52,6 +60,7 @@ export function readHostConfig(
   hostJsonPath: string | undefined,
   overrides: Partial<QueueSettings> = {},
   singletonOverrides: Partial<ListenerLockSettings> = {},
+  platform: HostPlatform = currentPlatform(),
 ): HostConfig {
   const json: HostJson =
     hostJsonPath !== undefined && existsSync(hostJsonPath)
@@ -62,7 +71,8 @@ export function readHostConfig(
   const queues: QueueSettings = {
     batchSize,
     newBatchThreshold:
-      overrides.newBatchThreshold ?? intSetting(raw, "newBatchThreshold", 0, 1000, Math.floor(batchSize / 2)),
+      overrides.newBatchThreshold ??
+      intSetting(raw, "newBatchThreshold", 0, 1000, defaultNewBatchThreshold(batchSize, platform)),
     maxDequeueCount: overrides.maxDequeueCount ?? intSetting(raw, "maxDequeueCount", 1, 1000, 5),
     visibilityTimeoutMs: overrides.visibilityTimeoutMs ?? durationSetting(raw, "visibilityTimeout", 0, 0),
     maxPollingIntervalMs: overrides.maxPollingIntervalMs ?? durationSetting(raw, "maxPollingInterval", 100, 60_000),
@@ -72,6 +82,19 @@ export function readHostConfig(
   if (routePrefix !== undefined && typeof routePrefix !== "string")
     throw new Error("host.json extensions.http.routePrefix must be a string.");
   const singletonJson = json.singleton ?? {};
+  const recoveryJsonMs = durationSetting(
+    singletonJson,
+    "listenerLockRecoveryPollingInterval",
+    0,
+    HOST_LISTENER_LOCK_DEFAULTS.listenerLockRecoveryPollingIntervalMs,
+    "singleton",
+  );
+  // The host's SingletonOptions throw below 15 s, so the host would not start (conformance row
+  // host-json.recovery-minimum); the local overrides, for tests and short runs, may go lower.
+  if (recoveryJsonMs < MIN_RECOVERY_POLLING_MS)
+    throw new Error(
+      `host.json singleton.listenerLockRecoveryPollingInterval must be at least ${MIN_RECOVERY_POLLING_MS / 1000} seconds (the Functions host refuses to start with less), got ${recoveryJsonMs / 1000} s.`,
+    );
   const singleton = validateListenerLockSettings({
     listenerLockPeriodMs:
       singletonOverrides.listenerLockPeriodMs ??
@@ -82,15 +105,7 @@ export function readHostConfig(
         HOST_LISTENER_LOCK_DEFAULTS.listenerLockPeriodMs,
         "singleton",
       ),
-    listenerLockRecoveryPollingIntervalMs:
-      singletonOverrides.listenerLockRecoveryPollingIntervalMs ??
-      durationSetting(
-        singletonJson,
-        "listenerLockRecoveryPollingInterval",
-        0,
-        HOST_LISTENER_LOCK_DEFAULTS.listenerLockRecoveryPollingIntervalMs,
-        "singleton",
-      ),
+    listenerLockRecoveryPollingIntervalMs: singletonOverrides.listenerLockRecoveryPollingIntervalMs ?? recoveryJsonMs,
   });
   return { queues, httpRoutePrefix: (routePrefix ?? "api").replace(/^\/+|\/+$/g, ""), singleton };
 }

@@ -119,6 +119,38 @@ export async function invokeFunction(
   }
 }
 
+/**
+ * An execution that failed before the function ran — its trigger could not be bound (a queue body that is not
+ * UTF-8) — logged as the host logs it: "Executing", then "Executed … (Failed …)" with the binding error. For the
+ * listener it is a failure like any other (the message's retries and poison follow).
+ */
+export function failedBinding(
+  fn: RegisteredFunction,
+  reason: string,
+  bindingError: string,
+  log: HostLogSink,
+): InvocationOutcome {
+  const functionName = fn.metadata.name;
+  const invocationId = randomUUID();
+  const parameter = findTrigger(fn.metadata).name;
+  log({
+    level: "information",
+    category: "host",
+    functionName,
+    invocationId,
+    message: `Executing 'Functions.${functionName}' (Reason='${reason}', Id=${invocationId})`,
+  });
+  const error = new Error(`Exception binding parameter '${parameter}': ${bindingError}`);
+  log({
+    level: "error",
+    category: "host",
+    functionName,
+    invocationId,
+    message: `Executed 'Functions.${functionName}' (Failed, Id=${invocationId}, Duration=0ms): ${error.message}`,
+  });
+  return { ok: false, invocationId, durationMs: 0, error };
+}
+
 /** Reads the value a typed datum holds, for output bindings: strings stay strings, JSON is parsed. */
 export function typedDataValue(data: RpcTypedData | null | undefined): unknown {
   if (data === null || data === undefined) return undefined;

@@ -124,8 +124,24 @@ export class ListenerLock {
     }
   }
 
-  /** One attempt to take the lease; false when another instance holds it or storage failed (logged). */
+  /**
+   * One attempt to take the lease; false when another instance holds it or storage failed (logged). As the host does,
+   * it reads the lease's state first and acquires only a lease no one holds: polling a held lock is one read, not a
+   * refused acquire (measured on the WebJobs SDK by `npm run conformance:host`, row lock.polling).
+   */
   private async tryAcquire(): Promise<boolean> {
+    try {
+      if ((await this.blob.getProperties()).leaseState === "leased") return false;
+    } catch (error) {
+      // No blob yet (404): the acquire below creates it.
+      if (statusOf(error) !== 404) {
+        this.log(
+          "warning",
+          `Singleton lock ${this.lockId}: read failed (${describeError(error)}); retrying at the next poll.`,
+        );
+        return false;
+      }
+    }
     const seconds = this.settings.listenerLockPeriodMs / 1000;
     const acquire = (): Promise<unknown> => this.blob.getBlobLeaseClient(this.leaseId).acquireLease(seconds);
     // No container or blob yet: create them, as the host's lock manager does, and try once more.
@@ -142,7 +158,7 @@ export class ListenerLock {
       if (statusOf(error) !== 409)
         this.log(
           "warning",
-          `Singleton lock ${this.lockId}: acquire failed (${describe(error)}); retrying at the next poll.`,
+          `Singleton lock ${this.lockId}: acquire failed (${describeError(error)}); retrying at the next poll.`,
         );
       return false;
     }
@@ -170,7 +186,7 @@ export class ListenerLock {
         if (stop.aborted) return;
         const status = statusOf(error);
         if (status === 409 || status === 412 || status === 404 || Date.now() - renewedAtMs >= periodMs) {
-          lost.abort(`renewal failed: ${describe(error)}`);
+          lost.abort(`renewal failed: ${describeError(error)}`);
           return;
         }
         waitMs = 1000;
@@ -183,7 +199,10 @@ export class ListenerLock {
       await this.blob.getBlobLeaseClient(this.leaseId).releaseLease({ abortSignal: AbortSignal.timeout(5000) });
       this.log("information", `Singleton lock released (${this.lockId}).`);
     } catch (error) {
-      this.log("warning", `Singleton lock ${this.lockId} not released (${describe(error)}); it expires by itself.`);
+      this.log(
+        "warning",
+        `Singleton lock ${this.lockId} not released (${describeError(error)}); it expires by itself.`,
+      );
     }
   }
 }
@@ -198,12 +217,14 @@ async function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-function statusOf(error: unknown): number | undefined {
+/** The HTTP status of a storage error, when storage answered. */
+export function statusOf(error: unknown): number | undefined {
   return typeof error === "object" && error !== null && "statusCode" in error && typeof error.statusCode === "number"
     ? error.statusCode
     : undefined;
 }
 
-function describe(error: unknown): string {
+/** The first line of an error's message, for a log line. */
+export function describeError(error: unknown): string {
   return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
 }

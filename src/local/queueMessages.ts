@@ -5,15 +5,23 @@ import type { RpcTypedData } from "./coreApi.js";
 
 /** Decoding queue messages and describing them to the function as the queues extension (5.x) does. */
 
-/** A decoded message body, or why it could not be decoded. */
-export type DecodedMessage = { ok: true; text: string } | { ok: false; reason: string };
+/**
+ * A decoded message body, or why not: `decoding` (not base64: the queues extension poisons it at once, without
+ * running the function) or `binding` (not UTF-8: the host fails to bind it to a string, an execution that failed, on
+ * every delivery until maxDequeueCount).
+ */
+export type DecodedMessage =
+  { ok: true; text: string } | { ok: false; failure: "decoding" | "binding"; reason: string };
+
+/** Refuses what is not UTF-8, as .NET's strict UTF-8 encoding does (a replacement character would hide it). */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * Decodes a message body per host.json `messageEncoding`, with the adapter's codec (`src/azure/StorageQueue.ts`).
  * Base64 is strict like .NET's `Convert.FromBase64String` (whitespace ignored, only the base64 alphabet, padding only
  * at the end, length a multiple of 4); the Storage SDK for JS sends text as-is, so a producer that forgets to encode
- * gets a decoding failure here, as in Azure. Bytes that are not UTF-8 decode with replacement characters, as the
- * host's string conversion does (the app's own adapter is stricter: see `decodeBody`). Encoding (for output bindings)
+ * gets a decoding failure here, as in Azure. Bytes that are not UTF-8 fail binding to a string, as in the host
+ * (measured on the WebJobs SDK by `npm run conformance:host`, row `queue.not-utf8`). Encoding (for output bindings)
  * is the adapter's `encodeBody`.
  */
 export function decodeMessageText(messageText: string, encoding: MessageEncoding): DecodedMessage {
@@ -22,9 +30,18 @@ export function decodeMessageText(messageText: string, encoding: MessageEncoding
   if (bytes === undefined)
     return {
       ok: false,
+      failure: "decoding",
       reason: 'The input is not a valid Base-64 string (host.json extensions.queues.messageEncoding is "base64").',
     };
-  return { ok: true, text: bytes.toString("utf8") };
+  try {
+    return { ok: true, text: STRICT_UTF8.decode(bytes) };
+  } catch {
+    return {
+      ok: false,
+      failure: "binding",
+      reason: "The message body is not valid UTF-8, so it cannot be bound to a string.",
+    };
+  }
 }
 
 /**

@@ -1,9 +1,10 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay, withJitter } from "../library/util/delay.js";
+import { delay } from "../library/util/delay.js";
 import { stringProperty, type TriggerBinding } from "./bindings.js";
 import type { QueueSettings } from "./hostConfig.js";
-import type { HostLogSink, Invoker } from "./invoke.js";
+import { failedBinding, type HostLogSink, type InvocationOutcome, type Invoker } from "./invoke.js";
 import { MessageLease } from "./messageLease.js";
+import { PollingBackoff } from "./pollingBackoff.js";
 import type { QueueClients } from "./queueClients.js";
 import { decodeMessageText, queueTriggerMetadata } from "./queueMessages.js";
 import type { RegisteredFunction } from "./registrations.js";
@@ -11,15 +12,14 @@ import type { RegisteredFunction } from "./registrations.js";
 /**
  * A queue trigger as the queues extension (5.x) runs it: fetch up to `batchSize` messages, fetch again when no more
  * than `newBatchThreshold` are still running, back off exponentially (from 100 ms, randomised, up to
- * `maxPollingInterval`) while the queue is empty. On success the message is deleted; on failure it becomes visible
- * again after `visibilityTimeout`, and once its `dequeueCount` reaches `maxDequeueCount` it is copied to
- * `<queue>-poison` (body unchanged, so same encoding) and deleted. A body that fails base64 decoding goes to the
- * poison queue at once without invoking the function — the extension's MessageDecodingFailed handler does this
- * (azure-sdk-for-net PR #18326), retrying cannot fix it.
+ * `maxPollingInterval`: `pollingBackoff.ts`) while the queue is empty. On success the message is deleted; on failure
+ * it becomes visible again after `visibilityTimeout`, and once its `dequeueCount` reaches `maxDequeueCount` it is
+ * copied to `<queue>-poison` (body unchanged, so same encoding; no time-to-live given, so the service's default,
+ * 7 days) and deleted. A body that fails base64 decoding goes to the poison queue at once without invoking the
+ * function — the extension's MessageDecodingFailed handler does this (azure-sdk-for-net PR #18326), retrying cannot
+ * fix it. A body that is base64 but not UTF-8 fails binding: a failed execution on every delivery, so it is poisoned
+ * after maxDequeueCount. Each of these is a row of `npm run conformance:host`, measured on the real extension.
  */
-
-/** The host's fastest poll of an empty queue. */
-export const MIN_POLL_MS = 100;
 
 /** Options of a {@link QueueListener}. */
 export interface QueueListenerOptions {
@@ -72,7 +72,7 @@ export class QueueListener {
     const { batchSize, newBatchThreshold, maxPollingIntervalMs } = this.options.settings;
     // At least 1 s: a visibility timeout of 0 would hand the message to every other poller at once.
     const leaseSeconds = Math.max(1, Math.round((this.options.messageLeaseMs ?? 600_000) / 1000));
-    let idleDelayMs = MIN_POLL_MS;
+    const backoff = new PollingBackoff(maxPollingIntervalMs);
     while (!signal.aborted) {
       if (this.running.size > newBatchThreshold) {
         await this.slotFreed(signal);
@@ -81,14 +81,13 @@ export class QueueListener {
       const messages = await this.receive(batchSize, leaseSeconds, signal);
       if (messages.length === 0) {
         try {
-          await delay(withJitter(idleDelayMs, 0.2), { abortSignal: signal });
+          await delay(backoff.next(false), { abortSignal: signal });
         } catch {
           return;
         }
-        idleDelayMs = Math.min(idleDelayMs * 2, maxPollingIntervalMs);
         continue;
       }
-      idleDelayMs = MIN_POLL_MS;
+      backoff.next(true);
       for (const message of messages) {
         const processing = this.process(message).finally(() => {
           this.running.delete(processing);
@@ -163,7 +162,7 @@ export class QueueListener {
         return;
       }
       const decoded = decodeMessageText(message.messageText, settings.messageEncoding);
-      if (!decoded.ok) {
+      if (!decoded.ok && decoded.failure === "decoding") {
         await lease.stop();
         await this.moveToPoison(
           message,
@@ -172,11 +171,14 @@ export class QueueListener {
         );
         return;
       }
-      const outcome = await this.options.invoke(this.fn, {
-        data: { string: decoded.text },
-        metadata: queueTriggerMetadata(message, decoded.text, lease.popReceipt, functionName),
-        reason: `New queue message detected on '${this.queueName}'.`,
-      });
+      const reason = `New queue message detected on '${this.queueName}'.`;
+      const outcome: InvocationOutcome = decoded.ok
+        ? await this.options.invoke(this.fn, {
+            data: { string: decoded.text },
+            metadata: queueTriggerMetadata(message, decoded.text, lease.popReceipt, functionName),
+            reason,
+          })
+        : failedBinding(this.fn, reason, decoded.reason, log);
       await lease.stop();
       if (outcome.ok) {
         await this.queue.deleteMessage(message.messageId, lease.popReceipt);
@@ -219,7 +221,8 @@ export class QueueListener {
     } catch {
       // Best effort, as in the host: several instances may race to create it, and the send below reports real trouble.
     }
-    await this.poisonQueue.sendMessage(message.messageText, { messageTimeToLive: -1 });
+    // No time-to-live, as the host sends it: the service's default applies, 7 days (conformance row queue.poison-ttl).
+    await this.poisonQueue.sendMessage(message.messageText);
     await this.queue.deleteMessage(message.messageId, popReceipt);
   }
 }

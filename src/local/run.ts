@@ -1,6 +1,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { checkHostJsonFile, describeHostJsonFindings } from "../app/hostJsonCheck.js";
+import { currentPlatform } from "../app/hostPlatform.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { EventLog, recordFromEventLine } from "./eventLog.js";
 import { InstanceProcess, type InstanceHandlers, type InstanceState } from "./instances.js";
@@ -71,7 +72,8 @@ export async function runLocal(options: RunLocalOptions = {}): Promise<LocalRunR
   try {
     if (options.appEntry === undefined) throw new Error("No app entry: name your app's entry file (appEntry).");
     const hostJson = options.hostJsonPath ?? join(projectDir, "host.json");
-    const findings = checkHostJsonFile(hostJson);
+    // This machine's processors, as the local host's queue listeners use them (hostConfig.ts).
+    const findings = checkHostJsonFile(hostJson, currentPlatform(baseEnv));
     if (findings.length > 0) print(`${describeHostJsonFindings(findings, hostJson)}\n`);
     let connectionString = baseEnv.COORDINATION_STORAGE;
     if (connectionString === undefined) {

@@ -2,32 +2,18 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { QueueServiceClient } from "@azure/storage-queue";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePeerArgs, UsageError } from "../../scripts/verification/bench/peer/cli";
-import {
-  batchParts,
-  startCountingProxy,
-  type CountingProxy,
-  type ProxiedRequest,
-} from "../../scripts/verification/bench/peer/countingProxy";
+import { batchParts, startCountingProxy, type CountingProxy } from "../../scripts/support/countingProxy";
 import { priceRun } from "../../scripts/verification/bench/peer/pricing";
 import { statusPoller } from "../../scripts/verification/bench/throughput/projectRun";
 import { getJobStatus } from "../../src/app/jobs";
 import { instanceEnv } from "../../src/local/startup";
 import { checkTargets, summarize, type PeerSample } from "../../scripts/verification/bench/peer/report";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
+import { proxiedRequest } from "../support/proxiedRequest";
 
 /** bench:peer's parts that its figures rest on: the counting proxy (on a real Azurite), the pricing, the targets. */
 
-const request = (service: ProxiedRequest["service"], over: Partial<ProxiedRequest> = {}): ProxiedRequest => ({
-  atMs: 0,
-  service,
-  method: "GET",
-  name: "x",
-  path: "",
-  comp: "",
-  status: 200,
-  transactions: 1,
-  ...over,
-});
+const request = proxiedRequest;
 
 describe("bench:peer's counting proxy (Azurite)", () => {
   const env = useAzurite();
@@ -59,6 +45,40 @@ describe("bench:peer's counting proxy (Azurite)", () => {
       "queue POST messages 201",
       "queue PUT  201",
     ]);
+  });
+
+  it("records what the conformance rows compare: visibility timeouts, time-to-live, received messages, lease calls", async () => {
+    const from = Date.now();
+    const queue = QueueServiceClient.fromConnectionString(proxy.appConnectionString).getQueueClient(uniqueName("peer"));
+    await queue.create();
+    const sent = await queue.sendMessage("a", { messageTimeToLive: -1 });
+    await queue.sendMessage("b");
+    const received = await queue.receiveMessages({ numberOfMessages: 2, visibilityTimeout: 600 });
+    await queue.peekMessages();
+    const container = BlobServiceClient.fromConnectionString(proxy.appConnectionString).getContainerClient(
+      uniqueName("peer"),
+    );
+    await container.create();
+    const blob = container.getBlockBlobClient("locks/host-1/Host.Functions.Tick.Listener");
+    await blob.upload("", 0);
+    await blob.getBlobLeaseClient().acquireLease(15);
+    const counted = proxy.between(from, Date.now() + 1);
+    const sends = counted.filter((r) => r.service === "queue" && r.method === "POST");
+    expect(sends.map((r) => r.messageTtlS)).toEqual([-1, undefined]);
+    const receives = counted.filter((r) => r.received !== undefined);
+    expect(receives).toHaveLength(1);
+    expect(receives[0]?.visibilityTimeoutS).toBe(600);
+    expect(receives[0]?.received?.map((message) => message.dequeueCount)).toEqual([1, 1]);
+    expect(receives[0]?.received?.map((message) => message.id).sort()).toEqual(
+      received.receivedMessageItems.map((message) => message.messageId).sort(),
+    );
+    expect(receives[0]?.received?.map((message) => message.id)).toContain(sent.messageId);
+    const lease = counted.find((r) => r.leaseAction !== undefined);
+    expect(lease).toMatchObject({
+      leaseAction: "acquire",
+      leaseDurationS: 15,
+      target: `${container.containerName}/locks/host-1/Host.Functions.Tick.Listener`,
+    });
   });
 
   it("counts a table batch per entity operation it carries, through the table endpoint", async () => {

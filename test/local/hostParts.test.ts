@@ -6,6 +6,7 @@ import { parseTimeSpanMs } from "../../src/app/timeSpan";
 import { resolveAppSettings } from "../../src/local/bindings";
 import { readHostConfig } from "../../src/local/hostConfig";
 import { hostIdFrom } from "../../src/local/listenerLock";
+import { PollingBackoff } from "../../src/local/pollingBackoff";
 import { decodeMessageText } from "../../src/local/queueMessages";
 import { encodeBody } from "../../src/azure/StorageQueue";
 import { compileRoute } from "../../src/local/routes";
@@ -59,7 +60,7 @@ describe("host.json queue settings", () => {
   };
 
   it("defaults like the queues extension when host.json says nothing", () => {
-    expect(readHostConfig(undefined)).toEqual({
+    expect(readHostConfig(undefined, {}, {}, { processorCount: 1 })).toEqual({
       queues: {
         batchSize: 16,
         newBatchThreshold: 8,
@@ -73,13 +74,36 @@ describe("host.json queue settings", () => {
     });
   });
 
+  it("defaults newBatchThreshold as the queues extension does: batchSize / 2 × the processor count unless WEBSITE_SKU is Dynamic", () => {
+    const path = write({ extensions: { queues: { batchSize: 4 } } });
+    expect(readHostConfig(undefined, {}, {}, { processorCount: 4 }).queues.newBatchThreshold).toBe(32);
+    expect(readHostConfig(path, {}, {}, { processorCount: 2 }).queues.newBatchThreshold).toBe(4);
+    expect(readHostConfig(path, {}, {}, { processorCount: 2, websiteSku: "Dynamic" }).queues.newBatchThreshold).toBe(2);
+    // Flex Consumption's SKU is not Dynamic.
+    expect(
+      readHostConfig(path, {}, {}, { processorCount: 2, websiteSku: "FlexConsumption" }).queues.newBatchThreshold,
+    ).toBe(4);
+    const set = write({ extensions: { queues: { batchSize: 4, newBatchThreshold: 1 } } });
+    expect(readHostConfig(set, {}, {}, { processorCount: 8 }).queues.newBatchThreshold).toBe(1);
+  });
+
+  it("refuses a host.json recovery polling interval under 15 s, as the host's SingletonOptions do; the local overrides may be shorter", () => {
+    expect(() => readHostConfig(write({ singleton: { listenerLockRecoveryPollingInterval: "00:00:05" } }))).toThrow(
+      "host.json singleton.listenerLockRecoveryPollingInterval must be at least 15 seconds (the Functions host refuses to start with less), got 5 s.",
+    );
+    expect(readHostConfig(write({}), {}, { listenerLockRecoveryPollingIntervalMs: 500 }).singleton).toEqual({
+      listenerLockPeriodMs: 60_000,
+      listenerLockRecoveryPollingIntervalMs: 500,
+    });
+  });
+
   it("reads the timer listener lock's periods from host.json singleton; overrides win; a period outside 15–60 s is refused", () => {
     const path = write({
-      singleton: { listenerLockPeriod: "00:00:30", listenerLockRecoveryPollingInterval: "00:00:10" },
+      singleton: { listenerLockPeriod: "00:00:30", listenerLockRecoveryPollingInterval: "00:00:20" },
     });
     expect(readHostConfig(path).singleton).toEqual({
       listenerLockPeriodMs: 30_000,
-      listenerLockRecoveryPollingIntervalMs: 10_000,
+      listenerLockRecoveryPollingIntervalMs: 20_000,
     });
     expect(readHostConfig(path, {}, { listenerLockRecoveryPollingIntervalMs: 500 }).singleton).toEqual({
       listenerLockPeriodMs: 30_000,
@@ -115,6 +139,9 @@ describe("host.json queue settings", () => {
           http: { routePrefix: "/v1/" },
         },
       }),
+      {},
+      {},
+      { processorCount: 1 },
     );
     expect(config.queues).toMatchObject({
       batchSize: 4,
@@ -136,6 +163,22 @@ describe("host.json queue settings", () => {
   });
 });
 
+describe("queue polling back-off", () => {
+  it("waits as the queues extension does: 100 ms, then 100 ms + 2^(n−1) × 100 ms (±20 %), up to maxPollingInterval", () => {
+    const middle = new PollingBackoff(2000, () => 0.5);
+    const waits = Array.from({ length: 9 }, () => middle.next(false));
+    expect(waits).toEqual([100, 200, 300, 500, 900, 1700, 2000, 2000, 2000]);
+    // A receive that found messages starts over, one step up.
+    expect(middle.next(true)).toBe(100);
+    expect(middle.next(false)).toBe(200);
+    // The randomisation is ±20 % of the increment.
+    const high = new PollingBackoff(60_000, () => 1);
+    expect([high.next(false), high.next(false), high.next(false)]).toEqual([100, 220, 340]);
+    const low = new PollingBackoff(60_000, () => 0);
+    expect([low.next(false), low.next(false), low.next(false)]).toEqual([100, 180, 260]);
+  });
+});
+
 describe("queue message encoding", () => {
   it("decodes strict base64, ignoring whitespace as .NET does", () => {
     expect(decodeMessageText(encodeBody('{"a":"é"}', "base64"), "base64")).toEqual({ ok: true, text: '{"a":"é"}' });
@@ -146,11 +189,13 @@ describe("queue message encoding", () => {
     for (const text of ['{"a":1}', "abc", "ab=c", "a b"]) expect(decodeMessageText(text, "base64").ok).toBe(false);
   });
 
-  it("decodes bytes that are not UTF-8 with replacement characters, as the host's string conversion does", () => {
+  it("refuses bytes that are not UTF-8 as a binding failure, as the host's strict string conversion does, not as undecodable", () => {
     expect(decodeMessageText(Buffer.from([0x61, 0xff]).toString("base64"), "base64")).toEqual({
-      ok: true,
-      text: "a\uFFFD",
+      ok: false,
+      failure: "binding",
+      reason: "The message body is not valid UTF-8, so it cannot be bound to a string.",
     });
+    expect(decodeMessageText("{not base64}", "base64")).toMatchObject({ ok: false, failure: "decoding" });
   });
 
   it("passes text through with messageEncoding none", () => {

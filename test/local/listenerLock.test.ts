@@ -3,6 +3,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FunctionsHost } from "../../src/local/host";
 import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
+import { startCountingProxy, type CountingProxy } from "../../scripts/support/countingProxy";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 /**
@@ -25,7 +26,12 @@ describe("timer listener lock (local host on Azurite)", () => {
     ticks.splice(0);
   });
 
-  const startHost = async (siteName: string): Promise<number> => {
+  const proxies: CountingProxy[] = [];
+  afterEach(async () => {
+    await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
+  });
+
+  const startHost = async (siteName: string, storageConnection?: string, recoveryMs = 500): Promise<number> => {
     const index = hosts.length;
     ticks.push([]);
     const host = new FunctionsHost({
@@ -36,11 +42,11 @@ describe("timer listener lock (local host on Azurite)", () => {
       },
       env: {
         FIXTURE_SCHEDULE: "*/1 * * * * *",
-        AzureWebJobsStorage: storage.azurite.connectionString,
+        AzureWebJobsStorage: storageConnection ?? storage.azurite.connectionString,
         WEBSITE_SITE_NAME: siteName,
       },
       hostJsonPath: resolve(__dirname, "fixtures", "no-host.json"),
-      singletonOverrides: { listenerLockPeriodMs: 15_000, listenerLockRecoveryPollingIntervalMs: 500 },
+      singletonOverrides: { listenerLockPeriodMs: 15_000, listenerLockRecoveryPollingIntervalMs: recoveryMs },
     });
     hosts.push(host);
     await host.start();
@@ -69,6 +75,28 @@ describe("timer listener lock (local host on Azurite)", () => {
     await startHost(uniqueName("app-b"));
     await waitFor(() => ticks.every((list) => list.length >= 2));
     expect(ticks.map((list) => list.length >= 2)).toEqual([true, true]);
+  }, 30_000);
+
+  it("a host that does not hold the lock reads the lease's state at each poll, and tries to acquire only a free lease (no stream of 409s)", async () => {
+    const site = uniqueName("polls");
+    const holderProxy = await startCountingProxy(storage.azurite);
+    const otherProxy = await startCountingProxy(storage.azurite);
+    proxies.push(holderProxy, otherProxy);
+    await startHost(site, holderProxy.appConnectionString);
+    await waitFor(() => (ticks[0]?.length ?? 0) >= 1);
+    await startHost(site, otherProxy.appConnectionString);
+    await new Promise((done) => setTimeout(done, 4_000));
+    const lockRequests = otherProxy
+      .between(0, Number.MAX_VALUE)
+      .filter((request) => request.target.endsWith(`locks/${site}/Host.Functions.tick.Listener`));
+    const reads = lockRequests.filter((request) => request.method === "HEAD");
+    const acquires = lockRequests.filter((request) => request.leaseAction === "acquire");
+    expect(ticks[1]).toEqual([]);
+    expect(reads.length, "lease reads, about one per 500 ms poll").toBeGreaterThanOrEqual(5);
+    expect(
+      acquires.map((request) => request.status),
+      "acquire attempts while the lease was held",
+    ).toEqual([]);
   }, 30_000);
 
   it("a holder that died (its lease never released) is replaced only once the lease has run out", async () => {

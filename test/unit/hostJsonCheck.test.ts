@@ -11,8 +11,11 @@ import { checkHostJson, checkHostJsonFile, describeHostJsonFindings } from "../.
 
 const REPO_HOST_JSON = join(__dirname, "..", "..", "host.json");
 
+/** One processor, not a Dynamic SKU: the default newBatchThreshold is batchSize / 2, as on a 1-core instance. */
+const ONE_CORE = { processorCount: 1 };
+
 function settingsOf(queues: Record<string, unknown>): string[] {
-  return checkHostJson({ version: "2.0", extensions: { queues } }).map((finding) => finding.setting);
+  return checkHostJson({ version: "2.0", extensions: { queues } }, ONE_CORE).map((finding) => finding.setting);
 }
 
 describe("host.json check", () => {
@@ -30,9 +33,10 @@ describe("host.json check", () => {
   });
 
   it("names a polling interval longer than a few seconds, with the delay it allows", () => {
-    const findings = checkHostJson({
-      extensions: { queues: { maxPollingInterval: "00:00:30", visibilityTimeout: "00:00:05" } },
-    });
+    const findings = checkHostJson(
+      { extensions: { queues: { maxPollingInterval: "00:00:30", visibilityTimeout: "00:00:05" } } },
+      ONE_CORE,
+    );
     expect(findings.map((finding) => [finding.setting, finding.problem])).toEqual([
       ["extensions.queues.maxPollingInterval", 'set to "00:00:30"'],
     ]);
@@ -56,9 +60,26 @@ describe("host.json check", () => {
   });
 
   it("names a missing visibilityTimeout: a failed unit is retried at once", () => {
-    const findings = checkHostJson({ extensions: { queues: { maxPollingInterval: "00:00:02" } } });
+    const findings = checkHostJson({ extensions: { queues: { maxPollingInterval: "00:00:02" } } }, ONE_CORE);
     expect(findings.map((finding) => finding.setting)).toEqual(["extensions.queues.visibilityTimeout"]);
     expect(findings[0]?.cost).toMatch(/retried at once/);
+  });
+
+  it("names a missing newBatchThreshold where the host's default, batchSize / 2 × the processors, holds more units than the memory bound (not on a Dynamic SKU)", () => {
+    const queues = { maxPollingInterval: "00:00:02", visibilityTimeout: "00:00:05" };
+    const findings = checkHostJson({ extensions: { queues } }, { processorCount: 2 });
+    expect(findings.map((finding) => finding.setting)).toEqual(["extensions.queues.newBatchThreshold"]);
+    expect(findings[0]?.problem).toBe(
+      "not set: the Functions host's default is batchSize / 2 × the instance's processor count (WEBSITE_SKU is not Dynamic), 8 × 2 = 16 on this one: 32 units at once",
+    );
+    expect(findings[0]?.fix).toBe('"newBatchThreshold": 8');
+    // Where the SKU is Dynamic (Consumption; Flex Consumption is not), the default stays batchSize / 2.
+    expect(checkHostJson({ extensions: { queues } }, { processorCount: 2, websiteSku: "Dynamic" })).toEqual([]);
+    expect(checkHostJson({ extensions: { queues } }, ONE_CORE)).toEqual([]);
+    // Set, it is what the host uses, whatever the processors.
+    expect(
+      checkHostJson({ extensions: { queues: { ...queues, newBatchThreshold: 8 } } }, { processorCount: 8 }),
+    ).toEqual([]);
   });
 
   it("says plainly when there is no host.json at all, and describes the findings in one message", () => {

@@ -10,7 +10,8 @@
  *   activity per unit of the app's unit size, each doing the group-by kind's work, the orchestration merging the
  *   partial results (./peer/dotnet, built here with `dotnet build`, packages restored from NuGet).
  * Who goes first alternates by round. Every storage request of both sides goes through one counting proxy in front of
- * Azurite (./peer/countingProxy.ts) and is priced with one price table (./throughput/cost.ts). Prints, writes JSON.
+ * Azurite (scripts/support/countingProxy.ts) and is priced with one price table (./throughput/cost.ts). Prints,
+ * writes JSON.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -26,7 +27,7 @@ import { runProject, TAIL_MS } from "./throughput/projectRun";
 import { scenarioJob, type ScenarioJob, type ScenarioName } from "./throughput/scenarios";
 import { appUnitItems } from "./throughput/units";
 import { parsePeerArgs, USAGE, UsageError, type PeerArgs } from "./peer/cli";
-import { startCountingProxy, type CountingProxy } from "./peer/countingProxy";
+import { startCountingProxy, type CountingProxy } from "../../support/countingProxy";
 import { buildPeer, killPeerProcesses, runDurableTask, type PeerVariant } from "./peer/dotnetPeer";
 import { priceRun, requestsByOperation } from "./peer/pricing";
 import { checkTargets, roundRatios, summarize, type PeerSample, type Side } from "./peer/report";

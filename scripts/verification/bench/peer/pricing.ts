@@ -1,5 +1,5 @@
 import { PRICES, priceClassOf } from "../throughput/cost";
-import type { ProxiedRequest, Service } from "./countingProxy";
+import type { ProxiedRequest, Service } from "../../../support/countingProxy";
 
 /**
  * What one run's storage requests and executions cost per million items, at the one price table of the benchmarks

@@ -1,13 +1,16 @@
 import { createServer, request, Agent, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { azuriteConnectionString } from "../../../../src/local/azurite";
+import { azuriteConnectionString } from "../../src/local/azurite";
 
 /**
  * A counting HTTP proxy in front of Azurite's blob, queue and table services: the one way `bench:peer` counts the
- * storage requests of both sides (the app's instances and the Durable Task Framework's workers), whatever SDK sent
- * them. Each request is recorded when its answer has been passed on: its service, method, operation, status, and for a
- * table batch (`$batch`, an entity group transaction) the entity operations it carries — Azure bills a table batch
- * as one transaction per entity, so those are priced, not the HTTP request.
+ * storage requests of both sides (the app's instances and the Durable Task Framework's workers), and
+ * `conformance:host` those of the real WebJobs SDK and of the local host, whatever SDK sent them. Each request is
+ * recorded when its answer has been passed on: its service, method, operation, status, and for a table batch
+ * (`$batch`, an entity group transaction) the entity operations it carries — Azure bills a table batch as one
+ * transaction per entity, so those are priced, not the HTTP request. The details a conformance row compares come too:
+ * a queue request's visibility timeout and time-to-live, a blob request's lease action and duration, and the id and
+ * dequeue count of each message a receive returned.
  */
 
 export type Service = "blob" | "queue" | "table";
@@ -25,6 +28,18 @@ export interface ProxiedRequest {
   status: number;
   /** Entity operations of a table batch; 1 for every other request. */
   transactions: number;
+  /** The path after the account, as sent (the blob's full name, ids and numbers kept). */
+  target: string;
+  /** A queue request's `visibilitytimeout`, s. */
+  visibilityTimeoutS?: number;
+  /** A queue send's `messagettl`, s (-1: never expires; absent: the service's default, 7 days). */
+  messageTtlS?: number;
+  /** A blob lease request's `x-ms-lease-action`: acquire, renew, release, break, change. */
+  leaseAction?: string;
+  /** A lease acquire's `x-ms-lease-duration`, s (-1: infinite). */
+  leaseDurationS?: number;
+  /** The messages a receive (Get Messages, not a peek) returned: id and dequeue count. */
+  received?: { id: string; dequeueCount: number }[];
 }
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
@@ -55,6 +70,11 @@ export async function startCountingProxy(
     const server = createServer((incoming, outgoing) => {
       const atMs = Date.now();
       const isBatch = service === "table" && (incoming.url ?? "").includes("$batch");
+      const isReceive =
+        service === "queue" &&
+        incoming.method === "GET" &&
+        /\/messages(\?|$)/.test(incoming.url ?? "") &&
+        !/peekonly=true/i.test(incoming.url ?? "");
       let batchBody = "";
       if (isBatch) incoming.on("data", (chunk: Buffer) => (batchBody += chunk.toString("latin1")));
       const upstream = request(
@@ -68,12 +88,21 @@ export async function startCountingProxy(
         },
         (answer: IncomingMessage) => {
           outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+          let answerBody = "";
+          if (isReceive) answer.on("data", (chunk: Buffer) => (answerBody += chunk.toString("utf8")));
           answer.pipe(outgoing);
-          answer.on("end", () =>
-            records.push(
-              describe(service, incoming, answer.statusCode ?? 0, atMs, isBatch ? batchParts(batchBody) : 1, account),
-            ),
-          );
+          answer.on("end", () => {
+            const record = describe(
+              service,
+              incoming,
+              answer.statusCode ?? 0,
+              atMs,
+              isBatch ? batchParts(batchBody) : 1,
+              account,
+            );
+            if (isReceive) record.received = receivedMessages(answerBody);
+            records.push(record);
+          });
         },
       );
       upstream.on("error", () => {
@@ -113,6 +142,22 @@ export async function startCountingProxy(
   };
 }
 
+/** The id and dequeue count of each message in a Get Messages answer (`<QueueMessage>` elements). */
+export function receivedMessages(xml: string): { id: string; dequeueCount: number }[] {
+  return [...xml.matchAll(/<QueueMessage>([\s\S]*?)<\/QueueMessage>/g)].map((match) => ({
+    id: /<MessageId>([^<]*)<\/MessageId>/.exec(match[1] ?? "")?.[1] ?? "",
+    dequeueCount: Number(/<DequeueCount>(\d+)<\/DequeueCount>/.exec(match[1] ?? "")?.[1] ?? Number.NaN),
+  }));
+}
+
+/** A number from a query parameter or header, when present. */
+function numberOf(value: string | string[] | null | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === null || text === undefined || text === "") return undefined;
+  const number = Number(text);
+  return Number.isFinite(number) ? number : undefined;
+}
+
 /** The entity operations of a table batch body (each is one `application/http` part); at least 1. */
 export function batchParts(body: string): number {
   return Math.max(1, body.match(BATCH_PART)?.length ?? 0);
@@ -145,6 +190,7 @@ function describe(
       : service === "blob"
         ? tail.join("/").replace(UUID, "{id}").replace(/\d+/g, "{n}")
         : "";
+  const leaseAction = incoming.headers["x-ms-lease-action"];
   return {
     atMs,
     service,
@@ -154,5 +200,10 @@ function describe(
     comp: url.searchParams.get("comp") ?? "",
     status,
     transactions,
+    target: rest.join("/"),
+    visibilityTimeoutS: numberOf(url.searchParams.get("visibilitytimeout")),
+    messageTtlS: numberOf(url.searchParams.get("messagettl")),
+    leaseAction: typeof leaseAction === "string" ? leaseAction : undefined,
+    leaseDurationS: numberOf(incoming.headers["x-ms-lease-duration"]),
   };
 }
