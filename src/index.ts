@@ -29,6 +29,10 @@ export {
   type TaskContext,
   type TaskInput,
   type TaskKind,
+  type TaskLimits,
+  type RateLimit,
+  type LimitItem,
+  type LimitKey,
 } from "./coordination/kinds/taskKinds.js";
 export {
   groupByKind,

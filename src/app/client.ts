@@ -1,3 +1,4 @@
+import type { RateLimit } from "../coordination/kinds/taskKinds.js";
 import type { JobStatus } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
 import type { LeaderInfo } from "../library/leadership/leaderInfo.js";
@@ -17,6 +18,11 @@ export interface JobSubmission {
   deadline?: string;
   /** The same, in whole seconds from now (1–604800); not with `deadline`. */
   timeoutS?: number;
+  /**
+   * The job's own limits: its items count against them besides its kind's (`TaskKind.limits`), across every instance.
+   * `concurrency`: 1–10,000 items at once; `rate`: `{ limit, periodSeconds, burst? }` starts per period.
+   */
+  limits?: { concurrency?: number; rate?: RateLimit };
 }
 
 /** Options of {@link CoordinatorClient.waitForJob}. */

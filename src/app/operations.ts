@@ -329,8 +329,8 @@ export async function submitJob(
   const validated = validateSubmission(body, app.registry);
   if (!validated.ok) return validated;
   const { abortSignal } = options;
-  const { kind, params, items, manifest, deadline, timeoutS } = validated.value;
-  const header = { kind, params, deadline, timeoutS };
+  const { kind, params, items, manifest, deadline, timeoutS, limits, kindLimits } = validated.value;
+  const header = { kind, params, deadline, timeoutS, limits, kindLimits };
   const result =
     manifest !== undefined
       ? await storeManifestSubmission(app, { ...header, manifest }, { abortSignal })

@@ -77,7 +77,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await queue.receive(10, 60); // the unit went to a newer worker, which answers in a format this leader does not read
-    await results.send([JSON.stringify({ v: 3, jobId: id, first: 0, count: 1, done: [[0, 0]], digest: "new" })]);
+    await results.send([JSON.stringify({ v: 4, jobId: id, first: 0, count: 1, done: [[0, 0]], digest: "new" })]);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(results.length).toBe(1);
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
@@ -86,7 +86,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 1 });
     expect(job?.failures[0]?.reason).toMatch(
-      /format version 3, newer than this leader reads \(2\).*hour since it was sent/,
+      /format version 4, newer than this leader reads \(3\).*hour since it was sent/,
     );
   });
 

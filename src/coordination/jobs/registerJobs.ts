@@ -78,6 +78,8 @@ export async function registerJobs(
       ...(data.chunkChars !== undefined ? { chunkChars: data.chunkChars } : {}),
       createdAtMs: data.createdAtMs,
       ...(data.deadlineAtMs !== undefined ? { deadlineAtMs: data.deadlineAtMs } : {}),
+      ...(data.limits !== undefined ? { limits: data.limits } : {}),
+      ...(data.kindLimits !== undefined ? { kindLimits: data.kindLimits } : {}),
       registeredAtMs: deps.now(),
       status: "running",
       unitMaxItems: unitItemsFor(deps, data),

@@ -7,7 +7,9 @@ import {
   submittedItemSchema,
   type ItemInput,
 } from "../ports/messages.js";
-import { keys, type JobSpec } from "../state/jobState.js";
+import { keys, type JobSpec, type StoredKindLimits, type StoredLimits } from "../state/jobState.js";
+import { poolProblems } from "../kinds/kindLimits.js";
+import { storedLimitsOfKind } from "../flow/pools.js";
 import type { FieldError } from "../state/jobStatus.js";
 import type { BlobFiles } from "../ports/ports.js";
 
@@ -46,7 +48,7 @@ export function chunkSizeFor(items: readonly ItemInput[]): number {
 export const MAX_DEADLINE_S = 7 * 24 * 3600;
 
 /** The fields of a submission, as an error about an unknown field lists them. */
-const SUBMISSION_FIELDS = ["kind", "params", "items", "manifest", "deadline", "timeoutS"] as const;
+const SUBMISSION_FIELDS = ["kind", "params", "items", "manifest", "deadline", "timeoutS", "limits"] as const;
 
 /**
  * A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the
@@ -75,6 +77,11 @@ export const submissionSchema = z.strictObject(
       .min(1, `must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`)
       .max(MAX_DEADLINE_S, `at most ${MAX_DEADLINE_S} s (7 days)`)
       .optional(),
+    /**
+     * The job's own limits, `{ concurrency?, rate? }`: its items count against them besides its kind's (checked by
+     * {@link validateSubmission}, field by field).
+     */
+    limits: z.custom<JobLimits>((value) => poolProblems("limits", value).length === 0).optional(),
   },
   {
     error: (issue) => {
@@ -87,11 +94,20 @@ export const submissionSchema = z.strictObject(
 export type Submission = z.infer<typeof submissionSchema>;
 /** A submission with its items in the body. */
 export type ItemsSubmission = JobHeader & { items: ItemInput[] };
-/** What a job's spec takes from its submission besides the items. */
-export type JobHeader = Pick<Submission, "kind" | "params" | "deadline" | "timeoutS">;
+/**
+ * What a job's spec takes from its submission besides the items, and its kind's limits as the submitter knows them
+ * (kept with the job for a leader that lacks the kind).
+ */
+export type JobHeader = Pick<Submission, "kind" | "params" | "deadline" | "timeoutS" | "limits"> & {
+  kindLimits?: StoredKindLimits | undefined;
+};
 
-/** Validation result: the submission, or every field error. */
-export type ValidatedSubmission = { ok: true; value: Submission } | { ok: false; errors: FieldError[] };
+/** A job's own limits, as a submission gives them (and its spec keeps them). */
+export type JobLimits = StoredLimits;
+
+/** Validation result: the submission (with its kind's limits, to keep with the job), or every field error. */
+export type ValidatedSubmission =
+  { ok: true; value: Submission & { kindLimits?: StoredKindLimits | undefined } } | { ok: false; errors: FieldError[] };
 
 /**
  * Validates a submission, including the task kind's own params and its deadline against `nowMs`, and returns every
@@ -105,10 +121,11 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
     };
   const parsed = submissionSchema.safeParse(body);
   const issues = parsed.success ? [] : parsed.error.issues;
-  const errors: FieldError[] = issues.map((issue) => ({
-    field: issue.path.join(".") || "(body)",
-    message: issue.message,
-  }));
+  const errors: FieldError[] = issues
+    .filter((issue) => issue.path[0] !== "limits")
+    .map((issue) => ({ field: issue.path.join(".") || "(body)", message: issue.message }));
+  // The job's limits, field by field, as a kind's are checked.
+  if ("limits" in body && body.limits !== undefined) errors.push(...poolProblems("limits", body.limits));
   // The checks across fields run on the fields the schema did not refuse.
   const faulty = new Set(issues.map((issue) => String(issue.path[0] ?? "")));
   const submission: Partial<Submission> = parsed.success ? parsed.data : body;
@@ -116,7 +133,12 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
   const params = faulty.has("kind") ? undefined : checkKind(submission.kind, submission.params, registry);
   if (params !== undefined && !params.ok) errors.push(...params.errors);
   if (!parsed.success || params === undefined || !params.ok || errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { ...parsed.data, params: params.value } };
+  const kind = registry.get(parsed.data.kind);
+  const kindLimits = kind === undefined ? undefined : storedLimitsOfKind(kind);
+  return {
+    ok: true,
+    value: { ...parsed.data, params: params.value, ...(kindLimits === undefined ? {} : { kindLimits }) },
+  };
 }
 
 /** The checks across fields: exactly one of items or manifest, and the deadline (`faulty`: fields to skip). */
@@ -280,6 +302,8 @@ export class JobWriter {
       chunkSize: this.chunkSize,
       createdAtMs,
       ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}),
+      ...(submission.limits !== undefined ? { limits: submission.limits } : {}),
+      ...(submission.kindLimits !== undefined ? { kindLimits: submission.kindLimits } : {}),
       blobItems: this.blobItems,
       chunkChars: this.chunkChars,
     };

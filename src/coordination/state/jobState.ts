@@ -15,6 +15,31 @@ import { describeIssues, type ItemInput } from "../ports/messages.js";
 /** Most item chunks a job has: `MAX_ITEMS_PER_JOB` ÷ `CHUNK_SIZE` (`submit.ts`), the fewest items a chunk holds. */
 export const MAX_CHUNKS_PER_JOB = 1000;
 
+/** A stored rate limit (a kind's or a job's), as submitted: checked before it was stored. */
+const storedRateSchema = z.looseObject({
+  limit: z.number().int().min(1),
+  periodSeconds: z.number().int().min(1),
+  burst: z.number().int().min(1).optional(),
+});
+
+/** Stored limits of one pool: items at once and starts per period. */
+export const storedLimitsSchema = z.looseObject({
+  concurrency: z.number().int().min(1).optional(),
+  rate: storedRateSchema.optional(),
+});
+export type StoredLimits = z.infer<typeof storedLimitsSchema>;
+
+/**
+ * A kind's limits as its submitter knew them, kept with the job: a leader that lacks the kind (a deploy that adds it
+ * to some instances first) still holds the job to them. Its `key` function cannot be stored: such a leader does not
+ * send the job's items while the kind has per-key limits (`keyed`).
+ */
+export const storedKindLimitsSchema = storedLimitsSchema.extend({
+  perKey: storedLimitsSchema.optional(),
+  keyed: z.boolean().optional(),
+});
+export type StoredKindLimits = z.infer<typeof storedKindLimitsSchema>;
+
 /** The job spec the submitter writes (immutable); items are stored separately in chunks. */
 export const jobSpecSchema = z.looseObject({
   v: z.literal(1),
@@ -39,6 +64,10 @@ export const jobSpecSchema = z.looseObject({
    * most {@link MAX_CHUNKS_PER_JOB} entries. Absent in specs written before it was recorded: no chunk is read ahead.
    */
   chunkChars: z.array(z.number().int().min(0)).max(MAX_CHUNKS_PER_JOB).optional(),
+  /** The job's own limits (the submission's `limits`): its items count against them besides its kind's. */
+  limits: storedLimitsSchema.optional(),
+  /** Its kind's limits when it was submitted, for a leader that lacks the kind. */
+  kindLimits: storedKindLimitsSchema.optional(),
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
@@ -92,6 +121,19 @@ export const jobStateSchema = jobSpecSchema.extend({
    * most `MAX_REDISPATCHES`. Absent: never.
    */
   redispatches: z.number().int().min(0).optional(),
+  /**
+   * Units of a limited job to send again with a new grant, first: their grant expired without a report, or their
+   * copy gave it back unstarted (`regrants`: how many grants the unit has had). At most one entry per unit in flight.
+   */
+  resend: z
+    .array(
+      z.looseObject({
+        first: z.number().int().min(0),
+        count: z.number().int().min(1),
+        regrants: z.number().int().min(0),
+      }),
+    )
+    .optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;
 

@@ -12,6 +12,7 @@ import {
 } from "./jobState.js";
 import type { Abortable } from "../../library/util/delay.js";
 import { summarizeJob } from "./jobSummary.js";
+import { LedgerStore } from "./grantLedger.js";
 
 /**
  * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README
@@ -31,8 +32,12 @@ export const JOB_WRITE_RETRIES = 3;
 export class JobStore {
   private index: Versioned<JobIndex> | undefined;
   private readonly jobs = new Map<string, Versioned<JobState>>();
+  /** The grant ledger (flow control's shares handed out), through the same fenced store, remembered the same way. */
+  readonly ledger: LedgerStore;
 
-  constructor(private readonly fenced: FencedStateStore) {}
+  constructor(private readonly fenced: FencedStateStore) {
+    this.ledger = new LedgerStore(fenced);
+  }
 
   /** The epoch of the term that writes through this store. */
   get epoch(): number {

@@ -4,6 +4,8 @@ import { expireIfDue } from "../jobs/cancel.js";
 import type { CoordinationDeps } from "../deps.js";
 import { dispatchJob } from "../dispatch/dispatch.js";
 import { redispatchAfterLapse } from "../dispatch/redispatch.js";
+import { dispatchLimitedJob } from "../dispatch/dispatchLimited.js";
+import { jobFlowOf } from "../flow/pools.js";
 import { isStopped, type JobIndex, type JobState } from "../state/jobState.js";
 import { writeJobStop } from "../state/jobStops.js";
 import { jobFailed, noteProgress, type EndedJob, type Pass, type Step } from "./stepState.js";
@@ -65,13 +67,17 @@ export async function workJob(
   const read = await jobs.latestJob(id, io);
   const job = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
   if (job === undefined || job.value.status !== "running") return { ended: await endJob(step, id, job) };
-  const current = await redispatchOnce(step, pass, job);
-  const { sent, failed } = await dispatchJob(deps, jobs, current, budget, {
-    ...io,
-    chunks: step.chunks,
-    progress: term,
-    monotonicMs: step.monotonicMs,
-  });
+  // A limited job's units in flight are in the grant ledger: they are sent again when their grants expire, not here.
+  const flow = jobFlowOf(deps.registry.get(job.value.kind), job.value);
+  const { sent, failed } =
+    flow === undefined
+      ? await dispatchJob(deps, jobs, await redispatchOnce(step, pass, job), budget, {
+          ...io,
+          chunks: step.chunks,
+          progress: term,
+          monotonicMs: step.monotonicMs,
+        })
+      : await dispatchLimitedJob(deps, jobs, job, flow, budget, { ...io, chunks: step.chunks });
   noteProgress(step, job.value, sent + failed, failed);
   report.dispatched += sent;
   report.failed += failed;

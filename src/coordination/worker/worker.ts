@@ -11,6 +11,8 @@ import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
+import { gateOf, grantReport, readyToRun, sendRegrant } from "./grantedUnit.js";
+import { GrantExpiredError, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -53,6 +55,7 @@ export type WorkOutcome =
   | ({ status: "failed"; reason: string } & UnitCounts)
   | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
   | ({ status: "resent"; reason: string } & UnitCounts)
+  | ({ status: "regranted"; reason: string } & UnitCounts)
   | { status: "rejected"; reason: string };
 
 /** A unit's counts in a {@link WorkOutcome}. */
@@ -66,7 +69,7 @@ interface UnitCounts {
 }
 
 /** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
-const NEWEST_WORK_MESSAGE_VERSION = 2;
+const NEWEST_WORK_MESSAGE_VERSION = 3;
 
 /**
  * While a unit runs, how old a "not stopped" answer about its job may be before an item starts (and how often a unit
@@ -137,19 +140,29 @@ export async function processWorkMessage(
     );
 
   const { jobId } = message;
-  const first = message.v === 2 ? message.first : message.item;
-  const inputs = message.v === 2 ? message.inputs : [message.input];
+  const first = message.v === 1 ? message.item : message.first;
+  const inputs = message.v === 1 ? [message.input] : message.inputs;
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
-  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
+  const gate = message.v === 3 ? gateOf(message) : undefined;
+  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole
+  // (a granted one hidden for a rate window: this delivery's starts count against its grant until then).
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
     if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
-    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
+    const delayS = Math.ceil((gate?.longestWindowMs ?? 0) / 1000);
+    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error, delayS);
     return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
+  };
+  const regranted = async (why: string): Promise<WorkOutcome> => {
+    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, options);
+    return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
   };
   let run: UnitRun;
   try {
-    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
+    if (gate !== undefined && !(await readyToRun(gate, delivery.dequeueCount, options)))
+      return await regranted("its grant expired before it started");
+    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
+    if (run.expired === true) return await regranted("its grant expired before every item started");
   } catch (error) {
     return resendIfShutDown(error);
   }
@@ -172,7 +185,12 @@ async function reportRun(
   const { jobId, item: first, count } = unitCounts;
   const { done, partials, failures } = run;
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
-  if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  if (run.skipped === count) {
+    // Its job stopped: a granted unit still gives its grant back.
+    if (message.v === 3 && run.gate !== undefined)
+      await sendRegrant(deps, message, run.gate, "its job was stopped before any item started", options);
+    return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  }
   if (message.v === 1) {
     const [failure] = failed;
     const tooLarge = await sendItemResult(
@@ -196,6 +214,7 @@ async function reportRun(
         failed,
       },
       options,
+      message.v === 3 && run.gate !== undefined ? grantReport(message, run.gate) : undefined,
     );
     if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
@@ -216,6 +235,8 @@ interface UnitItems {
   first: number;
   inputs: readonly ItemInput[];
   params: unknown;
+  /** A granted unit's gate: its items start only under the unit's shares of its limits, before the grant expires. */
+  gate?: UnitGate | undefined;
 }
 
 /** What running a unit's items gave: items done with their partials, items failed by reason, items not processed. */
@@ -225,6 +246,10 @@ interface UnitRun {
   partials: PartialMerger;
   failures: Map<string, number[]>;
   skipped: number;
+  /** The grant expired before every item started: the unit goes back to the leader, whole. */
+  expired?: boolean;
+  /** The granted unit's gate, for its report. */
+  gate?: UnitGate | undefined;
 }
 
 /**
@@ -241,7 +266,8 @@ async function runItems(
 ): Promise<UnitRun> {
   const { jobId, first, inputs } = unit;
   const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
-  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0 };
+  const { gate } = unit;
+  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0, gate };
   const fail = (item: number, reason: string): void => {
     const items = run.failures.get(reason) ?? [];
     items.push(item);
@@ -253,6 +279,8 @@ async function runItems(
     options.abortSignal === undefined ? unitControl.signal : AbortSignal.any([options.abortSignal, unitControl.signal]);
   let transient: { error: unknown } | undefined;
   const watch = watchForStop(deps, jobId, unitControl);
+  // A granted unit's items stop at its grant's expiry: the leader may hand the shares on from a grace later.
+  const expiry = gate === undefined ? undefined : expireAt(gate, unitControl);
   const runItem = async (input: ItemInput, offset: number): Promise<void> => {
     const item = first + offset;
     if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
@@ -262,6 +290,7 @@ async function runItems(
       if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
       return;
     }
+    let release: (() => void) | undefined;
     try {
       const data =
         "inline" in input
@@ -269,8 +298,13 @@ async function runItems(
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
       // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
       // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
-      while (workerSlice.spent()) await workerSlice();
-      throwIfAborted(signal); // stopped or shut down meanwhile: handled below
+      // A granted item's shares are taken in that run too (its start is the kind's call).
+      for (;;) {
+        while (workerSlice.spent()) await workerSlice();
+        throwIfAborted(signal); // stopped or shut down meanwhile: handled below
+        if (gate === undefined || (release = gate.tryTake(offset)) !== undefined) break;
+        await gate.ready(offset, signal);
+      }
       const produced = processItem(deps, kind, unit, data, item, signal);
       // Awaited only when it can be (a promise, or any thenable, which a promise would adopt too): a synchronous
       // kind's partial is used as it is, without a promise and a turn of the microtask queue per item (issue 35).
@@ -282,6 +316,8 @@ async function runItems(
         run.skipped++;
         return;
       }
+      if (error instanceof GrantExpiredError) unitControl.abort(error);
+      if (unitControl.signal.reason instanceof GrantExpiredError) return; // the whole unit goes back
       if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
       const reason = error instanceof Error ? error.message : String(error);
       if (error instanceof ItemError) fail(item, reason);
@@ -292,20 +328,38 @@ async function runItems(
         transient ??= { error };
         unitControl.abort(error);
       }
+    } finally {
+      release?.();
     }
   };
   try {
     await forEachAtMost(kind.concurrency ?? deps.workUnitConcurrency, inputs, runItem);
   } finally {
+    if (expiry !== undefined) clearTimeout(expiry);
     await watch.stop();
   }
   if (transient !== undefined) throw transient.error;
+  if (unitControl.signal.reason instanceof GrantExpiredError) return { ...run, expired: true };
+  return settledRun(run, inputs.length, options);
+}
+
+/**
+ * A unit's run once every item settled: its items in order; throws the shutdown's reason when the host shut down
+ * before every item was done, failed or skipped (the unit is delivered again).
+ */
+function settledRun(run: UnitRun, count: number, options: Abortable): UnitRun {
   const settled = run.done.length + [...run.failures.values()].reduce((sum, items) => sum + items.length, 0);
-  if (options.abortSignal?.aborted === true && settled + run.skipped < inputs.length)
-    throw abortReason(options.abortSignal);
+  if (options.abortSignal?.aborted === true && settled + run.skipped < count) throw abortReason(options.abortSignal);
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
+}
+
+/** Aborts a granted unit's items at its grant's expiry (wall clock); the timer, to clear when the unit settles. */
+function expireAt(gate: UnitGate, control: AbortController): NodeJS.Timeout {
+  const timer = setTimeout(() => control.abort(new GrantExpiredError(gate.grantId)), gate.msUntilExpiry());
+  timer.unref();
+  return timer;
 }
 
 /**
