@@ -13,9 +13,9 @@ import { delay, type Abortable } from "../../library/util/delay.js";
 /** What sending a granted unit's report needs. */
 type GrantDeps = Pick<CoordinationDeps, "resultsQueue" | "logger" | "instanceId">;
 
-/** The gate a granted unit's items run through. */
-export function gateOf(message: GrantedWorkMessage): UnitGate {
-  return new UnitGate(message.grant, message.inputs.length);
+/** The gate a granted unit's items run through; its expiry read on the worker's wall clock (`nowMs`). */
+export function gateOf(message: GrantedWorkMessage, nowMs: () => number): UnitGate {
+  return new UnitGate(message.grant, message.inputs.length, { monotonicMs: () => performance.now(), nowMs });
 }
 
 /**

@@ -144,7 +144,7 @@ export async function processWorkMessage(
   const inputs = message.v === 1 ? [message.input] : message.inputs;
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
-  const gate = message.v === 3 ? gateOf(message) : undefined;
+  const gate = message.v === 3 ? gateOf(message, deps.now) : undefined;
   // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole
   // (a granted one hidden for a rate window: this delivery's starts count against its grant until then).
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
