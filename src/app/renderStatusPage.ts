@@ -62,6 +62,7 @@ ${renderLeader(view)}
 ${renderTimeline(view)}
 ${renderJobs(view)}
 ${renderFailures(view)}
+${renderLimits(view)}
 ${renderPoison(view)}
 ${renderRetention(view)}
 </main>`;
@@ -197,6 +198,22 @@ function renderPoison(view: StatusView): SafeHtml {
   return html`<section id="poison"><h2>Poison queues</h2>
 <p class="muted">Messages waiting here were given up on. The leader records the items a job claims in the work poison queue as failed on its next step; what stays names no job, for a person to inspect.</p>
 <table><thead><tr><th>Queue</th><th>Messages</th></tr></thead><tbody>${rows}</tbody></table>
+</section>`;
+}
+
+/** Shown only when some kind or job has limits: each pool's use against its limit, and what waits for it. */
+function renderLimits(view: StatusView): SafeHtml | undefined {
+  if (view.limits.length === 0) return undefined;
+  const rows = view.limits.map((pool) => {
+    const { concurrency, rate } = pool;
+    const full =
+      (concurrency !== undefined && concurrency.running >= concurrency.limit) ||
+      (rate !== undefined && rate.permitsInUse >= rate.burst);
+    return html`<tr data-pool="${pool.pool}"><td><code>${pool.pool}</code></td><td class="num" data-field="running">${concurrency === undefined ? "—" : `${concurrency.running} of ${concurrency.limit}`}</td><td class="num" data-field="rate">${rate === undefined ? "—" : `${rate.permitsInUse} of ${rate.burst} permits (${rate.limit} per ${rate.periodSeconds} s)`}</td><td class="num" data-field="starts">${rate === undefined ? "—" : rate.reportedStarts}</td><td class="num${full && pool.waitingItems > 0 ? " bad" : ""}" data-field="waiting">${pool.waitingItems}</td></tr>`;
+  });
+  return html`<section id="limits"><h2>Limits</h2>
+<p class="muted">Every limit holds across all instances: the leader hands each work unit a share of each limit it counts against, written down before the unit is sent. Running counts the shares held (items that may be running); starts, what finished units reported in the last period; waiting, the items of jobs that waited for the pool in the last minute.</p>
+<table><thead><tr><th>Pool</th><th>Running</th><th>Rate</th><th>Starts in the last period</th><th>Waiting</th></tr></thead><tbody>${rows}</tbody></table>
 </section>`;
 }
 

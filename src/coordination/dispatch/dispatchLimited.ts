@@ -8,7 +8,8 @@ import { withResends, type ResendUnit } from "../flow/resend.js";
 import { foldOutcomes } from "../fold/foldOutcomes.js";
 import type { FoldCounts } from "../fold/foldReport.js";
 import { MAX_WORK_MESSAGE_BYTES, type GrantedWorkMessage, type WorkGrant } from "../ports/messages.js";
-import { MAX_GRANTS, expiredUnreported, markExpired, type Grant, type Ledger } from "../state/grantLedger.js";
+import { MAX_GRANTS, expiredUnreported, markExpired, tidied, type Grant, type Ledger } from "../state/grantLedger.js";
+import type { PoolLimit } from "../kinds/kindLimits.js";
 import type { JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 import type { ChunkCache } from "./chunkCache.js";
@@ -82,15 +83,11 @@ export async function dispatchLimitedJob(
   // An expired grant is marked ended only once its unit is on the job's resend list as stored, or granted again in
   // this very write: a crash between the two writes must not lose the unit.
   const settled = expired.filter((grant) => listed.has(grant.first) || plan.resent.has(grant.first));
-  await writeLedger(
-    jobs,
-    sending.map(({ grant }) => grant),
-    settled,
-    plan.blockedBy,
-    state,
-    nowMs,
-    io,
+  const limitsOf = new Map(
+    [...flow.every, ...plan.units.flatMap((unit) => unit.pools)].map((pool) => [pool.id, pool.limit]),
   );
+  const grants = sending.map(({ grant }) => grant);
+  await writeLedger(jobs, { grants, expired: settled, limitsOf }, plan.blockedBy, state, nowMs, io);
   report.failed = await writeJob(deps, jobs, job, plan, fromExpired, io);
   if (sending.length > 0)
     await deps.workQueue.send(
@@ -163,13 +160,13 @@ function keyRuns(keys: readonly (string | undefined)[], every: number): [number,
  */
 async function writeLedger(
   jobs: JobStore,
-  grants: readonly Grant[],
-  expired: readonly Grant[],
+  change: { grants: readonly Grant[]; expired: readonly Grant[]; limitsOf: ReadonlyMap<string, PoolLimit> },
   blockedBy: string | undefined,
   state: JobState,
   nowMs: number,
   io: Abortable,
 ): Promise<void> {
+  const { grants, expired, limitsOf } = change;
   await jobs.ledger.update((ledger: Ledger) => {
     const noted = blockedBy === undefined ? undefined : ledger.waiting[blockedBy];
     const stale = noted === undefined || nowMs - noted.atMs >= WAITING_NOTE_INTERVAL_MS;
@@ -180,7 +177,12 @@ async function writeLedger(
     const waiting = { ...marked.waiting };
     if (waitingPool !== undefined)
       waiting[waitingPool] = { atMs: nowMs, items: state.itemCount - state.dispatched + (state.resend?.length ?? 0) };
-    return { ...marked, grants: [...marked.grants, ...grants], waiting };
+    const limits = { ...marked.limits };
+    for (const pool of [...grants.flatMap((grant) => grant.holds.map((hold) => hold.pool)), ...Object.keys(waiting)]) {
+      const limit = limitsOf.get(pool);
+      if (limit !== undefined) limits[pool] = limit;
+    }
+    return tidied({ ...marked, grants: [...marked.grants, ...grants], waiting, limits }, nowMs);
   }, io);
 }
 

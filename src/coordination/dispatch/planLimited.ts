@@ -13,6 +13,8 @@ export interface PlannedUnit {
   keys: (string | undefined)[];
   /** Its shares: the pools every item counts against first, then one per distinct key, in order of first use. */
   holds: Hold[];
+  /** The pools of its shares, in the same order. */
+  pools: NamedPool[];
   /** Grants the unit had before this one. */
   regrants: number;
 }
@@ -196,9 +198,10 @@ function grantUnit(
 ): PlannedUnit {
   const counts = new Map<string, number>();
   for (const key of unit.keys) if (key !== undefined) counts.set(key, (counts.get(key) ?? 0) + 1);
-  const holds = poolsOf(flow, unit.keys).map((pool, index) => {
+  const pools = poolsOf(flow, unit.keys);
+  const holds = pools.map((pool, index) => {
     const key = index < flow.every.length ? undefined : [...counts.keys()][index - flow.every.length];
     return book.take(pool, key === undefined ? unit.inputs.length : (counts.get(key) ?? 1), perUnit);
   });
-  return { ...unit, holds };
+  return { ...unit, holds, pools };
 }

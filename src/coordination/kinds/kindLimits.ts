@@ -20,18 +20,18 @@ export const MAX_LIMIT_KEY_CHARS = 128;
  * of them starts at most `r` items in any window of `windowMs`; `permits × ⌈periodMs ÷ windowMs⌉` never passes `limit`
  * (`windowMs` = `periodMs ÷ ⌊limit ÷ burst⌋`), so every window of the period holds at most `limit` starts.
  */
-export interface RatePool {
+export type RatePool = {
   limit: number;
   periodMs: number;
   permits: number;
   windowMs: number;
-}
+};
 
 /** One pool's limit: items running at once, starts per period, or both. */
-export interface PoolLimit {
+export type PoolLimit = {
   concurrency?: number;
   rate?: RatePool;
-}
+};
 
 /** A kind's limits, normalized: the kind as a whole, and per key with the key function. */
 export interface KindLimits {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ConcurrentUpdateError } from "../../library/errors.js";
 import type { FencedStateStore, Versioned } from "../../library/fencing/FencedStateStore.js";
+import type { StateStore } from "../../library/fencing/StateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 
 /**
@@ -64,16 +65,27 @@ export type Grant = z.infer<typeof grantSchema>;
 /** Per pool: the last time a unit waited for it, and how many items of the jobs that waited had not been sent. */
 export const waitingSchema = z.looseObject({ atMs: z.number(), items: z.number().int().min(0) });
 
+/** A pool's limit as the leader last granted under it (for the status page and the metrics). */
+export const poolLimitSchema = z.looseObject({
+  concurrency: z.number().int().min(1).optional(),
+  rate: z
+    .looseObject({ limit: z.number(), periodMs: z.number(), permits: z.number(), windowMs: z.number() })
+    .optional(),
+});
+export type StoredPoolLimit = z.infer<typeof poolLimitSchema>;
+
 export const ledgerSchema = z.looseObject({
   v: z.literal(1),
   grants: z.array(grantSchema),
   waiting: z.record(z.string(), waitingSchema).default({}),
+  /** The limits of the pools the grants and the waiting notes name (the leader writes them with its grants). */
+  limits: z.record(z.string(), poolLimitSchema).default({}),
 });
 export type Ledger = z.infer<typeof ledgerSchema>;
 
 /** An empty ledger. */
 export function emptyLedger(): Ledger {
-  return { v: 1, grants: [], waiting: {} };
+  return { v: 1, grants: [], waiting: {}, limits: {} };
 }
 
 /** Whether a grant's concurrency shares are still held at `nowMs`. */
@@ -150,6 +162,73 @@ export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: num
 /** Ended grants kept only while they hold rate permits, or for one more hour for the status page's starts. */
 const ENDED_KEPT_MS = 3_600_000;
 
+/** How long a pool's waiting note is shown after it was last written, in ms. */
+const WAITING_SHOWN_MS = 60_000;
+
+/**
+ * The ledger with what it no longer needs dropped: waiting notes older than a minute, and the limits of pools no grant
+ * or note names. Its size stays bounded by its grants.
+ */
+export function tidied(ledger: Ledger, nowMs: number): Ledger {
+  const waiting = Object.fromEntries(
+    Object.entries(ledger.waiting).filter(([, note]) => nowMs - note.atMs < WAITING_SHOWN_MS),
+  );
+  const named = new Set([
+    ...ledger.grants.flatMap((grant) => grant.holds.map((hold) => hold.pool)),
+    ...Object.keys(waiting),
+  ]);
+  const limits = Object.fromEntries(Object.entries(ledger.limits).filter(([pool]) => named.has(pool)));
+  return { ...ledger, grants: pruned(ledger.grants, nowMs), waiting, limits };
+}
+
+/** What a pool has in use and waiting, as the status page and the metrics show it. */
+export interface PoolView {
+  pool: string;
+  /** Items that may be running (shares held) against the limit. */
+  concurrency?: { limit: number; running: number };
+  /** Rate permits held against the burst, and the starts reported by units whose last start fell in the last period. */
+  rate?: { limit: number; periodSeconds: number; burst: number; permitsInUse: number; reportedStarts: number };
+  /** Items of jobs that waited for this pool when the leader last noted it (within the last minute); 0 otherwise. */
+  waitingItems: number;
+}
+
+/** Each pool the ledger knows, with its use now. */
+export function poolViews(ledger: Ledger, nowMs: number): PoolView[] {
+  const use = useByPool(ledger, nowMs);
+  const pools = new Set([...Object.keys(ledger.limits), ...use.keys()]);
+  return [...pools].sort().map((pool) => {
+    const limit = ledger.limits[pool];
+    const inUse = use.get(pool) ?? { running: 0, ratePermits: 0 };
+    const note = ledger.waiting[pool];
+    const rate = limit?.rate;
+    const reportedStarts =
+      rate === undefined
+        ? 0
+        : ledger.grants
+            .filter((grant) => grant.holds.some((hold) => hold.pool === pool))
+            .filter((grant) => grant.lastStartMs !== undefined && nowMs - grant.lastStartMs < rate.periodMs)
+            .reduce((sum, grant) => sum + (grant.starts ?? 0), 0);
+    return {
+      pool,
+      ...(limit?.concurrency === undefined
+        ? {}
+        : { concurrency: { limit: limit.concurrency, running: inUse.running } }),
+      ...(rate === undefined
+        ? {}
+        : {
+            rate: {
+              limit: rate.limit,
+              periodSeconds: rate.periodMs / 1000,
+              burst: rate.permits,
+              permitsInUse: inUse.ratePermits,
+              reportedStarts,
+            },
+          }),
+      waitingItems: note !== undefined && nowMs - note.atMs < WAITING_SHOWN_MS ? note.items : 0,
+    };
+  });
+}
+
 function pruned(grants: Grant[], nowMs: number): Grant[] {
   return grants.filter(
     (grant) => holdsAnything(grant, nowMs) || nowMs - (grant.endedAtMs ?? grant.expiresAtMs) < ENDED_KEPT_MS,
@@ -195,6 +274,12 @@ export function unitHasLiveGrant(
     (grant) =>
       grant.id !== except && grant.jobId === unit.jobId && grant.first === unit.first && holdsConcurrency(grant, nowMs),
   );
+}
+
+/** Each pool the stored ledger knows, with its use at `nowMs` (none when there is no ledger): read without the lease. */
+export async function readPoolViews(state: StateStore, nowMs: number, options: Abortable = {}): Promise<PoolView[]> {
+  const stored = await state.read(LEDGER_KEY, options);
+  return stored === undefined ? [] : poolViews(ledgerSchema.parse(stored.value), nowMs);
 }
 
 /** How many times a ledger write that lost a race is retried on a fresh read. */
