@@ -30,7 +30,10 @@ export const METRIC_NAMES = {
    * (`item-held-event-loop`), per task kind.
    */
   itemsHeldLoop: "coordinator.items.held_loop",
-  /** Per limited pool (`pool`: `k:<kind>`, `k:<kind>/<key>`, `j:<job>`; sampled each timer tick): items that may be running. */
+  /**
+   * Per limited pool (`pool`: `k:<kind>`, `k:<kind>/<key>`, `j:<job>`; sampled each timer tick): items that may be
+   * running.
+   */
   limitRunning: "coordinator.limit.running",
   /** Per limited pool: its concurrency limit. */
   limitConcurrency: "coordinator.limit.concurrency",

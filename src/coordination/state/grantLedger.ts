@@ -276,7 +276,7 @@ export function unitHasLiveGrant(
   );
 }
 
-/** Each pool the stored ledger knows, with its use at `nowMs` (none when there is no ledger): read without the lease. */
+/** Each pool the stored ledger knows, with its use at `nowMs` (none without a ledger): read without the lease. */
 export async function readPoolViews(state: StateStore, nowMs: number, options: Abortable = {}): Promise<PoolView[]> {
   const stored = await state.read(LEDGER_KEY, options);
   return stored === undefined ? [] : poolViews(ledgerSchema.parse(stored.value), nowMs);
