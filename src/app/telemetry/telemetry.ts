@@ -129,8 +129,7 @@ export class Telemetry {
   /**
    * Samples the depth of the work, results and poison queues, the fold lag (the age of the oldest result on the
    * results queue) and each limited pool's use (the grant ledger): six storage requests. The timer calls it once a
-   * tick, whoever leads, so the figures keep coming
-   * when no step runs. A failure is logged to `sink`, never thrown.
+   * tick, whoever leads, so the figures keep coming when no step runs. A failure is logged to `sink`, never thrown.
    */
   async sampleQueues(queues: SampledQueues, sink: Sink, options: Abortable = {}): Promise<void> {
     const { metrics } = this;
