@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
-import { defineTaskKind, type TaskLimits } from "../../src/coordination/kinds/taskKinds";
+import { defineTaskKind, type TaskKind, type TaskLimits } from "../../src/coordination/kinds/taskKinds";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import type { JobLimits } from "../../src/coordination/jobs/submit";
@@ -50,8 +50,37 @@ export async function runLimitedJob(run: LimitedRun) {
       runs.push({ item: index, key: input.text.split(":")[0] ?? "", startMs, endMs: performance.now() });
     },
   });
+  const ended = await runJobToEnd({
+    kind,
+    params: null,
+    items: run.items.map((inline) => ({ inline })),
+    ...(run.jobLimits === undefined ? {} : { limits: run.jobLimits }),
+    ...(run.instances === undefined ? {} : { instances: run.instances }),
+    ...(run.batch === undefined ? {} : { batch: run.batch }),
+    ...(run.deps === undefined ? {} : { deps: run.deps }),
+  });
+  return { runs, ...ended };
+}
+
+/** What {@link runJobToEnd} takes: any kind and a job of it. */
+export interface JobRun {
+  kind: TaskKind;
+  params: unknown;
+  items: { inline: string }[];
+  limits?: JobLimits;
+  /** Worker loops (instances), each running up to `batch` units at once. @default 3 × 4 */
+  instances?: number;
+  batch?: number;
+  deps?: Partial<CoordinationDeps>;
+}
+
+/**
+ * Runs one job of `kind` to its end on in-memory ports: a leader stepping and several worker loops running units at
+ * once, on real time. Returns the job's end and the world it ran in.
+ */
+export async function runJobToEnd(run: JobRun) {
   const w = world({
-    registry: new TaskRegistry([kind]),
+    registry: new TaskRegistry([run.kind]),
     now: () => Date.now(),
     dispatchBatchSize: 1000,
     maxInFlight: 1000,
@@ -59,24 +88,24 @@ export async function runLimitedJob(run: LimitedRun) {
     ...run.deps,
   });
   const { id } = await storeSubmission(w.deps.system, {
-    kind: "recorded",
-    params: null,
-    items: run.items.map((inline) => ({ inline })),
-    ...(run.jobLimits === undefined ? {} : { limits: run.jobLimits }),
+    kind: run.kind.name,
+    params: run.params,
+    items: run.items,
+    ...(run.limits === undefined ? {} : { limits: run.limits }),
   });
   const done = new AbortController();
   const workers = Array.from({ length: run.instances ?? 3 }, () => workerLoop(w.deps, run.batch ?? 4, done.signal));
   const term = fakeTerm(1);
   let job = await readJob(w.state, id);
   const started = Date.now();
-  while (job?.status !== "completed" && Date.now() - started < 60_000) {
+  while ((job === undefined || job.status === "running") && Date.now() - started < 60_000) {
     await runCoordinationStep(w.deps, term, { budgetMs: 200 });
     job = await readJob(w.state, id);
     if (job?.status === "running") await sleep(5);
   }
   done.abort();
   await Promise.all(workers);
-  return { runs, job, world: w };
+  return { job, world: w };
 }
 
 /** A worker instance: receives up to `batch` units and runs them at once, again and again, until `signal`. */
@@ -89,11 +118,17 @@ async function workerLoop(deps: CoordinationDeps, batch: number, signal: AbortSi
     }
     await Promise.all(
       messages.map(async (message) => {
-        await processWorkMessage(deps, JSON.parse(message.text ?? "null") as unknown, {
-          id: message.id,
-          dequeueCount: message.dequeueCount,
-          maxDequeueCount: 5,
-        });
+        try {
+          await processWorkMessage(deps, JSON.parse(message.text ?? "null") as unknown, {
+            id: message.id,
+            dequeueCount: message.dequeueCount,
+            maxDequeueCount: 5,
+          });
+        } catch {
+          // As the host does after a failed delivery: the message is delivered again (its count one higher).
+          await deps.workQueue.release(message);
+          return;
+        }
         await deps.workQueue.delete(message);
       }),
     );

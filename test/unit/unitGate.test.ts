@@ -13,18 +13,28 @@ function grant(pools: WorkGrant["pools"], every: number[], keys?: [number, numbe
   return { id: "grant-0001", expiresAtMs: 10_000_000, pools, every, ...(keys === undefined ? {} : { keys }) };
 }
 
-/** Runs `items` items through the gate on `runners` runners, each item taking its duration; records starts and ends. */
-async function runThrough(gate: UnitGate, durations: readonly number[], runners: number) {
+/**
+ * Runs `items` items through the gate on `runners` runners, each item taking its duration; records starts and ends. An
+ * item may start `preempted` ms after its take (the process descheduled between the take and the kind's call).
+ */
+async function runThrough(
+  gate: UnitGate,
+  durations: readonly number[],
+  runners: number,
+  preempted: readonly number[] = [],
+) {
   const runs: { offset: number; start: number; end: number }[] = [];
   let next = 0;
   const runner = async () => {
     while (next < durations.length) {
       const offset = next++;
-      const release = await gate.acquire(offset, new AbortController().signal);
+      const shares = await gate.acquire(offset, new AbortController().signal);
+      vi.setSystemTime(Date.now() + (preempted[offset] ?? 0));
       const start = Date.now();
+      shares.started();
       await new Promise((resolve) => setTimeout(resolve, durations[offset]));
       runs.push({ offset, start, end: Date.now() });
-      release();
+      shares.release();
     }
   };
   const all = Promise.all(Array.from({ length: runners }, runner));
@@ -45,8 +55,12 @@ describe("the worker's gate: a granted unit's items under its shares (issue 42)"
           runners: fc.integer({ min: 1, max: 6 }),
           durations: fc.array(fc.integer({ min: 0, max: 60 }), { minLength: 1, maxLength: 30 }),
           keyOf: fc.array(fc.integer({ min: 0, max: 1 }), { minLength: 30, maxLength: 30 }),
+          preempted: fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 })), {
+            minLength: 30,
+            maxLength: 30,
+          }),
         }),
-        async ({ c, r, w, keyC, runners, durations, keyOf }) => {
+        async ({ c, r, w, keyC, runners, durations, keyOf, preempted }) => {
           vi.useFakeTimers({ now: 0 });
           const kindPool = { id: "k:x", ...(c === undefined ? {} : { c }), ...(r === undefined ? {} : { r, w }) };
           const keyPools = [
@@ -58,7 +72,7 @@ describe("the worker's gate: a granted unit's items under its shares (issue 42)"
             monotonicMs: () => Date.now(),
             nowMs: () => Date.now(),
           });
-          const runs = await runThrough(gate, durations, runners);
+          const runs = await runThrough(gate, durations, runners, preempted);
           expect(runs).toHaveLength(durations.length);
           const at = (pool: number | undefined) => (run: { offset: number }) =>
             pool === undefined || 1 + (keyOf[run.offset] ?? 0) === pool;
@@ -94,6 +108,21 @@ describe("the worker's gate: a granted unit's items under its shares (issue 42)"
     expect(() => gate.tryTake(0)).toThrow(GrantExpiredError);
   });
 
+  it("counts a start when the kind was called, not when its shares were taken (a process descheduled in between)", () => {
+    let now = 0;
+    const gate = new UnitGate(grant([{ id: "k:x", r: 1, w: 100 }], [0]), 2, {
+      monotonicMs: () => now,
+      nowMs: () => 0,
+    });
+    const first = gate.tryTake(0);
+    now = 50; // descheduled for 50 ms between the take and the call
+    first?.started();
+    now = 100 + RATE_MARGIN_MS; // a window after the take, but not after the start
+    expect(gate.tryTake(1)).toBeUndefined();
+    now = 150 + RATE_MARGIN_MS;
+    expect(gate.tryTake(1)).toBeDefined();
+  });
+
   it("reports its starts and how long ago the last one was, for the leader's hold of the rate permits", () => {
     let now = 1000;
     const gate = new UnitGate(grant([{ id: "k:x", r: 2, w: 100 }], [0]), 3, {
@@ -101,9 +130,9 @@ describe("the worker's gate: a granted unit's items under its shares (issue 42)"
       nowMs: () => 0,
     });
     expect(gate.lastStartAgoMs()).toBeUndefined();
-    gate.tryTake(0)?.();
+    gate.tryTake(0)?.started();
     now += 7;
-    gate.tryTake(1)?.();
+    gate.tryTake(1)?.started();
     expect(gate.tryTake(2)).toBeUndefined(); // both permits used within the window
     now += 30;
     expect(gate.startCount).toBe(2);

@@ -13,8 +13,11 @@ import { RATE_MARGIN_MS } from "../state/grantLedger.js";
  */
 export class UnitGate {
   private readonly running: number[];
-  /** Per pool, the start times of its last `r` starts, oldest first. */
-  private readonly starts: number[][];
+  /**
+   * Per pool, its starts within the last window, in the order taken: each an entry whose time moves from the take to
+   * the kind's call when `started()` says so (other takes may come between, in an `acquire` that awaited).
+   */
+  private readonly starts: { at: number }[][];
   /** Each item's pools (indexes into the grant's), by the item's offset in the unit. */
   private readonly itemPools: number[][];
   private changed = signalled();
@@ -70,12 +73,11 @@ export class UnitGate {
   }
 
   /**
-   * Takes the shares of the item at `offset` if every pool it counts against has one free now — synchronously, so the
-   * caller calls the kind in the same run and the start the grant counts is the item's start — and returns what gives
-   * its concurrency back (call it once, when the item settles); undefined when it must wait ({@link ready}). Throws
-   * {@link GrantExpiredError} once the grant has expired.
+   * Takes the shares of the item at `offset` if every pool it counts against has one free now — synchronously: the
+   * caller calls the kind in the same run, then `started()` — and returns them; undefined when it must wait
+   * ({@link ready}). Throws {@link GrantExpiredError} once the grant has expired.
    */
-  tryTake(offset: number): (() => void) | undefined {
+  tryTake(offset: number): TakenShares | undefined {
     if (this.expired()) throw new GrantExpiredError(this.grant.id);
     const pools = this.poolsOf(offset);
     const now = this.clock.monotonicMs();
@@ -99,7 +101,7 @@ export class UnitGate {
   }
 
   /** Waits for and takes the item's shares ({@link tryTake} until it takes them), with nothing to do between. */
-  async acquire(offset: number, signal: AbortSignal): Promise<() => void> {
+  async acquire(offset: number, signal: AbortSignal): Promise<TakenShares> {
     for (;;) {
       const release = this.tryTake(offset);
       if (release !== undefined) return release;
@@ -119,41 +121,56 @@ export class UnitGate {
       if (pool === undefined) continue;
       if (pool.c !== undefined && (this.running[index] ?? 0) >= pool.c) waitMs = Infinity;
       if (pool.r !== undefined) {
-        const log = this.starts[index] ?? [];
-        const oldest = log.length >= pool.r ? log[log.length - pool.r] : undefined;
-        // The r-th most recent start must lie a whole window back: then no window of w holds more than r starts.
+        // Fewer than r starts in the last window (lengthened by the margin): then no window of w holds more than r.
         const window = (pool.w ?? 0) + RATE_MARGIN_MS;
-        if (oldest !== undefined && now - oldest < window) waitMs = Math.max(waitMs, oldest + window - now);
+        const recent = (this.starts[index] ?? []).filter((entry) => now - entry.at < window);
+        this.starts[index] = recent; // older ones never count again: times only grow
+        if (recent.length >= pool.r) {
+          const times = recent.map((entry) => entry.at).sort((a, b) => a - b);
+          waitMs = Math.max(waitMs, (times[recent.length - pool.r] ?? now) + window - now);
+        }
       }
     }
     return waitMs;
   }
 
-  private take(pools: readonly number[], now: number): () => void {
+  private take(pools: readonly number[], now: number): TakenShares {
     for (const index of pools) {
       const pool = this.grant.pools[index];
       if (pool === undefined) continue;
       if (pool.c !== undefined) this.running[index] = (this.running[index] ?? 0) + 1;
-      if (pool.r !== undefined) {
-        const log = this.starts[index] ?? [];
-        log.push(now);
-        if (log.length > pool.r) log.splice(0, log.length - pool.r);
-        this.starts[index] = log;
-      }
     }
+    const entry = { at: now };
+    for (const index of pools) if (this.grant.pools[index]?.r !== undefined) this.starts[index]?.push(entry);
     this.started++;
-    this.lastStartMono = now;
+    this.lastStartMono = Math.max(this.lastStartMono ?? now, now);
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      for (const index of pools)
-        if (this.grant.pools[index]?.c !== undefined) this.running[index] = (this.running[index] ?? 1) - 1;
-      const changed = this.changed;
-      this.changed = signalled();
-      changed.resolve();
+    return {
+      started: () => {
+        entry.at = Math.max(entry.at, this.clock.monotonicMs());
+        this.lastStartMono = Math.max(this.lastStartMono ?? entry.at, entry.at);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const index of pools)
+          if (this.grant.pools[index]?.c !== undefined) this.running[index] = (this.running[index] ?? 1) - 1;
+        const changed = this.changed;
+        this.changed = signalled();
+        changed.resolve();
+      },
     };
   }
+}
+
+/**
+ * An item's shares, taken: `started()` once the kind has been called (its synchronous start has run: the start the
+ * rate counts is then no earlier than the kind's own, however long the process was descheduled between the take and
+ * the call), `release()` once the item settled (its concurrency back).
+ */
+export interface TakenShares {
+  started(): void;
+  release(): void;
 }
 
 /** A promise and what settles it: the gate's "a share was given back". */

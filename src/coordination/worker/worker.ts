@@ -12,7 +12,7 @@ import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
 import { gateOf, grantReport, readyToRun, sendRegrant } from "./grantedUnit.js";
-import { GrantExpiredError, type UnitGate } from "../flow/unitGate.js";
+import { GrantExpiredError, type TakenShares, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -290,7 +290,7 @@ async function runItems(
       if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
       return;
     }
-    let release: (() => void) | undefined;
+    let shares: TakenShares | undefined;
     try {
       const data =
         "inline" in input
@@ -302,10 +302,15 @@ async function runItems(
       for (;;) {
         while (workerSlice.spent()) await workerSlice();
         throwIfAborted(signal); // stopped or shut down meanwhile: handled below
-        if (gate === undefined || (release = gate.tryTake(offset)) !== undefined) break;
+        if (gate === undefined || (shares = gate.tryTake(offset)) !== undefined) break;
         await gate.ready(offset, signal);
       }
-      const produced = processItem(deps, kind, unit, data, item, signal);
+      let produced: unknown;
+      try {
+        produced = processItem(deps, kind, unit, data, item, signal);
+      } finally {
+        shares?.started(); // after the kind's synchronous start, whether it threw: the start its rate counts
+      }
       // Awaited only when it can be (a promise, or any thenable, which a promise would adopt too): a synchronous
       // kind's partial is used as it is, without a promise and a turn of the microtask queue per item (issue 35).
       const partial = isThenable(produced) ? await produced : produced;
@@ -329,7 +334,7 @@ async function runItems(
         unitControl.abort(error);
       }
     } finally {
-      release?.();
+      shares?.release();
     }
   };
   try {
