@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GrantExpiredError, UnitGate } from "../../src/coordination/flow/unitGate";
 import type { WorkGrant } from "../../src/coordination/ports/messages";
-import { RATE_MARGIN_MS } from "../../src/coordination/state/grantLedger";
+import { countedWindowMs } from "../../src/coordination/state/grantLedger";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -117,9 +117,9 @@ describe("the worker's gate: a granted unit's items under its shares (issue 42)"
     const first = gate.tryTake(0);
     now = 50; // descheduled for 50 ms between the take and the call
     first?.started();
-    now = 100 + RATE_MARGIN_MS; // a window after the take, but not after the start
+    now = countedWindowMs(100); // a window after the take, but not after the start
     expect(gate.tryTake(1)).toBeUndefined();
-    now = 150 + RATE_MARGIN_MS;
+    now = 50 + countedWindowMs(100);
     expect(gate.tryTake(1)).toBeDefined();
   });
 
@@ -137,6 +137,6 @@ describe("the worker's gate: a granted unit's items under its shares (issue 42)"
     now += 30;
     expect(gate.startCount).toBe(2);
     expect(gate.lastStartAgoMs()).toBe(30);
-    expect(gate.longestWindowMs).toBe(100 + RATE_MARGIN_MS);
+    expect(gate.longestWindowMs).toBe(countedWindowMs(100));
   });
 });

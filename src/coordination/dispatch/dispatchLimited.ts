@@ -57,7 +57,7 @@ export async function dispatchLimitedJob(
   const limits = unitLimits(deps, state);
   const plan = await planLimitedUnits(
     flow,
-    new PoolBook(ledger, nowMs),
+    new PoolBook(ledger, nowMs, jobs.epoch),
     new ItemReader(deps, state, options.chunks, io),
     { cursor: state.dispatched, itemCount: state.itemCount, resend },
     {
@@ -173,7 +173,7 @@ async function writeLedger(
     const waitingPool = stale ? blockedBy : undefined;
     if (grants.length === 0 && expired.length === 0 && waitingPool === undefined) return undefined;
     const marked =
-      expired.length === 0 ? ledger : markExpired(ledger, new Set(expired.map((grant) => grant.id)), nowMs);
+      expired.length === 0 ? ledger : markExpired(ledger, new Set(expired.map((grant) => grant.id)), nowMs, jobs.epoch);
     const waiting = { ...marked.waiting };
     if (waitingPool !== undefined)
       waiting[waitingPool] = { atMs: nowMs, items: state.itemCount - state.dispatched + (state.resend?.length ?? 0) };

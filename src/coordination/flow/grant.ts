@@ -39,8 +39,9 @@ export function lifetimeMs(regrants: number): number {
 export class PoolBook {
   private readonly use: Map<string, PoolUse>;
 
-  constructor(ledger: Pick<Ledger, "grants">, nowMs: number) {
-    this.use = useByPool(ledger, nowMs);
+  /** `epoch`: the leader's, on whose clock its own ends were recorded. */
+  constructor(ledger: Pick<Ledger, "grants">, nowMs: number, epoch: number) {
+    this.use = useByPool(ledger, nowMs, epoch);
   }
 
   /** The shares still free in a pool (Infinity for what it does not limit). */

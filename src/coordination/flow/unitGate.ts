@@ -1,6 +1,6 @@
 import { delay, throwIfAborted } from "../../library/util/delay.js";
 import type { WorkGrant } from "../ports/messages.js";
-import { RATE_MARGIN_MS } from "../state/grantLedger.js";
+import { countedWindowMs } from "../state/grantLedger.js";
 
 /**
  * Holds one copy of a granted unit to its grant, in the worker: an item starts only when every pool it counts against
@@ -8,8 +8,9 @@ import { RATE_MARGIN_MS } from "../state/grantLedger.js";
  * the last `w` ms (each rate permit used at most once a window: a sliding log of the last `r` starts) — and before the
  * grant expires. The leader keeps the sum of the shares it has granted within each limit, so the limit holds across
  * every worker: within a window of `w`, a pool's starts come from copies whose grants were all held at once.
- * Intervals are measured on the monotonic clock, each window {@link RATE_MARGIN_MS} longer than granted (what passes
- * between a share's take and the kind's first instruction); the expiry, which the leader set, on the wall clock.
+ * Intervals are measured on the monotonic clock, each window a little longer than granted (`countedWindowMs`: timer
+ * granularity, drift); a start counts from the kind's call, however late it came after the take. The expiry, which
+ * the leader set, is read on the wall clock.
  */
 export class UnitGate {
   private readonly running: number[];
@@ -42,7 +43,7 @@ export class UnitGate {
 
   /** The longest rate window among the grant's pools, in ms (0 when none limits a rate). */
   get longestWindowMs(): number {
-    return Math.max(0, ...this.grant.pools.map((pool) => (pool.r === undefined ? 0 : (pool.w ?? 0) + RATE_MARGIN_MS)));
+    return Math.max(0, ...this.grant.pools.map((pool) => (pool.r === undefined ? 0 : countedWindowMs(pool.w ?? 0))));
   }
 
   /** Items started through the gate so far. */
@@ -94,7 +95,10 @@ export class UnitGate {
     if (waitMs === 0) return;
     const done = new AbortController();
     const abortSignal = AbortSignal.any([signal, done.signal]);
-    const timed = delay(Math.min(waitMs, Math.max(1, this.msUntilExpiry())), { abortSignal }).catch(() => undefined);
+    // Whole ms: a window lengthened by a fraction (countedWindowMs) must not wake a timer before it has passed.
+    const timed = delay(Math.ceil(Math.min(waitMs, Math.max(1, this.msUntilExpiry()))), { abortSignal }).catch(
+      () => undefined,
+    );
     await Promise.race([this.changed.promise, timed]);
     done.abort(); // the timer goes with it
     throwIfAborted(signal);
@@ -122,7 +126,7 @@ export class UnitGate {
       if (pool.c !== undefined && (this.running[index] ?? 0) >= pool.c) waitMs = Infinity;
       if (pool.r !== undefined) {
         // Fewer than r starts in the last window (lengthened by the margin): then no window of w holds more than r.
-        const window = (pool.w ?? 0) + RATE_MARGIN_MS;
+        const window = countedWindowMs(pool.w ?? 0);
         const recent = (this.starts[index] ?? []).filter((entry) => now - entry.at < window);
         this.starts[index] = recent; // older ones never count again: times only grow
         if (recent.length >= pool.r) {

@@ -46,7 +46,7 @@ export class GrantEnds {
     return jobs.ledger.update((ledger) => {
       const ids = new Set(ends.map((end) => end.id));
       return ledger.grants.some((grant) => ids.has(grant.id) && grant.endedAtMs === undefined)
-        ? recordEnds(ledger, ends, nowMs)
+        ? recordEnds(ledger, ends, nowMs, jobs.epoch)
         : undefined;
     }, options);
   }

@@ -28,6 +28,21 @@ export const GRANT_GRACE_MS = 60_000;
  */
 export const RATE_MARGIN_MS = 5;
 
+/**
+ * A rate window as the gate and the leader count it: the granted window, lengthened by {@link RATE_MARGIN_MS} and by
+ * a thousandth of itself (a monotonic clock may drift by up to that over a long window), in ms.
+ */
+export function countedWindowMs(windowMs: number): number {
+  return windowMs + RATE_MARGIN_MS + windowMs / 1000;
+}
+
+/**
+ * How far apart two instances' wall clocks may be, in ms: a grant ended by one leader (its rate permits held a window
+ * after the last start, on that leader's clock) is counted by another leader as held that much longer. Azure keeps its
+ * hosts' clocks far closer; a leader counting its own ends adds nothing.
+ */
+export const CLOCK_SKEW_MS = 1000;
+
 /** Most grants the ledger holds: a unit is not granted while this many are (its size stays bounded). */
 export const MAX_GRANTS = 1000;
 
@@ -59,6 +74,8 @@ export const grantSchema = z.looseObject({
   lastStartMs: z.number().optional(),
   /** Items its copy started, as its result reported (for the status page's starts per period). */
   starts: z.number().int().min(0).optional(),
+  /** The epoch of the leader that recorded its end, on whose clock `endedAtMs` and `lastStartMs` are. */
+  endedByEpoch: z.number().int().min(0).optional(),
 });
 export type Grant = z.infer<typeof grantSchema>;
 
@@ -93,17 +110,22 @@ export function holdsConcurrency(grant: Grant, nowMs: number): boolean {
   return grant.endedAtMs === undefined && nowMs < grant.expiresAtMs + GRANT_GRACE_MS;
 }
 
-/** Until when (leader's clock) a grant's rate permits in `hold` are held. */
-export function rateHeldUntil(grant: Grant, hold: Hold): number {
-  const window = (hold.windowMs ?? 0) + RATE_MARGIN_MS;
+/**
+ * Until when (the reading leader's clock) a grant's rate permits in `hold` are held: a window after its last start when
+ * its end is known (plus {@link CLOCK_SKEW_MS} when another leader than `epoch`'s recorded it), a window after its
+ * expiry and grace otherwise.
+ */
+export function rateHeldUntil(grant: Grant, hold: Hold, epoch?: number): number {
+  const window = countedWindowMs(hold.windowMs ?? 0);
   if (grant.endedAtMs === undefined) return grant.expiresAtMs + GRANT_GRACE_MS + window;
-  return grant.lastStartMs === undefined ? grant.endedAtMs : grant.lastStartMs + window;
+  const skew = epoch !== undefined && grant.endedByEpoch === epoch ? 0 : CLOCK_SKEW_MS;
+  return grant.lastStartMs === undefined ? grant.endedAtMs : grant.lastStartMs + window + skew;
 }
 
 /** Whether a grant still holds anything at `nowMs` (otherwise it can leave the ledger). */
-export function holdsAnything(grant: Grant, nowMs: number): boolean {
+export function holdsAnything(grant: Grant, nowMs: number, epoch?: number): boolean {
   if (holdsConcurrency(grant, nowMs)) return true;
-  return grant.holds.some((hold) => (hold.r ?? 0) > 0 && nowMs < rateHeldUntil(grant, hold));
+  return grant.holds.some((hold) => (hold.r ?? 0) > 0 && nowMs < rateHeldUntil(grant, hold, epoch));
 }
 
 /** What a pool has in use at a moment: items that may be running, and rate permits held. */
@@ -112,15 +134,18 @@ export interface PoolUse {
   ratePermits: number;
 }
 
-/** Every pool's use at `nowMs`, summed over the grants that still hold it. */
-export function useByPool(ledger: Pick<Ledger, "grants">, nowMs: number): Map<string, PoolUse> {
+/**
+ * Every pool's use at `nowMs`, summed over the grants that still hold it, as the leader of `epoch` counts it (a leader
+ * of another epoch, or none: with the clock skew allowed between instances).
+ */
+export function useByPool(ledger: Pick<Ledger, "grants">, nowMs: number, epoch?: number): Map<string, PoolUse> {
   const use = new Map<string, PoolUse>();
   for (const grant of ledger.grants) {
     const running = holdsConcurrency(grant, nowMs);
     for (const hold of grant.holds) {
       const pool = use.get(hold.pool) ?? { running: 0, ratePermits: 0 };
       if (running) pool.running += hold.c ?? 0;
-      if ((hold.r ?? 0) > 0 && nowMs < rateHeldUntil(grant, hold)) pool.ratePermits += hold.r ?? 0;
+      if ((hold.r ?? 0) > 0 && nowMs < rateHeldUntil(grant, hold, epoch)) pool.ratePermits += hold.r ?? 0;
       use.set(hold.pool, pool);
     }
   }
@@ -141,7 +166,7 @@ export interface GrantEnd {
  * `lastStartAgoMs` before it sent the report, which was before now), and the grants that hold nothing any more
  * dropped. Ends of grants it does not hold (given back already, or forged) change nothing.
  */
-export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: number): Ledger {
+export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: number, epoch: number): Ledger {
   const byId = new Map(ends.map((end) => [end.id, end]));
   const grants = ledger.grants.flatMap((grant) => {
     const end = byId.get(grant.id);
@@ -151,10 +176,11 @@ export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: num
         : {
             ...grant,
             endedAtMs: nowMs,
+            endedByEpoch: epoch,
             ...(end.lastStartAgoMs === undefined ? {} : { lastStartMs: nowMs - Math.max(0, end.lastStartAgoMs) }),
             ...(end.starts === undefined ? {} : { starts: end.starts }),
           };
-    return holdsAnything(next, nowMs) || next.starts !== undefined ? [next] : [];
+    return holdsAnything(next, nowMs, epoch) || next.starts !== undefined ? [next] : [];
   });
   return { ...ledger, grants: pruned(grants, nowMs) };
 }
@@ -254,10 +280,11 @@ export function expiredUnreported(ledger: Pick<Ledger, "grants">, jobId: string,
 }
 
 /** The ledger with expired grants marked ended at their expiry (a start at most at the expiry, plus the grace). */
-export function markExpired(ledger: Ledger, ids: ReadonlySet<string>, nowMs: number): Ledger {
+export function markExpired(ledger: Ledger, ids: ReadonlySet<string>, nowMs: number, epoch: number): Ledger {
+  const at = (grant: Grant): number => grant.expiresAtMs + GRANT_GRACE_MS;
   const grants = ledger.grants.map((grant) =>
     ids.has(grant.id) && grant.endedAtMs === undefined
-      ? { ...grant, endedAtMs: grant.expiresAtMs + GRANT_GRACE_MS, lastStartMs: grant.expiresAtMs + GRANT_GRACE_MS }
+      ? { ...grant, endedAtMs: at(grant), lastStartMs: at(grant), endedByEpoch: epoch }
       : grant,
   );
   return { ...ledger, grants: pruned(grants, nowMs) };

@@ -296,15 +296,7 @@ async function runItems(
         "inline" in input
           ? inputOf(undefined, input.inline)
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
-      // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
-      // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
-      // A granted item's shares are taken in that run too (its start is the kind's call).
-      for (;;) {
-        while (workerSlice.spent()) await workerSlice();
-        throwIfAborted(signal); // stopped or shut down meanwhile: handled below
-        if (gate === undefined || (shares = gate.tryTake(offset)) !== undefined) break;
-        await gate.ready(offset, signal);
-      }
+      shares = await readyToStart(gate, offset, signal); // stopped or shut down meanwhile: handled below
       let produced: unknown;
       try {
         produced = processItem(deps, kind, unit, data, item, signal);
@@ -358,6 +350,27 @@ function settledRun(run: UnitRun, count: number, options: Abortable): UnitRun {
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
+}
+
+/**
+ * Right before an item's kind runs: the worker's slice (items of several units whose awaits — stop check, input —
+ * resolved in one turn take turns with the timers instead of running back to back), then a granted item's shares,
+ * waited for and taken (the gate counts the start when the caller says the kind was called). Throws the signal's
+ * reason once it aborts, and GrantExpiredError once the grant expires.
+ */
+async function readyToStart(
+  gate: UnitGate | undefined,
+  offset: number,
+  signal: AbortSignal,
+): Promise<TakenShares | undefined> {
+  for (;;) {
+    while (workerSlice.spent()) await workerSlice();
+    throwIfAborted(signal);
+    if (gate === undefined) return undefined;
+    const shares = gate.tryTake(offset);
+    if (shares !== undefined) return shares;
+    await gate.ready(offset, signal);
+  }
 }
 
 /** Aborts a granted unit's items at its grant's expiry (wall clock); the timer, to clear when the unit settles. */
