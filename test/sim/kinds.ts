@@ -58,8 +58,7 @@ export function simRegistry(
   const registry = new TaskRegistry();
   if (!missing.includes(groupByKind.name))
     registry.register(observed(limited(groupByKind, limits?.["group-by"]), onDone, work));
-  if (!missing.includes(sumKind.name))
-    registry.register(observed(limited(sumKind, limits?.["sim-sum"]), onDone, work));
+  if (!missing.includes(sumKind.name)) registry.register(observed(limited(sumKind, limits?.["sim-sum"]), onDone, work));
   return registry;
 }
 

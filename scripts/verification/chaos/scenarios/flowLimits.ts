@@ -15,16 +15,17 @@ import {
 } from "../limits/limitsKind";
 import { limitViolations, measurePools, type PoolSpec, type Run } from "../limits/limitMeasure";
 import { runScenario, type ScenarioOptions, type ScenarioResult, type ScenarioRun } from "../scenario";
-import { killLeaderMidStep, nextTermAfter } from "./faults";
+import { killLeaderMidStep, nextTermAfter, type CaughtLeader } from "./faults";
 
 /** The app entry the scenario's instances run: this repository's app with the recording, limited kind. */
 const LIMITS_APP = resolve(__dirname, "..", "limits", "limitsApp.ts");
 /**
- * How long a received message stays invisible (the local host renews it at half that while its function runs): longer
+ * How long a received message stays invisible (the local host renews it at half that while its function runs, so what
+ * is left of it never falls below 25 s): longer
  * than the freeze, as the Functions host's 10 minutes are, so the frozen worker's units are not handed out again while
  * it is stopped; short enough that the killed leader's units come back within a minute.
  */
-const MESSAGE_LEASE_SECONDS = 60;
+const MESSAGE_LEASE_SECONDS = 50;
 
 /**
  * Flow control on real processes (issue 42): three instances run a job of a kind with global limits — at most 4 items
@@ -46,7 +47,7 @@ export function flowLimitsScenario(options: ScenarioOptions): Promise<ScenarioRe
       );
       await runs.createIfNotExists();
       await run.startInstances("instance", 3);
-      const items = options.quick ? 60 : 150;
+      const items = options.quick ? 40 : 150;
       const demo = createDemoJob(items, `chaos/flow-limits-${options.seed}`, options.seed);
       const fromIndex = cluster.records.length;
       const job = await run.jobs.submit(
@@ -60,7 +61,12 @@ export function flowLimitsScenario(options: ScenarioOptions): Promise<ScenarioRe
       // A grant written down but never sent (the leader killed between its writes and its send) holds its shares for
       // a grant's lifetime and grace (11 min) before its unit is sent again: the job may take that long.
       run.completionTimeoutMs = 14 * 60_000;
-      const caught = await killLeaderMidStep(run, "flow-limits", { id: job.id, fromIndex });
+      // Full mode kills the leader mid-step: a kill between its ledger write and its send strands a grant for 11 min
+      // (the undershoot bound, shown). Quick mode (CI, 240 s) kills it right after a step that sent units, while its
+      // worker runs items: a new leader takes over from the ledger, and the dead worker's units come back.
+      const caught = options.quick
+        ? await killLeaderAfterDispatch(run, fromIndex)
+        : await killLeaderMidStep(run, "flow-limits", { id: job.id, fromIndex });
       let takeoverMs: number | undefined;
       if (caught !== undefined) {
         await caught.instance.process.exited;
@@ -88,6 +94,35 @@ export function flowLimitsScenario(options: ScenarioOptions): Promise<ScenarioRe
     { LOCAL_APP_ENTRY: LIMITS_APP, LOCAL_MESSAGE_LEASE_SECONDS: String(MESSAGE_LEASE_SECONDS) },
     new TaskRegistry([groupByKind, limitedRecordingKind]),
   );
+}
+
+/** SIGKILLs the instance whose step just sent units while it has worker invocations in flight (quick mode). */
+async function killLeaderAfterDispatch(run: ScenarioRun, fromIndex: number): Promise<CaughtLeader | undefined> {
+  const { cluster } = run;
+  const deadline = Date.now() + 60_000;
+  let index = fromIndex;
+  while (Date.now() < deadline) {
+    const record = await cluster.waitForEvent(
+      (candidate) =>
+        candidate.type === "step-completed" && typeof candidate.dispatched === "number" && candidate.dispatched > 0,
+      deadline - Date.now(),
+      index,
+    );
+    if (record === undefined) break;
+    index = cluster.records.indexOf(record, index) + 1;
+    const instance = cluster.instances.find((candidate) => candidate.id === record.instance);
+    if (instance === undefined || !instance.process.alive || instance.frozen || instance.inFlight.size === 0) continue;
+    instance.process.kill();
+    const caught = { instance, epoch: record.epoch ?? 0, atMs: Date.now() };
+    run.recordFault(
+      { kind: "SIGKILL", target: instance.id, startMs: caught.atMs, endMs: caught.atMs, leaderCheck: true },
+      { epoch: caught.epoch },
+    );
+    run.options.log(`  SIGKILL ${instance.id} after its step of epoch ${caught.epoch} sent units, items in flight`);
+    return caught;
+  }
+  run.fail("no leader that had sent units had items in flight to kill within 60 s");
+  return undefined;
 }
 
 /** Freezes an instance that has worker invocations in flight for `freezeMs`, then thaws it; what it froze. */
@@ -136,7 +171,8 @@ async function judgeLimits(run: ScenarioRun, container: ContainerClient, jobId: 
   // A run whose process died before it ended counts until the process exited (as the runner saw it), else the end.
   const exits = new Map<number, number>();
   for (const record of run.cluster.records)
-    if (record.type === "instance-exited" && typeof record.pid === "number") exits.set(record.pid, Date.parse(record.ts));
+    if (record.type === "instance-exited" && typeof record.pid === "number")
+      exits.set(record.pid, Date.parse(record.ts));
   const endOfRun = Date.now();
   const asRuns: Run[] = recorded.map((one) => ({
     key: one.key,
