@@ -58,6 +58,7 @@ const ROOMS = {
   fold: ["deps", "ports", "state", "kinds"],
   worker: ["deps", "ports", "state", "kinds"],
   dispatch: ["deps", "ports", "state", "kinds", "fold"],
+  scheduling: [],
 };
 
 /** The coordination logic's own refusals, for every file of src/coordination/ (the rooms add theirs). */
