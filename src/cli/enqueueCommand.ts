@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { hasEnded, type JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
 import { isTypeScriptEntry, runningFromSources } from "../local/entryPoints.js";
 import { FunctionsHost } from "../local/host.js";
@@ -221,7 +221,7 @@ async function waitForEnd(api: JobsHttpApi, id: string, timeoutS: number): Promi
   const deadline = Date.now() + timeoutS * 1000;
   for (;;) {
     const status = await api.getJob(id);
-    if (status !== undefined && status.status !== "pending" && status.status !== "running") return status;
+    if (status !== undefined && hasEnded(status.status)) return status;
     if (Date.now() > deadline)
       throw new Error(
         `Job ${id} did not end within ${timeoutS} s; is a coordinator running (local, or the deployed app)?`,

@@ -4,6 +4,7 @@ import { readJobStatus } from "../../src/coordination/jobs/status";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { jobIndexSchema, jobSpecSchema, keys } from "../../src/coordination/state/jobState";
 import { fairnessKeyDigest } from "../../src/coordination/state/jobSchedule";
+import { hasEnded, type JobStatus } from "../../src/coordination/state/jobStatus";
 import { runCoordinationStep, type StepReport } from "../../src/coordination/step/step";
 import { createRegistry } from "../../scripts/support/repoKinds";
 import { readJobs, type StatusSources } from "../../src/app/statusJobs";
@@ -141,6 +142,11 @@ describe("not before (the leader's step, in-memory ports)", () => {
         { id: now.id, status: "running" },
       ].sort(byId),
     );
+  });
+
+  it("a scheduled job has not ended: every waiter (client, CLI, local host, testing cluster) keeps waiting", () => {
+    expect(["pending", "scheduled", "running"].filter((status) => hasEnded(status as JobStatus["status"]))).toEqual([]);
+    expect(["completed", "failed", "cancelled", "expired"].every((s) => hasEnded(s as JobStatus["status"]))).toBe(true);
   });
 
   it("a job waiting for its notBefore holds up no other job, and is not read until it is due", async () => {

@@ -12,6 +12,14 @@ export type RunStatus = "running" | EndedStatus;
  */
 export type EndedStatus = "completed" | "failed" | "cancelled" | "expired";
 
+/** The statuses after which nothing more happens to a job: {@link EndedStatus}. */
+const ENDED_STATUSES: ReadonlySet<string> = new Set<EndedStatus>(["completed", "failed", "cancelled", "expired"]);
+
+/** Whether a job's status is final (completed, failed, cancelled, expired), not `pending`, `scheduled` or `running`. */
+export function hasEnded(status: JobStatus["status"]): status is EndedStatus {
+  return ENDED_STATUSES.has(status);
+}
+
 /** A job's progress as users read it. */
 export interface JobStatus {
   id: string;
