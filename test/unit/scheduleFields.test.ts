@@ -30,6 +30,7 @@ describe("flow-control fields of a submission", () => {
     ["fairnessKey", "t".repeat(129), /string of 1 to 128 characters/],
     ["fairnessKey", "€".repeat(100), /at most 256 bytes as UTF-8/],
     ["fairnessKey", "a\nb", /no control characters/],
+    ["fairnessKey", "a\u0085b", /no control characters/],
     ["fairnessKey", 42, /string of 1 to 128 characters/],
     ["notBefore", "tomorrow", /ISO 8601 time with a time zone/],
     ["notBefore", "2026-05-02T12:00:00", /ISO 8601 time with a time zone/],

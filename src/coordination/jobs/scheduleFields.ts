@@ -24,11 +24,11 @@ const FAIRNESS_KEY_MESSAGE = `must be a string of 1 to ${MAX_FAIRNESS_KEY_LENGTH
 const NOT_BEFORE_MESSAGE =
   "must be an ISO 8601 time with a time zone, e.g. 2026-05-01T12:00:00Z: no item of the job is dispatched before then";
 
-/** Whether a text has a C0 control character or DEL: a key shows on the status page and in logs. */
+/** Whether a text has a control character (C0, DEL, C1): a key shows on the status page and in logs. */
 function hasControlCharacter(text: string): boolean {
   for (let index = 0; index < text.length; index++) {
     const code = text.charCodeAt(index);
-    if (code < 0x20 || code === 0x7f) return true;
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
   }
   return false;
 }

@@ -49,9 +49,12 @@ export async function dispatchByPriority(
     if (job?.status === "running") inFlight += inFlightOf(job);
   }
   const candidates: Sized[] = [];
+  const nowMs = deps.now();
   for (const schedule of due) {
     const job = jobs.knownJob(schedule.id)?.value;
     if (ended.has(schedule.id) || pass.failedJobs.has(schedule.id) || job?.status !== "running") continue;
+    // Past its deadline: the round of the jobs expires it when it reaches it (not necessarily this pass).
+    if (job.deadlineAtMs !== undefined && job.deadlineAtMs <= nowMs) continue;
     // What dispatchJob sends at most (its own window, the items left), as the plan counts it.
     const capacity = Math.min(job.itemCount - job.dispatched, deps.maxInFlight - inFlightOf(job));
     if (capacity > 0) candidates.push({ ...schedule, capacity });
