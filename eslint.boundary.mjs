@@ -59,6 +59,7 @@ const ROOMS = {
   fold: ["deps", "ports", "state", "kinds", "flow"],
   worker: ["deps", "ports", "state", "kinds", "flow"],
   dispatch: ["deps", "ports", "state", "kinds", "fold", "flow"],
+  scheduling: [],
 };
 
 /** The coordination logic's own refusals, for every file of src/coordination/ (the rooms add theirs). */

@@ -247,7 +247,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 th { font-weight: 600; color: var(--muted); } .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.wide { width: 30%; white-space: nowrap; } .pct { font-variant-numeric: tabular-nums; margin-left: 6px; color: var(--muted); }
 tr.reasons td { border-bottom: 1px solid var(--line); padding-top: 0; } tr.reasons ul { margin: 0; padding-left: 18px; }
-.status { padding: 1px 8px; border-radius: 10px; background: var(--line); } .status.completed { background: var(--good); color: #fff; } .status.running { background: var(--busy); } .status.failed { background: var(--bad); color: #fff; }
+.status { padding: 1px 8px; border-radius: 10px; background: var(--line); } .status.completed { background: var(--good); color: #fff; } .status.running { background: var(--busy); } .status.scheduled { background: var(--line); font-style: italic; } .status.failed { background: var(--bad); color: #fff; }
 svg.bar { width: calc(100% - 60px); height: 12px; vertical-align: middle; border-radius: 3px; }
 svg.bar .track { fill: var(--line); } svg.bar .dispatched { fill: var(--busy); } svg.bar .done { fill: var(--good); } svg.bar .failed { fill: var(--bad); }
 svg.timeline { width: 100%; height: auto; display: block; }

@@ -1,43 +1,19 @@
-import { HttpRequest, InvocationContext } from "@azure/functions";
+import { HttpRequest } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { resolveSetup } from "../../src/app/setup";
-import { groupByKind } from "../../src/groupBy/groupBy";
-import * as http from "../../src/host/httpHandlers";
 import { sinkFor } from "../../src/host/invocation";
-import { coordinatorHandler as timerHandler } from "../../src/host/triggers";
-import { uniqueName, useAzurite } from "../support/azuriteFixture";
+import { useAzurite } from "../support/azuriteFixture";
+import { invocationContext, postJob, registeredHandlers } from "../support/registeredHandlers";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
-function post(body: string, headers: Record<string, string> = {}): HttpRequest {
-  return new HttpRequest({
-    method: "POST",
-    url: "http://localhost/api/jobs",
-    body: { string: body },
-    headers: { "content-type": "application/json", ...headers },
-  });
-}
-const context = (): InvocationContext =>
-  new InvocationContext({ functionName: "test", invocationId: uniqueName("inv"), logHandler: () => undefined });
+const post = postJob;
+const context = invocationContext;
 const good = {
   kind: "group-by",
   params: { format: "csv", keyField: "region", valueField: "amount" },
   items: [{ inline: "region,amount\neu,2\nus,3" }, { inline: "region,amount\neu,5" }],
 };
 
-/** The handlers `registerCoordinator` registers, over one app built from process.env as a registration builds it. */
-function handlersOf() {
-  const setup = resolveSetup({ taskKinds: [groupByKind] });
-  return {
-    app: setup.app,
-    submitJobHandler: http.submitJobHandler(setup.app),
-    getJobHandler: http.getJobHandler(setup.app),
-    cancelJobHandler: http.cancelJobHandler(setup.app),
-    getLeaderHandler: http.getLeaderHandler(setup.app),
-    stepDownHandler: http.stepDownHandler(setup.app),
-    getStatusHandler: http.getStatusHandler(setup.app),
-    coordinatorHandler: timerHandler(setup.app),
-  };
-}
+const handlersOf = registeredHandlers;
 
 describe("HTTP API handlers (the registered handlers, real Azurite)", () => {
   const env = useAzurite();

@@ -52,6 +52,7 @@ async function main(): Promise<void> {
     removedJobs: 0,
     redispatched: 0,
     activeJobs: 1,
+    scheduledJobs: 0,
     jobs: [{ id: "job-1", total: 3, dispatched: 3, done: 0, failed: 0 }],
   });
   telemetry.recordWork({

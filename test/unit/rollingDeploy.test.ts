@@ -32,7 +32,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const newer = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     const other = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("b", 2)] });
     const spec = JSON.parse((await system.readText(keys.spec(newer.id))) ?? "{}") as Record<string, unknown>;
-    await system.writeText(keys.spec(newer.id), JSON.stringify({ ...spec, v: 2 }));
+    await system.writeText(keys.spec(newer.id), JSON.stringify({ ...spec, v: 3 }));
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report.registered).toBe(1);
     expect((await readJob(state, other.id))?.status).toBe("running");
@@ -48,13 +48,13 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const stored = await state.read(keys.jobState(newer.id));
     if (stored === undefined) throw new Error("not registered");
     // A newer leader's write, with a field this version does not know.
-    await state.write(keys.jobState(newer.id), { ...(stored.value as object), priority: 5 }, 2, {
+    await state.write(keys.jobState(newer.id), { ...(stored.value as object), tenantWeight: 5 }, 2, {
       ifMatch: stored.etag,
     });
     await work(deps, queue);
     await runCoordinationStep(deps, fakeTerm(3), ONE_PASS);
     expect(await readJob(state, other.id)).toMatchObject({ status: "completed" });
-    expect((await state.read(keys.jobState(newer.id)))?.value).toMatchObject({ status: "completed", priority: 5 });
+    expect((await state.read(keys.jobState(newer.id)))?.value).toMatchObject({ status: "completed", tenantWeight: 5 });
   });
 
   it("a term history whose entries carry a field this version does not know is extended, the field kept", async () => {
@@ -103,10 +103,10 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const { deps, system } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     const spec = JSON.parse((await system.readText(keys.spec(id))) ?? "{}") as Record<string, unknown>;
-    await system.writeText(keys.spec(id), JSON.stringify({ ...spec, v: 2 }));
+    await system.writeText(keys.spec(id), JSON.stringify({ ...spec, v: 3 }));
     const status = await readJobStatus(deps.state, deps.system, createRegistry(), id);
     expect(status).toMatchObject({ id, kind: "group-by", status: "pending", progress: { total: 1 } });
-    expect(status?.notice).toMatch(/format version 2.*this version reads 1/);
+    expect(status?.notice).toMatch(/format version 3.*this version reads 1 to 2/);
   });
 
   it("cancelling a job whose state this version cannot read is a clear answer naming why, and stores no request", async () => {

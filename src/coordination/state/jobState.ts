@@ -4,6 +4,7 @@ import type { StateStore } from "../../library/fencing/StateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { RunStatus } from "./jobStatus.js";
 import { describeIssues, type ItemInput } from "../ports/messages.js";
+import { storedScheduleShape } from "./jobSchedule.js";
 
 /**
  * Stored documents (specs, job states, the index, the term history) are read with `looseObject`: fields this version
@@ -40,9 +41,14 @@ export const storedKindLimitsSchema = storedLimitsSchema.extend({
 });
 export type StoredKindLimits = z.infer<typeof storedKindLimitsSchema>;
 
-/** The job spec the submitter writes (immutable); items are stored separately in chunks. */
+/**
+ * The job spec the submitter writes (immutable); items are stored separately in chunks. Format version 2 is a job that
+ * uses a scheduling field (`jobSchedule.ts`: priority, fairness key, not-before, idempotency key) or limits (its own,
+ * or its kind's), which a leader of version 1 would ignore: it leaves such a spec in the inbox for a leader that reads
+ * it. Every other job is version 1.
+ */
 export const jobSpecSchema = z.looseObject({
-  v: z.literal(1),
+  v: z.union([z.literal(1), z.literal(2)]),
   id: z.string(),
   kind: z.string(),
   params: z.unknown(),
@@ -68,6 +74,7 @@ export const jobSpecSchema = z.looseObject({
   limits: storedLimitsSchema.optional(),
   /** Its kind's limits when it was submitted, for a leader that lacks the kind. */
   kindLimits: storedKindLimitsSchema.optional(),
+  ...storedScheduleShape,
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
@@ -168,6 +175,12 @@ export const jobIndexSchema = z.looseObject({
   resumeAt: z.string().optional(),
   /** When the leader last looked for ended jobs to remove (wall-clock ms; see `RETENTION_SWEEP_INTERVAL_MS`). */
   sweptAtMs: z.number().optional(),
+  /**
+   * The scheduling of the active jobs that have any (`jobSchedule.ts`, `scheduleEntrySchema`), by job id, written as
+   * they register: a pass schedules every active job without reading its document. A job without an entry has the
+   * default priority, is its own fairness key and may start at once. Each entry is read leniently (`scheduleOf`).
+   */
+  schedule: z.record(z.string(), z.unknown()).optional(),
 });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
@@ -215,6 +228,12 @@ export const keys = {
   outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
   /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
   stop: (id: string) => `jobs/${id}/stop`,
+  /**
+   * Idempotency claims (system container), one per idempotency key, named by the key's digest: created if absent before
+   * any blob of the job it names, removed with that job (`jobs/idempotency.ts`).
+   */
+  claimPrefix: "idempotency/",
+  claim: (keyDigest: string) => `idempotency/${keyDigest}`,
 } as const;
 
 /**
@@ -230,8 +249,8 @@ export function chunkCharsOf(
   return chunkChars[chunk];
 }
 
-/** The format version (`v`) of the job specs and job states this version reads. */
-export const JOB_FORMAT_VERSION = jobSpecSchema.shape.v.value;
+/** The newest format version (`v`) of the job specs and job states this version reads (it reads 1 and 2). */
+export const JOB_FORMAT_VERSION = 2;
 
 /** The `v` of a stored document, when it has a numeric one. */
 export function formatVersion(json: unknown): number | undefined {
@@ -270,7 +289,7 @@ export function readJobDocument<T>(schema: z.ZodType<T>, what: string, json: unk
     ok: false,
     reason:
       version !== undefined && version > JOB_FORMAT_VERSION
-        ? `${what} is of format version ${version}; this version reads ${JOB_FORMAT_VERSION}: a newer version wrote it (a rolling deploy)`
+        ? `${what} is of format version ${version}; this version reads 1 to ${JOB_FORMAT_VERSION}: a newer version wrote it (a rolling deploy)`
         : `${what} is not in a shape this version reads (${describeIssues(parsed.error)}): a newer version wrote it (a rolling deploy), or it is damaged`,
   };
 }

@@ -2,6 +2,7 @@ import type { FencedStateStore } from "../../library/fencing/FencedStateStore.js
 import type { LeadershipTerm } from "../../library/leadership/Term.js";
 import type { CoordinationDeps } from "../deps.js";
 import type { ChunkCache } from "../dispatch/chunkCache.js";
+import type { FairShare } from "../scheduling/fairShare.js";
 import type { JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 
@@ -45,6 +46,10 @@ export interface StepReport {
    */
   redispatched: number;
   activeJobs: number;
+  /** Active jobs waiting for their `notBefore` (counted in `activeJobs`), as of the last pass. */
+  scheduledJobs: number;
+  /** The earliest `notBefore` of those, wall-clock ms; absent when none waits. */
+  nextDueAtMs?: number;
   /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
   jobs: JobProgress[];
 }
@@ -86,6 +91,8 @@ export interface Step {
   resumeAt: string | undefined;
   /** The position as the index stores it. */
   storedResumeAt: string | undefined;
+  /** Who gets the dispatch window next: priorities, fairness keys' deficits and turns, carried from pass to pass. */
+  fairShare: FairShare;
 }
 
 /** What one pass knows of itself. */
