@@ -18,10 +18,7 @@ export const CI_LIMITS_BUDGET = { seed: 20_261_123, runs: 40, shrinkSeconds: 20 
  * Faults the limits batch does not inject because, with limits, they reach a hole that is still open, each with what
  * it waits on (`npm run simulate -- --faults duplicates,limits` still finds it).
  */
-export const LIMITS_KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {
-  duplicates:
-    "issue 42: every copy of a granted work message runs under its grant — two copies at once, or a copy delivered after the leader took the grant back — so a pool runs twice its share (14 of 40 seeds from 1 fail limitsNeverExceeded)",
-};
+export const LIMITS_KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {};
 
 /**
  * Invariants whose holes are not yet fixed on main, each with the issue item it waits on. CI does not check them

@@ -186,7 +186,9 @@ export class SimLimits {
   /**
    * How long after faults stop a limited job may take to end: a grant whose unit never went out (its leader died
    * between its writes and its send) holds its shares for a grant's lifetime and grace before the unit is sent again,
-   * and then the job's items run one after another at worst, each a unit's time or a rate window.
+   * and then the job's items run one after another at worst, each a unit's time or a rate window. A unit delivered
+   * again after a crash or a freeze goes back held: its grant's shares stay held for the grant's lifetime and grace
+   * (another copy may still run under it), once more.
    */
   calmLimitMs(baseMs: number, tickMs: number): number {
     if (!this.on) return baseMs;
@@ -206,7 +208,7 @@ export class SimLimits {
     const burstJobs = this.world.plan.activity.burst?.jobs ?? 0;
     const sum = kindLimitsOf(this.world.plan.limits.kinds, "sim-sum");
     if (sum !== null) workMs += burstJobs * Math.max(2000 / (sum.concurrency ?? Infinity), sum.rate ? 3000 : 0);
-    return baseMs + GRANT_LIFETIME_MS + GRANT_GRACE_MS + 2 * tickMs + 2 * workMs;
+    return baseMs + 2 * (GRANT_LIFETIME_MS + GRANT_GRACE_MS) + 2 * tickMs + 2 * workMs;
   }
 
   /** When a limited job was first seen ended (undefined: not seen). */

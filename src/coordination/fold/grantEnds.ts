@@ -27,8 +27,13 @@ export class GrantEnds {
     }
     const report = grantedResultMessageSchema.safeParse(json);
     if (report.success) {
-      const { id, lastStartAgoMs, starts } = report.data.grant;
-      this.pending.push({ id, starts, ...(lastStartAgoMs === undefined ? {} : { lastStartAgoMs }) });
+      const { id, lastStartAgoMs, starts, held } = report.data.grant;
+      this.pending.push({
+        id,
+        starts,
+        ...(lastStartAgoMs === undefined ? {} : { lastStartAgoMs }),
+        ...(held === true ? { held } : {}),
+      });
       return;
     }
     const id = grantIdOf(json) ?? grantIdOf(originalOf(json));

@@ -256,6 +256,11 @@ export const grantReportSchema = z.strictObject({
   lastStartAgoMs: z.number().int().min(0).optional(),
   starts: z.number().int().min(0).max(MAX_UNIT_ITEMS),
   regrant: z.literal(true).optional(),
+  /**
+   * With `regrant`: another copy of the unit may still run under this grant (this delivery came after one that may be
+   * frozen, not ended), so the leader holds its shares until the grant expires.
+   */
+  held: z.literal(true).optional(),
 });
 export type GrantReport = z.infer<typeof grantReportSchema>;
 

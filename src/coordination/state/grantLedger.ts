@@ -107,7 +107,8 @@ export function emptyLedger(): Ledger {
 
 /** Whether a grant's concurrency shares are still held at `nowMs`. */
 export function holdsConcurrency(grant: Grant, nowMs: number): boolean {
-  return grant.endedAtMs === undefined && nowMs < grant.expiresAtMs + GRANT_GRACE_MS;
+  // Ended: until its end (in the future for a grant another copy may hold until its expiry: `GrantEnd.held`).
+  return nowMs < (grant.endedAtMs ?? grant.expiresAtMs + GRANT_GRACE_MS);
 }
 
 /**
@@ -158,6 +159,8 @@ export interface GrantEnd {
   /** How long before the leader read the report its copy's last item started (undefined: it started none). */
   lastStartAgoMs?: number;
   starts?: number;
+  /** Another copy may still run under the grant until it expires: held until its expiry and grace, as if it had. */
+  held?: boolean;
 }
 
 /**
@@ -173,16 +176,24 @@ export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: num
     const next =
       end === undefined || grant.endedAtMs !== undefined
         ? grant
-        : {
-            ...grant,
-            endedAtMs: nowMs,
-            endedByEpoch: epoch,
-            ...(end.lastStartAgoMs === undefined ? {} : { lastStartMs: nowMs - Math.max(0, end.lastStartAgoMs) }),
-            ...(end.starts === undefined ? {} : { starts: end.starts }),
-          };
+        : end.held === true
+          ? { ...grant, ...heldToExpiry(grant, nowMs), endedByEpoch: epoch }
+          : {
+              ...grant,
+              endedAtMs: nowMs,
+              endedByEpoch: epoch,
+              ...(end.lastStartAgoMs === undefined ? {} : { lastStartMs: nowMs - Math.max(0, end.lastStartAgoMs) }),
+              ...(end.starts === undefined ? {} : { starts: end.starts }),
+            };
     return holdsAnything(next, nowMs, epoch) || next.starts !== undefined ? [next] : [];
   });
   return { ...ledger, grants: pruned(grants, nowMs) };
+}
+
+/** The end of a grant another copy may hold until its expiry: a start at most then, plus the grace. */
+function heldToExpiry(grant: Grant, nowMs: number): Pick<Grant, "endedAtMs" | "lastStartMs"> {
+  const at = Math.max(nowMs, grant.expiresAtMs + GRANT_GRACE_MS);
+  return { endedAtMs: at, lastStartMs: at };
 }
 
 /** Ended grants kept only while they hold rate permits, or for one more hour for the status page's starts. */
@@ -281,10 +292,9 @@ export function expiredUnreported(ledger: Pick<Ledger, "grants">, jobId: string,
 
 /** The ledger with expired grants marked ended at their expiry (a start at most at the expiry, plus the grace). */
 export function markExpired(ledger: Ledger, ids: ReadonlySet<string>, nowMs: number, epoch: number): Ledger {
-  const at = (grant: Grant): number => grant.expiresAtMs + GRANT_GRACE_MS;
   const grants = ledger.grants.map((grant) =>
     ids.has(grant.id) && grant.endedAtMs === undefined
-      ? { ...grant, endedAtMs: at(grant), lastStartMs: at(grant), endedByEpoch: epoch }
+      ? { ...grant, ...heldToExpiry(grant, 0), endedByEpoch: epoch }
       : grant,
   );
   return { ...ledger, grants: pruned(grants, nowMs) };

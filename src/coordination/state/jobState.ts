@@ -229,6 +229,11 @@ export const keys = {
   /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
   stop: (id: string) => `jobs/${id}/stop`,
   /**
+   * A granted unit's claim (system container): created if absent by the copy of the unit that runs it, holding that
+   * copy's message id (`worker/grantedUnit.ts`); another copy of the unit finds it and starts nothing.
+   */
+  grantClaim: (id: string, grantId: string) => `jobs/${id}/grants/${grantId}`,
+  /**
    * Idempotency claims (system container), one per idempotency key, named by the key's digest: created if absent before
    * any blob of the job it names, removed with that job (`jobs/idempotency.ts`).
    */

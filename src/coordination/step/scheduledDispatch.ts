@@ -64,6 +64,13 @@ export async function dispatchByPriority(
     if (job.deadlineAtMs !== undefined && job.deadlineAtMs <= nowMs) continue;
     // What dispatchJob sends at most (its own window, the items left), as the plan counts it.
     const capacity = Math.min(job.itemCount - job.dispatched + toResend(job), deps.maxInFlight - inFlightOf(job));
+    // A limited job with items unfinished is dispatched even with nothing left to send as far as its state shows: the
+    // grants of its units in flight may have expired, which only its dispatch finds (and lists the units to resend).
+    const unfinished = job.itemCount - job.doneCount - job.failedCount > 0;
+    if (capacity <= 0 && unfinished && jobFlowOf(deps.registry.get(job.kind), job) !== undefined) {
+      candidates.push({ ...schedule, capacity: 1 });
+      continue;
+    }
     if (capacity > 0) candidates.push({ ...schedule, capacity });
   }
   const room = Math.min(deps.dispatchBatchSize, maxInFlightTotal(deps) - inFlight);

@@ -11,7 +11,7 @@ import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
-import { gateOf, grantReport, readyToRun, sendRegrant } from "./grantedUnit.js";
+import { claimGrant, gateOf, grantReport, sendRegrant } from "./grantedUnit.js";
 import { GrantExpiredError, type TakenShares, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
@@ -47,8 +47,9 @@ export interface Delivery {
  * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
  * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not),
  * `resent` when the host shut down during its last delivery and the unit was put on the work queue again, whole
- * (nothing reported: its items count when the copy is processed); the unit's task kind, and how many of its `count`
- * items were reported done and failed.
+ * (nothing reported: its items count when the copy is processed), `regranted` when a granted unit went back to the
+ * leader whole, `copy` when another copy of a granted unit runs it (this one did nothing); the unit's task kind, and
+ * how many of its `count` items were reported done and failed.
  */
 export type WorkOutcome =
   | ({ status: "processed"; reason?: undefined } & UnitCounts)
@@ -56,6 +57,7 @@ export type WorkOutcome =
   | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
   | ({ status: "resent"; reason: string } & UnitCounts)
   | ({ status: "regranted"; reason: string } & UnitCounts)
+  | ({ status: "copy"; reason: string } & UnitCounts)
   | { status: "rejected"; reason: string };
 
 /** A unit's counts in a {@link WorkOutcome}. */
@@ -145,31 +147,54 @@ export async function processWorkMessage(
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
   const gate = message.v === 3 ? gateOf(message, deps.now) : undefined;
-  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole
-  // (a granted one hidden for a rate window: this delivery's starts count against its grant until then).
+  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
     if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
-    const delayS = Math.ceil((gate?.longestWindowMs ?? 0) / 1000);
-    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error, delayS);
+    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
     return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
   };
-  const regranted = async (why: string): Promise<WorkOutcome> => {
-    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, options);
+  const regranted = async (why: string, held = false): Promise<WorkOutcome> => {
+    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, held);
     return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
   };
   let run: UnitRun;
+  let claimed = false;
   try {
-    if (gate !== undefined && !(await readyToRun(gate, delivery.dequeueCount, options)))
-      return await regranted("its grant expired before it started");
+    if (message.v === 3 && gate !== undefined) {
+      const claim = await claimGrant(deps, message, gate, delivery, options);
+      if (claim === "copy")
+        return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
+      if (claim === "redelivered")
+        return await regranted(`delivery ${delivery.dequeueCount}: the one before may still run it`, true);
+      if (claim === "expired") return await regranted("its grant expired before it started");
+      claimed = true;
+    }
     run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
     if (run.expired === true) return await regranted("its grant expired before every item started");
   } catch (error) {
+    // A granted unit goes back to the leader rather than to the queue (a redelivery of it would start nothing): held
+    // when its claim failed (another copy may run it), else as ended (its items have settled); if that fails too,
+    // the host delivers it again.
+    if (gate !== undefined)
+      return regrantOrThrow(
+        () => regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, !claimed),
+        error,
+      );
     return resendIfShutDown(error);
   }
   try {
     return await reportRun(deps, kind, message, unitCounts, run, options);
   } catch (error) {
     return resendIfShutDown(error);
+  }
+}
+
+/** The regrant `send` makes, or `error` (the run's) when it fails. */
+async function regrantOrThrow(send: () => Promise<WorkOutcome>, error: unknown): Promise<WorkOutcome> {
+  try {
+    return await send();
+  } catch {
+    throw error;
   }
 }
 
@@ -188,7 +213,7 @@ async function reportRun(
   if (run.skipped === count) {
     // Its job stopped: a granted unit still gives its grant back.
     if (message.v === 3 && run.gate !== undefined)
-      await sendRegrant(deps, message, run.gate, "its job was stopped before any item started", options);
+      await sendRegrant(deps, message, run.gate, "its job was stopped before any item started");
     return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
   }
   if (message.v === 1) {
@@ -296,7 +321,10 @@ async function runItems(
         "inline" in input
           ? inputOf(undefined, input.inline)
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
-      shares = await readyToStart(gate, offset, signal); // stopped or shut down meanwhile: handled below
+      // Checked right before the kind runs, in the same synchronous run (no await between): see startNow.
+      let ready: { shares: TakenShares | undefined } | undefined;
+      while ((ready = startNow(gate, offset, signal)) === undefined) await waitToStart(gate, offset, signal);
+      shares = ready.shares;
       let produced: unknown;
       try {
         produced = processItem(deps, kind, unit, data, item, signal);
@@ -353,24 +381,28 @@ function settledRun(run: UnitRun, count: number, options: Abortable): UnitRun {
 }
 
 /**
- * Right before an item's kind runs: the worker's slice (items of several units whose awaits — stop check, input —
- * resolved in one turn take turns with the timers instead of running back to back), then a granted item's shares,
- * waited for and taken (the gate counts the start when the caller says the kind was called). Throws the signal's
- * reason once it aborts, and GrantExpiredError once the grant expires.
+ * Whether an item may start now, checked right before its kind runs, in the same synchronous run: the worker's slice
+ * (items of several units whose awaits — stop check, input — resolved in one turn take turns with the timers instead
+ * of running back to back), then a granted item's shares, taken (the gate counts the start when the caller says the
+ * kind was called). Undefined: wait ({@link waitToStart}) and ask again. Throws the signal's reason once it aborts
+ * (stopped or shut down meanwhile), and GrantExpiredError once the grant expires.
  */
-async function readyToStart(
+function startNow(
   gate: UnitGate | undefined,
   offset: number,
   signal: AbortSignal,
-): Promise<TakenShares | undefined> {
-  for (;;) {
-    while (workerSlice.spent()) await workerSlice();
-    throwIfAborted(signal);
-    if (gate === undefined) return undefined;
-    const shares = gate.tryTake(offset);
-    if (shares !== undefined) return shares;
-    await gate.ready(offset, signal);
-  }
+): { shares: TakenShares | undefined } | undefined {
+  if (workerSlice.spent()) return undefined;
+  throwIfAborted(signal);
+  if (gate === undefined) return { shares: undefined };
+  const shares = gate.tryTake(offset);
+  return shares === undefined ? undefined : { shares };
+}
+
+/** Waits for what {@link startNow} lacked: the worker's next slice, or the item's shares. */
+async function waitToStart(gate: UnitGate | undefined, offset: number, signal: AbortSignal): Promise<void> {
+  if (workerSlice.spent()) await workerSlice();
+  else await gate?.ready(offset, signal);
 }
 
 /** Aborts a granted unit's items at its grant's expiry (wall clock); the timer, to clear when the unit settles. */
