@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { hasEnded, type JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
 import { isTypeScriptEntry, runningFromSources } from "../local/entryPoints.js";
 import { FunctionsHost } from "../local/host.js";
@@ -19,7 +19,8 @@ import { readJobFile } from "./jobFile.js";
 
 /** Usage text for `enqueue --help` and after a {@link UsageError}. */
 export const ENQUEUE_USAGE = `Usage:
-  azure-leader-coordinator enqueue --file JOB.json (--url URL [--key KEY] | --app FILE) [--wait] [--timeout S]
+  azure-leader-coordinator enqueue --file JOB.json (--url URL [--key KEY] | --app FILE) [--idempotency-key KEY]
+                                  [--wait] [--timeout S]
   azure-leader-coordinator enqueue --status JOB_ID (--url URL [--key KEY] | --app FILE)
   azure-leader-coordinator enqueue --cancel JOB_ID (--url URL --key ADMIN_KEY | --app FILE)
 
@@ -34,13 +35,18 @@ JOB.json is what POST /api/jobs takes: {"kind":"…","params":{…},"items":[{"i
                  its own route (its task kinds check the job); storage from COORDINATION_STORAGE (or
                  COORDINATION_STORAGE__blobServiceUri/__queueServiceUri with your az login), as your app reads it
   --host-json FILE   with --app: the host.json for its route prefix (default ./host.json)
+  --idempotency-key KEY   submit once: run again with the same KEY and JOB.json, it prints the first job's id
+                 instead of making another (sent as the Idempotency-Key header; 1–200 printable ASCII characters)
   --wait         wait until the job ends; print its status and aggregate
   --timeout S    how long --wait waits, 1–86400 s (default 600)
   --help         show this text`;
 
 /** The parsed command line. */
 export interface EnqueueArgs {
-  readonly action: { kind: "submit"; body: unknown } | { kind: "status"; id: string } | { kind: "cancel"; id: string };
+  readonly action:
+    | { kind: "submit"; body: unknown; idempotencyKey?: string }
+    | { kind: "status"; id: string }
+    | { kind: "cancel"; id: string };
   readonly target: { kind: "url"; url: string; key?: string } | { kind: "app"; entry: string; hostJsonPath?: string };
   readonly wait: boolean;
   readonly timeoutS: number;
@@ -63,6 +69,7 @@ export function parseEnqueueArgs(
     key: { type: "string" },
     app: { type: "string" },
     "host-json": { type: "string" },
+    "idempotency-key": { type: "string" },
     wait: { type: "boolean" },
     timeout: { type: "string" },
     help: { type: "boolean" },
@@ -72,9 +79,18 @@ export function parseEnqueueArgs(
   if (actions.length !== 1)
     throw new UsageError("Give exactly one of --file JOB.json, --status JOB_ID or --cancel JOB_ID.");
   if (values.wait === true && values.file === undefined) throw new UsageError("--wait goes with --file.");
+  const idempotencyKey = values["idempotency-key"];
+  if (idempotencyKey !== undefined && values.file === undefined)
+    throw new UsageError("--idempotency-key goes with --file.");
+  if (idempotencyKey !== undefined && !/^[\x20-\x7e]{1,200}$/.test(idempotencyKey))
+    throw new UsageError(`--idempotency-key must be 1 to 200 printable ASCII characters, got "${idempotencyKey}".`);
   const action: EnqueueArgs["action"] =
     values.file !== undefined
-      ? { kind: "submit", body: readJobFile(pathFlag(values.file, "--file") ?? values.file, "--file") }
+      ? {
+          kind: "submit",
+          body: readJobFile(pathFlag(values.file, "--file") ?? values.file, "--file"),
+          ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+        }
       : values.status !== undefined
         ? { kind: "status", id: values.status }
         : { kind: "cancel", id: values.cancel ?? "" };
@@ -180,13 +196,20 @@ async function act(api: JobsHttpApi, args: EnqueueArgs, io: CommandIo): Promise<
     );
     return 1;
   }
-  const submitted = await api.submit(action.body);
+  const submitted = await api.submit(
+    action.body,
+    action.idempotencyKey === undefined ? {} : { idempotencyKey: action.idempotencyKey },
+  );
   if (!submitted.ok) {
     const fields = submitted.errors.map((error) => `\n  ${error.field}: ${error.message}`).join("");
     io.stderr.write(`The job was not submitted (HTTP ${submitted.httpStatus}): ${submitted.error}${fields}\n`);
     return 1;
   }
-  write(`Submitted job ${submitted.id} with ${submitted.itemCount} items.`);
+  write(
+    submitted.replayed === true
+      ? `Job ${submitted.id} (${submitted.itemCount} items) was submitted before with this idempotency key.`
+      : `Submitted job ${submitted.id} with ${submitted.itemCount} items.`,
+  );
   if (!args.wait) return 0;
   const status = await waitForEnd(api, submitted.id, args.timeoutS);
   write(
@@ -214,7 +237,7 @@ async function waitForEnd(api: JobsHttpApi, id: string, timeoutS: number): Promi
   const deadline = Date.now() + timeoutS * 1000;
   for (;;) {
     const status = await api.getJob(id);
-    if (status !== undefined && status.status !== "pending" && status.status !== "running") return status;
+    if (status !== undefined && hasEnded(status.status)) return status;
     if (Date.now() > deadline)
       throw new Error(
         `Job ${id} did not end within ${timeoutS} s; is a coordinator running (local, or the deployed app)?`,

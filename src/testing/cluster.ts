@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { AppEvent, AppEventType } from "../app/events.js";
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { hasEnded, type JobStatus } from "../coordination/state/jobStatus.js";
 import { ConfigurationError } from "../library/errors.js";
 import { delay, type Abortable } from "../library/util/delay.js";
 import { startAzurite, type Azurite } from "../local/azurite.js";
@@ -196,7 +196,7 @@ class Cluster implements TestCluster {
     id: string,
     options: ClusterWaitOptions & { until?: (status: JobStatus) => boolean } = {},
   ): Promise<JobStatus> {
-    const until = options.until ?? ((status: JobStatus) => status.status !== "pending" && status.status !== "running");
+    const until = options.until ?? ((status: JobStatus) => hasEnded(status.status));
     const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     let last: JobStatus | undefined;
     for (;;) {
