@@ -17,10 +17,42 @@ const AZURE_SDK = "^@azure/(storage-|identity|core-)";
 /** A relative import into one of `src/`'s folders (`./app/…` from src/, `../app/…` from a folder of src/). */
 const relativeInto = (...folders) => `^\\.\\.?/(\\.\\./)*(${folders.join("|")})(/|$)`;
 
-/** The tools built on the package (the local host, the command line, the testing entry): nothing under them imports them. */
-const TOOLS = ["local", "cli", "testing"];
+/**
+ * The runtime's command line (src/cli/), built on the package: nothing under it imports it. The local host and the
+ * testing entry are the development package's (dev/src/), which the runtime never imports (see DEV_PACKAGE).
+ */
+const TOOLS = ["cli"];
 const TOOLS_MESSAGE =
-  "The library, the adapters, the logic, the app and the registration must not import the tools built on them (src/local/, src/cli/, src/testing/).";
+  "The library, the adapters, the logic, the app and the registration must not import the command line built on them (src/cli/).";
+
+/**
+ * The runtime package never depends on the development tools or on Azurite in any form (issue 44): a user's production
+ * install must not carry them.
+ */
+const DEV_PACKAGE = [
+  {
+    name: "azurite",
+    message: "The runtime package never uses Azurite: the development package (dev/) runs it.",
+  },
+];
+const DEV_PATTERNS = [
+  {
+    regex: "^azure-leader-coordinator-dev(/|$)|^(\\.\\./)+dev/",
+    message: "The runtime package never imports the development package (dev/): it is a dev dependency of users' apps.",
+  },
+];
+
+/**
+ * The development package (dev/) reaches the runtime by name only, as it is installed beside it in a user's project:
+ * `azure-leader-coordinator` (the public API) and `azure-leader-coordinator/internal` (what the tools build on).
+ */
+const RUNTIME_BY_NAME = [
+  {
+    regex: "^(\\.\\./){2,}(src|scripts|test)(/|$)",
+    message:
+      "The development package imports the runtime by name (azure-leader-coordinator, azure-leader-coordinator/internal), never by a path out of dev/: it is published on its own.",
+  },
+];
 
 /**
  * What the package's main entry exports, by the module it re-exports from (`coordination/kinds/taskKinds.js` →
@@ -104,8 +136,25 @@ function coordinationRooms() {
   ];
 }
 
+/**
+ * Adds the runtime's refusal of the development package and Azurite (DEV_PACKAGE, DEV_PATTERNS) to every block of the
+ * runtime's folders: a folder's block replaces the one before for its files, so each must carry it.
+ */
+function withRuntimeRefusals(blocks) {
+  return blocks.map((block) => {
+    if (!block.files.every((file) => file.startsWith("src/"))) return block;
+    const rule = block.rules["no-restricted-imports"];
+    const options = Array.isArray(rule) ? rule[1] : { paths: [], patterns: [] };
+    const refusing = {
+      paths: [...(options.paths ?? []), ...DEV_PACKAGE],
+      patterns: [...(options.patterns ?? []), ...DEV_PATTERNS],
+    };
+    return { ...block, rules: { ...block.rules, "no-restricted-imports": ["error", refusing] } };
+  });
+}
+
 /** One config block per folder; each folder's block replaces the one before for its files. */
-export const boundary = [
+export const boundary = withRuntimeRefusals([
   {
     files: ["src/**/*.ts"],
     rules: { "no-restricted-imports": ["error", { paths: [FUNCTIONS_IMPORT] }] },
@@ -273,18 +322,18 @@ export const boundary = [
   {
     // The local Functions host (`local`, the testing entry): runs a user's app as the host does, over the app's
     // wiring; the programming model's types only (the user's app brings @azure/functions, the host captures it).
-    files: ["src/local/**/*.ts"],
+    files: ["dev/src/local/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
         {
           patterns: [
             {
-              // `../host/…` (the registration), not `./host` (the local host's own module).
-              regex: "^\\.\\./(\\.\\./)*(cli|testing|host)(/|$)",
+              regex: "^\\.\\./(\\.\\./)*(cli|testing)(/|$)",
               message:
-                "The local host must not import the command line, the testing entry or the registration: it runs the user's app, and they use it.",
+                "The local host must not import the command line or the testing entry: it runs the user's app, and they use it.",
             },
+            ...RUNTIME_BY_NAME,
           ],
         },
       ],
@@ -295,7 +344,7 @@ export const boundary = [
     },
   },
   {
-    // The command line (the package's bin): drives the local host and the app's HTTP routes; storage only through them.
+    // The runtime's command line (its bin): the app's HTTP routes; no storage.
     files: ["src/cli/**/*.ts"],
     rules: {
       "no-restricted-imports": [
@@ -303,11 +352,9 @@ export const boundary = [
         {
           paths: [FUNCTIONS_IMPORT],
           patterns: [
-            { regex: relativeInto("testing"), message: "The command line must not import the testing entry." },
             {
               regex: AZURE_SDK,
-              message:
-                "The command line reaches storage through the app and the local host (src/local/), not an Azure SDK.",
+              message: "The command line reaches storage through the app's HTTP routes, not an Azure SDK.",
             },
           ],
         },
@@ -315,16 +362,35 @@ export const boundary = [
     },
   },
   {
-    // The testing entry (`azure-leader-coordinator/testing`): a cluster of the user's app on the local host.
-    files: ["src/testing/**/*.ts"],
+    // The development package's command line (its bin): the local host, the app's routes; storage through them.
+    files: ["dev/src/cli/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
         {
           paths: [FUNCTIONS_IMPORT],
-          patterns: [{ regex: relativeInto("cli"), message: "The testing entry must not import the command line." }],
+          patterns: [
+            { regex: "^\\.\\./testing(/|$)", message: "The command line must not import the testing entry." },
+            ...RUNTIME_BY_NAME,
+          ],
         },
       ],
     },
   },
-];
+  {
+    // The testing entry (`azure-leader-coordinator-dev/testing`): a kind alone, a cluster of the user's app.
+    files: ["dev/src/testing/**/*.ts", "dev/src/index.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [FUNCTIONS_IMPORT],
+          patterns: [
+            { regex: "^\\.\\./cli(/|$)", message: "The testing entry must not import the command line." },
+            ...RUNTIME_BY_NAME,
+          ],
+        },
+      ],
+    },
+  },
+]);

@@ -10,6 +10,7 @@ export default tseslint.config(
       "eslint.config.mjs",
       "eslint.boundary.mjs",
       "dist/**",
+      "dev/dist/**",
       "node_modules/**",
       "coverage/**",
       ".local/**",
@@ -47,7 +48,17 @@ export default tseslint.config(
     rules: { ...tseslint.configs.disableTypeChecked.rules, "@typescript-eslint/no-require-imports": "off" },
   },
   {
-    files: ["src/**/*.ts"],
+    // Plain ES module fixtures (a user's app entry as Node loads it): linted without type information.
+    files: ["test/**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: "module",
+      globals: { setInterval: "readonly" },
+    },
+  },
+  {
+    files: ["src/**/*.ts", "dev/src/**/*.ts"],
     rules: {
       "no-console": "error",
       // No product function over about 80 lines (CONTRIBUTING.md, "Style and tools"): a longer one is a sequence of

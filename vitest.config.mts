@@ -5,12 +5,21 @@ import { defineConfig } from "vitest/config";
 // them, one file at a time, so a 2-core machine never runs a chaos scenario (or the CPU-bound simulator) beside a
 // timing-sensitive test.
 export default defineConfig({
-  // The examples import the package by name, as a user's app does (tsconfig.json maps the same names).
+  // The examples import the packages by name, as a user's app does, and so does the development package (dev/) the
+  // runtime's (tsconfig.json maps the same names).
   resolve: {
     alias: [
       {
-        find: /^azure-leader-coordinator\/testing$/,
-        replacement: fileURLToPath(new URL("./src/testing/index.ts", import.meta.url)),
+        find: /^azure-leader-coordinator-dev\/testing$/,
+        replacement: fileURLToPath(new URL("./dev/src/testing/index.ts", import.meta.url)),
+      },
+      {
+        find: /^azure-leader-coordinator-dev$/,
+        replacement: fileURLToPath(new URL("./dev/src/index.ts", import.meta.url)),
+      },
+      {
+        find: /^azure-leader-coordinator\/internal$/,
+        replacement: fileURLToPath(new URL("./src/internal.ts", import.meta.url)),
       },
       {
         find: /^azure-leader-coordinator\/leader-election$/,

@@ -12,7 +12,7 @@ export {
   type HttpOptions,
 } from "./host/registerCoordinator.js";
 export type { CoordinatorSetupOptions, SettingName, SettingValues } from "./app/options.js";
-export type { CoordinatorClient, JobSubmission, WaitOptions } from "./app/client.js";
+export type { CoordinatorClient, JobReadOptions, JobSubmission, WaitOptions } from "./app/client.js";
 export { createCoordinatorClient } from "./app/createClient.js";
 export type { CancelResult, SubmitJobOptions, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results.js";
 export type {
@@ -25,6 +25,7 @@ export type {
 export {
   defineTaskKind,
   ItemError,
+  type AggregateOf,
   type TaskAggregate,
   type TaskContext,
   type TaskInput,

@@ -1,6 +1,6 @@
 import { createServer, request, Agent, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { azuriteConnectionString } from "../../src/local/azurite";
+import { azuriteConnectionString } from "../../dev/src/local/azurite";
 
 /**
  * A counting HTTP proxy in front of Azurite's blob, queue and table services: the one way `bench:peer` counts the

@@ -24,7 +24,7 @@ import { storageFailure } from "../../src/azure/storageErrors";
 import { delay } from "../../src/library/util/delay";
 import { numberFlag, parseFlags, UsageError } from "../../src/cli/flags";
 
-const USAGE = `Usage:
+export const USAGE = `Usage:
   npm run enqueue -- --file JOB.json [DEADLINE] [--wait] [--timeout SECONDS]
   npm run enqueue -- --prefix BLOB_PREFIX --kind KIND --params JSON [DEADLINE] [--wait] [--timeout SECONDS]
   npm run enqueue -- --manifest ITEMS.ndjson --kind KIND --params JSON [DEADLINE] [--wait] [--timeout SECONDS]

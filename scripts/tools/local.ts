@@ -1,8 +1,9 @@
-import { main, runAsProcess } from "../../src/cli/main";
+import { main, runDevAsProcess } from "../../dev/src/cli/main";
 import { REPO_APP } from "../support/repoApp";
 
 /**
- * `npm run local -- [flags]`: the package's `azure-leader-coordinator local` (`src/cli/`, `src/local/`) on this
+ * `npm run local -- [flags]`: the development package's `azure-leader-coordinator-dev local` (`dev/src/cli/`,
+ * `dev/src/local/`) on this
  * repository's own app — `functions/index.ts` from sources, `host.json` — with the group-by demo job unless a
  * `--job` is given. Any flag of `local --help` works.
  */
@@ -18,4 +19,4 @@ export function runRepoLocal(argv: readonly string[]): Promise<number> {
   return main(repoLocalArgs(argv));
 }
 
-if (require.main === module) runAsProcess(repoLocalArgs(process.argv.slice(2)));
+if (require.main === module) runDevAsProcess(repoLocalArgs(process.argv.slice(2)));

@@ -1,6 +1,6 @@
 /**
  * `npm run conformance:host` (issue 43): the local host measured against the real thing. The WebJobs SDK from NuGet —
- * the code under the Functions host's queue and timer triggers — and the local host's own listeners (`src/local/`)
+ * the code under the Functions host's queue and timer triggers — and the local host's own listeners (`dev/src/local/`)
  * run the same scenarios on one Azurite, each host process behind a counting proxy; every behaviour
  * docs/LOCAL-HOST.md claims of those triggers becomes a row with both measurements and a verdict. Exit code 0 when
  * every measured row agrees or is a known difference (listed in LOCAL-HOST.md), 1 when one differs, 2 on a bad

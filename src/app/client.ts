@@ -1,4 +1,4 @@
-import type { RateLimit } from "../coordination/kinds/taskKinds.js";
+import type { AggregateOf, RateLimit, TaskKind } from "../coordination/kinds/taskKinds.js";
 import type { JobStatus } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
 import type { LeaderInfo } from "../library/leadership/leaderInfo.js";
@@ -33,8 +33,17 @@ export interface JobSubmission {
   idempotencyKey?: string;
 }
 
+/**
+ * Options of a job's read that may name its kind: the status's `aggregate` is then typed by the kind
+ * (`JobStatus<AggregateOf<typeof kind>>`), and a job of another kind is refused.
+ */
+export interface JobReadOptions<Kind extends TaskKind = TaskKind> extends Abortable {
+  /** The job's task kind, as registered. @default any kind (the aggregate is `unknown`) */
+  kind?: Kind;
+}
+
 /** Options of {@link CoordinatorClient.waitForJob}. */
-export interface WaitOptions extends Abortable {
+export interface WaitOptions<Kind extends TaskKind = TaskKind> extends JobReadOptions<Kind> {
   /** How often the job's status is read, in ms. @default 1000 */
   pollIntervalMs?: number;
 }
@@ -51,16 +60,27 @@ export interface CoordinatorClient {
    * `idempotencyKey`, a retry of the same submission answers the first job's id (`replayed: true`).
    */
   submitJob(submission: JobSubmission, options?: SubmitJobOptions): Promise<SubmitResult>;
-  /** The job's status, progress, failures and aggregate; undefined for no such job. */
-  getJob(id: string, options?: Abortable): Promise<JobStatus | undefined>;
+  /**
+   * The job's status, progress, failures and aggregate; undefined for no such job.
+   *
+   * @throws Error when `options.kind` names another kind than the job's.
+   */
+  getJob<Kind extends TaskKind = TaskKind>(
+    id: string,
+    options?: JobReadOptions<Kind>,
+  ): Promise<JobStatus<AggregateOf<Kind>> | undefined>;
   /** Requests the job's cancellation: the leader ends it as `cancelled`; workers stop taking its items at once. */
   cancelJob(id: string, options?: SubmitOptions): Promise<CancelResult>;
   /**
    * Reads the job's status until it has ended (completed, failed, cancelled or expired) and returns it.
    *
-   * @throws Error when there is no such job; the signal's reason when `abortSignal` fires first.
+   * @throws Error when there is no such job, or `options.kind` names another kind than the job's; the signal's reason
+   *   when `abortSignal` fires first.
    */
-  waitForJob(id: string, options?: WaitOptions): Promise<JobStatus>;
+  waitForJob<Kind extends TaskKind = TaskKind>(
+    id: string,
+    options?: WaitOptions<Kind>,
+  ): Promise<JobStatus<AggregateOf<Kind>>>;
   /** Who leads, since when, with which epoch. */
   getLeader(options?: Abortable): Promise<LeaderInfo>;
   /** Asks the current leader to step down; returns the revoked epoch, or undefined when nobody leads. */

@@ -5,8 +5,8 @@ import { parseTimeSpanMs } from "./timeSpan.js";
 
 /**
  * The host.json settings the coordinator relies on (docs/HOST-JSON.md), checked: what a host.json lacks or sets against
- * the coordinator, each with what it costs. `azure-leader-coordinator local` prints the findings at start, and the app
- * logs them at its first tick. A check, not a refusal: the app runs with any host.json, only slower or less safely.
+ * the coordinator, each with what it costs. `azure-leader-coordinator-dev local` prints the findings at start, and the
+ * app logs them at its first tick. A check, not a refusal: the app runs with any host.json, only slower or less safely.
  */
 
 /** One setting a host.json lacks or sets against the coordinator. */

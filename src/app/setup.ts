@@ -1,8 +1,10 @@
 import { checkCredential } from "../azure/clients.js";
+import type { AggregateOf, TaskKind } from "../coordination/kinds/taskKinds.js";
 import { TaskRegistry } from "../coordination/kinds/taskRegistry.js";
+import type { JobStatus } from "../coordination/state/jobStatus.js";
 import { ConfigurationError } from "../library/errors.js";
 import { delay } from "../library/util/delay.js";
-import type { CoordinatorClient } from "./client.js";
+import type { CoordinatorClient, JobReadOptions, WaitOptions } from "./client.js";
 import { createCoordinatorApp, type CoordinatorApp } from "./context.js";
 import { cancelJob, getJobStatus, getLeader, stepDown, submitJob } from "./operations.js";
 import { hasEnded } from "../coordination/state/jobStatus.js";
@@ -58,11 +60,12 @@ export function resolveSetup(options: CoordinatorSetupOptions): CoordinatorSetup
 export function clientOf(app: () => CoordinatorApp): CoordinatorClient {
   const client: CoordinatorClient = {
     submitJob: (submission, options) => submitJob(app(), submission, options),
-    getJob: (id, options) => getJobStatus(app(), id, options),
+    getJob: async <Kind extends TaskKind>(id: string, options: JobReadOptions<Kind> = {}) =>
+      ofKind(await getJobStatus(app(), id, options), options.kind),
     cancelJob: (id, options) => cancelJob(app(), id, options),
-    async waitForJob(id, options = {}) {
+    async waitForJob<Kind extends TaskKind>(id: string, options: WaitOptions<Kind> = {}) {
       for (;;) {
-        const status = await client.getJob(id, options);
+        const status = await client.getJob<Kind>(id, options);
         if (status === undefined) throw new Error(`No job "${id}".`);
         if (hasEnded(status.status)) return status;
         await delay(options.pollIntervalMs ?? 1000, options);
@@ -72,4 +75,19 @@ export function clientOf(app: () => CoordinatorApp): CoordinatorClient {
     requestStepDown: (options) => stepDown(app(), options),
   };
   return client;
+}
+
+/**
+ * The status typed by the kind the caller named (`getJob(id, { kind })`).
+ *
+ * @throws Error when the job is of another kind: its aggregate is not what the caller's type says.
+ */
+function ofKind<Kind extends TaskKind>(
+  status: JobStatus | undefined,
+  kind: Kind | undefined,
+): JobStatus<AggregateOf<Kind>> | undefined {
+  if (status !== undefined && kind !== undefined && status.kind !== kind.name)
+    throw new Error(`Job ${status.id} is of kind "${status.kind}", not "${kind.name}".`);
+  // The aggregate is the named kind's view of its partial (status.ts reads it through that kind).
+  return status as JobStatus<AggregateOf<Kind>> | undefined;
 }

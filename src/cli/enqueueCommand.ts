@@ -1,45 +1,52 @@
-import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { hasEnded, type JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
-import { isTypeScriptEntry, runningFromSources } from "../local/entryPoints.js";
-import { FunctionsHost } from "../local/host.js";
-import { JobsHttpApi, jobsBaseUrl } from "../local/jobsHttpApi.js";
-import { loadFunctionApp } from "../local/registrations.js";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "./flags.js";
 import { readJobFile } from "./jobFile.js";
+import type { JobsApi } from "./jobsHttpApi.js";
+import type { CommandStreams } from "./program.js";
 
 /**
- * `azure-leader-coordinator enqueue`: submits a job of any kind the user's app registers, cancels one, or reads its
- * status — over a deployed (or local) app's HTTP API with a key, or straight to storage through the app's own submit
- * route run in this process (`--app`: the app's task kinds validate the job; no instance of it starts). The routes
- * `--app` serves on 127.0.0.1 while it waits (up to a day) act with the operator's storage identity: only this process
- * reaches them, with a key of its own, and only the ones it calls.
+ * `enqueue`: submits a job of any kind the user's app registers, cancels one, or reads its status. The runtime's bin
+ * (`azure-leader-coordinator enqueue`) does it over a deployed (or local) app's HTTP API with a key; the development
+ * package's bin adds `--app`, which loads the user's app in its own process and goes straight to storage through the
+ * app's own routes (`azure-leader-coordinator-dev enqueue --app`). Both parse the same flags here and act the same way
+ * ({@link runEnqueue}); only how they reach the routes differs (a {@link JobsApi}).
  */
 
-/** Usage text for `enqueue --help` and after a {@link UsageError}. */
-export const ENQUEUE_USAGE = `Usage:
-  azure-leader-coordinator enqueue --file JOB.json (--url URL [--key KEY] | --app FILE) [--idempotency-key KEY]
-                                  [--wait] [--timeout S]
-  azure-leader-coordinator enqueue --status JOB_ID (--url URL [--key KEY] | --app FILE)
-  azure-leader-coordinator enqueue --cancel JOB_ID (--url URL --key ADMIN_KEY | --app FILE)
-
-Submits a job of any task kind your app registers, and waits for it with --wait (exit 0 when it completes).
-JOB.json is what POST /api/jobs takes: {"kind":"…","params":{…},"items":[{"inline":"…"},{"blob":"…"}]}
-(or {"kind":…,"params":…,"manifest":"items.ndjson"}, an NDJSON blob in the input container).
-
-  --url URL      your app's HTTP API: the base its routes are under, e.g. https://my-app.azurewebsites.net/api
+/** The flags both bins take, for their usage texts (one line each). */
+export const ENQUEUE_FLAGS = `  --url URL      your app's HTTP API: the base its routes are under, e.g. https://my-app.azurewebsites.net/api
                  (with your routePrefix: …/api/coordinator), or the URL \`local\` prints
   --key KEY      a function key, sent as x-functions-key (cancel takes the admin key); default AZURE_FUNCTIONS_KEY
-  --app FILE     straight to storage instead: loads your app's compiled entry in this process and submits through
-                 its own route (its task kinds check the job); storage from COORDINATION_STORAGE (or
-                 COORDINATION_STORAGE__blobServiceUri/__queueServiceUri with your az login), as your app reads it
-  --host-json FILE   with --app: the host.json for its route prefix (default ./host.json)
   --idempotency-key KEY   submit once: run again with the same KEY and JOB.json, it prints the first job's id
                  instead of making another (sent as the Idempotency-Key header; 1–200 printable ASCII characters)
   --wait         wait until the job ends; print its status and aggregate
   --timeout S    how long --wait waits, 1–86400 s (default 600)
+  --job-timeout S       the job expires S seconds after its submission (1–604800), or
+  --deadline ISO_TIME   at that time (at most 7 days ahead): the leader ends it as expired
+  --fail-on-item-failures   with --wait: exit 4 when the job completed with failed items
   --help         show this text`;
+
+/** The exit codes, for the usage texts. */
+export const ENQUEUE_EXIT_CODES = `Exit codes: 0 submitted (with --wait: completed); 1 refused or failed; 2 a bad command line or job file;
+3 (--wait) the job ended other than completed (failed, cancelled, expired); 4 (--wait --fail-on-item-failures) it
+completed with failed items.`;
+
+/** Usage text of the runtime's `enqueue --help` (and after a {@link UsageError}). */
+export const ENQUEUE_USAGE = `Usage:
+  azure-leader-coordinator enqueue --file JOB.json --url URL [--key KEY] [--wait] [--timeout S]
+  azure-leader-coordinator enqueue --status JOB_ID --url URL [--key KEY]
+  azure-leader-coordinator enqueue --cancel JOB_ID --url URL --key ADMIN_KEY
+
+Submits a job of any task kind your app registers to its HTTP API, and waits for it with --wait.
+JOB.json is what POST /api/jobs takes: {"kind":"…","params":{…},"items":[{"inline":"…"},{"blob":"…"}]}
+(or {"kind":…,"params":…,"manifest":"items.ndjson"}, an NDJSON blob in the input container).
+
+${ENQUEUE_FLAGS}
+
+${ENQUEUE_EXIT_CODES}
+To submit straight to storage through your app's own code (--app), use the development package:
+npx azure-leader-coordinator-dev enqueue --app dist/index.js --file JOB.json`;
 
 /** The parsed command line. */
 export interface EnqueueArgs {
@@ -50,17 +57,31 @@ export interface EnqueueArgs {
   readonly target: { kind: "url"; url: string; key?: string } | { kind: "app"; entry: string; hostJsonPath?: string };
   readonly wait: boolean;
   readonly timeoutS: number;
+  /** With `wait`: exit 4 when the job completed with failed items. */
+  readonly failOnItemFailures: boolean;
 }
+
+/** Options of {@link parseEnqueueArgs}. */
+export interface EnqueueParseOptions {
+  /** The app settings (`AZURE_FUNCTIONS_KEY`). @default process.env */
+  env?: Record<string, string | undefined>;
+  /**
+   * Whether `--app FILE` (and `--host-json`) is a target: the development package's bin. Without it, `--app` is refused
+   * with where it is. @default false
+   */
+  withApp?: boolean;
+}
+
+/** What `--app` says in the runtime's bin. */
+const APP_MOVED =
+  "--app runs your app on this machine, which is the development package's part: npm install --save-dev azure-leader-coordinator-dev, then npx azure-leader-coordinator-dev enqueue --app FILE …";
 
 /**
  * Parses `argv` (after `enqueue`).
  *
- * @throws UsageError naming the flag and what is allowed.
+ * @throws UsageError naming the flag and what is allowed; ConfigurationError for a job file that is not a job.
  */
-export function parseEnqueueArgs(
-  argv: readonly string[],
-  env: Record<string, string | undefined> = process.env,
-): EnqueueArgs | "help" {
+export function parseEnqueueArgs(argv: readonly string[], options: EnqueueParseOptions = {}): EnqueueArgs | "help" {
   const values = parseFlags(argv, {
     file: { type: "string" },
     status: { type: "string" },
@@ -72,104 +93,98 @@ export function parseEnqueueArgs(
     "idempotency-key": { type: "string" },
     wait: { type: "boolean" },
     timeout: { type: "string" },
+    "job-timeout": { type: "string" },
+    deadline: { type: "string" },
+    "fail-on-item-failures": { type: "boolean" },
     help: { type: "boolean" },
   });
   if (values.help === true) return "help";
+  if (options.withApp !== true && (values.app !== undefined || values["host-json"] !== undefined))
+    throw new UsageError(APP_MOVED);
   const actions = [values.file, values.status, values.cancel].filter((value) => value !== undefined);
   if (actions.length !== 1)
     throw new UsageError("Give exactly one of --file JOB.json, --status JOB_ID or --cancel JOB_ID.");
-  if (values.wait === true && values.file === undefined) throw new UsageError("--wait goes with --file.");
+  const wait = values.wait === true;
+  if (wait && values.file === undefined) throw new UsageError("--wait goes with --file.");
+  if (values["fail-on-item-failures"] === true && !wait)
+    throw new UsageError("--fail-on-item-failures goes with --wait.");
   const idempotencyKey = values["idempotency-key"];
   if (idempotencyKey !== undefined && values.file === undefined)
     throw new UsageError("--idempotency-key goes with --file.");
   if (idempotencyKey !== undefined && !/^[\x20-\x7e]{1,200}$/.test(idempotencyKey))
     throw new UsageError(`--idempotency-key must be 1 to 200 printable ASCII characters, got "${idempotencyKey}".`);
+  const deadline = deadlineOf(values["job-timeout"], values.deadline);
+  if (values.file === undefined && Object.keys(deadline).length > 0)
+    throw new UsageError("--job-timeout and --deadline go with --file.");
   const action: EnqueueArgs["action"] =
     values.file !== undefined
       ? {
           kind: "submit",
-          body: readJobFile(pathFlag(values.file, "--file") ?? values.file, "--file"),
+          body: withDeadline(readJobFile(pathFlag(values.file, "--file") ?? values.file, "--file"), deadline),
           ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
         }
       : values.status !== undefined
         ? { kind: "status", id: values.status }
         : { kind: "cancel", id: values.cancel ?? "" };
+  const timeoutS = numberFlag(values.timeout, "--timeout", { min: 1, max: 86_400 }) ?? 600;
+  const target = targetOf(values, options);
+  return { action, target, wait, timeoutS, failOnItemFailures: values["fail-on-item-failures"] === true };
+}
+
+/** `--url` (with its key) or, in the development package's bin, `--app`. */
+function targetOf(
+  values: { url?: string; key?: string; app?: string; "host-json"?: string },
+  options: EnqueueParseOptions,
+): EnqueueArgs["target"] {
   if ((values.url === undefined) === (values.app === undefined))
-    throw new UsageError("Give --url URL (your app's HTTP API) or --app FILE (straight to storage), one of them.");
-  let target: EnqueueArgs["target"];
+    throw new UsageError(
+      options.withApp === true
+        ? "Give --url URL (your app's HTTP API) or --app FILE (straight to storage), one of them."
+        : "Give --url URL: your app's HTTP API.",
+    );
   if (values.url !== undefined) {
     if (!/^https?:\/\/[^/\s]+/i.test(values.url))
       throw new UsageError(
         `--url must be an http(s) URL such as https://my-app.azurewebsites.net/api, got "${values.url}".`,
       );
     if (values["host-json"] !== undefined) throw new UsageError("--host-json goes with --app.");
-    const key = values.key ?? env.AZURE_FUNCTIONS_KEY;
-    target = { kind: "url", url: values.url, ...(key === undefined || key === "" ? {} : { key }) };
-  } else {
-    if (values.key !== undefined) throw new UsageError("--key goes with --url: --app needs no key.");
-    const entry = resolve(pathFlag(values.app, "--app") ?? "");
-    if (isTypeScriptEntry(entry) && !runningFromSources())
-      throw new UsageError(
-        `--app ${entry} is TypeScript: build your app and name its compiled entry (e.g. --app dist/index.js).`,
-      );
-    const hostJson = pathFlag(values["host-json"], "--host-json");
-    target = { kind: "app", entry, ...(hostJson === undefined ? {} : { hostJsonPath: resolve(hostJson) }) };
+    const key = values.key ?? (options.env ?? process.env).AZURE_FUNCTIONS_KEY;
+    return { kind: "url", url: values.url, ...(key === undefined || key === "" ? {} : { key }) };
   }
-  const timeoutS = numberFlag(values.timeout, "--timeout", { min: 1, max: 86_400 }) ?? 600;
-  return { action, target, wait: values.wait === true, timeoutS };
+  if (values.key !== undefined) throw new UsageError("--key goes with --url: --app needs no key.");
+  const entry = resolve(pathFlag(values.app, "--app") ?? "");
+  const hostJson = pathFlag(values["host-json"], "--host-json");
+  return { kind: "app", entry, ...(hostJson === undefined ? {} : { hostJsonPath: resolve(hostJson) }) };
+}
+
+/** `--job-timeout` or `--deadline` as submission fields (the app checks their range with the rest of the job). */
+function deadlineOf(jobTimeout: string | undefined, deadline: string | undefined): Record<string, unknown> {
+  if (jobTimeout !== undefined && deadline !== undefined)
+    throw new UsageError("Give --job-timeout S or --deadline ISO_TIME, not both.");
+  if (jobTimeout !== undefined)
+    return { timeoutS: numberFlag(jobTimeout, "--job-timeout", { min: 1, max: 7 * 24 * 3600 }) };
+  if (deadline === undefined) return {};
+  if (Number.isNaN(Date.parse(deadline)))
+    throw new UsageError(`--deadline must be an ISO 8601 time such as 2026-05-01T12:00:00Z, got "${deadline}".`);
+  return { deadline };
+}
+
+/** The job file's submission with the deadline flags on top (the file's own fields give way to them). */
+function withDeadline(body: unknown, deadline: Record<string, unknown>): unknown {
+  if (Object.keys(deadline).length === 0 || typeof body !== "object" || body === null || Array.isArray(body))
+    return body;
+  const fields = Object.entries(body).filter(([name]) => name !== "timeoutS" && name !== "deadline");
+  return { ...Object.fromEntries(fields), ...deadline };
 }
 
 /** Where the command writes. */
-export interface CommandIo {
-  readonly stdout: NodeJS.WritableStream;
-  readonly stderr: NodeJS.WritableStream;
-}
-
-/** Runs a parsed `enqueue`; its exit code: 0 done, 1 refused or failed, 3 the job ended other than completed. */
-export async function runEnqueue(args: EnqueueArgs, io: CommandIo): Promise<number> {
-  let host: FunctionsHost | undefined;
-  try {
-    let api: JobsHttpApi;
-    if (args.target.kind === "url") api = new JobsHttpApi(() => (args.target as { url: string }).url, args.target.key);
-    else {
-      const app = await loadFunctionApp(args.target.entry);
-      const key = randomBytes(32).toString("base64url");
-      const started = new FunctionsHost({
-        app,
-        // The app's own errors are worth showing; its routine lines are not.
-        log: (entry) => {
-          if (entry.level === "error" || entry.level === "critical") io.stderr.write(`${entry.message}\n`);
-        },
-        httpOnly: true,
-        httpAccess: { key, allows: routesCalled(args.action.kind) },
-        hostJsonPath: args.target.hostJsonPath ?? resolve("host.json"),
-      });
-      host = started;
-      await started.start();
-      const port = started.httpPort;
-      const base = port === undefined ? undefined : jobsBaseUrl(port, started.httpRoutes);
-      if (base === undefined)
-        throw new Error(`${args.target.entry} registers no job routes (registerCoordinator with http: false?).`);
-      api = new JobsHttpApi(() => base, key);
-    }
-    return await act(api, args, io);
-  } finally {
-    await host?.stop();
-  }
-}
+export type CommandIo = CommandStreams;
 
 /**
- * The job routes `action` calls, by method and template (`api/jobs`, `api/jobs/{id}`): submit and status, and cancel
- * for `--cancel`. Never the leader's (step-down) nor another route of the app.
+ * Runs a parsed `enqueue` through `api` (the app's routes). Its exit code: 0 done, 1 refused or failed, 3 the job
+ * ended other than completed, 4 it completed with failed items and `failOnItemFailures` was asked.
  */
-function routesCalled(action: EnqueueArgs["action"]["kind"]): (method: string, template: string) => boolean {
-  return (method, template) =>
-    /(^|\/)jobs$/.test(template)
-      ? method === "POST"
-      : /(^|\/)jobs\/\{[^/}]+\}$/.test(template) && (method === "GET" || (method === "DELETE" && action === "cancel"));
-}
-
-async function act(api: JobsHttpApi, args: EnqueueArgs, io: CommandIo): Promise<number> {
+export async function runEnqueue(args: EnqueueArgs, io: CommandIo, api: JobsApi): Promise<number> {
   const write = (text: string): void => void io.stdout.write(`${text}\n`);
   const action = args.action;
   if (action.kind === "status") {
@@ -181,21 +196,7 @@ async function act(api: JobsHttpApi, args: EnqueueArgs, io: CommandIo): Promise<
     write(JSON.stringify(status, null, 2));
     return 0;
   }
-  if (action.kind === "cancel") {
-    const result = await api.cancel(action.id);
-    if (result.outcome === "requested") {
-      write(`Cancellation of job ${action.id} requested; the leader ends it as cancelled at its next step.`);
-      return 0;
-    }
-    io.stderr.write(
-      result.outcome === "not-found"
-        ? `No job "${action.id}".\n`
-        : result.outcome === "ended"
-          ? `Job ${action.id} has already ended (${result.status}); nothing to cancel.\n`
-          : `The app refused the cancellation (HTTP ${result.httpStatus}): ${result.error}\n`,
-    );
-    return 1;
-  }
+  if (action.kind === "cancel") return cancel(api, action.id, io);
   const submitted = await api.submit(
     action.body,
     action.idempotencyKey === undefined ? {} : { idempotencyKey: action.idempotencyKey },
@@ -212,28 +213,38 @@ async function act(api: JobsHttpApi, args: EnqueueArgs, io: CommandIo): Promise<
   );
   if (!args.wait) return 0;
   const status = await waitForEnd(api, submitted.id, args.timeoutS);
-  write(
-    JSON.stringify(
-      {
-        id: status.id,
-        status: status.status,
-        progress: status.progress,
-        aggregate: status.aggregate,
-        failures: status.failures,
-      },
-      null,
-      2,
-    ),
-  );
-  if (status.status === "completed") return 0;
+  const { id, progress, aggregate, failures } = status;
+  write(JSON.stringify({ id, status: status.status, progress, aggregate, failures }, null, 2));
+  if (status.status !== "completed") {
+    const reason = status.failureReason === undefined ? "" : ` (${status.failureReason})`;
+    io.stderr.write(`Job ${status.id} ended as ${status.status}${reason}.\n`);
+    return 3;
+  }
+  if (args.failOnItemFailures && progress.failed > 0) {
+    io.stderr.write(`Job ${status.id} completed with ${progress.failed} of ${progress.total} items failed.\n`);
+    return 4;
+  }
+  return 0;
+}
+
+async function cancel(api: JobsApi, id: string, io: CommandIo): Promise<number> {
+  const result = await api.cancel(id);
+  if (result.outcome === "requested") {
+    io.stdout.write(`Cancellation of job ${id} requested; the leader ends it as cancelled at its next step.\n`);
+    return 0;
+  }
   io.stderr.write(
-    `Job ${status.id} ended as ${status.status}${status.failureReason === undefined ? "" : ` (${status.failureReason})`}.\n`,
+    result.outcome === "not-found"
+      ? `No job "${id}".\n`
+      : result.outcome === "ended"
+        ? `Job ${id} has already ended (${result.status}); nothing to cancel.\n`
+        : `The app refused the cancellation (HTTP ${result.httpStatus}): ${result.error}\n`,
   );
-  return 3;
+  return 1;
 }
 
 /** Reads the job's status every second until it has ended. @throws Error after `timeoutS`. */
-async function waitForEnd(api: JobsHttpApi, id: string, timeoutS: number): Promise<JobStatus> {
+async function waitForEnd(api: JobsApi, id: string, timeoutS: number): Promise<JobStatus> {
   const deadline = Date.now() + timeoutS * 1000;
   for (;;) {
     const status = await api.getJob(id);

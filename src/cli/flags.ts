@@ -1,5 +1,4 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { parseSchedule } from "../local/timerTrigger.js";
 
 /**
  * The command-line helpers every script shares: Node's `util.parseArgs` (strict, no positionals) and the checks its
@@ -66,24 +65,6 @@ export function numberFlag(
 export function pathFlag(raw: string | undefined, flag: string): string | undefined {
   if (raw !== undefined && raw.trim() === "") throw new UsageError(`${flag} must be a file path, got an empty string.`);
   return raw;
-}
-
-/**
- * A COORDINATOR_SCHEDULE flag: an NCRONTAB expression with six fields, seconds first, checked by the local host's
- * own parser; `fallback` when not given.
- *
- * @throws UsageError naming the expression and what is wrong with it.
- */
-export function scheduleFlag(raw: string | undefined, flag: string, fallback: string): string {
-  const value = (raw ?? fallback).trim();
-  const problem = `${flag} must be an NCRONTAB expression with six fields, seconds first (e.g. "${fallback}"), got "${value}"`;
-  if (value.split(/\s+/).length !== 6) throw new UsageError(`${problem}.`);
-  try {
-    parseSchedule(value, "coordinator");
-  } catch (error) {
-    throw new UsageError(`${problem}: ${(error as Error).message}`);
-  }
-  return value;
 }
 
 /**

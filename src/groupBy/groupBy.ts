@@ -24,7 +24,7 @@ export interface GroupStats {
 }
 
 /** Built-in task kind: count, sum, min and max of a numeric field per key, over CSV or NDJSON records. */
-export const groupByKind = defineTaskKind<GroupByParams, GroupByPartial>({
+export const groupByKind = defineTaskKind<GroupByParams, GroupByPartial, Record<string, GroupStats>>({
   name: "group-by",
   params: groupByParamsSchema,
   process: (input, { params }) => groupRecords(input.text, params),

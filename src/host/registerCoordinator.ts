@@ -20,6 +20,7 @@ import {
   submitJobHandler,
 } from "./httpHandlers.js";
 import { hostJsonNotice } from "./hostJsonNotice.js";
+import { recordRegisteredKinds } from "./registeredKinds.js";
 import { appTerminateHandler, coordinatorHandler, wakeHandler, workerHandler } from "./triggers.js";
 
 /** What {@link registerCoordinator} uses of `app` from `@azure/functions` (pass that object). */
@@ -130,6 +131,7 @@ export function registerCoordinator(app: FunctionsApp, options: CoordinatorOptio
     }
   }
   app.hook.appTerminate(appTerminateHandler);
+  recordRegisteredKinds(setup.registry);
   return { functionNames: registered, client: setup.client };
 }
 

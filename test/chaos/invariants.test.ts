@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { EventRecord } from "../../src/local/eventLog";
+import type { EventRecord } from "../../dev/src/local/eventLog";
 import {
   epochOrderViolations,
   epochsNotIncreasing,

@@ -3,10 +3,9 @@ import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { execFile } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
-import { delay } from "../../src/library/util/delay";
 import { useAzurite } from "../support/azuriteFixture";
 import { compile, installProject, removeProject, REMOVE_TIMEOUT_MS } from "./project";
+import { runWordCountJob } from "./wordCountJob";
 
 /**
  * The package as a user meets it (issue 20): `npm pack` (once per run, test/consumer/packOnce.ts), installed from the
@@ -31,7 +30,7 @@ describe("the packed package in a user's project outside the repo (consumer test
 
   afterAll(() => removeProject(project), REMOVE_TIMEOUT_MS);
 
-  it("ships built output, the Bicep module for users' apps, README and LICENSE only: no sources, tests, scripts or the repo's infra", () => {
+  it("ships built output, the Bicep module for users' apps, README, CHANGELOG and LICENSE only: no sources, tests, scripts, the repo's infra or the development tools", () => {
     const paths = packed.files;
     expect(paths).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE"]));
     for (const build of ["esm", "commonjs"])
@@ -43,9 +42,11 @@ describe("the packed package in a user's project outside the repo (consumer test
           `dist/${build}/library/index.d.ts`,
         ]),
       );
+    expect(paths.filter((path) => /(^|\/)(local|testing)\//.test(path))).toEqual([]);
     // npm always packs the file `main` names: this repo's own Function app entry, which `exports` does not expose.
     const others = paths.filter((path) => !/^dist\/(esm|commonjs)\/(.*\.(js|d\.ts)|package\.json)$/.test(path));
     expect(others.sort()).toEqual([
+      "CHANGELOG.md",
       "LICENSE",
       "README.md",
       "bicep/coordinator.bicep",
@@ -120,70 +121,41 @@ describe("the packed package in a user's project outside the repo (consumer test
     expect(seen.library).toEqual(
       expect.arrayContaining(["LeaderElector", "FencedStateStore", "BlobLeaseStore", "BlobStateStore"]),
     );
-    // Deep imports stay private: only the entries in `exports` resolve.
-    await expect(
-      run(process.execPath, ["-e", 'require("azure-leader-coordinator/dist/commonjs/app/context.js")'], {
-        cwd: project,
-      }),
-    ).rejects.toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
+    // Deep imports stay private: only the entries in `exports` resolve. The testing entry moved to the development
+    // package (CHANGELOG.md says how to move).
+    for (const deep of ["azure-leader-coordinator/dist/commonjs/app/context.js", "azure-leader-coordinator/testing"])
+      await expect(run(process.execPath, ["-e", `require(${JSON.stringify(deep)})`], { cwd: project })).rejects.toThrow(
+        /ERR_PACKAGE_PATH_NOT_EXPORTED/,
+      );
+  });
+
+  it("declares no dependency on Azurite or the development tools in any form, and its bin says where `local` went", async () => {
+    const manifest = JSON.parse(
+      readFileSync(join(project, "node_modules", "azure-leader-coordinator", "package.json"), "utf8"),
+    ) as Record<string, Record<string, string> | undefined>;
+    for (const field of ["dependencies", "peerDependencies", "optionalDependencies", "peerDependenciesMeta"])
+      expect(Object.keys(manifest[field] ?? {}), field).not.toEqual(
+        expect.arrayContaining([expect.stringMatching(/^azurite$|^azure-leader-coordinator-dev$/)]),
+      );
+    expect(existsSync(join(project, "node_modules", "azurite"))).toBe(false);
+    const bin = join(project, "node_modules", ".bin", "azure-leader-coordinator");
+    const moved = await run(bin, ["local"], { cwd: project }).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: unknown) => error as { code: number; stderr: string },
+    );
+    expect(moved.code).toBe(2);
+    expect(moved.stderr).toMatch(
+      /npm install --save-dev azure-leader-coordinator-dev, then npx azure-leader-coordinator-dev local/,
+    );
+    const help = await run(bin, ["enqueue", "--help"], { cwd: project });
+    expect(help.stdout).toMatch(/^Usage:\n {2}azure-leader-coordinator enqueue --file JOB\.json --url URL/);
   });
 
   it("runs as a Function app on the local host: a job of the user's async kind, submitted over HTTP, completes with the right aggregate", async () => {
-    const texts = Array.from({ length: 40 }, (_, i) => `item ${i} has ${"word ".repeat(i % 5)}here`);
-    const expected = texts.reduce(
-      (sum, text) => {
-        const words = text.split(/\s+/).filter((word) => word !== "");
-        return { words: sum.words + words.length, letters: sum.letters + words.join("").length };
-      },
-      { words: 0, letters: 0 },
+    await runWordCountJob(
+      join(project, "dist", "index.js"),
+      join(project, "host.json"),
+      storage.azurite.connectionString,
     );
-    const ready = Promise.withResolvers<InstanceState>();
-    const logs: string[] = [];
-    const instance = new InstanceProcess(
-      "consumer-1",
-      {
-        PATH: process.env.PATH,
-        COORDINATION_STORAGE: storage.azurite.connectionString,
-        AzureWebJobsStorage: storage.azurite.connectionString,
-        WEBSITE_SITE_NAME: "consumer-app",
-        LOCAL_APP_ENTRY: join(project, "dist", "index.js"),
-        LOCAL_HOST_JSON: join(project, "host.json"),
-        LOCAL_MESSAGE_LEASE_SECONDS: "30",
-        COORDINATOR_SCHEDULE: "*/2 * * * * *",
-        // A step must end before the next tick: the app refuses a budget as long as the interval.
-        STEP_BUDGET_MS: "1500",
-      },
-      {
-        onReady: (state) => ready.resolve(state),
-        onEvent: () => undefined,
-        onLog: (_state, line) => logs.push(`${line.level}: ${line.message}`),
-        onExit: (state) => ready.reject(new Error(`the instance exited:\n${lastOutput(state)}`)),
-      },
-    );
-    try {
-      const { httpPort } = await ready.promise;
-      const base = `http://127.0.0.1:${httpPort ?? 0}/api/words`;
-      const submitted = await fetch(`${base}/jobs`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ kind: "word-count", items: texts.map((inline) => ({ inline })) }),
-      });
-      const answer = (await submitted.json()) as { id: string };
-      expect(submitted.status, JSON.stringify(answer)).toBe(202);
-      const { id } = answer;
-      let status: { status: string; aggregate?: unknown; progress?: unknown } = { status: "pending" };
-      for (let poll = 0; poll < 240 && !["completed", "failed"].includes(status.status); poll++) {
-        await delay(500);
-        status = (await (await fetch(`${base}/jobs/${id}`)).json()) as typeof status;
-      }
-      expect(status, logs.slice(-20).join("\n")).toMatchObject({
-        status: "completed",
-        progress: { total: 40, done: 40, failed: 0 },
-        aggregate: { ...expected, distinctKeys: 40 },
-      });
-      expect((await fetch(`${base}/status`)).status).toBe(200);
-    } finally {
-      await instance.stop(10_000);
-    }
   }, 180_000);
 });

@@ -36,17 +36,21 @@ export async function sh(file: string, args: string[], cwd: string, timeoutMs = 
 }
 
 /**
- * A user's project outside the repo: `fixture` copied into a fresh temporary folder, `tarball` installed there with
- * `packages` (each at the version this repo pins, so npm finds them in its cache), as `npm install` does for a user.
- * Returns the project's folder; {@link removeProject} deletes it.
+ * A user's project outside the repo: `fixture` copied into a fresh temporary folder, the `tarballs` installed there
+ * with `packages` (each at the version this repo pins, so npm finds them in its cache), as `npm install` does for a
+ * user. Returns the project's folder; {@link removeProject} deletes it.
  */
-export async function installProject(fixture: string, tarball: string, packages: string[]): Promise<string> {
+export async function installProject(
+  fixture: string,
+  tarballs: string | readonly string[],
+  packages: string[],
+): Promise<string> {
   const project = join(mkdtempSync(join(tmpdir(), "consumer-")), "app");
   cpSync(fixture, project, { recursive: true });
   const versions = packages.map((name) => `${name}@${pinned(name)}`);
   await sh(
     "npm",
-    ["install", "--prefer-offline", "--no-audit", "--no-fund", "--no-package-lock", tarball, ...versions],
+    ["install", "--prefer-offline", "--no-audit", "--no-fund", "--no-package-lock", ...[tarballs].flat(), ...versions],
     project,
   );
   return project;

@@ -3,8 +3,8 @@ import { resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Digest } from "../../examples/blob-digest/digestKind";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
-import type { LogLine } from "../../src/local/protocol";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../dev/src/local/instances";
+import type { LogLine } from "../../dev/src/local/protocol";
 import { delay } from "../../src/library/util/delay";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 

@@ -5,7 +5,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
 import { ChaosCluster } from "../../scripts/verification/chaos/cluster";
 import { JobTracker } from "../../scripts/verification/chaos/jobs";
-import type { EventRecord } from "../../src/local/eventLog";
+import type { EventRecord } from "../../dev/src/local/eventLog";
 
 /** One tick of the schedule below. */
 const TICK_MS = 5000;

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { REPO_APP } from "../../scripts/support/repoApp";
-import { runLocal, type LocalRunResult } from "../../src/local/run";
+import { runLocal, type LocalRunResult } from "../../dev/src/local/run";
 
 interface LoggedEvent {
   ts: string;

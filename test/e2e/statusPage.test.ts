@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InstanceProcess, lastOutput, type InstanceState } from "../../src/local/instances";
+import { InstanceProcess, lastOutput, type InstanceState } from "../../dev/src/local/instances";
 import { createRepoApp } from "../../scripts/support/repoKinds";
 import { getJobStatus, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import type { JobStatus } from "../../src/coordination/jobs/status";

@@ -14,7 +14,7 @@ import {
   runBash,
   stageClone,
 } from "./deployPackage";
-import { sizeOf } from "../../scripts/tools/package";
+import { sizeOf } from "../../dev/src/cli/packageCommand";
 
 /**
  * The deploy package is built exactly as docs/DEPLOY.md says — its build block (`npm ci`, `npm run build`,
@@ -148,7 +148,7 @@ describe(".funcignore, for a publish from the project folder itself", () => {
     expect(accepts("host.json")).toBe(true);
   });
 
-  it("Core Tools and git-semantics tools (azd) read it alike: the build output with the package's CommonJS build, no sources, not .deploy", async () => {
+  it("Core Tools and git-semantics tools (azd) read it alike: the build output with the package's CommonJS build, no sources, not the development package (dev/) or .deploy", async () => {
     const funcignore = path.join(clone, ".funcignore");
     const outside = (file: string): boolean => !file.startsWith("node_modules/");
     const coreTools = coreToolsFiles(clone, readFileSync(funcignore, "utf8")).filter(outside);
@@ -160,7 +160,7 @@ describe(".funcignore, for a publish from the project folder itself", () => {
     expect(
       coreTools.filter(
         (file) =>
-          /^(src|functions|test|scripts|infra|docs|\.ci|\.deploy)\//.test(file) ||
+          /^(src|dev|functions|test|scripts|infra|docs|\.ci|\.deploy)\//.test(file) ||
           /(?<!\.d)\.ts$/.test(file) ||
           file.startsWith("local.settings"),
       ),

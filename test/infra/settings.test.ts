@@ -6,7 +6,7 @@ import {
   readSettings,
   settingsSchema,
 } from "../../src/app/settings";
-import { NODE_WORKER_ARGUMENTS } from "../../src/local/instances";
+import { NODE_WORKER_ARGUMENTS } from "../../dev/src/local/instances";
 import { type Snapshot, describeCompiled, ofType, readSnapshot, readTemplate, useCompiledInfra } from "./compiled";
 
 /**

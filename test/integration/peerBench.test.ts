@@ -6,7 +6,7 @@ import { batchParts, startCountingProxy, type CountingProxy } from "../../script
 import { priceRun } from "../../scripts/verification/bench/peer/pricing";
 import { statusPoller } from "../../scripts/verification/bench/throughput/projectRun";
 import { getJobStatus } from "../../src/app/jobs";
-import { instanceEnv } from "../../src/local/startup";
+import { instanceEnv } from "../../dev/src/local/startup";
 import { checkTargets, summarize, type PeerSample } from "../../scripts/verification/bench/peer/report";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 import { proxiedRequest } from "../support/proxiedRequest";

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { InvocationContext } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
+import { loadFunctionApp, type FunctionApp } from "../../dev/src/local/registrations";
 import { type CoordinatorApp } from "../../src/app/context";
 import { createRepoApp } from "../../scripts/support/repoKinds";
 import { parseEventLine, type AppEvent } from "../../src/app/events";

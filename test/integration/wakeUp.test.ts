@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FunctionsHost } from "../../src/local/host";
-import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
+import { FunctionsHost } from "../../dev/src/local/host";
+import { loadFunctionApp, type FunctionApp } from "../../dev/src/local/registrations";
 import { parseEventLine, type AppEvent } from "../../src/app/events";
 import { useAzurite } from "../support/azuriteFixture";
 import { testAppSettings } from "../support/inProcessApp";

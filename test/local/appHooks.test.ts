@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AppHooks } from "../../src/local/appHooks";
-import type { RegisteredHook } from "../../src/local/registrations";
+import { AppHooks } from "../../dev/src/local/appHooks";
+import type { RegisteredHook } from "../../dev/src/local/registrations";
 
 describe("AppHooks (the local host's app-level hooks)", () => {
   it("runs appTerminate hooks in order; one that throws is logged and the next still runs", async () => {

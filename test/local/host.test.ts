@@ -1,9 +1,9 @@
 import { resolve } from "node:path";
 import { QueueServiceClient } from "@azure/storage-queue";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FunctionsHost } from "../../src/local/host";
-import type { HostLogEntry } from "../../src/local/invoke";
-import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
+import { FunctionsHost } from "../../dev/src/local/host";
+import type { HostLogEntry } from "../../dev/src/local/invoke";
+import { loadFunctionApp, type FunctionApp } from "../../dev/src/local/registrations";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 /** What a fixture handler logged: `fixture <json>`. */

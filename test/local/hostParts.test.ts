@@ -3,14 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseTimeSpanMs } from "../../src/app/timeSpan";
-import { resolveAppSettings } from "../../src/local/bindings";
-import { readHostConfig } from "../../src/local/hostConfig";
-import { hostIdFrom } from "../../src/local/listenerLock";
-import { PollingBackoff } from "../../src/local/pollingBackoff";
-import { decodeMessageText } from "../../src/local/queueMessages";
+import { resolveAppSettings } from "../../dev/src/local/bindings";
+import { readHostConfig } from "../../dev/src/local/hostConfig";
+import { hostIdFrom } from "../../dev/src/local/listenerLock";
+import { PollingBackoff } from "../../dev/src/local/pollingBackoff";
+import { decodeMessageText } from "../../dev/src/local/queueMessages";
 import { encodeBody } from "../../src/azure/StorageQueue";
-import { compileRoute } from "../../src/local/routes";
-import { parseSchedule } from "../../src/local/timerTrigger";
+import { compileRoute } from "../../dev/src/local/routes";
+import { parseSchedule } from "../../dev/src/local/timerTrigger";
 
 describe("timer schedules", () => {
   it("reads NCRONTAB with seconds first", () => {

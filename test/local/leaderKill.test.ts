@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { JobStatus } from "../../src/coordination/state/jobStatus";
-import type { InstanceProcess, InstanceState } from "../../src/local/instances";
-import { MidJobLeaderKill } from "../../src/local/leaderKill";
-import type { EventLine } from "../../src/local/protocol";
+import type { InstanceProcess, InstanceState } from "../../dev/src/local/instances";
+import { MidJobLeaderKill } from "../../dev/src/local/leaderKill";
+import type { EventLine } from "../../dev/src/local/protocol";
 
 /** A stand-in instance process: its state and whether it was killed. */
 function instance(name: string, role: InstanceState["role"]) {

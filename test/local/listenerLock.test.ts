@@ -1,8 +1,8 @@
 import { resolve } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FunctionsHost } from "../../src/local/host";
-import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
+import { FunctionsHost } from "../../dev/src/local/host";
+import { loadFunctionApp, type FunctionApp } from "../../dev/src/local/registrations";
 import { startCountingProxy, type CountingProxy } from "../../scripts/support/countingProxy";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 

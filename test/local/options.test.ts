@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { aggregatesMatch, createDemoJob } from "../../src/local/demoData";
+import { aggregatesMatch, createDemoJob } from "../../dev/src/local/demoData";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseLocalArgs as parseIn } from "../../src/cli/localCommand";
+import { parseLocalArgs as parseIn } from "../../dev/src/cli/localCommand";
 import { UsageError } from "../../src/cli/flags";
-import { instanceEnv } from "../../src/local/startup";
+import { instanceEnv } from "../../dev/src/local/startup";
 
 /** A user's project: package.json whose "main" exists, and a host.json. */
 function project(files: Record<string, string> = {}): string {
@@ -21,7 +21,7 @@ function project(files: Record<string, string> = {}): string {
 const PROJECT = project({ "job.json": '{"kind":"mine","params":{},"items":[{"inline":"x"}]}', "bad.json": "{ no" });
 const parseLocalArgs = (argv: string[]): ReturnType<typeof parseIn> => parseIn(argv, PROJECT);
 
-describe("azure-leader-coordinator local flags", () => {
+describe("azure-leader-coordinator-dev local flags", () => {
   it("runs the project's own app (package.json main) with its host.json and no job by default", () => {
     expect(parseLocalArgs([])).toEqual({
       appEntry: join(PROJECT, "dist", "index.js"),

@@ -6,8 +6,8 @@ import {
   NEVER,
   parseStatusJson,
   statusJson,
-} from "../../src/local/scheduleMonitor";
-import { parseSchedule } from "../../src/local/timerTrigger";
+} from "../../dev/src/local/scheduleMonitor";
+import { parseSchedule } from "../../dev/src/local/timerTrigger";
 
 /**
  * The schedule monitor's rules, ported from the WebJobs SDK's timer extension

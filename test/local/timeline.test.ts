@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { EventRecord } from "../../src/local/eventLog";
-import { renderTimeline } from "../../src/local/timeline";
+import type { EventRecord } from "../../dev/src/local/eventLog";
+import { renderTimeline } from "../../dev/src/local/timeline";
 
 const T0 = Date.parse("2024-05-01T12:00:00.000Z");
 

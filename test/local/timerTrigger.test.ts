@@ -2,8 +2,8 @@ import { resolve } from "node:path";
 import { buffer } from "node:stream/consumers";
 import { BlobServiceClient, type BlockBlobClient } from "@azure/storage-blob";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FunctionsHost } from "../../src/local/host";
-import { loadFunctionApp, type FunctionApp } from "../../src/local/registrations";
+import { FunctionsHost } from "../../dev/src/local/host";
+import { loadFunctionApp, type FunctionApp } from "../../dev/src/local/registrations";
 import { uniqueName, useAzurite } from "../support/azuriteFixture";
 
 /**

@@ -63,26 +63,29 @@ export function simRegistry(
 }
 
 /** The kind with the limits its code declares in this plan. */
-function limited<P, R>(kind: TaskKind<P, R>, limits: Parameters<typeof taskLimitsOf>[0] | undefined): TaskKind<P, R> {
+function limited<P, R, V>(
+  kind: TaskKind<P, R, V>,
+  limits: Parameters<typeof taskLimitsOf>[0] | undefined,
+): TaskKind<P, R, V> {
   const declared = limits === undefined ? undefined : taskLimitsOf(limits);
   return declared === undefined ? kind : { ...kind, limits: declared };
 }
 
-function observed<P, R>(
-  kind: TaskKind<P, R>,
+function observed<P, R, V>(
+  kind: TaskKind<P, R, V>,
   onDone: ((jobId: string, index: number) => void) | undefined,
   work?: SimItemWork,
 ) {
   if (onDone === undefined && work === undefined) return kind;
   return {
     ...kind,
-    process: async (...args: Parameters<TaskKind<P, R>["process"]>): Promise<R> => {
+    process: async (...args: Parameters<TaskKind<P, R, V>["process"]>): Promise<R> => {
       await work?.(args[0].text, args[1].abortSignal, { jobId: args[1].jobId, index: args[1].index });
       const partial = await kind.process(...args);
       onDone?.(args[1].jobId, args[1].index);
       return partial;
     },
-  } satisfies TaskKind<P, R>;
+  } satisfies TaskKind<P, R, V>;
 }
 
 /** A simulated kind's partial of one input, computed synchronously (the invariants recompute aggregates with it). */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, beforeAll } from "vitest";
-import { startAzurite, type Azurite, type AzuriteOptions } from "../../src/local/azurite";
+import { startAzurite, type Azurite, type AzuriteOptions } from "../../dev/src/local/azurite";
 
 /** Starts one Azurite for the test file (free ports, in memory unless `persistent`) and stops it afterwards. */
 export function useAzurite(options: AzuriteOptions = {}): {

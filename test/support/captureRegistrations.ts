@@ -1,11 +1,11 @@
 /**
  * Child-process entry: `node --import tsx test/support/captureRegistrations.ts <entry>` loads an app entry (a
  * package's `main`, or `functions/index.ts`) with the Functions worker's core API stood in, exactly as the local host
- * does (src/local/registrations.ts), and prints what it registered as one JSON line on stdout:
+ * does (dev/src/local/registrations.ts), and prints what it registered as one JSON line on stdout:
  * `{ functions: [{ name, bindings }], hooks: [name] }`. A load failure exits 1 with the error on stderr.
  */
-import { loadFunctionApp } from "../../src/local/registrations";
-import type { RpcBindingInfo } from "../../src/local/coreApi";
+import { loadFunctionApp } from "../../dev/src/local/registrations";
+import type { RpcBindingInfo } from "../../dev/src/local/coreApi";
 
 /** What the child prints. */
 export interface CapturedRegistrations {

@@ -233,35 +233,61 @@ describe("the library boundary, enforced by lint", () => {
     ]);
   });
 
-  it("the local host (src/local/) runs the app over its wiring, with the programming model's types only; the command line and the testing entry use it, not it them", async () => {
-    const allowed = [
-      "../app/context",
-      "../azure/clients",
-      "../coordination/state/jobStatus",
-      "./host",
-      "@azure/storage-blob",
-    ];
-    const across = ["../cli/flags", "../testing/cluster", "../host/registerCoordinator"];
-    expect(await refused("src/local/x.ts", [...allowed, ...across])).toEqual(across);
-    expect(await refused("src/local/x.ts", ["@azure/functions"])).toEqual(["@azure/functions"]);
-    expect(await refused("src/local/x.ts", ["@azure/functions"], true)).toEqual([]);
+  it("the local host (dev/src/local/) runs the app, with the programming model's types only, and reaches the runtime by name; the command line and the testing entry use it, not it them", async () => {
+    const allowed = ["azure-leader-coordinator/internal", "azure-leader-coordinator", "./host", "@azure/storage-blob"];
+    const across = ["../cli/main", "../testing/cluster", "../../../src/app/context"];
+    expect(await refused("dev/src/local/x.ts", [...allowed, ...across])).toEqual(across);
+    expect(await refused("dev/src/local/x.ts", ["@azure/functions"])).toEqual(["@azure/functions"]);
+    expect(await refused("dev/src/local/x.ts", ["@azure/functions"], true)).toEqual([]);
   });
 
-  it("the command line (src/cli/) drives the local host and the app's routes, not storage's SDK, and not the testing entry", async () => {
-    const allowed = ["../local/run", "../host/http", "../library/errors", "./flags", "node:util"];
-    const across = ["../testing/cluster", "@azure/storage-blob", "@azure/functions"];
+  it("the runtime's command line (src/cli/) uses the app's routes: not storage's SDK, nor the development package", async () => {
+    const allowed = ["../host/http", "../library/errors", "./flags", "node:util"];
+    const across = [
+      "../../dev/src/local/run",
+      "azure-leader-coordinator-dev",
+      "@azure/storage-blob",
+      "@azure/functions",
+    ];
     expect(await refused("src/cli/x.ts", [...allowed, ...across])).toEqual(across);
   });
 
-  it("the testing entry (src/testing/) drives the local host; it does not reach into the command line", async () => {
-    const allowed = ["../local/instances", "../library/errors", "./cluster"];
-    const across = ["../cli/main", "@azure/functions"];
-    expect(await refused("src/testing/x.ts", [...allowed, ...across])).toEqual(across);
+  it("the development package's command line (dev/src/cli/) drives the local host, not the testing entry", async () => {
+    const allowed = ["../local/run", "azure-leader-coordinator/internal", "./localCommand", "node:util"];
+    const across = ["../testing/cluster", "../../../src/cli/flags", "@azure/functions"];
+    expect(await refused("dev/src/cli/x.ts", [...allowed, ...across])).toEqual(across);
   });
 
-  it("nothing of the library, the adapters, the logic, the app or the registration imports the tools built on them", async () => {
-    const tools = ["../local/run", "../cli/main", "../testing/cluster"];
+  it("the testing entry (dev/src/testing/) drives the local host; it does not reach into the command line", async () => {
+    const allowed = ["../local/instances", "azure-leader-coordinator/internal", "./cluster"];
+    const across = ["../cli/main", "../../../src/library/errors", "@azure/functions"];
+    expect(await refused("dev/src/testing/x.ts", [...allowed, ...across])).toEqual(across);
+  });
+
+  it("nothing of the library, the adapters, the logic, the app or the registration imports the command line", async () => {
+    const tools = ["../cli/main", "../cli/flags"];
     for (const file of ["src/app/x.ts", "src/azure/x.ts", "src/coordination/x.ts", "src/host/x.ts", "src/library/x.ts"])
       expect(await refused(file, tools), file).toEqual(tools);
+  });
+
+  it("nothing of the runtime package imports the development package or Azurite, in any folder (issue 44)", async () => {
+    const dev = [
+      "azurite",
+      "azure-leader-coordinator-dev",
+      "azure-leader-coordinator-dev/testing",
+      "../../dev/src/local/run",
+    ];
+    for (const file of [
+      "src/index.ts",
+      "src/internal.ts",
+      "src/app/x.ts",
+      "src/azure/x.ts",
+      "src/coordination/jobs/x.ts",
+      "src/host/x.ts",
+      "src/library/x.ts",
+      "src/cli/x.ts",
+      "src/groupBy/x.ts",
+    ])
+      expect([...new Set(await refused(file, dev))], file).toEqual(dev);
   });
 });

@@ -3,7 +3,8 @@
  * allowed.
  */
 import { describe, expect, it } from "vitest";
-import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../src/cli/flags";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../../src/cli/flags";
+import { scheduleFlag } from "../../dev/src/cli/scheduleFlag";
 
 describe("parseFlags", () => {
   const options = { rounds: { type: "string" }, quick: { type: "boolean" } } as const;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseEnqueueArgs } from "../../src/cli/enqueueCommand";
 import { UsageError } from "../../src/cli/flags";
-import { JobsHttpApi } from "../../src/local/jobsHttpApi";
+import { JobsHttpApi } from "../../src/cli/jobsHttpApi";
 
 /** `enqueue --idempotency-key`: parsed, checked, and sent as the `Idempotency-Key` header; a replay is told apart. */
 describe("azure-leader-coordinator enqueue --idempotency-key", () => {

@@ -2,23 +2,36 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildDeployPackage } from "../../scripts/tools/package";
+import { buildDeployPackage } from "../../dev/src/cli/packageCommand";
 import { UsageError } from "../../src/cli/flags";
 
-describe("npm run package refuses what would make a broken package, before touching anything", () => {
+describe("the package command refuses what would make a broken deploy folder, before touching anything", () => {
   let dir = "";
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("without the build output it says to build first", () => {
+  const project = (files: Record<string, string>): string => {
     dir = mkdtempSync(path.join(tmpdir(), "package-script-"));
-    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ main: "dist/functions/index.js" }));
-    expect(() => buildDeployPackage(dir, path.join(dir, ".deploy"))).toThrow(UsageError);
-    expect(() => buildDeployPackage(dir, path.join(dir, ".deploy"))).toThrow(/does not exist: run npm run build first/);
+    for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
+    return dir;
+  };
+
+  it("without the build output it says to build first", () => {
+    const root = project({ "package.json": JSON.stringify({ main: "dist/functions/index.js" }) });
+    expect(() => buildDeployPackage(root, path.join(root, ".deploy"))).toThrow(UsageError);
+    expect(() => buildDeployPackage(root, path.join(root, ".deploy"))).toThrow(
+      /does not exist: build your app first \(e\.g\. npm run build\)/,
+    );
+  });
+
+  it("without a lockfile or a host.json it says what is missing", () => {
+    const root = project({ "package.json": JSON.stringify({ main: "index.js" }), "index.js": "" });
+    expect(() => buildDeployPackage(root, path.join(root, ".deploy"))).toThrow(/has no package-lock\.json/);
+    writeFileSync(path.join(root, "package-lock.json"), "{}");
+    expect(() => buildDeployPackage(root, path.join(root, ".deploy"))).toThrow(/has no host\.json/);
   });
 
   it("it never empties the project folder itself", () => {
-    dir = mkdtempSync(path.join(tmpdir(), "package-script-"));
-    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ main: "package.json" }));
-    expect(() => buildDeployPackage(dir, dir)).toThrow("--out must not be the project folder.");
+    const root = project({ "package.json": JSON.stringify({ main: "package.json" }) });
+    expect(() => buildDeployPackage(root, root)).toThrow("--out must not be the project folder.");
   });
 });

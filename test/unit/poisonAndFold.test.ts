@@ -1,6 +1,12 @@
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { groupByKind, mergeGroups, type GroupByParams, type GroupByPartial } from "../../src/groupBy/groupBy";
+import {
+  groupByKind,
+  groupByView,
+  mergeGroups,
+  type GroupByParams,
+  type GroupByPartial,
+} from "../../src/groupBy/groupBy";
 
 /** The group-by kind's aggregate (it has one). */
 const groupByAggregate = groupByKind.aggregate ?? { empty: () => [], merge: mergeGroups };
@@ -273,7 +279,7 @@ describe("folding stays cheap and bounded (issue 14, item 10)", () => {
 
   it("folds a batch of results with one merge into the aggregate, not one merge of the whole aggregate per result", async () => {
     let largeMerges = 0;
-    const counting: TaskKind<GroupByParams, GroupByPartial> = {
+    const counting: TaskKind<GroupByParams, GroupByPartial, ReturnType<typeof groupByView>> = {
       ...groupByKind,
       aggregate: {
         ...groupByAggregate,
@@ -561,7 +567,7 @@ describe("a result the leader rejects still lets its job end", () => {
 
 describe("a result the leader keeps failing on", () => {
   /** group-by, except that merging a partial with the group "cursed" throws (a bug in a kind, say). */
-  const cursed: TaskKind<GroupByParams, GroupByPartial> = {
+  const cursed: TaskKind<GroupByParams, GroupByPartial, ReturnType<typeof groupByView>> = {
     ...groupByKind,
     aggregate: {
       ...groupByAggregate,

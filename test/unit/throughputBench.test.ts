@@ -32,7 +32,7 @@ import {
   POLL_MIN_MS,
   pollDelaysMs,
 } from "../../scripts/verification/bench/throughput/baselineProtocol";
-import { MIN_POLL_MS } from "../../src/local/pollingBackoff";
+import { MIN_POLL_MS } from "../../dev/src/local/pollingBackoff";
 
 const roles = {
   workQueues: ["work-items"],
@@ -308,7 +308,7 @@ describe("throughput benchmark: pure parts (unit)", () => {
     expect(hostJson.extensions.queues.maxPollingInterval).toBe("00:00:02");
     expect(POLL_MAX_MS).toBe(2000);
     // The loop's workers back off 100 ms doubling with ±20 % jitter (withJitter(delay, 0.2)); the local host's queue
-    // triggers follow the queues extension (100 ms + 2^(n−1) × 100 ms, ±20 %: src/local/pollingBackoff.ts), which
+    // triggers follow the queues extension (100 ms + 2^(n−1) × 100 ms, ±20 %: dev/src/local/pollingBackoff.ts), which
     // reaches the longest wait sooner (2,300 ms at +20 %). By IDLE_LOOP_MS every wait before the longest has passed on
     // both sides even at +20 %, so the job comes to pollers that poll every 2 s.
     const delays = pollDelaysMs();

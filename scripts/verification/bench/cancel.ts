@@ -9,7 +9,7 @@ import { defineTaskKind } from "../../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../../src/coordination/kinds/taskRegistry";
 import { silentLogger } from "../../../src/library/util/logger";
 import { delay } from "../../../src/library/util/delay";
-import { startAzurite } from "../../../src/local/azurite";
+import { startAzurite } from "../../../dev/src/local/azurite";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**

@@ -16,8 +16,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
-import { NODE_WORKER_ARGUMENTS } from "../../../src/local/instances";
-import { startAzurite } from "../../../src/local/azurite";
+import { NODE_WORKER_ARGUMENTS } from "../../../dev/src/local/instances";
+import { startAzurite } from "../../../dev/src/local/azurite";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 import { ensureBuild } from "./compiledApp";
 import { LOOP, pairedRun, type FlagSet, type Run } from "./instancePairs";

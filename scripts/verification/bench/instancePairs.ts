@@ -7,10 +7,10 @@ import { coordinationDeps, getJobStatus, submitJob } from "../../../src/app/oper
 import { runCoordinationStep } from "../../../src/coordination/step/step";
 import { delay } from "../../../src/library/util/delay";
 import { silentLogger } from "../../../src/library/util/logger";
-import { InstanceProcess, type InstanceHandlers } from "../../../src/local/instances";
-import { instanceEnv, waitForReady } from "../../../src/local/startup";
-import { ensureAppStorage } from "../../../src/local/storageSetup";
-import type { Azurite } from "../../../src/local/azurite";
+import { InstanceProcess, type InstanceHandlers } from "../../../dev/src/local/instances";
+import { instanceEnv, waitForReady } from "../../../dev/src/local/startup";
+import { ensureAppStorage } from "../../../dev/src/local/storageSetup";
+import type { Azurite } from "../../../dev/src/local/azurite";
 import { REPO_APP } from "../../support/repoApp";
 import { COMPILED_APP, compiledInstanceProcess } from "./compiledApp";
 import { readCpuTimes } from "./throughput/cpuTimes";

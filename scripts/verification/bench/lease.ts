@@ -26,7 +26,7 @@ import { ContenderProcess, REPO_ROOT } from "./lease/ContenderProcess";
 import { IMPLEMENTATIONS, LEASE_BLOB_NAME, type Implementation } from "./lease/protocol";
 import { runRound, SCENARIOS, STEP_TIMEOUT_MS, type RoundSample, type Scenario } from "./lease/rounds";
 import { formatTable, ratio, SCENARIO_KEYS, summarise, type ImplementationResults } from "./lease/summary";
-import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { startAzurite, type Azurite } from "../../../dev/src/local/azurite";
 
 const CONTENDERS = 3;
 /** Issue 9's targets for the project: graceful handover, and crash takeover beyond the lease duration, in s. */

@@ -19,7 +19,7 @@ import { readTermHistory } from "../../../src/coordination/state/termHistory";
 import { FencedStateStore } from "../../../src/library/fencing/FencedStateStore";
 import { describeLeader } from "../../../src/library/leadership/leaderInfo";
 import { maxSizeJob } from "../../../test/support/maxSizeJobs";
-import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { startAzurite, type Azurite } from "../../../dev/src/local/azurite";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../src/cli/flags";
 
 /**

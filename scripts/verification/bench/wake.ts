@@ -18,13 +18,14 @@ import { createRepoApp } from "../../support/repoKinds";
 import { getJobStatus, submitJob } from "../../../src/app/jobs";
 import { delay } from "../../../src/library/util/delay";
 import { stats, type Stats } from "./lease/summary";
-import { InstanceProcess, type InstanceHandlers } from "../../../src/local/instances";
-import type { EventLine } from "../../../src/local/protocol";
-import { instanceEnv, waitForReady } from "../../../src/local/startup";
-import { ensureAppStorage } from "../../../src/local/storageSetup";
-import { parseSchedule } from "../../../src/local/timerTrigger";
-import { startAzurite, type Azurite } from "../../../src/local/azurite";
-import { numberFlag, parseFlags, pathFlag, scheduleFlag } from "../../../src/cli/flags";
+import { InstanceProcess, type InstanceHandlers } from "../../../dev/src/local/instances";
+import type { EventLine } from "../../../dev/src/local/protocol";
+import { instanceEnv, waitForReady } from "../../../dev/src/local/startup";
+import { ensureAppStorage } from "../../../dev/src/local/storageSetup";
+import { parseSchedule } from "../../../dev/src/local/timerTrigger";
+import { startAzurite, type Azurite } from "../../../dev/src/local/azurite";
+import { numberFlag, parseFlags, pathFlag } from "../../../src/cli/flags";
+import { scheduleFlag } from "../../../dev/src/cli/scheduleFlag";
 import { REPO_APP } from "../../support/repoApp";
 
 const USAGE = `Usage: npm run bench:wake -- [--rounds N] [--schedule CRON] [--instances N] [--out FILE]

@@ -4,10 +4,15 @@ import { type AppBuildOptions, type CoordinatorApp } from "../../../src/app/cont
 import { createRepoApp } from "../../support/repoKinds";
 import { readSettings, type Settings } from "../../../src/app/settings";
 import { delay } from "../../../src/library/util/delay";
-import { startAzurite, type Azurite } from "../../../src/local/azurite";
-import { EventLog, recordFromEventLine, type EventRecord } from "../../../src/local/eventLog";
-import { InstanceProcess, lastOutput, type InstanceHandlers, type InstanceState } from "../../../src/local/instances";
-import { ensureAppStorage } from "../../../src/local/storageSetup";
+import { startAzurite, type Azurite } from "../../../dev/src/local/azurite";
+import { EventLog, recordFromEventLine, type EventRecord } from "../../../dev/src/local/eventLog";
+import {
+  InstanceProcess,
+  lastOutput,
+  type InstanceHandlers,
+  type InstanceState,
+} from "../../../dev/src/local/instances";
+import { ensureAppStorage } from "../../../dev/src/local/storageSetup";
 import { REPO_APP } from "../../support/repoApp";
 
 /**

@@ -1,4 +1,4 @@
-import type { EventRecord } from "../../../src/local/eventLog";
+import type { EventRecord } from "../../../dev/src/local/eventLog";
 import type { StateVersion } from "./observer";
 
 /**

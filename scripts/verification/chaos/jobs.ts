@@ -2,7 +2,7 @@ import type { ContainerClient } from "@azure/storage-blob";
 import type { CoordinatorApp } from "../../../src/app/context";
 import { getJobStatus, submitJob, type JobStatus } from "../../../src/app/jobs";
 import { delay } from "../../../src/library/util/delay";
-import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "../../../src/local/demoData";
+import { aggregatesMatch, asAggregate, createDemoJob, type Aggregate } from "../../../dev/src/local/demoData";
 
 /**
  * The jobs of a scenario and what each must end as, computed independently of the app: which items are good (each

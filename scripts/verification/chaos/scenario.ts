@@ -2,7 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { delay } from "../../../src/library/util/delay";
-import { renderTimeline } from "../../../src/local/timeline";
+import { renderTimeline } from "../../../dev/src/local/timeline";
 import { ChaosCluster, type ChaosInstance } from "./cluster";
 import {
   epochOrderViolations,

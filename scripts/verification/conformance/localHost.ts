@@ -1,11 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { InstanceProcess } from "../../../src/local/instances";
+import { InstanceProcess } from "../../../dev/src/local/instances";
 import { executionOf, remember, type HostProcess, type InvocationRecord } from "./hostProcess";
 import type { HostSpec } from "./spec";
 
 /**
- * The local host's side of `conformance:host`: one instance process of `src/local/` (the same one `local`, the tests
+ * The local host's side of `conformance:host`: one instance process of `dev/src/local/` (the same one `local`, the tests
  * and the chaos suite start), running ./app.ts with a host.json written from the scenario's spec.
  */
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { QueueServiceClient, type QueueClient } from "@azure/storage-queue";
-import { startAzurite, type Azurite } from "../../../src/local/azurite";
+import { startAzurite, type Azurite } from "../../../dev/src/local/azurite";
 import { delay } from "../../../src/library/util/delay";
 import { startCountingProxy, type CountingProxy, type ProxiedRequest } from "../../support/countingProxy";
 import type { HostProcess, Side } from "./hostProcess";

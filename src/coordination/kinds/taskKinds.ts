@@ -21,7 +21,7 @@ import type { Logger } from "../../library/util/logger.js";
  * });
  * ```
  */
-export interface TaskKind<Params = unknown, Partial = unknown> {
+export interface TaskKind<Params = unknown, Partial = unknown, View = Partial> {
   /** The `kind` a job submission names: 1–64 letters, digits, `.`, `_` or `-`. */
   readonly name: string;
   /**
@@ -45,7 +45,7 @@ export interface TaskKind<Params = unknown, Partial = unknown> {
    */
   process(input: TaskInput, context: TaskContext<Params>): Promise<Partial> | Partial;
   /** How partial results combine into the job's aggregate. @default none: jobs count items done and failed only */
-  readonly aggregate?: TaskAggregate<Partial>;
+  readonly aggregate?: TaskAggregate<Partial, View>;
   /**
    * Limits that hold across every instance and every app sharing the coordinator: items of this kind running at once
    * and started per period, for the kind as a whole and per key (the tenant, the host an item calls, …). The leader
@@ -119,13 +119,13 @@ export interface LimitItem {
  * How a kind's partial results combine. `merge` must be associative and commutative with `empty()` as its identity,
  * so results can fold in any order and the aggregate never depends on which worker, leader or retry produced what.
  */
-export interface TaskAggregate<Partial> {
+export interface TaskAggregate<Partial, View = Partial> {
   /** The identity of {@link merge}: the aggregate of a job before any item is done. */
   empty(): Partial;
   /** Combines two partial results (must not change either). */
   merge(a: Partial, b: Partial): Partial;
   /** The aggregate as users read it (job status, the final result). @default the partial itself */
-  view?(partial: Partial): unknown;
+  view?(partial: Partial): View;
   /**
    * How many groups (entries) a partial holds; a job whose aggregate would exceed `MAX_AGGREGATE_GROUPS` fails.
    * @default the length of an array, the number of keys of an object, otherwise 1
@@ -172,14 +172,20 @@ export interface TaskContext<Params> {
 }
 
 /**
- * Returns the kind as given: a typed way to write one, inferring `Params` from its schema and `Partial` from
- * `process`.
+ * Returns the kind as given: a typed way to write one, inferring `Params` from its schema, `Partial` from `process`
+ * and `View` from the aggregate's `view` (the partial itself without one).
  */
-export function defineTaskKind<Params = unknown, Partial = unknown>(
-  kind: TaskKind<Params, Partial>,
-): TaskKind<Params, Partial> {
+export function defineTaskKind<Params = unknown, Partial = unknown, View = Partial>(
+  kind: TaskKind<Params, Partial, View>,
+): TaskKind<Params, Partial, View> {
   return kind;
 }
+
+/**
+ * The aggregate a job of kind `K` reports, as users read it (its `view`, else the partial), e.g.
+ * `JobStatus<AggregateOf<typeof wordCount>>`: what `waitForJob(id, { kind })` returns.
+ */
+export type AggregateOf<K> = K extends TaskKind<unknown, unknown, infer View> ? View : unknown;
 
 /**
  * The input of one item is unusable: retrying cannot help. Thrown by {@link TaskKind.process}; the item is recorded as

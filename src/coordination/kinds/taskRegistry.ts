@@ -44,7 +44,7 @@ export class TaskRegistry {
   }
 
   /** Adds a kind. @throws ConfigurationError when its name is taken or its definition is not usable. */
-  register<P, R>(kind: TaskKind<P, R>): this {
+  register<P, R, V>(kind: TaskKind<P, R, V>): this {
     const registered = toRegisteredKind(kind);
     if (this.kinds.has(registered.name))
       throw new ConfigurationError(`Task kind "${registered.name}" is registered twice; each kind needs its own name.`);

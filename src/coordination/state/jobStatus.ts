@@ -20,8 +20,11 @@ export function hasEnded(status: JobStatus["status"]): status is EndedStatus {
   return ENDED_STATUSES.has(status);
 }
 
-/** A job's progress as users read it. */
-export interface JobStatus {
+/**
+ * A job's progress as users read it. `Aggregate` is its kind's aggregate as users read it (`AggregateOf<typeof kind>`
+ * where the caller names the kind; `unknown` otherwise).
+ */
+export interface JobStatus<Aggregate = unknown> {
   id: string;
   kind: string;
   /**
@@ -40,8 +43,11 @@ export interface JobStatus {
    * still make them done, and they count as failed only if none comes by `heldUntil`, when nothing else is left.
    */
   progress: { total: number; dispatched: number; done: number; failed: number; skipped: number; held?: number };
-  /** The aggregate so far (final once completed), in the kind's view. */
-  aggregate: unknown;
+  /**
+   * The aggregate so far (final once completed), in the kind's view; undefined while the job is pending, `null` for a
+   * kind without an aggregate.
+   */
+  aggregate: Aggregate | undefined;
   /** Failed items with reasons (the first ones, up to a bound); `progress.failed` counts all. */
   failures: { item: number; reason: string }[];
   createdAt: string;

@@ -1,4 +1,5 @@
-import { listFlag, numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../../../src/cli/flags";
+import { listFlag, numberFlag, parseFlags, pathFlag, UsageError } from "../../../../src/cli/flags";
+import { scheduleFlag } from "../../../../dev/src/cli/scheduleFlag";
 import { DEFAULT_SCHEDULE } from "../throughput/cli";
 
 /** The command line of `npm run bench:limits`, parsed and validated up front. */

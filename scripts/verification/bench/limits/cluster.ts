@@ -1,9 +1,10 @@
 import type { CoordinatorApp } from "../../../../src/app/context";
-import { startAzurite, type Azurite } from "../../../../src/local/azurite";
-import { InstanceProcess, type InstanceHandlers } from "../../../../src/local/instances";
-import { JobsHttpApi, jobsBaseUrl } from "../../../../src/local/jobsHttpApi";
-import { instanceEnv, waitForReady } from "../../../../src/local/startup";
-import { ensureAppStorage } from "../../../../src/local/storageSetup";
+import { startAzurite, type Azurite } from "../../../../dev/src/local/azurite";
+import { InstanceProcess, type InstanceHandlers } from "../../../../dev/src/local/instances";
+import { JobsHttpApi } from "../../../../src/cli/jobsHttpApi";
+import { jobsBaseUrl } from "../../../../dev/src/local/instanceUrls";
+import { instanceEnv, waitForReady } from "../../../../dev/src/local/startup";
+import { ensureAppStorage } from "../../../../dev/src/local/storageSetup";
 import { REPO_APP } from "../../../support/repoApp";
 import { createRepoApp } from "../../../support/repoKinds";
 

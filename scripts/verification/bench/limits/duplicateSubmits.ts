@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { getJobStatus, hasEnded } from "../../../../src/app/jobs";
 import { keys } from "../../../../src/coordination/state/jobState";
 import { delay } from "../../../../src/library/util/delay";
-import type { HttpSubmitResult } from "../../../../src/local/jobsHttpApi";
+import type { HttpSubmitResult } from "../../../../src/cli/jobsHttpApi";
 import { round, type Measurement } from "./measurement";
 
 /**

@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { aggregatesMatch, asAggregate } from "../../../../src/local/demoData";
+import { aggregatesMatch, asAggregate } from "../../../../dev/src/local/demoData";
 import { readCpuTimes } from "../throughput/cpuTimes";
 import { readRssKiB } from "../throughput/projectRun";
 import type { ScenarioJob } from "../throughput/scenarios";

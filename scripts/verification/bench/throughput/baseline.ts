@@ -10,7 +10,7 @@ import { groupByView, mergeGroups, type GroupByPartial } from "../../../../src/g
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../../../src/azure/clients";
 import { decodeBody, encodeBody } from "../../../../src/azure/StorageQueue";
 import { delay, withJitter } from "../../../../src/library/util/delay";
-import { aggregatesMatch, asAggregate } from "../../../../src/local/demoData";
+import { aggregatesMatch, asAggregate } from "../../../../dev/src/local/demoData";
 import {
   BASELINE_RESULT_BATCH,
   BASELINE_SEND_PARALLELISM,

@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import { createStorageClients, DEFAULT_PIPELINE_OPTIONS } from "../../../../src/azure/clients";
 import { groupByView } from "../../../../src/groupBy/groupBy";
 import { delay } from "../../../../src/library/util/delay";
-import { aggregatesMatch, asAggregate } from "../../../../src/local/demoData";
+import { aggregatesMatch, asAggregate } from "../../../../dev/src/local/demoData";
 import { BASELINE_NAMES, consume, produce, startWorkers, stopWorkers, workBodies, workersCpuTimes } from "./baseline";
 import type { ScenarioJob } from "./scenarios";
 

@@ -1,5 +1,6 @@
 import { settingsSchema } from "../../../../src/app/settings";
-import { numberFlag, parseFlags, pathFlag, scheduleFlag, UsageError } from "../../../../src/cli/flags";
+import { numberFlag, parseFlags, pathFlag, UsageError } from "../../../../src/cli/flags";
+import { scheduleFlag } from "../../../../dev/src/cli/scheduleFlag";
 
 /** The command line of `npm run bench:throughput`, parsed and validated up front. */
 

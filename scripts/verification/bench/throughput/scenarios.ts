@@ -1,4 +1,4 @@
-import { createDemoJob, type Aggregate } from "../../../../src/local/demoData";
+import { createDemoJob, type Aggregate } from "../../../../dev/src/local/demoData";
 
 /**
  * The benchmark's jobs: (a) `small` — many small inline items (about 100 bytes of CSV each); (b) `blob` — items that

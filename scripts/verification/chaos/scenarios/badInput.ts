@@ -2,7 +2,7 @@ import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { QueueClient } from "@azure/storage-queue";
 import { submitJob } from "../../../../src/app/operations";
 import { delay } from "../../../../src/library/util/delay";
-import { fieldText } from "../../../../src/local/eventLog";
+import { fieldText } from "../../../../dev/src/local/eventLog";
 import { runScenario, type ScenarioOptions, type ScenarioResult, type ScenarioRun } from "../scenario";
 import { badMessages, badSubmissions, mixedJob, type BadMessage } from "./badInputs";
 

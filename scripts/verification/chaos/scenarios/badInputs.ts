@@ -1,5 +1,5 @@
 import { expectedAggregate, type ItemSpec } from "../jobs";
-import type { Aggregate } from "../../../../src/local/demoData";
+import type { Aggregate } from "../../../../dev/src/local/demoData";
 
 /**
  * The bad input of the bad-input scenario: raw queue messages (invalid encoding, invalid JSON, wrong shapes, unknown

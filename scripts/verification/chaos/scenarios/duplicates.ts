@@ -6,7 +6,7 @@ import {
   type UnitWorkMessage,
 } from "../../../../src/coordination/ports/messages";
 import { delay } from "../../../../src/library/util/delay";
-import { createDemoJob } from "../../../../src/local/demoData";
+import { createDemoJob } from "../../../../dev/src/local/demoData";
 import { UNIT_DEFAULTS } from "../cluster";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../scenario";
 

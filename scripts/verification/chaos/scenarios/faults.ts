@@ -1,5 +1,5 @@
 import { delay } from "../../../../src/library/util/delay";
-import type { EventRecord } from "../../../../src/local/eventLog";
+import type { EventRecord } from "../../../../dev/src/local/eventLog";
 import type { ChaosInstance } from "../cluster";
 import { writesOfEpochAfter } from "../invariants";
 import type { ScenarioRun } from "../scenario";

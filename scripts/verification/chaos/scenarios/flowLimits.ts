@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { delay } from "../../../../src/library/util/delay";
-import { createDemoJob } from "../../../../src/local/demoData";
+import { createDemoJob } from "../../../../dev/src/local/demoData";
 import type { ChaosInstance } from "../cluster";
 import { TaskRegistry } from "../../../../src/coordination/kinds/taskRegistry";
 import { groupByKind } from "../../../../src/groupBy/groupBy";

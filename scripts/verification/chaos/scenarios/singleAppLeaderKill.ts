@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { delay } from "../../../../src/library/util/delay";
-import type { EventRecord } from "../../../../src/local/eventLog";
+import type { EventRecord } from "../../../../dev/src/local/eventLog";
 import type { ChaosInstance } from "../cluster";
 import { runScenario, TICK_MS, type ScenarioOptions, type ScenarioResult, type ScenarioRun } from "../scenario";
 import { catchStepWithJob } from "./faults";

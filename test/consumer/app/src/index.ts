@@ -1,29 +1,10 @@
 // A user's Function app: the coordinator with the user's own async task kind, registered in one call.
 import { app } from "@azure/functions";
-import { defineTaskKind, ItemError, registerCoordinator, type JobStatus } from "azure-leader-coordinator";
+import { registerCoordinator, type AggregateOf, type JobStatus } from "azure-leader-coordinator";
 import { LeaderElector, type LeadershipTerm } from "azure-leader-coordinator/leader-election";
+import { wordCount } from "./wordCount";
 
-/** How long an item's "I/O" takes, in ms (its own app setting: the consumer tests slow a job down with it). */
-const itemDelayMs = Number(process.env.WORD_COUNT_DELAY_MS ?? "2");
-
-/** Counts words and letters of each text item; an item that is not text fails alone. */
-export const wordCount = defineTaskKind({
-  name: "word-count",
-  concurrency: 4,
-  async process(input, context) {
-    // Stands for real I/O: the kind awaits, honours the signal, and names its output by the item's key.
-    await new Promise<void>((resolve) => setTimeout(resolve, itemDelayMs));
-    context.abortSignal.throwIfAborted();
-    if (input.bytes.includes(0)) throw new ItemError(`item ${context.index} is not text`);
-    const words = input.text.split(/\s+/).filter((word) => word !== "");
-    return { words: words.length, letters: words.join("").length, keys: [context.idempotencyKey] };
-  },
-  aggregate: {
-    empty: () => ({ words: 0, letters: 0, keys: [] as string[] }),
-    merge: (a, b) => ({ words: a.words + b.words, letters: a.letters + b.letters, keys: [...a.keys, ...b.keys] }),
-    view: (total) => ({ words: total.words, letters: total.letters, distinctKeys: new Set(total.keys).size }),
-  },
-});
+export { wordCount };
 
 export const coordinator = registerCoordinator(app, {
   taskKinds: [wordCount],
@@ -31,5 +12,10 @@ export const coordinator = registerCoordinator(app, {
   http: { routePrefix: "words" },
 });
 
-// The types a user reaches for are exported, with the leader-election library beside them.
+// The types a user reaches for are exported, with the leader-election library beside them; a status read with the
+// kind named is typed by its aggregate.
 export type Checks = [JobStatus, LeadershipTerm, typeof LeaderElector];
+export async function totalWords(id: string): Promise<number | undefined> {
+  const status = await coordinator.client.getJob(id, { kind: wordCount });
+  return status?.aggregate?.words;
+}
