@@ -186,9 +186,9 @@ export class SimLimits {
   /**
    * How long after faults stop a limited job may take to end: a grant whose unit never went out (its leader died
    * between its writes and its send) holds its shares for a grant's lifetime and grace before the unit is sent again,
-   * and then the job's items run one after another at worst, each a unit's time or a rate window. A unit delivered
-   * again after a crash or a freeze goes back held: its grant's shares stay held for the grant's lifetime and grace
-   * (another copy may still run under it), once more.
+   * and then the job's items run one after another at worst, each a unit's time or a rate window. A unit whose copy
+   * could not claim its grant (storage trouble) goes back held: its grant's shares stay held for the grant's lifetime
+   * and grace (another copy may run under it), once more.
    */
   calmLimitMs(baseMs: number, tickMs: number): number {
     if (!this.on) return baseMs;

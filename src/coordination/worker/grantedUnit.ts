@@ -1,20 +1,20 @@
 import type { CoordinationDeps } from "../deps.js";
 import { UnitGate } from "../flow/unitGate.js";
 import type { GrantedWorkMessage, GrantReport } from "../ports/messages.js";
-import type { Abortable } from "../../library/util/delay.js";
+import { delay, type Abortable } from "../../library/util/delay.js";
 import { withTimeout } from "../../library/util/timeout.js";
 import { keys } from "../state/jobState.js";
 import { RESEND_TIMEOUT_MS } from "./workerResend.js";
 
 /**
  * What a worker does besides running items for a granted unit (one whose job is limited: `v: 3`). A grant's shares are
- * the leader's to count once, so no two copies of a unit may run under one grant: a copy runs it only on its first
- * delivery, and only once it has claimed the grant (a blob created if absent, holding its message id) — a second copy
- * of the message (a send the storage SDK retried) finds the claim and starts nothing. A delivery after the first
- * (the one before may be frozen, not ended: its visibility timeout passed) sends the unit back whole, `held`: the
- * leader holds the grant's shares until it expires, and grants the unit again. A grant that has expired, and a run
- * that fails or is shut down, send the unit back too (a regrant) instead of leaving it to the queue's redelivery.
- * Its result reports the grant, so the leader takes its shares back.
+ * the leader's to count once, so no two copies of a unit may run under one grant: a copy runs it only once it has
+ * claimed the grant (a blob created if absent, holding its message id) — a second copy of the message (a send the
+ * storage SDK retried, a duplicate delivery) finds the claim taken and starts nothing. A delivery of the claimant's
+ * message after the first (the one before died, or froze past the message's visibility) runs it after a whole rate
+ * window: the delivery before may have started items until it stopped, and its rate permits are this copy's too.
+ * A grant that has expired, and a run that fails or is shut down, send the unit back (a regrant) instead of leaving it
+ * to the queue's redelivery. Its result reports the grant, so the leader takes its shares back.
  */
 
 /** What sending a granted unit's report needs. */
@@ -26,9 +26,9 @@ export function gateOf(message: GrantedWorkMessage, nowMs: () => number): UnitGa
 }
 
 /**
- * Whether this delivery of a granted unit may run it: `run` when its copy claimed the grant (or had claimed it),
- * `copy` when another copy of the unit had (this one starts nothing, reports nothing), `redelivered` on a delivery
- * after the first (sent back, held), `expired` when its grant has expired (sent back).
+ * Whether this delivery of a granted unit may run it: `run` when its copy claimed the grant (or had claimed it: on a
+ * delivery after the first, after a whole rate window), `copy` when another copy of the unit had (this one starts
+ * nothing, reports nothing), `expired` when its grant has expired (sent back).
  */
 export async function claimGrant(
   deps: Pick<CoordinationDeps, "system">,
@@ -36,12 +36,15 @@ export async function claimGrant(
   gate: UnitGate,
   delivery: { id: string; dequeueCount: number },
   options: Abortable,
-): Promise<"run" | "copy" | "redelivered" | "expired"> {
-  if (delivery.dequeueCount > 1) return "redelivered";
+): Promise<"run" | "copy" | "expired"> {
   if (gate.expired()) return "expired";
   const claim = keys.grantClaim(message.jobId, message.grant.id);
-  if (await deps.system.createText(claim, delivery.id, options)) return "run";
-  return (await deps.system.readText(claim, options)) === delivery.id ? "run" : "copy";
+  const claimed =
+    (await deps.system.createText(claim, delivery.id, options)) ||
+    (await deps.system.readText(claim, options)) === delivery.id;
+  if (!claimed) return "copy";
+  if (delivery.dequeueCount > 1 && gate.longestWindowMs > 0) await delay(gate.longestWindowMs, options);
+  return gate.expired() ? "expired" : "run";
 }
 
 /** The grant as the unit's result reports it. */

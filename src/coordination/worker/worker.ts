@@ -164,8 +164,6 @@ export async function processWorkMessage(
       const claim = await claimGrant(deps, message, gate, delivery, options);
       if (claim === "copy")
         return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
-      if (claim === "redelivered")
-        return await regranted(`delivery ${delivery.dequeueCount}: the one before may still run it`, true);
       if (claim === "expired") return await regranted("its grant expired before it started");
       claimed = true;
     }
