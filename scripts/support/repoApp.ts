@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 
 /**
- * This repository's own Function app as the local host runs it (`dev/src/local/`): its entry from sources (the host runs
+ * This repository's own Function app as the local host runs it (`dev/src/local`): its entry from sources (the host runs
  * it with tsx) and its host.json. Spread into an instance's environment by the runner, the chaos suite, the
  * benchmarks and the end-to-end tests.
  */

@@ -1,5 +1,5 @@
 import type { DequeuedMessageItem, QueueClient } from "@azure/storage-queue";
-import { delay, withJitter } from "azure-leader-coordinator/internal";
+import { delay } from "azure-leader-coordinator/internal";
 import { stringProperty, type TriggerBinding } from "./bindings.js";
 import type { QueueSettings } from "./hostConfig.js";
 import { failedBinding, type HostLogSink, type InvocationOutcome, type Invoker } from "./invoke.js";

@@ -9,7 +9,7 @@ import { REPO_APP } from "../../support/repoApp";
  * This repository's app as Azure runs it: compiled JavaScript under plain Node. `npm run build` compiles the package
  * (tshy: dist/commonjs, dist/esm) and the app (dist/functions/index.js, package.json `main`, which requires the
  * package by name: its CommonJS build). An instance process started from dist/commonjs/local/instances.js is
- * `node dist/commonjs/local/instance.js` (dev/src/local/entryPoints.ts), as `npx azure-leader-coordinator local` runs it
+ * `node dist/commonjs/local/instance.js` (dev/src/local/entryPoints), as `npx azure-leader-coordinator local` runs it
  * from the installed package: no tsx loader anywhere in the process. From sources (`REPO_APP`, tsx) the same code runs
  * with tsx's loader and esbuild's output instead of tsc's.
  */

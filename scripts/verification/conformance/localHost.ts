@@ -5,7 +5,7 @@ import { executionOf, remember, type HostProcess, type InvocationRecord } from "
 import type { HostSpec } from "./spec";
 
 /**
- * The local host's side of `conformance:host`: one instance process of `dev/src/local/` (the same one `local`, the tests
+ * The local host's side of `conformance:host`: one instance process of `dev/src/local` (the same one `local`, the tests
  * and the chaos suite start), running ./app.ts with a host.json written from the scenario's spec.
  */
 
