@@ -43,7 +43,7 @@ describe("azure.yaml", () => {
     const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
       scripts: Record<string, string>;
     };
-    expect(manifest.scripts.package).toBe("tsx scripts/tools/package.ts");
+    expect(manifest.scripts.package).toBe("tsx dev/src/cli/bin.ts package");
   });
 
   it("provisions with infra/azd.bicep and its parameters file, which maps azd's variables", () => {
