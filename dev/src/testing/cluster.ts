@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import {
   ConfigurationError,
   delay,
+  hasEnded,
   JobsHttpApi,
   type Abortable,
   type AppEvent,
@@ -205,7 +206,7 @@ class Cluster implements TestCluster {
     id: string,
     options: ClusterWaitOptions & { until?: (status: JobStatus) => boolean } = {},
   ): Promise<JobStatus> {
-    const until = options.until ?? ((status: JobStatus) => status.status !== "pending" && status.status !== "running");
+    const until = options.until ?? ((status: JobStatus) => hasEnded(status.status));
     const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     let last: JobStatus | undefined;
     for (;;) {

@@ -17,7 +17,9 @@ export const RESEND_TIMEOUT_MS = 5000;
  * sent without the aborted shutdown signal, within {@link RESEND_TIMEOUT_MS}; if it cannot be sent, the shutdown
  * (`shutdown`, the error the unit's run threw) is thrown as before and the host poisons the message. One send request
  * per such shutdown; only a shutdown sends it, so a unit goes round again at most once a shutdown. Returns the reason,
- * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again).
+ * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again). A granted
+ * unit's copy is hidden for `visibilityDelayS` (its rate window): the starts of this delivery count against its grant
+ * until then.
  */
 export async function resendOnShutdown(
   deps: Pick<CoordinationDeps, "workQueue" | "workPoisonQueue" | "logger" | "instanceId">,
@@ -25,11 +27,15 @@ export async function resendOnShutdown(
   delivery: { id: string; dequeueCount: number; maxDequeueCount: number },
   unit: { jobId: string; item: number; count: number },
   shutdown: unknown,
+  visibilityDelayS = 0,
 ): Promise<string> {
   const where = `work message ${delivery.id} (job ${unit.jobId}, items ${unit.item}–${unit.item + unit.count - 1})`;
   try {
     await withTimeout(RESEND_TIMEOUT_MS, (abortSignal) =>
-      deps.workQueue.send([typeof payload === "string" ? payload : JSON.stringify(payload)], { abortSignal }),
+      deps.workQueue.send([typeof payload === "string" ? payload : JSON.stringify(payload)], {
+        abortSignal,
+        ...(visibilityDelayS > 0 ? { visibilityDelayS } : {}),
+      }),
     );
   } catch (error) {
     deps.logger.warn(

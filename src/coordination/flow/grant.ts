@@ -1,0 +1,98 @@
+import { useByPool, type Hold, type Ledger, type PoolUse } from "../state/grantLedger.js";
+import type { NamedPool } from "./pools.js";
+
+/**
+ * How much of each limit a unit gets. A unit's share of a pool is what it may run at once (`c`) and the rate permits
+ * it may use (`r`, each once per the pool's window); the sum of the shares the ledger holds never passes a pool's
+ * limit, which is what makes the limit global: every item runs under a share, and a share is written down before its
+ * unit is sent.
+ */
+
+/** A unit of a concurrency-limited pool carries at most this many items per share: it runs them back to back. */
+export const ITEMS_PER_SHARE = 16;
+/**
+ * A unit of a rate-limited pool carries about this long of starts at its share, in ms: long enough that the gap between
+ * one unit's end and the next one's start (a fold, a dispatch, a worker's poll) costs a few percent of the rate, short
+ * enough that a job waiting on the pool gets its turn soon (the shares come back as units end).
+ */
+export const TARGET_UNIT_MS = 10_000;
+/** Most distinct keys one unit carries (its message names each key's share). */
+export const MAX_KEYS_PER_UNIT = 16;
+/**
+ * How long a grant lasts, in ms: its worker starts no item after it and stops the unit (sending the grant back), so a
+ * grant whose unit was never sent, or whose process died, frees its shares at last. Ten minutes: the Functions host's
+ * visibility of a message it runs, so a copy the host hands out again after a process froze past it finds its grant
+ * expired. Each grant a unit gets again lasts twice as long (at most {@link MAX_GRANT_LIFETIME_MS}).
+ */
+export const GRANT_LIFETIME_MS = 600_000;
+/** The longest grant, in ms. */
+export const MAX_GRANT_LIFETIME_MS = 8 * GRANT_LIFETIME_MS;
+/** Grants a unit may have before its items fail instead (each expired, or was given back unstarted). */
+export const MAX_REGRANTS = 5;
+
+/** How long the grant of a unit that had `regrants` grants before lasts. */
+export function lifetimeMs(regrants: number): number {
+  return Math.min(MAX_GRANT_LIFETIME_MS, GRANT_LIFETIME_MS * 2 ** Math.max(0, regrants));
+}
+
+/** What is free in each pool during one dispatch: the ledger's use, plus what this dispatch has granted so far. */
+export class PoolBook {
+  private readonly use: Map<string, PoolUse>;
+
+  /** `epoch`: the leader's, on whose clock its own ends were recorded. */
+  constructor(ledger: Pick<Ledger, "grants">, nowMs: number, epoch: number) {
+    this.use = useByPool(ledger, nowMs, epoch);
+  }
+
+  /** The shares still free in a pool (Infinity for what it does not limit). */
+  free(pool: NamedPool): { c: number; r: number } {
+    const use = this.use.get(pool.id) ?? { running: 0, ratePermits: 0 };
+    const { concurrency, rate } = pool.limit;
+    return {
+      c: concurrency === undefined ? Infinity : Math.max(0, concurrency - use.running),
+      r: rate === undefined ? Infinity : Math.max(0, rate.permits - use.ratePermits),
+    };
+  }
+
+  /** Whether a unit could get a share of at least one of each thing the pool limits. */
+  canStart(pool: NamedPool): boolean {
+    const free = this.free(pool);
+    return free.c >= 1 && free.r >= 1;
+  }
+
+  /**
+   * Most items a unit may carry for this pool, given `perUnit` (items of a unit run at once) and `remaining` (items of
+   * its job still to send): as many as its share runs {@link ITEMS_PER_SHARE} times over, as many as its rate share
+   * starts in {@link TARGET_UNIT_MS}, and no more than its share's part of what remains — so a job's units together use
+   * every share free, and end about together.
+   */
+  itemCap(pool: NamedPool, perUnit: number, remaining: number): number {
+    const free = this.free(pool);
+    const { concurrency, rate } = pool.limit;
+    let cap = Infinity;
+    if (concurrency !== undefined) {
+      const share = Math.min(free.c, perUnit);
+      cap = Math.min(share * ITEMS_PER_SHARE, Math.ceil((remaining * share) / Math.max(1, free.c)));
+    }
+    if (rate !== undefined) {
+      const byTime = Math.max(1, Math.floor((free.r * TARGET_UNIT_MS) / rate.windowMs));
+      cap = Math.min(cap, byTime);
+    }
+    return Math.max(1, cap);
+  }
+
+  /** A unit's share of a pool for `items` of its items, taken from what is free. */
+  take(pool: NamedPool, items: number, perUnit: number): Hold {
+    const free = this.free(pool);
+    const { concurrency, rate } = pool.limit;
+    const hold: Hold = { pool: pool.id };
+    if (concurrency !== undefined) hold.c = Math.min(free.c, perUnit, items);
+    if (rate !== undefined) {
+      hold.r = Math.min(free.r, items);
+      hold.windowMs = rate.windowMs;
+    }
+    const use = this.use.get(pool.id) ?? { running: 0, ratePermits: 0 };
+    this.use.set(pool.id, { running: use.running + (hold.c ?? 0), ratePermits: use.ratePermits + (hold.r ?? 0) });
+    return hold;
+  }
+}

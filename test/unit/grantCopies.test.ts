@@ -1,0 +1,104 @@
+import { describe, expect, it, vi } from "vitest";
+import { storeSubmission } from "../../src/coordination/jobs/submit";
+import { defineTaskKind } from "../../src/coordination/kinds/taskKinds";
+import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
+import { keys } from "../../src/coordination/state/jobState";
+import { runCoordinationStep } from "../../src/coordination/step/step";
+import { processWorkMessage, type WorkOutcome } from "../../src/coordination/worker/worker";
+import { ONE_PASS, readJob, world } from "../support/coordinationWorld";
+import { fakeTerm } from "../support/memoryPorts";
+
+/**
+ * Copies of one granted unit (issue 42): a send the storage SDK retried puts a unit on the queue twice, and queues
+ * deliver at least once. Each copy holds the same grant, so two copies running at once would run twice the grant's
+ * shares.
+ */
+
+/** A world whose kind sums its items, under a global concurrency limit of 2; each item waits for `release`. */
+function blockedWorld() {
+  const clock = { ms: 1_000_000 };
+  const counts = { running: 0, most: 0, calls: 0 };
+  let release = (): void => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const kind = defineTaskKind({
+    name: "sum",
+    concurrency: 4,
+    limits: { concurrency: 2 },
+    process: async (input) => {
+      counts.calls++;
+      counts.running++;
+      counts.most = Math.max(counts.most, counts.running);
+      await held;
+      counts.running--;
+      return Number(input.text);
+    },
+    aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+  });
+  const w = world({
+    registry: new TaskRegistry([kind]),
+    now: () => clock.ms,
+    dispatchBatchSize: 1000,
+    maxInFlight: 1000,
+    workUnitMaxItems: 1000,
+  });
+  return { ...w, clock, counts, release: () => release() };
+}
+
+const items = (count: number) => Array.from({ length: count }, (_, item) => ({ inline: String(item + 1) }));
+
+describe("copies of a granted unit never run its grant twice (issue 42)", () => {
+  it("a unit on the queue twice (a send the SDK retried): the copy that claims the grant first runs it, the other starts nothing", async () => {
+    const w = blockedWorld();
+    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const [body] = w.work.bodies();
+    await w.work.send([body ?? ""]);
+    const copies = await w.work.receive(32, 600);
+    expect(copies).toHaveLength(2);
+    const runs = copies.map((copy) =>
+      processWorkMessage(w.deps, JSON.parse(copy.text ?? "null") as unknown, {
+        id: copy.id,
+        dequeueCount: 1,
+        maxDequeueCount: 5,
+      }),
+    );
+    const settled: WorkOutcome[] = [];
+    void runs[1]?.then((outcome) => settled.push(outcome));
+    // Either the second copy has settled without running anything, or both copies run their items.
+    await vi.waitFor(() =>
+      expect(w.counts.running === 4 || (settled.length === 1 && w.counts.running === 2)).toBe(true),
+    );
+    w.release();
+    const outcomes = await Promise.all(runs);
+    expect(w.counts.most).toBe(2);
+    expect(w.counts.calls).toBe(2);
+    expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(["copy", "processed"]);
+    for (const copy of copies) await w.work.delete(copy);
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const job = await readJob(w.state, id);
+    expect(job?.status).toBe("completed");
+    expect(job?.aggregate).toBe(3);
+  });
+
+  it("a unit delivered again after the delivery that claimed its grant died runs under the same grant at once: the job completes without waiting for the grant to expire", async () => {
+    const w = blockedWorld();
+    w.release();
+    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const [message] = await w.work.receive(32, 600);
+    const unit = JSON.parse(message?.text ?? "null") as { jobId: string; grant: { id: string } };
+    // The first delivery claimed the grant, then its process died before any item ran.
+    await w.deps.system.createText(keys.grantClaim(unit.jobId, unit.grant.id), message?.id ?? "");
+    const again = await processWorkMessage(w.deps, unit, {
+      id: message?.id ?? "",
+      dequeueCount: 2,
+      maxDequeueCount: 5,
+    });
+    expect(again.status).toBe("processed");
+    if (message !== undefined) await w.work.delete(message);
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const job = await readJob(w.state, id);
+    expect(job?.status).toBe("completed");
+    expect(job?.aggregate).toBe(3);
+  });
+});
