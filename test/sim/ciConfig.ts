@@ -31,10 +31,7 @@ export const KNOWN_OPEN: Partial<Record<InvariantName, string>> = {};
  * Faults CI does not inject yet because they reach a hole that is still open, each with what it waits on. The
  * simulator still injects them by default (`npm run simulate`).
  */
-export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {
-  garbageResults:
-    "issue 43, hole 1: a failure inferred from garbage that names a unit is held for the unit's own result, but the hold can pass before a unit that waits long on the queue is first delivered; its item then fails though the unit processes it (noDoneItemFailedLater: 3 of the 1,000 seeds from 20261123 — 20261553, 20261902, 20261971; the regression seeds 1, 2 and 29 still run with this fault)",
-};
+export const KNOWN_OPEN_FAULTS: Partial<Record<FaultKind, string>> = {};
 
 /** A seed that once failed, replayed by CI with the invariants and faults it failed under. */
 export interface RegressionSeed {

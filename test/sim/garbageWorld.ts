@@ -89,6 +89,7 @@ export class SimGarbage {
     if (damaged === undefined || unit === undefined) return text;
     // It names its whole unit: a v1 result names one item, so a unit of several is damaged into another form.
     const form = damaged.form === "v1" && unit.count > 1 ? "shape" : damaged.form;
+    this.world.lifecycle.onResultDamaged(unit);
     return garbageText(form, unit.jobId, unit.first, unit.count);
   }
 

@@ -8,7 +8,7 @@ export const LIFECYCLE_INVARIANTS = {
   everyLapsedUnitSentAgain:
     "after a lapsed term, the next term's re-send of a job covers every item the job had in flight (its tail past the window too)",
   noDoneItemFailedLater:
-    "an item a unit's last delivery processed, in a delivery that ended with its process alive (a shutdown included), is never recorded as failed",
+    "an item a unit's last delivery processed, in a delivery that ended with its process alive (a shutdown included), is never recorded as failed (unless a copy of its unit was poisoned on its own account, or its worker's result was damaged on its way)",
   noStepBlockedByOneJob:
     "a blob of one job that refuses deletion (a legal hold) never fails a step, and its job's failed removal is reported",
 } as const;
@@ -104,7 +104,8 @@ export class LifecycleChecks {
     if (done === undefined || this.failedDone.has(jobId)) return;
     const failed = Bitmap.fromBase64(failedBits, itemCount);
     // A copy of the unit that went to the poison queue on its own account (its process died on its last delivery, a
-    // worker rejected it) fails its items legitimately: the first outcome the leader folds counts.
+    // worker rejected it) fails its items legitimately: the first outcome the leader folds counts. So does a result
+    // damaged on its way: the leader never had a readable report of those items.
     const byACopy = this.world.lifecycle.failedByACopy.get(jobId);
     const both = [...done].filter((item) => failed.has(item) && byACopy?.has(item) !== true).sort((a, b) => a - b);
     if (both.length === 0) return;

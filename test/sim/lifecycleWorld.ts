@@ -133,7 +133,16 @@ export class SimLifecycle {
     if (unit !== undefined) this.excuse(unit);
   }
 
-  /** Items of a job that a copy of their unit, poisoned on its own account, may have failed. */
+  /**
+   * A worker's result was damaged on its way (issue 43's `garbageResults`): the leader cannot read it, so its items
+   * may fail when their hold ends, however their last delivery went (`reportedItemNeverLeftFailed` judges those a
+   * readable result reported done).
+   */
+  onResultDamaged(unit: { jobId: string; first: number; count: number }): void {
+    this.excuse(unit);
+  }
+
+  /** Items of a job that a copy of their unit poisoned on its own account, or a damaged result, may have failed. */
   readonly failedByACopy = new Map<string, Set<number>>();
 
   private excuse(unit: { jobId: string; first: number; count: number }): void {
