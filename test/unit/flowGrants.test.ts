@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { defineTaskKind, type TaskLimits } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
-import { GRANT_LIFETIME_MS } from "../../src/coordination/flow/grant";
+import { GRANT_LIFETIME_MS, rateShareCap } from "../../src/coordination/flow/grant";
 import { INFERRED_FAILURE_HOLD_MS } from "../../src/coordination/state/heldItems";
 import {
   CLOCK_SKEW_MS,
@@ -86,6 +86,22 @@ describe("flow control's grants: written down first, given back, expired, sent a
     const ledger = await ledgerOf(w);
     expect(sent.every((unit) => unit.v === 3 && ledger.grants.some((grant) => grant.id === unit.grant.id))).toBe(true);
     expect(useByPool(ledger, w.clock.ms).get("k:sum")?.running).toBeLessThanOrEqual(3);
+  });
+
+  it("a rate-limited job's permits are spread over as many units as their items at once can use, not given to the first", async () => {
+    // 20 starts a second, items run 2 at a time in a unit: a unit can start at most 2 × 1000 / RATE_SLOT_ITEM_MS a
+    // second, so the window's permits go to several units that run side by side (bench:limits' sustained job ran 4
+    // starts a second of its 20 when the first unit took them all).
+    const w = limitedWorld({ rate: { limit: 20, periodSeconds: 1 } });
+    await storeSubmission(w.deps.system, { kind: "sum", params: null, items: numbers(400) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const ledger = await ledgerOf(w);
+    const shares = ledger.grants.map((grant) => grant.holds.reduce((sum, hold) => sum + (hold.r ?? 0), 0));
+    const cap = rateShareCap(2, 1000);
+    expect(cap).toBeLessThan(20);
+    expect(shares.length).toBeGreaterThanOrEqual(Math.ceil(20 / cap));
+    expect(Math.max(...shares)).toBeLessThanOrEqual(cap);
+    expect(shares.reduce((sum, share) => sum + share, 0)).toBeLessThanOrEqual(20);
   });
 
   it("the job completes with the exact aggregate, and every share comes back when its result is folded", async () => {

@@ -7,7 +7,9 @@
  * app on the local host at the app's defaults (./limits/cluster.ts), started once, when the first of them runs.
  * - ./limits/smallJobLatency.ts — (a) a small job beside a large one of equal priority, against the idle coordinator;
  * - ./limits/duplicateSubmits.ts — (b) concurrent submits with one idempotency key: jobs made;
- * - ./limits/windowModel.ts — the shared dispatch window against one per job, on the leader's real step in process.
+ * - ./limits/windowModel.ts — the shared dispatch window against one per job, on the leader's real step in process;
+ * - ./limits/sustained.ts — utilisation of a sustained limited job, and storage requests per item with limits on and
+ *   off (its own cluster, behind a counting proxy).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { setMaxListeners } from "node:events";
@@ -19,10 +21,11 @@ import { BenchCluster } from "./limits/cluster";
 import { duplicateSubmits } from "./limits/duplicateSubmits";
 import type { BenchContext, Measurement } from "./limits/measurement";
 import { smallJobLatency } from "./limits/smallJobLatency";
+import { sustained } from "./limits/sustained";
 import { windowModel } from "./limits/windowModel";
 
 /** Every measurement, in the order they run (the in-process ones first: no cluster to wait for). */
-const MEASUREMENTS: readonly Measurement<unknown>[] = [windowModel, smallJobLatency, duplicateSubmits];
+const MEASUREMENTS: readonly Measurement<unknown>[] = [windowModel, sustained, smallJobLatency, duplicateSubmits];
 
 const load = (): number => Math.round((loadavg()[0] ?? 0) * 100) / 100;
 

@@ -16,6 +16,16 @@ export const ITEMS_PER_SHARE = 16;
  * enough that a job waiting on the pool gets its turn soon (the shares come back as units end).
  */
 export const TARGET_UNIT_MS = 10_000;
+/**
+ * The shortest item a rate share is sized for, in ms. A unit starts at most `perUnit` items at once, so one whose
+ * items take this long uses at most `perUnit × windowMs / RATE_SLOT_ITEM_MS` permits of a window; a unit gets no more
+ * (`rateShareCap`), and the rest of the pool's permits go to other units. Without it the first unit took every permit
+ * of the window and ran its items one at a time: a job limited to 20 starts per second, of 200 ms items, at the
+ * default `WORK_UNIT_CONCURRENCY` of 1, ran 4 a second (`npm run bench:limits -- --only sustained`). Items longer
+ * than this use less than their unit's share: a kind whose items are slow sets `concurrency` to at least its rate
+ * times its items' time.
+ */
+export const RATE_SLOT_ITEM_MS = 250;
 /** Most distinct keys one unit carries (its message names each key's share). */
 export const MAX_KEYS_PER_UNIT = 16;
 /**
@@ -29,6 +39,11 @@ export const GRANT_LIFETIME_MS = 600_000;
 export const MAX_GRANT_LIFETIME_MS = 8 * GRANT_LIFETIME_MS;
 /** Grants a unit may have before its items fail instead (each expired, or was given back unstarted). */
 export const MAX_REGRANTS = 5;
+
+/** The most rate permits of a window one unit gets: what `perUnit` items at once of {@link RATE_SLOT_ITEM_MS} start. */
+export function rateShareCap(perUnit: number, windowMs: number): number {
+  return Math.max(1, perUnit * Math.ceil(windowMs / RATE_SLOT_ITEM_MS));
+}
 
 /** How long the grant of a unit that had `regrants` grants before lasts. */
 export function lifetimeMs(regrants: number): number {
@@ -75,7 +90,8 @@ export class PoolBook {
       cap = Math.min(share * ITEMS_PER_SHARE, Math.ceil((remaining * share) / Math.max(1, free.c)));
     }
     if (rate !== undefined) {
-      const byTime = Math.max(1, Math.floor((free.r * TARGET_UNIT_MS) / rate.windowMs));
+      const share = Math.min(free.r, rateShareCap(perUnit, rate.windowMs));
+      const byTime = Math.max(1, Math.floor((share * TARGET_UNIT_MS) / rate.windowMs));
       cap = Math.min(cap, byTime);
     }
     return Math.max(1, cap);
@@ -88,7 +104,7 @@ export class PoolBook {
     const hold: Hold = { pool: pool.id };
     if (concurrency !== undefined) hold.c = Math.min(free.c, perUnit, items);
     if (rate !== undefined) {
-      hold.r = Math.min(free.r, items);
+      hold.r = Math.min(free.r, items, rateShareCap(perUnit, rate.windowMs));
       hold.windowMs = rate.windowMs;
     }
     const use = this.use.get(pool.id) ?? { running: 0, ratePermits: 0 };

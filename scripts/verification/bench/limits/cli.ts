@@ -37,6 +37,9 @@ app's default settings, in one run — one module a measurement (scripts/verific
   window      the leader's real step on in-memory ports, many large jobs of one tenant and a small one of another:
               a dispatch window shared by all jobs against one window per job (the release before), in units served
               ahead of the small job and the workers' use
+  sustained   its own cluster behind a counting proxy: a job limited to 8 at once, one to 20 starts per 1 s and one
+              unlimited, 480 items of 200 ms each: utilisation (mean at once over the limit, starts/s over the rate)
+              and storage requests per item with limits on against off
 Prints a table per measurement, writes JSON.
 
   --out FILE            JSON report (default bench-results/limits.json)
@@ -46,11 +49,11 @@ Prints a table per measurement, writes JSON.
   --small-items N       items of the small job, 1–1000 (default 10)
   --samples N           small jobs timed idle, and as many busy, 1–50 (default 5)
   --duplicates N        concurrent duplicate submits, 2–500 (default 50)
-  --only a,b            run only these measurements (small-job, duplicates, window)
+  --only a,b            run only these measurements (small-job, duplicates, window, sustained)
   --help                show this text`;
 
 /** The measurements, by name. */
-export const MEASUREMENTS = ["small-job", "duplicates", "window"] as const;
+export const MEASUREMENTS = ["small-job", "duplicates", "window", "sustained"] as const;
 export type MeasurementName = (typeof MEASUREMENTS)[number];
 
 /**
