@@ -5,7 +5,8 @@ import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
 import { keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { processWorkMessage, type WorkOutcome } from "../../src/coordination/worker/worker";
-import { ONE_PASS, readJob, world } from "../support/coordinationWorld";
+import { abortReason } from "../../src/library/util/delay";
+import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
 /**
@@ -100,5 +101,55 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
     const job = await readJob(w.state, id);
     expect(job?.status).toBe("completed");
     expect(job?.aggregate).toBe(3);
+  });
+
+  it("a shutdown on the unit's last delivery as its result is sent sends it back to the leader: it runs again, no item lost", async () => {
+    // Found by the simulator (`npm run simulate -- --seed 20261301`, noDoneItemFailedLater): the worker put a copy of
+    // the message on the queue (issue 37's resend on a last delivery), but the copy is a new message, and the grant's
+    // claim names the first one's id: the copy found the claim taken, started nothing and reported nothing, and the
+    // unit waited for its grant to expire (10 min) — long enough for an item a forged result had held to fail.
+    const shutdown = new AbortController();
+    const clock = { ms: 1_000_000 };
+    let calls = 0;
+    const sums = defineTaskKind({
+      name: "sum",
+      concurrency: 2, // one unit of both items (a unit of a pool limited to 2 carries what its share runs at once)
+      limits: { concurrency: 2 },
+      process(input) {
+        // The host shuts down as the unit's last item finishes.
+        if (++calls === 2) shutdown.abort(new Error("host shutting down"));
+        return Promise.resolve(Number(input.text));
+      },
+      aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+    });
+    const w = world({ registry: new TaskRegistry([sums]), now: () => clock.ms, workUnitMaxItems: 4 });
+    // As the Storage SDK does, a send whose abort signal has fired is not made.
+    const send = w.deps.resultsQueue.send.bind(w.deps.resultsQueue);
+    w.deps.resultsQueue.send = (texts, options) =>
+      options?.abortSignal?.aborted === true ? Promise.reject(abortReason(options.abortSignal)) : send(texts, options);
+    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const [message, other] = await w.work.receive(2, 30);
+    if (message === undefined || other !== undefined) throw new Error("not one work message of both items");
+    const outcome = await processWorkMessage(
+      w.deps,
+      message.text,
+      { id: message.id, dequeueCount: 5, maxDequeueCount: 5 },
+      { abortSignal: shutdown.signal },
+    );
+    expect(outcome.status).not.toBe("processed");
+    await w.work.delete(message); // the delivery returned: the host deletes the message
+    // A later instance, running on: the leader folds and sends, workers process what is on the queue.
+    for (let round = 0; round < 3; round++) {
+      await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+      await work(w.deps, w.work);
+    }
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(w.state, id)).toMatchObject({
+      status: "completed",
+      doneCount: 2,
+      failedCount: 0,
+      aggregate: 3,
+    });
   });
 });

@@ -147,15 +147,25 @@ export async function processWorkMessage(
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
   const gate = message.v === 3 ? gateOf(message, deps.now) : undefined;
-  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
-  const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
-    if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
-    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
-    return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
-  };
   const regranted = async (why: string, held = false): Promise<WorkOutcome> => {
     if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, held);
     return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
+  };
+  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole
+  // — a granted one to the leader, for a new grant: a copy on the queue would be a new message, and its grant's claim
+  // names this one, so the copy would start nothing and report nothing.
+  const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
+    if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
+    if (gate !== undefined)
+      return regrantOrThrow(
+        () =>
+          regranted(
+            `the host shut down during its last delivery (${delivery.dequeueCount} of ${delivery.maxDequeueCount})`,
+          ),
+        error,
+      );
+    const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
+    return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
   };
   let run: UnitRun;
   let claimed = false;

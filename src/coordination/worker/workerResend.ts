@@ -17,9 +17,9 @@ export const RESEND_TIMEOUT_MS = 5000;
  * sent without the aborted shutdown signal, within {@link RESEND_TIMEOUT_MS}; if it cannot be sent, the shutdown
  * (`shutdown`, the error the unit's run threw) is thrown as before and the host poisons the message. One send request
  * per such shutdown; only a shutdown sends it, so a unit goes round again at most once a shutdown. Returns the reason,
- * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again). A granted
- * unit's copy is hidden for `visibilityDelayS` (its rate window): the starts of this delivery count against its grant
- * until then.
+ * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again). Not for a
+ * granted unit (issue 42): its copy would be a new message, which cannot claim the grant this delivery claimed; it goes
+ * back to the leader instead (`sendRegrant`).
  */
 export async function resendOnShutdown(
   deps: Pick<CoordinationDeps, "workQueue" | "workPoisonQueue" | "logger" | "instanceId">,
@@ -27,15 +27,11 @@ export async function resendOnShutdown(
   delivery: { id: string; dequeueCount: number; maxDequeueCount: number },
   unit: { jobId: string; item: number; count: number },
   shutdown: unknown,
-  visibilityDelayS = 0,
 ): Promise<string> {
   const where = `work message ${delivery.id} (job ${unit.jobId}, items ${unit.item}–${unit.item + unit.count - 1})`;
   try {
     await withTimeout(RESEND_TIMEOUT_MS, (abortSignal) =>
-      deps.workQueue.send([typeof payload === "string" ? payload : JSON.stringify(payload)], {
-        abortSignal,
-        ...(visibilityDelayS > 0 ? { visibilityDelayS } : {}),
-      }),
+      deps.workQueue.send([typeof payload === "string" ? payload : JSON.stringify(payload)], { abortSignal }),
     );
   } catch (error) {
     deps.logger.warn(
