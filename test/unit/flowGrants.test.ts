@@ -148,6 +148,10 @@ describe("flow control's grants: written down first, given back, expired, sent a
     await runWork({ ...w.deps, now: () => (first?.grant.expiresAtMs ?? 0) + 1 }, w.work);
     const regrant = w.results.bodies().map((body) => JSON.parse(body) as { v: number; grant: { regrant?: boolean } });
     expect(regrant.every((result) => result.v === 3 && result.grant.regrant === true)).toBe(true);
+    // A grant that expired makes the unit's next one last twice as long (its items may be slower than a grant).
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const again = w.work.bodies().map((body) => JSON.parse(body) as { grant: { expiresAtMs: number } });
+    expect(again.map((unit) => unit.grant.expiresAtMs - w.clock.ms)).toEqual(again.map(() => 2 * GRANT_LIFETIME_MS));
     const job = await runToEnd(w, id);
     expect(job?.status).toBe("completed");
     expect(job?.aggregate).toBe(sumOf(6));

@@ -6,6 +6,7 @@ import { keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { processWorkMessage, type WorkOutcome } from "../../src/coordination/worker/worker";
 import { abortReason } from "../../src/library/util/delay";
+import { GRANT_LIFETIME_MS, MAX_EXPIRIES } from "../../src/coordination/flow/grant";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
@@ -108,48 +109,88 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
     // the message on the queue (issue 37's resend on a last delivery), but the copy is a new message, and the grant's
     // claim names the first one's id: the copy found the claim taken, started nothing and reported nothing, and the
     // unit waited for its grant to expire (10 min) — long enough for an item a forged result had held to fail.
-    const shutdown = new AbortController();
-    const clock = { ms: 1_000_000 };
-    let calls = 0;
-    const sums = defineTaskKind({
-      name: "sum",
-      concurrency: 2, // one unit of both items (a unit of a pool limited to 2 carries what its share runs at once)
-      limits: { concurrency: 2 },
-      process(input) {
-        // The host shuts down as the unit's last item finishes.
-        if (++calls === 2) shutdown.abort(new Error("host shutting down"));
-        return Promise.resolve(Number(input.text));
-      },
-      aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
-    });
-    const w = world({ registry: new TaskRegistry([sums]), now: () => clock.ms, workUnitMaxItems: 4 });
-    // As the Storage SDK does, a send whose abort signal has fired is not made.
-    const send = w.deps.resultsQueue.send.bind(w.deps.resultsQueue);
-    w.deps.resultsQueue.send = (texts, options) =>
-      options?.abortSignal?.aborted === true ? Promise.reject(abortReason(options.abortSignal)) : send(texts, options);
-    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
-    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
-    const [message, other] = await w.work.receive(2, 30);
-    if (message === undefined || other !== undefined) throw new Error("not one work message of both items");
-    const outcome = await processWorkMessage(
-      w.deps,
-      message.text,
-      { id: message.id, dequeueCount: 5, maxDequeueCount: 5 },
-      { abortSignal: shutdown.signal },
-    );
+    const s = shutdownWorld();
+    const id = await s.submit();
+    const outcome = await s.deliverLastAndShutDown();
     expect(outcome.status).not.toBe("processed");
-    await w.work.delete(message); // the delivery returned: the host deletes the message
-    // A later instance, running on: the leader folds and sends, workers process what is on the queue.
-    for (let round = 0; round < 3; round++) {
-      await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
-      await work(w.deps, w.work);
+    expect(await s.runOn(id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0, aggregate: 3 });
+  });
+
+  it("a unit shut down again and again gets grants of the first one's lifetime, and its items do not fail for it", async () => {
+    // Found by the simulator (seed 20261444, limitedJobsEnd): every give-back counted as an expiry, so the lifetime
+    // doubled with each shutdown (the fourth grant lasted 80 minutes, holding its pool that long when its result was
+    // lost), and five shutdowns failed the unit's items "each of which expired before it finished".
+    const s = shutdownWorld();
+    const id = await s.submit();
+    for (let shutdown = 0; shutdown <= MAX_EXPIRIES; shutdown++) {
+      const outcome = await s.deliverLastAndShutDown();
+      expect(outcome.status).toBe("regranted");
+      expect(s.lastGrantMs).toBe(GRANT_LIFETIME_MS);
+      await runCoordinationStep(s.w.deps, fakeTerm(1), ONE_PASS); // folds the give-back, grants the unit again
     }
-    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
-    expect(await readJob(w.state, id)).toMatchObject({
-      status: "completed",
-      doneCount: 2,
-      failedCount: 0,
-      aggregate: 3,
-    });
+    expect(await readJob(s.w.state, id)).toMatchObject({ status: "running", failedCount: 0 });
+    expect(await s.runOn(id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 0, aggregate: 3 });
   });
 });
+
+/**
+ * A world whose kind sums a unit of two items under a global concurrency limit of 2, and whose host can shut down as a
+ * unit's last item finishes, on the message's last delivery.
+ */
+function shutdownWorld() {
+  let shutdown: AbortController | undefined;
+  const clock = { ms: 1_000_000 };
+  const sums = defineTaskKind({
+    name: "sum",
+    concurrency: 2, // one unit of both items (a unit of a pool limited to 2 carries what its share runs at once)
+    limits: { concurrency: 2 },
+    process(input) {
+      // The host shuts down as the unit's last item finishes.
+      if (input.text === "2") shutdown?.abort(new Error("host shutting down"));
+      return Promise.resolve(Number(input.text));
+    },
+    aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+  });
+  const w = world({ registry: new TaskRegistry([sums]), now: () => clock.ms, workUnitMaxItems: 4 });
+  // As the Storage SDK does, a send whose abort signal has fired is not made.
+  const send = w.deps.resultsQueue.send.bind(w.deps.resultsQueue);
+  w.deps.resultsQueue.send = (texts, options) =>
+    options?.abortSignal?.aborted === true ? Promise.reject(abortReason(options.abortSignal)) : send(texts, options);
+  const world_ = {
+    w,
+    /** The lifetime of the grant of the last unit delivered, in ms. */
+    lastGrantMs: 0,
+    async submit(): Promise<string> {
+      const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+      await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+      return id;
+    },
+    /** Delivers the unit on its last delivery; the host shuts down as its items end, then deletes the message. */
+    async deliverLastAndShutDown(): Promise<WorkOutcome> {
+      const [message, other] = await w.work.receive(2, 30);
+      if (message === undefined || other !== undefined) throw new Error("not one work message of both items");
+      const body = JSON.parse(message.text ?? "null") as { grant: { expiresAtMs: number } };
+      world_.lastGrantMs = body.grant.expiresAtMs - clock.ms;
+      shutdown = new AbortController();
+      const outcome = await processWorkMessage(
+        w.deps,
+        message.text,
+        { id: message.id, dequeueCount: 5, maxDequeueCount: 5 },
+        { abortSignal: shutdown.signal },
+      );
+      shutdown = undefined;
+      await w.work.delete(message); // the delivery returned: the host deletes the message
+      return outcome;
+    },
+    /** A later instance, running on: the leader folds and sends, workers process what is on the queue. */
+    async runOn(id: string) {
+      for (let round = 0; round < 3; round++) {
+        await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+        await work(w.deps, w.work);
+      }
+      await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+      return readJob(w.state, id);
+    },
+  };
+  return world_;
+}

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Versioned } from "../../library/fencing/FencedStateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { CoordinationDeps } from "../deps.js";
-import { PoolBook, lifetimeMs } from "../flow/grant.js";
+import { PoolBook, lifetimeMs, nextGrant } from "../flow/grant.js";
 import type { JobFlow } from "../flow/pools.js";
 import { withResends, type ResendUnit } from "../flow/resend.js";
 import { foldOutcomes } from "../fold/foldOutcomes.js";
@@ -49,7 +49,7 @@ export async function dispatchLimitedJob(
   const listed = new Set((state.resend ?? []).map((unit) => unit.first));
   const fromExpired = expired
     .filter((grant) => !listed.has(grant.first))
-    .map((grant) => ({ first: grant.first, count: grant.count, regrants: (grant.regrants ?? 0) + 1 }));
+    .map((grant) => ({ ...nextGrant(grant, true), first: grant.first, count: grant.count }));
   // The units to send again: listed before, and those whose grant expired just now (as the resend list takes them).
   const resend = [...(state.resend ?? []), ...(withResends(state, fromExpired)?.resend.slice(listed.size) ?? [])];
   const kind = deps.registry.get(state.kind);
@@ -102,7 +102,7 @@ export async function dispatchLimitedJob(
 /** A planned unit's work message and the ledger's record of its grant. */
 function workMessage(state: JobState, unit: PlannedUnit, nowMs: number): { text: string; grant: Grant } {
   const id = randomBytes(12).toString("base64url");
-  const expiresAtMs = nowMs + lifetimeMs(unit.regrants);
+  const expiresAtMs = nowMs + lifetimeMs(unit.expiries);
   const every = unit.holds.length - new Set(unit.keys.filter((key) => key !== undefined)).size;
   const pools: WorkGrant["pools"] = unit.holds.map((hold) => ({
     id: hold.pool,
@@ -133,6 +133,7 @@ function workMessage(state: JobState, unit: PlannedUnit, nowMs: number): { text:
     expiresAtMs,
     holds: unit.holds,
     ...(unit.regrants > 0 ? { regrants: unit.regrants } : {}),
+    ...(unit.expiries > 0 ? { expiries: unit.expiries } : {}),
   };
   return { text: JSON.stringify(message), grant };
 }

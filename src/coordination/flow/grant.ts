@@ -32,22 +32,38 @@ export const MAX_KEYS_PER_UNIT = 16;
  * How long a grant lasts, in ms: its worker starts no item after it and stops the unit (sending the grant back), so a
  * grant whose unit was never sent, or whose process died, frees its shares at last. Ten minutes: the Functions host's
  * visibility of a message it runs, so a copy the host hands out again after a process froze past it finds its grant
- * expired. Each grant a unit gets again lasts twice as long (at most {@link MAX_GRANT_LIFETIME_MS}).
+ * expired. Each grant a unit gets after one of its grants expired lasts twice as long as that one (at most
+ * {@link MAX_GRANT_LIFETIME_MS}); a grant given back (a shutdown, a failed run) does not make the next one longer.
  */
 export const GRANT_LIFETIME_MS = 600_000;
 /** The longest grant, in ms. */
 export const MAX_GRANT_LIFETIME_MS = 8 * GRANT_LIFETIME_MS;
-/** Grants a unit may have before its items fail instead (each expired, or was given back unstarted). */
-export const MAX_REGRANTS = 5;
+/** Grants of a unit that may expire before its items fail instead: its items take longer than a grant lasts. */
+export const MAX_EXPIRIES = 5;
+/**
+ * Grants a unit may have in all before its items fail instead: each expired or was given back (a shutdown, a run that
+ * failed, a claim lost). Give-backs are the platform's doing, not the unit's, so they are allowed more than expiries;
+ * the bound keeps a unit that can never run from being sent for ever.
+ */
+export const MAX_REGRANTS = 20;
 
 /** The most rate permits of a window one unit gets: what `perUnit` items at once of {@link RATE_SLOT_ITEM_MS} start. */
 export function rateShareCap(perUnit: number, windowMs: number): number {
   return Math.max(1, perUnit * Math.ceil(windowMs / RATE_SLOT_ITEM_MS));
 }
 
-/** How long the grant of a unit that had `regrants` grants before lasts. */
-export function lifetimeMs(regrants: number): number {
-  return Math.min(MAX_GRANT_LIFETIME_MS, GRANT_LIFETIME_MS * 2 ** Math.max(0, regrants));
+/** How long the grant of a unit lasts whose grants before it expired `expiries` times. */
+export function lifetimeMs(expiries: number): number {
+  return Math.min(MAX_GRANT_LIFETIME_MS, GRANT_LIFETIME_MS * 2 ** Math.max(0, expiries));
+}
+
+/** The grant counts of a unit's next grant after `grant`, which expired (`expired`) or was given back. */
+export function nextGrant(
+  grant: { regrants?: number | undefined; expiries?: number | undefined } | undefined,
+  expired: boolean,
+): { regrants: number; expiries?: number } {
+  const expiries = (grant?.expiries ?? 0) + (expired ? 1 : 0);
+  return { regrants: (grant?.regrants ?? 0) + 1, ...(expiries > 0 ? { expiries } : {}) };
 }
 
 /** What is free in each pool during one dispatch: the ledger's use, plus what this dispatch has granted so far. */

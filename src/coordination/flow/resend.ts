@@ -1,8 +1,11 @@
 import { Bitmap } from "../state/bitmap.js";
 import type { JobState } from "../state/jobState.js";
-import { MAX_REGRANTS } from "./grant.js";
+import { MAX_EXPIRIES, MAX_REGRANTS } from "./grant.js";
 
-/** A unit of a limited job to send again with a new grant (`regrants`: grants it has had so far). */
+/**
+ * A unit of a limited job to send again with a new grant (`regrants`: grants it has had so far; `expiries`: how many of
+ * them expired, absent for none).
+ */
 export type ResendUnit = NonNullable<JobState["resend"]>[number];
 
 /** Most units a job's resend list holds: one per unit in flight, which grants bound. */
@@ -10,8 +13,8 @@ export const MAX_RESEND_UNITS = 1000;
 
 /**
  * The job's resend list with `units` added — each unit once, only while some of its items are neither done nor
- * failed, and only one inside the job — and the units that have had {@link MAX_REGRANTS} grants already, whose open
- * items fail instead (with the reason, so the job ends rather than send a unit that never fits its grant for ever).
+ * failed, and only one inside the job — and the units whose grants expired {@link MAX_EXPIRIES} times, or that had
+ * {@link MAX_REGRANTS} grants in all, whose open items fail instead (with the reason, so the job ends rather than send a unit that never fits its grant for ever).
  * Undefined when nothing changes.
  */
 export function withResends(
@@ -29,8 +32,8 @@ export function withResends(
     for (let item = unit.first; item < unit.first + unit.count; item++)
       if (!done.has(item) && !failedBits.has(item)) open.push(item);
     if (open.length === 0 || resend.some((listed) => listed.first === unit.first)) continue;
-    if (unit.regrants >= MAX_REGRANTS) {
-      const reason = `its unit (items ${unit.first}–${unit.first + unit.count - 1}) had ${unit.regrants} grants, each of which expired before it finished: its items take longer than a grant lasts`;
+    const reason = exhausted(unit);
+    if (reason !== undefined) {
       failed.push(...open.map((item) => ({ item, reason })));
       continue;
     }
@@ -39,4 +42,15 @@ export function withResends(
   const before = state.resend ?? [];
   if (failed.length === 0 && resend.length === before.length) return undefined;
   return { resend, failed };
+}
+
+/** Why a unit may have no more grants, or undefined while it may. */
+function exhausted(unit: ResendUnit): string | undefined {
+  const items = `its unit (items ${unit.first}–${unit.first + unit.count - 1})`;
+  const expiries = unit.expiries ?? 0;
+  if (expiries >= MAX_EXPIRIES)
+    return `${items} had ${expiries} grants that expired before it finished: its items take longer than a grant lasts`;
+  if (unit.regrants >= MAX_REGRANTS)
+    return `${items} had ${unit.regrants} grants, ${expiries} of them expired and the others given back (shut down, or its run failed), and never finished`;
+  return undefined;
 }

@@ -9,6 +9,7 @@ import { readBounded, resultOf, type OutcomeReader } from "./readResult.js";
 import { MAX_REJECTION_REASON_LENGTH } from "../ports/rejection.js";
 import { blamesTheMessage, refusedForTheRequest, reject } from "./rejectMessages.js";
 import { GrantEnds } from "./grantEnds.js";
+import { nextGrant } from "../flow/grant.js";
 import { unitHasLiveGrant, type Ledger } from "../state/grantLedger.js";
 
 /**
@@ -194,6 +195,7 @@ interface Regrant {
   jobId: string;
   unit: ItemRef;
   grantId: string;
+  expired: boolean;
   message: ReceivedMessage;
 }
 
@@ -210,16 +212,16 @@ function addRegrants(
   source: Source,
   options: FoldOptions,
 ): void {
-  for (const { jobId, unit, grantId, message } of regrants) {
+  for (const { jobId, unit, grantId, expired, message } of regrants) {
     if (unitHasLiveGrant(ledger, { jobId, first: unit.item }, grantId, nowMs)) {
       report.acknowledgements.push(Promise.allSettled([source.queue.delete(message, options)]));
       continue;
     }
-    const previous = ledger.grants.find((grant) => grant.id === grantId)?.regrants ?? 0;
+    const previous = ledger.grants.find((grant) => grant.id === grantId);
     addOutcome(byJob, jobId, {
       outcome: { done: [], failed: [] },
       message,
-      resend: { first: unit.item, count: unit.count, regrants: previous + 1 },
+      resend: { ...nextGrant(previous, expired), first: unit.item, count: unit.count },
     });
   }
 }

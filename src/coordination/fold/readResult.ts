@@ -56,7 +56,7 @@ export async function resultOf(
   | { ok: true; jobId: string; outcome: UnitOutcome }
   | { ok: false; reason: string; unit?: ItemRef }
   | { ok: "newer"; version: number }
-  | { ok: "regrant"; jobId: string; unit: ItemRef; grantId: string }
+  | { ok: "regrant"; jobId: string; unit: ItemRef; grantId: string; expired: boolean }
 > {
   if (message.text === undefined) return { ok: false, reason: "not valid base64" };
   const newer = newerResultOf(message.text);
@@ -75,6 +75,7 @@ export async function resultOf(
       jobId: result.jobId,
       unit: { jobId: result.jobId, item: result.first, count: result.count },
       grantId: result.grant.id,
+      expired: result.grant.expired === true,
     };
   if (result.v === 2 || result.v === 3) {
     const outcome = await unitOutcomeOf(result, readOutcome);

@@ -261,6 +261,8 @@ export const grantReportSchema = z.strictObject({
    * frozen, not ended), so the leader holds its shares until the grant expires.
    */
   held: z.literal(true).optional(),
+  /** With `regrant`: the grant expired before every item started (the unit's next grant lasts longer). */
+  expired: z.literal(true).optional(),
 });
 export type GrantReport = z.infer<typeof grantReportSchema>;
 

@@ -68,6 +68,8 @@ export const grantSchema = z.looseObject({
   holds: z.array(holdSchema),
   /** How many grants this unit had before this one (expired, or given back unstarted). */
   regrants: z.number().int().min(0).optional(),
+  /** How many of those expired (absent: none): each doubles the next grant's lifetime. */
+  expiries: z.number().int().min(0).optional(),
   /** When the copy's end became known (its result, its poison, or its expiry): its concurrency is free then. */
   endedAtMs: z.number().optional(),
   /** Latest time (leader's clock) any of its items may have started: its rate permits are free a window after. */

@@ -142,7 +142,8 @@ export const jobStateSchema = jobSpecSchema.extend({
   redispatches: z.number().int().min(0).optional(),
   /**
    * Units of a limited job to send again with a new grant, first: their grant expired without a report, or their
-   * copy gave it back unstarted (`regrants`: how many grants the unit has had). At most one entry per unit in flight.
+   * copy gave it back unstarted (`regrants`: how many grants the unit has had; `expiries`: how many of them expired,
+   * absent for none). At most one entry per unit in flight.
    */
   resend: z
     .array(
@@ -150,6 +151,7 @@ export const jobStateSchema = jobSpecSchema.extend({
         first: z.number().int().min(0),
         count: z.number().int().min(1),
         regrants: z.number().int().min(0),
+        expiries: z.number().int().min(0).optional(),
       }),
     )
     .optional(),

@@ -69,7 +69,7 @@ export async function sendRegrant(
   message: GrantedWorkMessage,
   gate: UnitGate,
   why: string,
-  held = false,
+  how: { held?: boolean; expired?: boolean } = {},
 ): Promise<void> {
   const { jobId, first } = message;
   const count = message.inputs.length;
@@ -77,7 +77,11 @@ export async function sendRegrant(
     `Work unit of job ${jobId}, items ${first}–${first + count - 1}: ${why}; sent back to the leader with its grant ${message.grant.id}.`,
     { instanceId: deps.instanceId },
   );
-  const grant = { ...grantReport(message, gate, true), ...(held ? { held: true as const } : {}) };
+  const grant = {
+    ...grantReport(message, gate, true),
+    ...(how.held === true ? { held: true as const } : {}),
+    ...(how.expired === true ? { expired: true as const } : {}),
+  };
   const result = { v: 3, jobId, first, count, done: [], failed: [], grant };
   await withTimeout(RESEND_TIMEOUT_MS, (abortSignal) =>
     deps.resultsQueue.send([JSON.stringify(result)], { abortSignal }),

@@ -147,8 +147,8 @@ export async function processWorkMessage(
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
   const gate = message.v === 3 ? gateOf(message, deps.now) : undefined;
-  const regranted = async (why: string, held = false): Promise<WorkOutcome> => {
-    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, held);
+  const regranted = async (why: string, how: { held?: boolean; expired?: boolean } = {}): Promise<WorkOutcome> => {
+    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, how);
     return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
   };
   // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole
@@ -174,18 +174,18 @@ export async function processWorkMessage(
       const claim = await claimGrant(deps, message, gate, delivery, options);
       if (claim === "copy")
         return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
-      if (claim === "expired") return await regranted("its grant expired before it started");
+      if (claim === "expired") return await regranted("its grant expired before it started", { expired: true });
       claimed = true;
     }
     run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
-    if (run.expired === true) return await regranted("its grant expired before every item started");
+    if (run.expired === true) return await regranted("its grant expired before every item started", { expired: true });
   } catch (error) {
     // A granted unit goes back to the leader rather than to the queue (a redelivery of it would start nothing): held
     // when its claim failed (another copy may run it), else as ended (its items have settled); if that fails too,
     // the host delivers it again.
     if (gate !== undefined)
       return regrantOrThrow(
-        () => regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, !claimed),
+        () => regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, { held: !claimed }),
         error,
       );
     return resendIfShutDown(error);
