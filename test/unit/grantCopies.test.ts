@@ -7,6 +7,7 @@ import { runCoordinationStep } from "../../src/coordination/step/step";
 import { processWorkMessage, type WorkOutcome } from "../../src/coordination/worker/worker";
 import { abortReason } from "../../src/library/util/delay";
 import { GRANT_LIFETIME_MS, MAX_EXPIRIES } from "../../src/coordination/flow/grant";
+import { GRANT_GRACE_MS } from "../../src/coordination/state/grantLedger";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
@@ -82,26 +83,53 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
     expect(job?.aggregate).toBe(3);
   });
 
-  it("a unit delivered again after the delivery that claimed its grant died runs under the same grant at once: the job completes without waiting for the grant to expire", async () => {
+  it("a delivery after the one that claimed the grant, while that one is frozen (past the message's visibility), starts nothing: the unit goes back held, and runs again under a new grant once the old one expires", async () => {
+    // Found by the simulator (seed 20261646, limitsNeverExceeded: "pool k:group-by (concurrency 1) had 2 items running"):
+    // the redelivery ran under the claimant's grant, after a rate window, while the frozen claimant still ran it.
+    const w = blockedWorld();
+    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const [message] = await w.work.receive(32, 600);
+    if (message === undefined) throw new Error("no work message");
+    const delivery = (dequeueCount: number) => ({ id: message.id, dequeueCount, maxDequeueCount: 5 });
+    const frozen = processWorkMessage(w.deps, message.text, delivery(1));
+    await vi.waitFor(() => expect(w.counts.running).toBe(2));
+    // The first delivery froze; the host delivers the message again.
+    const again = await processWorkMessage(w.deps, message.text, delivery(2));
+    expect(again.status).toBe("regranted");
+    await w.work.delete(message); // the second delivery returned: the host deletes the message
+    expect(w.counts).toMatchObject({ running: 2, most: 2, calls: 2 });
+    // The leader holds the grant's shares until it expires (and its grace): nothing of the unit is sent meanwhile.
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    expect(w.work.bodies()).toEqual([]);
+    w.clock.ms += GRANT_LIFETIME_MS + GRANT_GRACE_MS;
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    expect(w.work.bodies()).toHaveLength(1); // sent again, under a new grant
+    // The frozen delivery thaws: it had started its items before its grant expired, and reports them.
+    w.release();
+    expect((await frozen).status).toBe("processed");
+    await work(w.deps, w.work);
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    expect(w.counts.most).toBe(2);
+    expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
+  });
+
+  it("a delivery after the claimant reported the unit (its message's delete failed) starts nothing: the leader may have given the grant's shares to another unit", async () => {
+    // The other hole the simulator's limitsNeverExceeded found (seed 20261761): the message came back after its result
+    // was folded, and ran again under a grant the leader had taken back.
     const w = blockedWorld();
     w.release();
     const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
     await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
     const [message] = await w.work.receive(32, 600);
-    const unit = JSON.parse(message?.text ?? "null") as { jobId: string; grant: { id: string } };
-    // The first delivery claimed the grant, then its process died before any item ran.
-    await w.deps.system.createText(keys.grantClaim(unit.jobId, unit.grant.id), message?.id ?? "");
-    const again = await processWorkMessage(w.deps, unit, {
-      id: message?.id ?? "",
-      dequeueCount: 2,
-      maxDequeueCount: 5,
-    });
-    expect(again.status).toBe("processed");
-    if (message !== undefined) await w.work.delete(message);
-    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
-    const job = await readJob(w.state, id);
-    expect(job?.status).toBe("completed");
-    expect(job?.aggregate).toBe(3);
+    if (message === undefined) throw new Error("no work message");
+    const delivery = (dequeueCount: number) => ({ id: message.id, dequeueCount, maxDequeueCount: 5 });
+    expect((await processWorkMessage(w.deps, message.text, delivery(1))).status).toBe("processed");
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS); // folded: the grant's shares are free
+    const again = await processWorkMessage(w.deps, message.text, delivery(2));
+    expect(again).toMatchObject({ status: "copy", reason: "an earlier delivery reported it" });
+    expect(w.counts.calls).toBe(2);
+    expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
   });
 
   it("a shutdown on the unit's last delivery as its result is sent sends it back to the leader: it runs again, no item lost", async () => {

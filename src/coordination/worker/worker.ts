@@ -11,7 +11,7 @@ import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
-import { claimGrant, gateOf, grantReport, sendRegrant } from "./grantedUnit.js";
+import { claimGrant, gateOf, grantReport, markReported, sendRegrant } from "./grantedUnit.js";
 import { GrantExpiredError, type TakenShares, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
@@ -151,50 +151,67 @@ export async function processWorkMessage(
     if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, how);
     return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
   };
-  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole
-  // — a granted one to the leader, for a new grant: a copy on the queue would be a new message, and its grant's claim
-  // names this one, so the copy would start nothing and report nothing.
+  // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
+  // (A granted unit never gets here: it goes back to the leader, whose new grant a redelivery cannot have.)
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
     if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
-    if (gate !== undefined)
-      return regrantOrThrow(
-        () =>
-          regranted(
-            `the host shut down during its last delivery (${delivery.dequeueCount} of ${delivery.maxDequeueCount})`,
-          ),
-        error,
-      );
     const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
     return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
   };
-  let run: UnitRun;
   let claimed = false;
-  try {
-    if (message.v === 3 && gate !== undefined) {
-      const claim = await claimGrant(deps, message, gate, delivery, options);
-      if (claim === "copy")
-        return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
-      if (claim === "expired") return await regranted("its grant expired before it started", { expired: true });
-      claimed = true;
+  const outcome = await (async (): Promise<WorkOutcome> => {
+    let run: UnitRun;
+    try {
+      if (message.v === 3 && gate !== undefined) {
+        const claim = await claimGrant(deps, message, gate, delivery, options);
+        if (claim === "copy")
+          return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
+        if (claim === "reported")
+          return {
+            status: "copy",
+            ...unitCounts,
+            itemsDone: 0,
+            itemsFailed: 0,
+            reason: "an earlier delivery reported it",
+          };
+        if (claim === "earlier")
+          return await regranted("an earlier delivery claimed its grant and may still run it (frozen, or died)", {
+            held: true,
+          });
+        if (claim === "expired") return await regranted("its grant expired before it started", { expired: true });
+        claimed = true;
+      }
+      run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
+      if (run.expired === true)
+        return await regranted("its grant expired before every item started", { expired: true });
+    } catch (error) {
+      // A granted unit goes back to the leader rather than to the queue (a redelivery of it would start nothing): held
+      // when its claim failed (another copy may run it), else as ended (its items have settled); if that fails too,
+      // the host delivers it again.
+      if (gate !== undefined)
+        return regrantOrThrow(
+          () =>
+            regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, { held: !claimed }),
+          error,
+        );
+      return resendIfShutDown(error);
     }
-    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
-    if (run.expired === true) return await regranted("its grant expired before every item started", { expired: true });
-  } catch (error) {
-    // A granted unit goes back to the leader rather than to the queue (a redelivery of it would start nothing): held
-    // when its claim failed (another copy may run it), else as ended (its items have settled); if that fails too,
-    // the host delivers it again.
-    if (gate !== undefined)
-      return regrantOrThrow(
-        () => regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, { held: !claimed }),
-        error,
-      );
-    return resendIfShutDown(error);
-  }
-  try {
-    return await reportRun(deps, kind, message, unitCounts, run, options);
-  } catch (error) {
-    return resendIfShutDown(error);
-  }
+    try {
+      return await reportRun(deps, kind, message, unitCounts, run, options);
+    } catch (error) {
+      // Its result was not sent (a shutdown, storage trouble): a granted unit goes back to the leader, since a
+      // redelivery of its message may not run under its grant; the items it ran run again under a new one.
+      if (gate !== undefined)
+        return regrantOrThrow(
+          () => regranted(`its result could not be sent: ${error instanceof Error ? error.message : String(error)}`),
+          error,
+        );
+      return resendIfShutDown(error);
+    }
+  })();
+  // The claimant's report (result or give-back) was sent: a later delivery of its message does nothing.
+  if (claimed && message.v === 3) await markReported(deps, message, delivery);
+  return outcome;
 }
 
 /** The regrant `send` makes, or `error` (the run's) when it fails. */
