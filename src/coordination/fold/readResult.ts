@@ -56,6 +56,7 @@ export async function resultOf(
   | { ok: true; jobId: string; outcome: UnitOutcome }
   | { ok: false; reason: string; unit?: ItemRef }
   | { ok: "newer"; version: number }
+  | { ok: "regrant"; jobId: string; unit: ItemRef; grantId: string; expired: boolean }
 > {
   if (message.text === undefined) return { ok: false, reason: "not valid base64" };
   const newer = newerResultOf(message.text);
@@ -68,7 +69,15 @@ export async function resultOf(
   const parsed = parseMessage(resultMessageSchema, message.text);
   if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
   const result = parsed.value;
-  if (result.v === 2) {
+  if (result.v === 3 && result.grant.regrant === true)
+    return {
+      ok: "regrant",
+      jobId: result.jobId,
+      unit: { jobId: result.jobId, item: result.first, count: result.count },
+      grantId: result.grant.id,
+      expired: result.grant.expired === true,
+    };
+  if (result.v === 2 || result.v === 3) {
     const outcome = await unitOutcomeOf(result, readOutcome);
     if (!outcome.ok)
       return {
@@ -101,7 +110,7 @@ export async function resultOf(
  * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
  */
 async function unitOutcomeOf(
-  result: z.output<typeof unitResultMessageSchema>,
+  result: Omit<z.output<typeof unitResultMessageSchema>, "v">,
   readOutcome: OutcomeReader,
 ): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
   const { first, count } = result;

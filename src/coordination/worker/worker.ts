@@ -11,6 +11,8 @@ import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
+import { claimGrant, gateOf, grantReport, markReported, sendRegrant } from "./grantedUnit.js";
+import { GrantExpiredError, type TakenShares, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -45,14 +47,17 @@ export interface Delivery {
  * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
  * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not),
  * `resent` when the host shut down during its last delivery and the unit was put on the work queue again, whole
- * (nothing reported: its items count when the copy is processed); the unit's task kind, and how many of its `count`
- * items were reported done and failed.
+ * (nothing reported: its items count when the copy is processed), `regranted` when a granted unit went back to the
+ * leader whole, `copy` when another copy of a granted unit runs it (this one did nothing); the unit's task kind, and
+ * how many of its `count` items were reported done and failed.
  */
 export type WorkOutcome =
   | ({ status: "processed"; reason?: undefined } & UnitCounts)
   | ({ status: "failed"; reason: string } & UnitCounts)
   | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
   | ({ status: "resent"; reason: string } & UnitCounts)
+  | ({ status: "regranted"; reason: string } & UnitCounts)
+  | ({ status: "copy"; reason: string } & UnitCounts)
   | { status: "rejected"; reason: string };
 
 /** A unit's counts in a {@link WorkOutcome}. */
@@ -66,7 +71,7 @@ interface UnitCounts {
 }
 
 /** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
-const NEWEST_WORK_MESSAGE_VERSION = 2;
+const NEWEST_WORK_MESSAGE_VERSION = 3;
 
 /**
  * While a unit runs, how old a "not stopped" answer about its job may be before an item starts (and how often a unit
@@ -137,26 +142,84 @@ export async function processWorkMessage(
     );
 
   const { jobId } = message;
-  const first = message.v === 2 ? message.first : message.item;
-  const inputs = message.v === 2 ? message.inputs : [message.input];
+  const first = message.v === 1 ? message.item : message.first;
+  const inputs = message.v === 1 ? [message.input] : message.inputs;
   const count = inputs.length;
   const unitCounts = { jobId, kind: message.kind, item: first, count };
+  const gate = message.v === 3 ? gateOf(message, deps.now) : undefined;
+  const regranted = async (why: string, how: { held?: boolean; expired?: boolean } = {}): Promise<WorkOutcome> => {
+    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, how);
+    return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
+  };
   // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
+  // (A granted unit never gets here: it goes back to the leader, whose new grant a redelivery cannot have.)
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
     if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
     const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
     return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
   };
-  let run: UnitRun;
+  let claimed = false;
+  const outcome = await (async (): Promise<WorkOutcome> => {
+    let run: UnitRun;
+    try {
+      if (message.v === 3 && gate !== undefined) {
+        const claim = await claimGrant(deps, message, gate, delivery, options);
+        if (claim === "copy")
+          return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
+        if (claim === "reported")
+          return {
+            status: "copy",
+            ...unitCounts,
+            itemsDone: 0,
+            itemsFailed: 0,
+            reason: "an earlier delivery reported it",
+          };
+        if (claim === "earlier")
+          return await regranted("an earlier delivery claimed its grant and may still run it (frozen, or died)", {
+            held: true,
+          });
+        if (claim === "expired") return await regranted("its grant expired before it started", { expired: true });
+        claimed = true;
+      }
+      run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
+      if (run.expired === true)
+        return await regranted("its grant expired before every item started", { expired: true });
+    } catch (error) {
+      // A granted unit goes back to the leader rather than to the queue (a redelivery of it would start nothing): held
+      // when its claim failed (another copy may run it), else as ended (its items have settled); if that fails too,
+      // the host delivers it again.
+      if (gate !== undefined)
+        return regrantOrThrow(
+          () =>
+            regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, { held: !claimed }),
+          error,
+        );
+      return resendIfShutDown(error);
+    }
+    try {
+      return await reportRun(deps, kind, message, unitCounts, run, options);
+    } catch (error) {
+      // Its result was not sent (a shutdown, storage trouble): a granted unit goes back to the leader, since a
+      // redelivery of its message may not run under its grant; the items it ran run again under a new one.
+      if (gate !== undefined)
+        return regrantOrThrow(
+          () => regranted(`its result could not be sent: ${error instanceof Error ? error.message : String(error)}`),
+          error,
+        );
+      return resendIfShutDown(error);
+    }
+  })();
+  // The claimant's report (result or give-back) was sent: a later delivery of its message does nothing.
+  if (claimed && message.v === 3) await markReported(deps, message, delivery);
+  return outcome;
+}
+
+/** The regrant `send` makes, or `error` (the run's) when it fails. */
+async function regrantOrThrow(send: () => Promise<WorkOutcome>, error: unknown): Promise<WorkOutcome> {
   try {
-    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
-  } catch (error) {
-    return resendIfShutDown(error);
-  }
-  try {
-    return await reportRun(deps, kind, message, unitCounts, run, options);
-  } catch (error) {
-    return resendIfShutDown(error);
+    return await send();
+  } catch {
+    throw error;
   }
 }
 
@@ -172,7 +235,12 @@ async function reportRun(
   const { jobId, item: first, count } = unitCounts;
   const { done, partials, failures } = run;
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
-  if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  if (run.skipped === count) {
+    // Its job stopped: a granted unit still gives its grant back.
+    if (message.v === 3 && run.gate !== undefined)
+      await sendRegrant(deps, message, run.gate, "its job was stopped before any item started");
+    return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  }
   if (message.v === 1) {
     const [failure] = failed;
     const tooLarge = await sendItemResult(
@@ -196,6 +264,7 @@ async function reportRun(
         failed,
       },
       options,
+      message.v === 3 && run.gate !== undefined ? grantReport(message, run.gate) : undefined,
     );
     if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
@@ -216,6 +285,8 @@ interface UnitItems {
   first: number;
   inputs: readonly ItemInput[];
   params: unknown;
+  /** A granted unit's gate: its items start only under the unit's shares of its limits, before the grant expires. */
+  gate?: UnitGate | undefined;
 }
 
 /** What running a unit's items gave: items done with their partials, items failed by reason, items not processed. */
@@ -225,6 +296,10 @@ interface UnitRun {
   partials: PartialMerger;
   failures: Map<string, number[]>;
   skipped: number;
+  /** The grant expired before every item started: the unit goes back to the leader, whole. */
+  expired?: boolean;
+  /** The granted unit's gate, for its report. */
+  gate?: UnitGate | undefined;
 }
 
 /**
@@ -241,7 +316,8 @@ async function runItems(
 ): Promise<UnitRun> {
   const { jobId, first, inputs } = unit;
   const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
-  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0 };
+  const { gate } = unit;
+  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0, gate };
   const fail = (item: number, reason: string): void => {
     const items = run.failures.get(reason) ?? [];
     items.push(item);
@@ -253,6 +329,8 @@ async function runItems(
     options.abortSignal === undefined ? unitControl.signal : AbortSignal.any([options.abortSignal, unitControl.signal]);
   let transient: { error: unknown } | undefined;
   const watch = watchForStop(deps, jobId, unitControl);
+  // A granted unit's items stop at its grant's expiry: the leader may hand the shares on from a grace later.
+  const expiry = gate === undefined ? undefined : expireAt(gate, unitControl);
   const runItem = async (input: ItemInput, offset: number): Promise<void> => {
     const item = first + offset;
     if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
@@ -262,16 +340,22 @@ async function runItems(
       if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
       return;
     }
+    let shares: TakenShares | undefined;
     try {
       const data =
         "inline" in input
           ? inputOf(undefined, input.inline)
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
-      // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
-      // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
-      while (workerSlice.spent()) await workerSlice();
-      throwIfAborted(signal); // stopped or shut down meanwhile: handled below
-      const produced = processItem(deps, kind, unit, data, item, signal);
+      // Checked right before the kind runs, in the same synchronous run (no await between): see startNow.
+      let ready: { shares: TakenShares | undefined } | undefined;
+      while ((ready = startNow(gate, offset, signal)) === undefined) await waitToStart(gate, offset, signal);
+      shares = ready.shares;
+      let produced: unknown;
+      try {
+        produced = processItem(deps, kind, unit, data, item, signal);
+      } finally {
+        shares?.started(); // after the kind's synchronous start, whether it threw: the start its rate counts
+      }
       // Awaited only when it can be (a promise, or any thenable, which a promise would adopt too): a synchronous
       // kind's partial is used as it is, without a promise and a turn of the microtask queue per item (issue 35).
       const partial = isThenable(produced) ? await produced : produced;
@@ -282,6 +366,8 @@ async function runItems(
         run.skipped++;
         return;
       }
+      if (error instanceof GrantExpiredError) unitControl.abort(error);
+      if (unitControl.signal.reason instanceof GrantExpiredError) return; // the whole unit goes back
       if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
       const reason = error instanceof Error ? error.message : String(error);
       if (error instanceof ItemError) fail(item, reason);
@@ -292,20 +378,63 @@ async function runItems(
         transient ??= { error };
         unitControl.abort(error);
       }
+    } finally {
+      shares?.release();
     }
   };
   try {
     await forEachAtMost(kind.concurrency ?? deps.workUnitConcurrency, inputs, runItem);
   } finally {
+    if (expiry !== undefined) clearTimeout(expiry);
     await watch.stop();
   }
   if (transient !== undefined) throw transient.error;
+  if (unitControl.signal.reason instanceof GrantExpiredError) return { ...run, expired: true };
+  return settledRun(run, inputs.length, options);
+}
+
+/**
+ * A unit's run once every item settled: its items in order; throws the shutdown's reason when the host shut down
+ * before every item was done, failed or skipped (the unit is delivered again).
+ */
+function settledRun(run: UnitRun, count: number, options: Abortable): UnitRun {
   const settled = run.done.length + [...run.failures.values()].reduce((sum, items) => sum + items.length, 0);
-  if (options.abortSignal?.aborted === true && settled + run.skipped < inputs.length)
-    throw abortReason(options.abortSignal);
+  if (options.abortSignal?.aborted === true && settled + run.skipped < count) throw abortReason(options.abortSignal);
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
+}
+
+/**
+ * Whether an item may start now, checked right before its kind runs, in the same synchronous run: the worker's slice
+ * (items of several units whose awaits — stop check, input — resolved in one turn take turns with the timers instead
+ * of running back to back), then a granted item's shares, taken (the gate counts the start when the caller says the
+ * kind was called). Undefined: wait ({@link waitToStart}) and ask again. Throws the signal's reason once it aborts
+ * (stopped or shut down meanwhile), and GrantExpiredError once the grant expires.
+ */
+function startNow(
+  gate: UnitGate | undefined,
+  offset: number,
+  signal: AbortSignal,
+): { shares: TakenShares | undefined } | undefined {
+  if (workerSlice.spent()) return undefined;
+  throwIfAborted(signal);
+  if (gate === undefined) return { shares: undefined };
+  const shares = gate.tryTake(offset);
+  return shares === undefined ? undefined : { shares };
+}
+
+/** Waits for what {@link startNow} lacked: the worker's next slice, or the item's shares. */
+async function waitToStart(gate: UnitGate | undefined, offset: number, signal: AbortSignal): Promise<void> {
+  if (workerSlice.spent()) await workerSlice();
+  else await gate?.ready(offset, signal);
+}
+
+/** Aborts a granted unit's items at its grant's expiry (wall clock); the timer, to clear when the unit settles. */
+function expireAt(gate: UnitGate, control: AbortController): NodeJS.Timeout {
+  const timer = setTimeout(() => control.abort(new GrantExpiredError(gate.grantId)), gate.msUntilExpiry());
+  timer.unref();
+  return timer;
 }
 
 /**
