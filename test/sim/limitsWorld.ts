@@ -1,4 +1,4 @@
-import { GRANT_LIFETIME_MS } from "../../src/coordination/flow/grant";
+import { GRANT_LIFETIME_MS, MAX_LOST_DELIVERIES } from "../../src/coordination/flow/grant";
 import { GRANT_GRACE_MS } from "../../src/coordination/state/grantLedger";
 import type { JobState } from "../../src/coordination/state/jobState";
 import { simLimitKey, type LimitsPlan, type SimKindLimits, type SimPoolLimits } from "./limits";
@@ -188,12 +188,17 @@ export class SimLimits {
    * between its writes and its send) holds its shares for a grant's lifetime and grace before the unit is sent again,
    * and then the job's items run one after another at worst, each a unit's time or a rate window. A unit whose copy
    * could not claim its grant (storage trouble) goes back held: its grant's shares stay held for the grant's lifetime
-   * and grace (another copy may run under it), once more.
+   * and grace (another copy may run under it), once more. An item that kills its process does so on every delivery:
+   * a later delivery finds the claim of the one that died unmarked and gives the unit back held (that one may be
+   * frozen, not dead), so each such unit holds its shares a grant's lifetime and grace per lost delivery, until
+   * {@link MAX_LOST_DELIVERIES} fail it.
    */
   calmLimitMs(baseMs: number, tickMs: number): number {
     if (!this.on) return baseMs;
     let workMs = 0;
+    let kills = 0;
     for (const job of this.world.plan.jobs) {
+      kills += job.items.filter((item) => item.t === "kill").length;
       const unitMs = this.world.plan.lifecycle.unitMs;
       for (let index = 0; index < job.items.length; index++) {
         const pools = this.poolsOf({ id: "", plan: job, inputs: [], params: undefined }, index).pools;
@@ -208,7 +213,8 @@ export class SimLimits {
     const burstJobs = this.world.plan.activity.burst?.jobs ?? 0;
     const sum = kindLimitsOf(this.world.plan.limits.kinds, "sim-sum");
     if (sum !== null) workMs += burstJobs * Math.max(2000 / (sum.concurrency ?? Infinity), sum.rate ? 3000 : 0);
-    return baseMs + 2 * (GRANT_LIFETIME_MS + GRANT_GRACE_MS) + 2 * tickMs + 2 * workMs;
+    const grantMs = GRANT_LIFETIME_MS + GRANT_GRACE_MS;
+    return baseMs + (2 + kills * MAX_LOST_DELIVERIES) * grantMs + 2 * tickMs + 2 * workMs;
   }
 
   /** When a limited job was first seen ended (undefined: not seen). */

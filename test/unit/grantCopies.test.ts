@@ -2,11 +2,10 @@ import { describe, expect, it, vi } from "vitest";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
 import { defineTaskKind } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
-import { keys } from "../../src/coordination/state/jobState";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { processWorkMessage, type WorkOutcome } from "../../src/coordination/worker/worker";
 import { abortReason } from "../../src/library/util/delay";
-import { GRANT_LIFETIME_MS, MAX_EXPIRIES } from "../../src/coordination/flow/grant";
+import { GRANT_LIFETIME_MS, MAX_EXPIRIES, MAX_LOST_DELIVERIES } from "../../src/coordination/flow/grant";
 import { GRANT_GRACE_MS } from "../../src/coordination/state/grantLedger";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
@@ -84,7 +83,8 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
   });
 
   it("a delivery after the one that claimed the grant, while that one is frozen (past the message's visibility), starts nothing: the unit goes back held, and runs again under a new grant once the old one expires", async () => {
-    // Found by the simulator (seed 20261646, limitsNeverExceeded: "pool k:group-by (concurrency 1) had 2 items running"):
+    // Found by the simulator (seed 20261646, limitsNeverExceeded: "pool k:group-by (concurrency 1) had 2 items
+    // running"):
     // the redelivery ran under the claimant's grant, after a rate window, while the frozen claimant still ran it.
     const w = blockedWorld();
     const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
@@ -111,6 +111,59 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
     await work(w.deps, w.work);
     await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
     expect(w.counts.most).toBe(2);
+    expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
+  });
+
+  it("a unit whose deliveries die while running it (an item that kills its process) fails after MAX_LOST_DELIVERIES, instead of holding its pool a grant's lifetime for ever", async () => {
+    // Found by the simulator once later deliveries stopped running under a claimed grant (seeds 20261146, 20261690:
+    // limitedJobsEnd, jobs with an item that kills its process never ended).
+    const w = blockedWorld(); // never released: each delivery that runs the items dies with them
+    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    for (let lost = 1; lost <= MAX_LOST_DELIVERIES; lost++) {
+      const [message] = await w.work.receive(32, 600);
+      if (message === undefined) throw new Error(`no work message for delivery ${lost}`);
+      const delivery = (dequeueCount: number) => ({ id: message.id, dequeueCount, maxDequeueCount: 5 });
+      void processWorkMessage(w.deps, message.text, delivery(1)); // its process dies with the items running
+      await vi.waitFor(() => expect(w.counts.running).toBe(2 * lost));
+      expect((await processWorkMessage(w.deps, message.text, delivery(2))).status).toBe("regranted");
+      await w.work.delete(message);
+      await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS); // folds the give-back
+      w.clock.ms += GRANT_LIFETIME_MS + GRANT_GRACE_MS; // the earlier delivery's grant is held to its expiry
+      await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    }
+    const job = await readJob(w.state, id);
+    expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 2 });
+    expect(job?.failures[0]?.reason).toMatch(/process died or froze .*an item may be killing its process/);
+  });
+
+  it("a granted unit whose item fails transiently is retried by the host under its grant, as any unit: its claim released, the next delivery runs it", async () => {
+    // Found by the simulator (seed 20261690, limitedJobsEnd): a run that failed went back to the leader each time, with
+    // a new grant and a new message, so the host's delivery count never grew; an item failing on every try was run 20
+    // grants long instead of the host's maxDequeueCount, holding its pool.
+    const clock = { ms: 1_000_000 };
+    let calls = 0;
+    const flaky = defineTaskKind({
+      name: "sum",
+      concurrency: 2,
+      limits: { concurrency: 2 },
+      process(input) {
+        if (input.text === "2" && ++calls === 1) throw new Error("a transient failure (test)");
+        return Promise.resolve(Number(input.text));
+      },
+      aggregate: { empty: () => 0, merge: (a: number, b: number) => a + b },
+    });
+    const w = world({ registry: new TaskRegistry([flaky]), now: () => clock.ms, workUnitMaxItems: 4 });
+    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const [message] = await w.work.receive(32, 600);
+    if (message === undefined) throw new Error("no work message");
+    const delivery = (dequeueCount: number) => ({ id: message.id, dequeueCount, maxDequeueCount: 5 });
+    await expect(processWorkMessage(w.deps, message.text, delivery(1))).rejects.toThrow(/a transient failure/);
+    expect(w.results.bodies()).toEqual([]); // nothing reported: the host retries it
+    expect(await processWorkMessage(w.deps, message.text, delivery(2))).toMatchObject({ status: "processed" });
+    await w.work.delete(message);
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
     expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
   });
 

@@ -49,7 +49,7 @@ export async function dispatchLimitedJob(
   const listed = new Set((state.resend ?? []).map((unit) => unit.first));
   const fromExpired = expired
     .filter((grant) => !listed.has(grant.first))
-    .map((grant) => ({ ...nextGrant(grant, true), first: grant.first, count: grant.count }));
+    .map((grant) => ({ ...nextGrant(grant, "expired"), first: grant.first, count: grant.count }));
   // The units to send again: listed before, and those whose grant expired just now (as the resend list takes them).
   const resend = [...(state.resend ?? []), ...(withResends(state, fromExpired)?.resend.slice(listed.size) ?? [])];
   const kind = deps.registry.get(state.kind);
@@ -134,6 +134,7 @@ function workMessage(state: JobState, unit: PlannedUnit, nowMs: number): { text:
     holds: unit.holds,
     ...(unit.regrants > 0 ? { regrants: unit.regrants } : {}),
     ...(unit.expiries > 0 ? { expiries: unit.expiries } : {}),
+    ...(unit.lost > 0 ? { lost: unit.lost } : {}),
   };
   return { text: JSON.stringify(message), grant };
 }

@@ -15,9 +15,10 @@ export interface PlannedUnit {
   holds: Hold[];
   /** The pools of its shares, in the same order. */
   pools: NamedPool[];
-  /** Grants the unit had before this one, and how many of them expired. */
+  /** Grants the unit had before this one, how many of them expired, and how many of its deliveries were lost. */
   regrants: number;
   expiries: number;
+  lost: number;
 }
 
 /** What one pass may send of a limited job: its units, its items that cannot be sent, and what stopped it. */
@@ -80,7 +81,14 @@ export async function planLimitedUnits(
     }
     const blocked = blockingPool(flow, book, items.keys);
     if (blocked !== undefined) return { ...plan, blockedBy: blocked };
-    plan.units.push(grantUnit(flow, book, { first: unit.first, ...items, regrants: unit.regrants, expiries: unit.expiries ?? 0 }, limits.perUnit));
+    plan.units.push(
+      grantUnit(
+        flow,
+        book,
+        { first: unit.first, ...items, regrants: unit.regrants, expiries: unit.expiries ?? 0, lost: unit.lost ?? 0 },
+        limits.perUnit,
+      ),
+    );
     plan.resent.add(unit.first);
   }
   let room = limits.newItems;
@@ -91,7 +99,7 @@ export async function planLimitedUnits(
     const built = await buildUnit(flow, book, reader, plan, end, { ...limits, itemCount: job.itemCount });
     if (built === "blocked") return plan;
     if (built === undefined) continue; // an item failed alone
-    plan.units.push(grantUnit(flow, book, { ...built, regrants: 0, expiries: 0 }, limits.perUnit));
+    plan.units.push(grantUnit(flow, book, { ...built, regrants: 0, expiries: 0, lost: 0 }, limits.perUnit));
     plan.cursor = built.first + built.inputs.length;
     room -= built.inputs.length;
   }
@@ -194,7 +202,7 @@ async function buildUnit(
 function grantUnit(
   flow: JobFlow,
   book: PoolBook,
-  unit: { first: number; inputs: ItemInput[]; keys: (string | undefined)[]; regrants: number; expiries: number },
+  unit: Pick<PlannedUnit, "first" | "inputs" | "keys" | "regrants" | "expiries" | "lost">,
   perUnit: number,
 ): PlannedUnit {
   const counts = new Map<string, number>();

@@ -41,6 +41,12 @@ export const MAX_GRANT_LIFETIME_MS = 8 * GRANT_LIFETIME_MS;
 /** Grants of a unit that may expire before its items fail instead: its items take longer than a grant lasts. */
 export const MAX_EXPIRIES = 5;
 /**
+ * Deliveries of a unit that may be lost — the process running it died or froze, and a later delivery found its claim
+ * never reported — before its items fail instead: an item that kills its process would hold its pool for a grant's
+ * lifetime each time (the later delivery cannot run under the grant while the earlier one may be frozen, not dead).
+ */
+export const MAX_LOST_DELIVERIES = 2;
+/**
  * Grants a unit may have in all before its items fail instead: each expired or was given back (a shutdown, a run that
  * failed, a claim lost). Give-backs are the platform's doing, not the unit's, so they are allowed more than expiries;
  * the bound keeps a unit that can never run from being sent for ever.
@@ -57,13 +63,20 @@ export function lifetimeMs(expiries: number): number {
   return Math.min(MAX_GRANT_LIFETIME_MS, GRANT_LIFETIME_MS * 2 ** Math.max(0, expiries));
 }
 
-/** The grant counts of a unit's next grant after `grant`, which expired (`expired`) or was given back. */
+/**
+ * How a unit's grant ended without its result: it `expired`; its copy found an earlier delivery's claim never reported
+ * (`lost`: that delivery's process died or froze while running it); or it was given back (a shutdown, a failed run).
+ */
+export type GrantLoss = "expired" | "lost" | "given back";
+
+/** The grant counts of a unit's next grant after `grant`, which ended as `how`. */
 export function nextGrant(
-  grant: { regrants?: number | undefined; expiries?: number | undefined } | undefined,
-  expired: boolean,
-): { regrants: number; expiries?: number } {
-  const expiries = (grant?.expiries ?? 0) + (expired ? 1 : 0);
-  return { regrants: (grant?.regrants ?? 0) + 1, ...(expiries > 0 ? { expiries } : {}) };
+  grant: { regrants?: number | undefined; expiries?: number | undefined; lost?: number | undefined } | undefined,
+  how: GrantLoss,
+): { regrants: number; expiries?: number; lost?: number } {
+  const expiries = (grant?.expiries ?? 0) + (how === "expired" ? 1 : 0);
+  const lost = (grant?.lost ?? 0) + (how === "lost" ? 1 : 0);
+  return { regrants: (grant?.regrants ?? 0) + 1, ...(expiries > 0 ? { expiries } : {}), ...(lost > 0 ? { lost } : {}) };
 }
 
 /** What is free in each pool during one dispatch: the ledger's use, plus what this dispatch has granted so far. */

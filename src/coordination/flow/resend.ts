@@ -1,6 +1,6 @@
 import { Bitmap } from "../state/bitmap.js";
 import type { JobState } from "../state/jobState.js";
-import { MAX_EXPIRIES, MAX_REGRANTS } from "./grant.js";
+import { MAX_EXPIRIES, MAX_LOST_DELIVERIES, MAX_REGRANTS } from "./grant.js";
 
 /**
  * A unit of a limited job to send again with a new grant (`regrants`: grants it has had so far; `expiries`: how many of
@@ -13,8 +13,9 @@ export const MAX_RESEND_UNITS = 1000;
 
 /**
  * The job's resend list with `units` added — each unit once, only while some of its items are neither done nor
- * failed, and only one inside the job — and the units whose grants expired {@link MAX_EXPIRIES} times, or that had
- * {@link MAX_REGRANTS} grants in all, whose open items fail instead (with the reason, so the job ends rather than send a unit that never fits its grant for ever).
+ * failed, and only one inside the job — and the units whose grants expired {@link MAX_EXPIRIES} times, whose
+ * deliveries were lost {@link MAX_LOST_DELIVERIES} times, or that had {@link MAX_REGRANTS} grants in all, whose open
+ * items fail instead (with the reason, so the job ends rather than send a unit that never finishes for ever).
  * Undefined when nothing changes.
  */
 export function withResends(
@@ -50,6 +51,9 @@ function exhausted(unit: ResendUnit): string | undefined {
   const expiries = unit.expiries ?? 0;
   if (expiries >= MAX_EXPIRIES)
     return `${items} had ${expiries} grants that expired before it finished: its items take longer than a grant lasts`;
+  const lost = unit.lost ?? 0;
+  if (lost >= MAX_LOST_DELIVERIES)
+    return `${items} was being run ${lost} times when its process died or froze (a later delivery found its run never reported): an item may be killing its process`;
   if (unit.regrants >= MAX_REGRANTS)
     return `${items} had ${unit.regrants} grants, ${expiries} of them expired and the others given back (shut down, or its run failed), and never finished`;
   return undefined;

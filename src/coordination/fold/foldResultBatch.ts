@@ -9,7 +9,7 @@ import { readBounded, resultOf, type OutcomeReader } from "./readResult.js";
 import { MAX_REJECTION_REASON_LENGTH } from "../ports/rejection.js";
 import { blamesTheMessage, refusedForTheRequest, reject } from "./rejectMessages.js";
 import { GrantEnds } from "./grantEnds.js";
-import { nextGrant } from "../flow/grant.js";
+import { nextGrant, type GrantLoss } from "../flow/grant.js";
 import { unitHasLiveGrant, type Ledger } from "../state/grantLedger.js";
 
 /**
@@ -195,7 +195,7 @@ interface Regrant {
   jobId: string;
   unit: ItemRef;
   grantId: string;
-  expired: boolean;
+  how: GrantLoss;
   message: ReceivedMessage;
 }
 
@@ -212,7 +212,7 @@ function addRegrants(
   source: Source,
   options: FoldOptions,
 ): void {
-  for (const { jobId, unit, grantId, expired, message } of regrants) {
+  for (const { jobId, unit, grantId, how, message } of regrants) {
     if (unitHasLiveGrant(ledger, { jobId, first: unit.item }, grantId, nowMs)) {
       report.acknowledgements.push(Promise.allSettled([source.queue.delete(message, options)]));
       continue;
@@ -221,7 +221,7 @@ function addRegrants(
     addOutcome(byJob, jobId, {
       outcome: { done: [], failed: [] },
       message,
-      resend: { ...nextGrant(previous, expired), first: unit.item, count: unit.count },
+      resend: { ...nextGrant(previous, how), first: unit.item, count: unit.count },
     });
   }
 }

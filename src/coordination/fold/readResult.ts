@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { GrantLoss } from "../flow/grant.js";
 import { KIND_WAIT_MS } from "./missingKind.js";
 import { asUnit, type ItemOutcome, type UnitOutcome } from "./foldOutcomes.js";
 import { keys } from "../state/jobState.js";
@@ -56,7 +57,7 @@ export async function resultOf(
   | { ok: true; jobId: string; outcome: UnitOutcome }
   | { ok: false; reason: string; unit?: ItemRef }
   | { ok: "newer"; version: number }
-  | { ok: "regrant"; jobId: string; unit: ItemRef; grantId: string; expired: boolean }
+  | { ok: "regrant"; jobId: string; unit: ItemRef; grantId: string; how: GrantLoss }
 > {
   if (message.text === undefined) return { ok: false, reason: "not valid base64" };
   const newer = newerResultOf(message.text);
@@ -75,7 +76,7 @@ export async function resultOf(
       jobId: result.jobId,
       unit: { jobId: result.jobId, item: result.first, count: result.count },
       grantId: result.grant.id,
-      expired: result.grant.expired === true,
+      how: result.grant.expired === true ? "expired" : result.grant.lost === true ? "lost" : "given back",
     };
   if (result.v === 2 || result.v === 3) {
     const outcome = await unitOutcomeOf(result, readOutcome);

@@ -263,6 +263,8 @@ export const grantReportSchema = z.strictObject({
   held: z.literal(true).optional(),
   /** With `regrant`: the grant expired before every item started (the unit's next grant lasts longer). */
   expired: z.literal(true).optional(),
+  /** With `regrant` and `held`: an earlier delivery claimed the grant and never reported (it died or froze). */
+  lost: z.literal(true).optional(),
 });
 export type GrantReport = z.infer<typeof grantReportSchema>;
 

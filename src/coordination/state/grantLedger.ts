@@ -70,6 +70,8 @@ export const grantSchema = z.looseObject({
   regrants: z.number().int().min(0).optional(),
   /** How many of those expired (absent: none): each doubles the next grant's lifetime. */
   expiries: z.number().int().min(0).optional(),
+  /** How many of its deliveries were lost (their process died or froze while running it; absent: none). */
+  lost: z.number().int().min(0).optional(),
   /** When the copy's end became known (its result, its poison, or its expiry): its concurrency is free then. */
   endedAtMs: z.number().optional(),
   /** Latest time (leader's clock) any of its items may have started: its rate permits are free a window after. */
@@ -302,7 +304,11 @@ export function markExpired(ledger: Ledger, ids: ReadonlySet<string>, nowMs: num
   return { ...ledger, grants: pruned(grants, nowMs) };
 }
 
-/** Whether another grant than `except` of the same unit may still be running (so a regrant need not send it again). */
+/**
+ * Whether another grant than `except` of the same unit is still out with no end known (its unit was sent again under
+ * it, so a regrant need not send it again). A grant that ended held — its copy gave it back, and an earlier one may
+ * still run under it — does not count: it will never report the unit.
+ */
 export function unitHasLiveGrant(
   ledger: Pick<Ledger, "grants">,
   unit: { jobId: string; first: number },
@@ -311,7 +317,11 @@ export function unitHasLiveGrant(
 ): boolean {
   return ledger.grants.some(
     (grant) =>
-      grant.id !== except && grant.jobId === unit.jobId && grant.first === unit.first && holdsConcurrency(grant, nowMs),
+      grant.id !== except &&
+      grant.jobId === unit.jobId &&
+      grant.first === unit.first &&
+      grant.endedAtMs === undefined &&
+      holdsConcurrency(grant, nowMs),
   );
 }
 

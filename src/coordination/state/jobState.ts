@@ -142,8 +142,9 @@ export const jobStateSchema = jobSpecSchema.extend({
   redispatches: z.number().int().min(0).optional(),
   /**
    * Units of a limited job to send again with a new grant, first: their grant expired without a report, or their
-   * copy gave it back unstarted (`regrants`: how many grants the unit has had; `expiries`: how many of them expired,
-   * absent for none). At most one entry per unit in flight.
+   * copy gave it back unstarted (`regrants`: how many grants the unit has had; `expiries`: how many of them expired;
+   * `lost`: how many of its deliveries died or froze while running it; each absent for none). At most one entry per
+   * unit in flight.
    */
   resend: z
     .array(
@@ -152,6 +153,7 @@ export const jobStateSchema = jobSpecSchema.extend({
         count: z.number().int().min(1),
         regrants: z.number().int().min(0),
         expiries: z.number().int().min(0).optional(),
+        lost: z.number().int().min(0).optional(),
       }),
     )
     .optional(),

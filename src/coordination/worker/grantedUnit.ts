@@ -1,7 +1,7 @@
 import type { CoordinationDeps } from "../deps.js";
 import { UnitGate } from "../flow/unitGate.js";
 import type { GrantedWorkMessage, GrantReport } from "../ports/messages.js";
-import type { Abortable } from "../../library/util/delay.js";
+import { delay, type Abortable } from "../../library/util/delay.js";
 import { withTimeout } from "../../library/util/timeout.js";
 import { keys } from "../state/jobState.js";
 import { RESEND_TIMEOUT_MS } from "./workerResend.js";
@@ -11,11 +11,13 @@ import { RESEND_TIMEOUT_MS } from "./workerResend.js";
  * the leader's to count once, so no two copies of a unit may run under one grant: a copy runs it only once it has
  * claimed the grant (a blob created if absent, holding its message id) — a second copy of the message (a send the
  * storage SDK retried, a duplicate delivery) finds the claim taken and starts nothing. The claimant marks the claim
- * reported once its result (or its give-back) is sent. A later delivery of the claimant's message never runs under the
- * grant: when the claim is marked, the unit was reported (the message came back because its delete failed, and the
- * leader may have given the grant's shares to another unit already), so it does nothing; when it is not, the delivery
- * before may still run — frozen past the message's visibility, not dead — so the unit goes back to the leader held:
- * its shares stay counted until the grant expires, and it is sent again under a new grant.
+ * reported once its result (or its give-back) is sent, and released when its run failed and it leaves the unit to the
+ * host's retry. A later delivery of the claimant's message runs under the grant only when the claim is released (the
+ * delivery before stopped every item; this one waits a whole rate window first, since that one's starts used the
+ * grant's permits). When the claim is reported, the unit was reported (the message came back because its delete
+ * failed, and the leader may have given the grant's shares to another unit already), so it does nothing; when it is
+ * not marked, the delivery before may still run — frozen past the message's visibility, not dead — so the unit goes
+ * back to the leader held: its shares stay counted until the grant expires, and it is sent again under a new grant.
  * A grant that has expired, and a run that fails or is shut down, send the unit back (a regrant) instead of leaving it
  * to the queue's redelivery. Its result reports the grant, so the leader takes its shares back.
  */
@@ -28,14 +30,15 @@ export function gateOf(message: GrantedWorkMessage, nowMs: () => number): UnitGa
   return new UnitGate(message.grant, message.inputs.length, { monotonicMs: () => performance.now(), nowMs });
 }
 
-/** A claim's text once its copy's report was sent: the message id, then this. */
-const REPORTED = "\nreported";
+/** How a claimant marks its claim as it ends: its report was sent, or its run failed and the host retries it. */
+type ClaimEnd = "reported" | "released";
 
 /**
- * Whether this delivery of a granted unit may run it: `run` when it claimed the grant, `copy` when another copy of the
- * unit had (this one starts nothing, reports nothing), `reported` when an earlier delivery of this message claimed it
- * and reported the unit (nothing to do), `earlier` when an earlier delivery claimed it and may still run it (frozen or
- * dead: it goes back to the leader held), `expired` when its grant has expired (sent back).
+ * Whether this delivery of a granted unit may run it: `run` when it claimed the grant (or an earlier delivery of this
+ * message claimed and released it: after a whole rate window), `copy` when another copy of the unit had (this one
+ * starts nothing, reports nothing), `reported` when an earlier delivery of this message reported the unit (nothing to
+ * do), `earlier` when an earlier delivery claimed it and may still run it (frozen or dead: it goes back to the leader
+ * held), `expired` when its grant has expired (sent back).
  */
 export async function claimGrant(
   deps: Pick<CoordinationDeps, "system">,
@@ -48,28 +51,38 @@ export async function claimGrant(
   const claim = keys.grantClaim(message.jobId, message.grant.id);
   if (await deps.system.createText(claim, delivery.id, options)) return "run";
   const text = await deps.system.readText(claim, options);
-  if (text === delivery.id + REPORTED) return "reported";
-  return text === delivery.id ? "earlier" : "copy";
+  if (text === claimText(delivery, "reported")) return "reported";
+  if (text === delivery.id) return "earlier";
+  if (text !== claimText(delivery, "released")) return "copy";
+  if (gate.longestWindowMs > 0) await delay(gate.longestWindowMs, options);
+  return gate.expired() ? "expired" : "run";
+}
+
+/** A claim's text once its claimant ended as `end`. */
+function claimText(delivery: { id: string }, end: ClaimEnd): string {
+  return `${delivery.id}\n${end}`;
 }
 
 /**
- * Marks a claim reported, once the claimant's result or give-back was sent: a later delivery of its message does
- * nothing. Best effort, within {@link RESEND_TIMEOUT_MS} and without the caller's signal (a shutdown may have aborted
- * it): without the mark, a later delivery gives the unit back held, which costs time, never a limit.
+ * Marks a claim as its claimant ends: `reported` once its result or give-back was sent (a later delivery of its
+ * message does nothing), `released` when its run failed and every item stopped (a later delivery runs it). Best
+ * effort, within {@link RESEND_TIMEOUT_MS} and without the caller's signal (a shutdown may have aborted it): without
+ * the mark, a later delivery gives the unit back held, which costs time, never a limit.
  */
-export async function markReported(
+export async function markClaim(
   deps: Pick<CoordinationDeps, "system" | "logger" | "instanceId">,
   message: GrantedWorkMessage,
   delivery: { id: string },
+  end: ClaimEnd,
 ): Promise<void> {
   const claim = keys.grantClaim(message.jobId, message.grant.id);
   try {
     await withTimeout(RESEND_TIMEOUT_MS, (abortSignal) =>
-      deps.system.writeText(claim, delivery.id + REPORTED, { abortSignal }),
+      deps.system.writeText(claim, claimText(delivery, end), { abortSignal }),
     );
   } catch (error) {
     deps.logger.warn(
-      `Work unit of job ${message.jobId}, items ${message.first}–${message.first + message.inputs.length - 1}: its grant's claim could not be marked reported (${error instanceof Error ? error.message : String(error)}); a later delivery of its message gives it back held.`,
+      `Work unit of job ${message.jobId}, items ${message.first}–${message.first + message.inputs.length - 1}: its grant's claim could not be marked ${end} (${error instanceof Error ? error.message : String(error)}); a later delivery of its message gives it back held.`,
       { instanceId: deps.instanceId },
     );
   }
@@ -97,7 +110,7 @@ export async function sendRegrant(
   message: GrantedWorkMessage,
   gate: UnitGate,
   why: string,
-  how: { held?: boolean; expired?: boolean } = {},
+  how: { held?: boolean; expired?: boolean; lost?: boolean } = {},
 ): Promise<void> {
   const { jobId, first } = message;
   const count = message.inputs.length;
@@ -109,6 +122,7 @@ export async function sendRegrant(
     ...grantReport(message, gate, true),
     ...(how.held === true ? { held: true as const } : {}),
     ...(how.expired === true ? { expired: true as const } : {}),
+    ...(how.lost === true ? { lost: true as const } : {}),
   };
   const result = { v: 3, jobId, first, count, done: [], failed: [], grant };
   await withTimeout(RESEND_TIMEOUT_MS, (abortSignal) =>

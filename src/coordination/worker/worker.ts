@@ -11,7 +11,7 @@ import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
-import { claimGrant, gateOf, grantReport, markReported, sendRegrant } from "./grantedUnit.js";
+import { claimGrant, gateOf, grantReport, markClaim, sendRegrant } from "./grantedUnit.js";
 import { GrantExpiredError, type TakenShares, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
@@ -144,74 +144,117 @@ export async function processWorkMessage(
   const { jobId } = message;
   const first = message.v === 1 ? message.item : message.first;
   const inputs = message.v === 1 ? [message.input] : message.inputs;
-  const count = inputs.length;
-  const unitCounts = { jobId, kind: message.kind, item: first, count };
-  const gate = message.v === 3 ? gateOf(message, deps.now) : undefined;
-  const regranted = async (why: string, how: { held?: boolean; expired?: boolean } = {}): Promise<WorkOutcome> => {
-    if (message.v === 3 && gate !== undefined) await sendRegrant(deps, message, gate, why, how);
-    return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
-  };
+  const unitCounts = { jobId, kind: message.kind, item: first, count: inputs.length };
+  if (message.v === 3) return processGranted(deps, kind, message, params.value, delivery, options, unitCounts);
   // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
-  // (A granted unit never gets here: it goes back to the leader, whose new grant a redelivery cannot have.)
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
     if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
     const reason = await resendOnShutdown(deps, payload, delivery, unitCounts, error);
     return { status: "resent", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason };
   };
-  let claimed = false;
-  const outcome = await (async (): Promise<WorkOutcome> => {
-    let run: UnitRun;
-    try {
-      if (message.v === 3 && gate !== undefined) {
-        const claim = await claimGrant(deps, message, gate, delivery, options);
-        if (claim === "copy")
-          return { status: "copy", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: "another copy runs it" };
-        if (claim === "reported")
-          return {
-            status: "copy",
-            ...unitCounts,
-            itemsDone: 0,
-            itemsFailed: 0,
-            reason: "an earlier delivery reported it",
-          };
-        if (claim === "earlier")
-          return await regranted("an earlier delivery claimed its grant and may still run it (frozen, or died)", {
-            held: true,
-          });
-        if (claim === "expired") return await regranted("its grant expired before it started", { expired: true });
-        claimed = true;
-      }
-      run = await runItems(deps, kind, { jobId, first, inputs, params: params.value, gate }, delivery, options);
-      if (run.expired === true)
-        return await regranted("its grant expired before every item started", { expired: true });
-    } catch (error) {
-      // A granted unit goes back to the leader rather than to the queue (a redelivery of it would start nothing): held
-      // when its claim failed (another copy may run it), else as ended (its items have settled); if that fails too,
-      // the host delivers it again.
-      if (gate !== undefined)
-        return regrantOrThrow(
-          () =>
-            regranted(`its run failed: ${error instanceof Error ? error.message : String(error)}`, { held: !claimed }),
-          error,
-        );
-      return resendIfShutDown(error);
-    }
-    try {
-      return await reportRun(deps, kind, message, unitCounts, run, options);
-    } catch (error) {
-      // Its result was not sent (a shutdown, storage trouble): a granted unit goes back to the leader, since a
-      // redelivery of its message may not run under its grant; the items it ran run again under a new one.
-      if (gate !== undefined)
-        return regrantOrThrow(
-          () => regranted(`its result could not be sent: ${error instanceof Error ? error.message : String(error)}`),
-          error,
-        );
-      return resendIfShutDown(error);
-    }
-  })();
-  // The claimant's report (result or give-back) was sent: a later delivery of its message does nothing.
-  if (claimed && message.v === 3) await markReported(deps, message, delivery);
+  let run: UnitRun;
+  try {
+    run = await runItems(deps, kind, { jobId, first, inputs, params: params.value }, delivery, options);
+  } catch (error) {
+    return resendIfShutDown(error);
+  }
+  try {
+    return await reportRun(deps, kind, message, unitCounts, run, options);
+  } catch (error) {
+    return resendIfShutDown(error);
+  }
+}
+
+type GrantedMessage = Extract<z.infer<typeof workMessageSchema>, { v: 3 }>;
+type Counts = Pick<UnitCounts, "jobId" | "kind" | "item" | "count">;
+
+/**
+ * A granted unit's delivery (its job is limited: `grantedUnit.ts`): it runs only once it has claimed the grant, and
+ * marks the claim reported once its result or give-back is sent. Whatever stops it short goes back to the leader (a
+ * regrant), never to the queue — but a transient failure of its items, which the host retries as for any unit.
+ */
+async function processGranted(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  message: GrantedMessage,
+  params: unknown,
+  delivery: Delivery,
+  options: Abortable,
+  unitCounts: Counts,
+): Promise<WorkOutcome> {
+  const gate = gateOf(message, deps.now);
+  const regranted = async (why: string, how: Parameters<typeof sendRegrant>[4] = {}): Promise<WorkOutcome> => {
+    await sendRegrant(deps, message, gate, why, how);
+    return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
+  };
+  const copy = (reason: string): WorkOutcome => ({
+    status: "copy",
+    ...unitCounts,
+    itemsDone: 0,
+    itemsFailed: 0,
+    reason,
+  });
+  let claim: Awaited<ReturnType<typeof claimGrant>>;
+  try {
+    claim = await claimGrant(deps, message, gate, delivery, options);
+  } catch (error) {
+    // Its claim failed (storage trouble): held, since another copy may have claimed and run it.
+    return regrantOrThrow(() => regranted(`its claim failed: ${errorText(error)}`, { held: true }), error);
+  }
+  if (claim === "copy") return copy("another copy runs it");
+  if (claim === "reported") return copy("an earlier delivery reported it");
+  if (claim === "earlier")
+    return regranted("an earlier delivery claimed its grant and may still run it (frozen, or died)", {
+      held: true,
+      lost: true,
+    });
+  if (claim === "expired") return regranted("its grant expired before it started", { expired: true });
+  const outcome = await runClaimed(deps, kind, message, { params, gate, unitCounts, regranted }, delivery, options);
+  // Its report (result or give-back) was sent: a later delivery of its message does nothing.
+  await markClaim(deps, message, delivery, "reported");
   return outcome;
+}
+
+/** Runs a granted unit whose grant this delivery claimed, and reports it. */
+async function runClaimed(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  message: GrantedMessage,
+  unit: {
+    params: unknown;
+    gate: UnitGate;
+    unitCounts: Counts;
+    regranted: (why: string, how?: { expired?: boolean }) => Promise<WorkOutcome>;
+  },
+  delivery: Delivery,
+  options: Abortable,
+): Promise<WorkOutcome> {
+  const { jobId, first, inputs } = message;
+  let run: UnitRun;
+  try {
+    run = await runItems(deps, kind, { jobId, first, inputs, params: unit.params, gate: unit.gate }, delivery, options);
+  } catch (error) {
+    // A transient failure of its items (every item has stopped): the host retries it, as any unit, with its claim
+    // released, so the next delivery runs it under the grant (the host's retries count; the last reports failures).
+    if (options.abortSignal?.aborted !== true) {
+      await markClaim(deps, message, delivery, "released");
+      throw error;
+    }
+    return regrantOrThrow(() => unit.regranted(`its run was shut down: ${errorText(error)}`), error);
+  }
+  if (run.expired === true) return unit.regranted("its grant expired before every item started", { expired: true });
+  try {
+    return await reportRun(deps, kind, message, unit.unitCounts, run, options);
+  } catch (error) {
+    // Its result was not sent (a shutdown, storage trouble): back to the leader, since a redelivery of its message
+    // may not run under its grant; the items it ran run again under a new one.
+    return regrantOrThrow(() => unit.regranted(`its result could not be sent: ${errorText(error)}`), error);
+  }
+}
+
+/** An error's message. */
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** The regrant `send` makes, or `error` (the run's) when it fails. */
