@@ -10,7 +10,7 @@ import { invocationContext, postJob, registeredHandlers, timerTick } from "../su
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
 /**
- * The flow-control fields of POST /api/jobs through the registered handlers on a real Azurite (docs/FLOW-CONTROL.md):
+ * The flow-control fields of POST /api/jobs through the registered handlers on a real Azurite (docs/how-to/limit.md):
  * each bad field a 400 naming it and what is allowed, with nothing stored; one job per idempotency key — fifty
  * concurrent submits, a submitter that died between its claim and its spec, another body under the same key (409).
  */

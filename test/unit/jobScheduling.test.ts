@@ -13,7 +13,7 @@ import { fakeTerm } from "../support/memoryPorts";
 
 /**
  * Priority, fairness between tenants, the dispatch window shared by every job, and not-before, through the leader's
- * real step on in-memory ports (units of one item, as `world()` makes them). docs/FLOW-CONTROL.md.
+ * real step on in-memory ports (units of one item, as `world()` makes them). docs/how-to/limit.md.
  */
 
 const items = (count: number, key = "a") => Array.from({ length: count }, (_, i) => item(key, i));

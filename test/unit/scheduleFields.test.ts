@@ -3,7 +3,7 @@ import { createRegistry } from "../../scripts/support/repoKinds";
 import { validateSubmission } from "../../src/coordination/jobs/submit";
 
 /**
- * The submission's flow-control fields (docs/FLOW-CONTROL.md): each bad value is named with what is allowed, beside
+ * The submission's flow-control fields (docs/how-to/limit.md): each bad value is named with what is allowed, beside
  * every other fault of the submission. The same through the HTTP API on Azurite, with nothing stored:
  * `test/integration/flowControlInput.test.ts`.
  */

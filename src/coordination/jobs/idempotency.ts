@@ -7,7 +7,7 @@ import { keys } from "../state/jobState.js";
 import type { FieldError } from "../state/jobStatus.js";
 
 /**
- * One job per submission (docs/FLOW-CONTROL.md, "Idempotency"). A submission may carry an idempotency key (the body's
+ * One job per submission (docs/contributing/flow-control-submission.md, "Idempotency"). A submission may carry an idempotency key (the body's
  * `idempotencyKey`, or the `Idempotency-Key` header). Before any blob of the job is written, the submitter creates the
  * key's claim — `idempotency/<SHA-256 of the key>` in the system container, create-if-absent — naming a new job id and
  * the digest of the submission (and the manifest blob's ETag). Whoever loses that race reads the claim: the same digest

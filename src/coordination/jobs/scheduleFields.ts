@@ -11,7 +11,7 @@ import {
 } from "../state/jobSchedule.js";
 
 /**
- * The scheduling fields of a submission (docs/FLOW-CONTROL.md) — `priority`, `fairnessKey`, `notBefore` — as users
+ * The scheduling fields of a submission (docs/how-to/limit.md) — `priority`, `fairnessKey`, `notBefore` — as users
  * send them, each check saying what is allowed; and the checks across fields (`notBefore` against now and the
  * deadline). `idempotencyKey` is `idempotency.ts`'s.
  */

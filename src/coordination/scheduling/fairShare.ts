@@ -1,5 +1,5 @@
 /**
- * Which job the leader dispatches next (docs/FLOW-CONTROL.md, "Priority and fairness"), as pure logic: strictly by
+ * Which job the leader dispatches next (docs/contributing/flow-control.md, "Priority and fairness"), as pure logic: strictly by
  * priority (1 before 2, …), then among the jobs of the most urgent priority that can take items, by deficit round
  * robin over their fairness keys, counted in items (each key, on its turn, may send its deficit plus a quantum; what it
  * sends past that is taken from its next turn), then round robin among one key's jobs (one job a turn). A key whose

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 
 /**
- * A job's scheduling as stored (docs/FLOW-CONTROL.md): its priority, its fairness key (the tenant), the time before
+ * A job's scheduling as stored (docs/how-to/limit.md): its priority, its fairness key (the tenant), the time before
  * which none of its items is dispatched, and its idempotency key. A job that uses none of them is stored as before
  * (format version 1); one that uses any is stored as version 2, which a leader of an earlier version leaves in the
  * inbox (`registerJobs.ts`) instead of running it without them. The leader's step needs the first three for every

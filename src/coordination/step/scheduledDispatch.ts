@@ -9,7 +9,7 @@ import type { JobState } from "../state/jobState.js";
 import { jobFailed, noteProgress, type Pass, type Step } from "./stepState.js";
 
 /**
- * The dispatch of a pass (docs/FLOW-CONTROL.md): the room left in the dispatch window shared by every job — at most
+ * The dispatch of a pass (docs/how-to/limit.md): the room left in the dispatch window shared by every job — at most
  * {@link maxInFlightTotal} items on the queue without a result, and at most the pass's budget (DISPATCH_BATCH_SIZE)
  * sent — handed out by the step's `FairShare`: strictly by priority, then fairly by fairness key, then round robin
  * among one key's jobs. Each job still keeps its own window (`maxInFlight`, in `dispatch.ts`), so one job alone

@@ -21,7 +21,7 @@ export interface Measurement<T> {
   /** Whether it runs on the real app (the cluster) rather than in process. */
   needsCluster: boolean;
   run(context: BenchContext): Promise<T>;
-  /** Its figures as a Markdown table (and a line or two), for the console and BENCHMARKS.md. */
+  /** Its figures as a Markdown table (and a line or two), for the console and docs/benchmarks.md. */
   table(result: T): string;
 }
 
