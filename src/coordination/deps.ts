@@ -61,6 +61,8 @@ export interface CoordinationDeps extends CoordinationPorts {
   jobRetentionMs: number;
   /** Items of one unit a worker processes at once, for kinds that do not set their own (WORK_UNIT_CONCURRENCY). */
   workUnitConcurrency: number;
+  /** How long a unit's first grant lasts, in ms (`FLOW_GRANT_SECONDS`; default `GRANT_LIFETIME_MS`). */
+  grantLifetimeMs?: number;
   /**
    * Longest an item may keep the event loop from turning before the worker reports it (`item-held-event-loop`), in ms:
    * what a leader in the same process can go without its heartbeats (with takeover) or renewals. 0: never reported.

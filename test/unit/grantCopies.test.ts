@@ -6,7 +6,7 @@ import { runCoordinationStep } from "../../src/coordination/step/step";
 import { processWorkMessage, type WorkOutcome } from "../../src/coordination/worker/worker";
 import { abortReason } from "../../src/library/util/delay";
 import { GRANT_LIFETIME_MS, MAX_EXPIRIES, MAX_LOST_DELIVERIES } from "../../src/coordination/flow/grant";
-import { GRANT_GRACE_MS } from "../../src/coordination/state/grantLedger";
+import { GRANT_GRACE_MS, LEDGER_KEY, ledgerSchema, useByPool } from "../../src/coordination/state/grantLedger";
 import { ONE_PASS, readJob, work, world } from "../support/coordinationWorld";
 import { fakeTerm } from "../support/memoryPorts";
 
@@ -15,6 +15,19 @@ import { fakeTerm } from "../support/memoryPorts";
  * deliver at least once. Each copy holds the same grant, so two copies running at once would run twice the grant's
  * shares.
  */
+
+/** A job of two items whose one unit's first delivery claimed its grant and runs both items, blocked ("frozen"). */
+async function frozenClaimant() {
+  const w = blockedWorld();
+  const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+  await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+  const [message] = await w.work.receive(32, 600);
+  if (message === undefined) throw new Error("no work message");
+  const delivery = (dequeueCount: number) => ({ id: message.id, dequeueCount, maxDequeueCount: 5 });
+  const frozen = processWorkMessage(w.deps, message.text, delivery(1));
+  await vi.waitFor(() => expect(w.counts.running).toBe(2));
+  return { w, id, message, delivery, frozen };
+}
 
 /** A world whose kind sums its items, under a global concurrency limit of 2; each item waits for `release`. */
 function blockedWorld() {
@@ -84,16 +97,8 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
 
   it("a delivery after the one that claimed the grant, while that one is frozen (past the message's visibility), starts nothing: the unit goes back held, and runs again under a new grant once the old one expires", async () => {
     // Found by the simulator (seed 20261646, limitsNeverExceeded: "pool k:group-by (concurrency 1) had 2 items
-    // running"):
-    // the redelivery ran under the claimant's grant, after a rate window, while the frozen claimant still ran it.
-    const w = blockedWorld();
-    const { id } = await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
-    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
-    const [message] = await w.work.receive(32, 600);
-    if (message === undefined) throw new Error("no work message");
-    const delivery = (dequeueCount: number) => ({ id: message.id, dequeueCount, maxDequeueCount: 5 });
-    const frozen = processWorkMessage(w.deps, message.text, delivery(1));
-    await vi.waitFor(() => expect(w.counts.running).toBe(2));
+    // running"): the redelivery ran under the claimant's grant, after a rate window, while the frozen claimant ran it.
+    const { w, id, message, delivery, frozen } = await frozenClaimant();
     // The first delivery froze; the host delivers the message again.
     const again = await processWorkMessage(w.deps, message.text, delivery(2));
     expect(again.status).toBe("regranted");
@@ -112,6 +117,19 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
     await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
     expect(w.counts.most).toBe(2);
     expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
+  });
+
+  it("a frozen claimant that thaws and reports frees its grant's shares at once, though a later delivery had given the grant back held", async () => {
+    const { w, id, message, delivery, frozen } = await frozenClaimant();
+    expect((await processWorkMessage(w.deps, message.text, delivery(2))).status).toBe("regranted");
+    await w.work.delete(message);
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS); // the grant ends held, to its expiry
+    expect(useByPool(await ledgerOf(w), w.clock.ms).get("k:sum")?.running).toBe(2);
+    w.release(); // the claimant thaws and reports
+    expect((await frozen).status).toBe("processed");
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
+    expect(useByPool(await ledgerOf(w), w.clock.ms).get("k:sum")?.running ?? 0).toBe(0);
   });
 
   it("a unit whose deliveries die while running it (an item that kills its process) fails after MAX_LOST_DELIVERIES, instead of holding its pool a grant's lifetime for ever", async () => {
@@ -274,4 +292,10 @@ function shutdownWorld() {
     },
   };
   return world_;
+}
+
+/** The grant ledger as stored. */
+async function ledgerOf(w: { state: { read(key: string): Promise<{ value: unknown } | undefined> } }) {
+  const stored = await w.state.read(LEDGER_KEY);
+  return ledgerSchema.parse(stored?.value ?? { v: 1, grants: [] });
 }

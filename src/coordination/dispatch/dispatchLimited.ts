@@ -68,7 +68,7 @@ export async function dispatchLimitedJob(
       perUnit: kind?.concurrency ?? deps.workUnitConcurrency,
     },
   );
-  const messages = plan.units.map((unit) => workMessage(state, unit, nowMs));
+  const messages = plan.units.map((unit) => workMessage(state, unit, nowMs, deps.grantLifetimeMs));
   const oversize = new Set(
     plan.units.filter((_, index) => Buffer.byteLength(messages[index]?.text ?? "") > MAX_WORK_MESSAGE_BYTES),
   );
@@ -100,9 +100,14 @@ export async function dispatchLimitedJob(
 }
 
 /** A planned unit's work message and the ledger's record of its grant. */
-function workMessage(state: JobState, unit: PlannedUnit, nowMs: number): { text: string; grant: Grant } {
+function workMessage(
+  state: JobState,
+  unit: PlannedUnit,
+  nowMs: number,
+  firstGrantMs: number | undefined,
+): { text: string; grant: Grant } {
   const id = randomBytes(12).toString("base64url");
-  const expiresAtMs = nowMs + lifetimeMs(unit.expiries);
+  const expiresAtMs = nowMs + lifetimeMs(unit.expiries, firstGrantMs);
   const every = unit.holds.length - new Set(unit.keys.filter((key) => key !== undefined)).size;
   const pools: WorkGrant["pools"] = unit.holds.map((hold) => ({
     id: hold.pool,

@@ -29,15 +29,14 @@ export const RATE_SLOT_ITEM_MS = 250;
 /** Most distinct keys one unit carries (its message names each key's share). */
 export const MAX_KEYS_PER_UNIT = 16;
 /**
- * How long a grant lasts, in ms: its worker starts no item after it and stops the unit (sending the grant back), so a
- * grant whose unit was never sent, or whose process died, frees its shares at last. Ten minutes: the Functions host's
- * visibility of a message it runs, so a copy the host hands out again after a process froze past it finds its grant
- * expired. Each grant a unit gets after one of its grants expired lasts twice as long as that one (at most
- * {@link MAX_GRANT_LIFETIME_MS}); a grant given back (a shutdown, a failed run) does not make the next one longer.
+ * How long a unit's first grant lasts by default, in ms (`FLOW_GRANT_SECONDS` sets it): its worker starts no item after
+ * it and stops the unit (sending the grant back), so a grant whose unit was never sent, or whose process died, frees
+ * its shares at last. Ten minutes: the Functions host's visibility of a message it runs, so a crashed worker's unit,
+ * which the host hands out again after that long, costs no more. Each grant a unit gets after one of its grants expired
+ * lasts twice as long as that one (at most 8 times the first: {@link lifetimeMs}); a grant given back (a shutdown, a
+ * failed run) does not make the next one longer.
  */
 export const GRANT_LIFETIME_MS = 600_000;
-/** The longest grant, in ms. */
-export const MAX_GRANT_LIFETIME_MS = 8 * GRANT_LIFETIME_MS;
 /** Grants of a unit that may expire before its items fail instead: its items take longer than a grant lasts. */
 export const MAX_EXPIRIES = 5;
 /**
@@ -58,9 +57,12 @@ export function rateShareCap(perUnit: number, windowMs: number): number {
   return Math.max(1, perUnit * Math.ceil(windowMs / RATE_SLOT_ITEM_MS));
 }
 
-/** How long the grant of a unit lasts whose grants before it expired `expiries` times. */
-export function lifetimeMs(expiries: number): number {
-  return Math.min(MAX_GRANT_LIFETIME_MS, GRANT_LIFETIME_MS * 2 ** Math.max(0, expiries));
+/**
+ * How long the grant of a unit lasts whose grants before it expired `expiries` times, in ms, when a first grant lasts
+ * `firstMs` (`FLOW_GRANT_SECONDS`): doubling with each expiry, to at most 8 times.
+ */
+export function lifetimeMs(expiries: number, firstMs = GRANT_LIFETIME_MS): number {
+  return Math.min(8 * firstMs, firstMs * 2 ** Math.max(0, expiries));
 }
 
 /**

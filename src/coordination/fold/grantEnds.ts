@@ -1,6 +1,6 @@
 import { grantIdOf, grantedResultMessageSchema } from "../ports/messages.js";
 import type { ReceivedMessage } from "../ports/ports.js";
-import { recordEnds, type GrantEnd, type Ledger } from "../state/grantLedger.js";
+import { endsById, recordEnds, takesEnd, type GrantEnd, type Ledger } from "../state/grantLedger.js";
 import type { JobStore } from "../state/jobStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 
@@ -49,8 +49,11 @@ export class GrantEnds {
     this.pending = [];
     if (ends.length === 0) return undefined;
     return jobs.ledger.update((ledger) => {
-      const ids = new Set(ends.map((end) => end.id));
-      return ledger.grants.some((grant) => ids.has(grant.id) && grant.endedAtMs === undefined)
+      const byId = endsById(ends);
+      return ledger.grants.some((grant) => {
+        const end = byId.get(grant.id);
+        return end !== undefined && takesEnd(grant, end);
+      })
         ? recordEnds(ledger, ends, nowMs, jobs.epoch)
         : undefined;
     }, options);

@@ -78,6 +78,11 @@ export const grantSchema = z.looseObject({
   lastStartMs: z.number().optional(),
   /** Items its copy started, as its result reported (for the status page's starts per period). */
   starts: z.number().int().min(0).optional(),
+  /**
+   * Its end was recorded held (a later delivery gave it back while the one that claimed it might still run): the
+   * claimant's own report, when it comes, proves that one ended, and replaces this end.
+   */
+  held: z.literal(true).optional(),
   /** The epoch of the leader that recorded its end, on whose clock `endedAtMs` and `lastStartMs` are. */
   endedByEpoch: z.number().int().min(0).optional(),
 });
@@ -171,19 +176,21 @@ export interface GrantEnd {
  * The ledger with the given copies' ends recorded at `nowMs` (their concurrency free at once, their rate permits a
  * window after their last start, which is bounded on the leader's clock without trusting the worker's: it started
  * `lastStartAgoMs` before it sent the report, which was before now), and the grants that hold nothing any more
- * dropped. Ends of grants it does not hold (given back already, or forged) change nothing.
+ * dropped. Ends of grants it does not hold (given back already, or forged) change nothing, but for a grant ended held:
+ * a report that is not held comes from the copy that claimed it (only the claimant sends one), so that copy has ended,
+ * and its end replaces the held one.
  */
 export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: number, epoch: number): Ledger {
-  const byId = new Map(ends.map((end) => [end.id, end]));
+  const byId = endsById(ends);
   const grants = ledger.grants.flatMap((grant) => {
     const end = byId.get(grant.id);
     const next =
-      end === undefined || grant.endedAtMs !== undefined
+      end === undefined || !takesEnd(grant, end)
         ? grant
         : end.held === true
-          ? { ...grant, ...heldToExpiry(grant, nowMs), endedByEpoch: epoch }
+          ? { ...grant, ...heldToExpiry(grant, nowMs), held: true as const, endedByEpoch: epoch }
           : {
-              ...grant,
+              ...withoutHeld(grant),
               endedAtMs: nowMs,
               endedByEpoch: epoch,
               ...(end.lastStartAgoMs === undefined ? {} : { lastStartMs: nowMs - Math.max(0, end.lastStartAgoMs) }),
@@ -192,6 +199,25 @@ export function recordEnds(ledger: Ledger, ends: readonly GrantEnd[], nowMs: num
     return holdsAnything(next, nowMs, epoch) || next.starts !== undefined ? [next] : [];
   });
   return { ...ledger, grants: pruned(grants, nowMs) };
+}
+
+/** Each grant's end among `ends`: its claimant's own (not held) when there is one, else the last. */
+export function endsById(ends: readonly GrantEnd[]): Map<string, GrantEnd> {
+  const byId = new Map<string, GrantEnd>();
+  for (const end of ends) if (byId.get(end.id)?.held !== undefined || !byId.has(end.id)) byId.set(end.id, end);
+  return byId;
+}
+
+/** Whether `end` changes `grant`: it has no end yet, or ended held and `end` is its claimant's own. */
+export function takesEnd(grant: Grant, end: GrantEnd): boolean {
+  return grant.endedAtMs === undefined || (grant.held === true && end.held !== true);
+}
+
+/** The grant without its `held` mark. */
+function withoutHeld(grant: Grant): Grant {
+  const rest = { ...grant };
+  delete rest.held;
+  return rest;
 }
 
 /** The end of a grant another copy may hold until its expiry: a start at most then, plus the grace. */
