@@ -16,12 +16,12 @@ import {
 import { REPO_ROOT } from "./paths";
 
 /**
- * The KQL the project ships — the queries of docs/how-to/operate.md, and those of the alert rules and the workbook in
- * infra/ with their thresholds substituted as deployed (the Bicep compiler's snapshot of main.bicepparam) — parse and
- * bind against the schemas of Application Insights' customEvents, customMetrics and traces tables, checked with
- * Kusto's own language service (Kusto.Language, the parser and binder of Azure Data Explorer, compiled to JavaScript).
- * They read the events' and metrics' attributes (customDimensions), never a substring of a log message, and name only
- * event types, fields and metrics the app emits.
+ * The KQL the project ships — the queries of docs/how-to/operate.md and docs/contributing/deploy-this-repository.md,
+ * and those of the alert rules and the workbook in infra/ with their thresholds substituted as deployed (the Bicep
+ * compiler's snapshot of main.bicepparam) — parse and bind against the schemas of Application Insights' customEvents,
+ * customMetrics and traces tables, checked with Kusto's own language service (Kusto.Language, the parser and binder
+ * of Azure Data Explorer, compiled to JavaScript). They read the events' and metrics' attributes (customDimensions),
+ * never a substring of a log message, and name only event types, fields and metrics the app emits.
  */
 
 /** The slice of the Kusto.Language bridge used here (the package's typings are a global namespace of ~30k lines). */
@@ -56,10 +56,15 @@ const TABLES: Readonly<Record<string, string>> = {
   customMetrics: `(${COMMON}, name:string, value:real, valueCount:int, valueSum:real, valueMin:real, valueMax:real, valueStdDev:real)`,
 };
 
-const DOC = "docs/how-to/operate.md";
-const docQueries = [...readFileSync(path.join(REPO_ROOT, DOC), "utf8").matchAll(/^```kusto\n([\s\S]*?)^```/gm)].map(
-  (match) => match[1] ?? "",
+/** The pages that print KQL for a user to run: operate's queries, and the more queries of the reference app's page. */
+const DOCS = ["docs/how-to/operate.md", "docs/contributing/deploy-this-repository.md"];
+const docEntries = DOCS.flatMap((doc) =>
+  [...readFileSync(path.join(REPO_ROOT, doc), "utf8").matchAll(/^```kusto\n([\s\S]*?)^```/gm)].map((match) => ({
+    where: doc,
+    query: match[1] ?? "",
+  })),
 );
+const docQueries = docEntries.map((entry) => entry.query);
 
 let analyze: (query: string) => string[];
 let alertQueries: string[] = [];
@@ -106,7 +111,7 @@ function sourceText(dir = path.join(REPO_ROOT, "src")): string {
 }
 
 const everyQuery = (): { where: string; query: string }[] => [
-  ...docQueries.map((query) => ({ where: DOC, query })),
+  ...docEntries,
   ...alertQueries.map((query) => ({ where: "infra/modules/alerts.bicep", query })),
   ...workbookQueries.map((query) => ({ where: "infra/modules/workbook.bicep", query })),
 ];
