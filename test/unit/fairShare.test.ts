@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import { FairShare, type Sized } from "../../src/coordination/scheduling/fairShare";
 
 /**
- * The scheduler's promises (docs/contributing/flow-control.md, "Priority and fairness"), searched for counter-examples over random
- * jobs, keys, priorities, unit sizes and the room of each pass. A job of the plan sends whole units: what it was given,
- * rounded up to its unit (less when it has fewer items), and that difference is charged to its key (`correct`).
+ * The scheduler's promises (docs/contributing/flow-control.md, "Priority and fairness"), searched for counter-examples
+ * over random jobs, keys, priorities, unit sizes and the room of each pass. A job of the plan sends whole units: what
+ * it was given, rounded up to its unit (less when it has fewer items), and that difference is charged to its key
+ * (`correct`).
  */
 
 /** What a job really sends of `items` given: whole units of `unit` (the last may go past), at most what it has left. */

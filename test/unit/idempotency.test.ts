@@ -12,9 +12,9 @@ import { ONE_PASS, item, params, readJob, work, world } from "../support/coordin
 import { fakeTerm, type MemoryFiles } from "../support/memoryPorts";
 
 /**
- * One job per submission (docs/contributing/flow-control-submission.md, "Idempotency"), on in-memory ports: the claim, replays, conflicts, a
- * submitter that dies at each point, the leader's check of the claim, and the claim's removal with its job. On Azurite
- * through the HTTP API: `test/integration/idempotency.test.ts`.
+ * One job per submission (docs/contributing/flow-control-submission.md, "Idempotency"), on in-memory ports: the claim,
+ * replays, conflicts, a submitter that dies at each point, the leader's check of the claim, and the claim's removal
+ * with its job. On Azurite through the HTTP API: `test/integration/idempotency.test.ts`.
  */
 
 const registry = createRegistry();

@@ -7,14 +7,14 @@ import { keys } from "../state/jobState.js";
 import type { FieldError } from "../state/jobStatus.js";
 
 /**
- * One job per submission (docs/contributing/flow-control-submission.md, "Idempotency"). A submission may carry an idempotency key (the body's
- * `idempotencyKey`, or the `Idempotency-Key` header). Before any blob of the job is written, the submitter creates the
- * key's claim — `idempotency/<SHA-256 of the key>` in the system container, create-if-absent — naming a new job id and
- * the digest of the submission (and the manifest blob's ETag). Whoever loses that race reads the claim: the same digest
- * is the same submission, answered with the claimed job's id (and completed, if its first submitter died before its
- * spec); another digest is refused (409). So any number of concurrent submits with one key make one job, and every
- * writer of that job writes the same bytes. The claim is removed with its job (retention), and a leader registers a
- * keyed job only while its claim names it.
+ * One job per submission (docs/contributing/flow-control-submission.md, "Idempotency"). A submission may carry an
+ * idempotency key (the body's `idempotencyKey`, or the `Idempotency-Key` header). Before any blob of the job is
+ * written, the submitter creates the key's claim — `idempotency/<SHA-256 of the key>` in the system container,
+ * create-if-absent — naming a new job id and the digest of the submission (and the manifest blob's ETag). Whoever loses
+ * that race reads the claim: the same digest is the same submission, answered with the claimed job's id (and completed,
+ * if its first submitter died before its spec); another digest is refused (409). So any number of concurrent submits
+ * with one key make one job, and every writer of that job writes the same bytes. The claim is removed with its job
+ * (retention), and a leader registers a keyed job only while its claim names it.
  */
 
 const KEY_MESSAGE = `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters (space to ~), e.g. a UUID`;

@@ -1,10 +1,10 @@
 /**
- * Which job the leader dispatches next (docs/contributing/flow-control.md, "Priority and fairness"), as pure logic: strictly by
- * priority (1 before 2, …), then among the jobs of the most urgent priority that can take items, by deficit round
- * robin over their fairness keys, counted in items (each key, on its turn, may send its deficit plus a quantum; what it
- * sends past that is taken from its next turn), then round robin among one key's jobs (one job a turn). A key whose
- * jobs all left is forgotten, deficit and all. Two keys of one priority that both have items to send throughout are
- * served within `quantum + largest unit` items of each other at every moment (`test/unit/fairShare.test.ts`).
+ * Which job the leader dispatches next (docs/contributing/flow-control.md, "Priority and fairness"), as pure logic:
+ * strictly by priority (1 before 2, …), then among the jobs of the most urgent priority that can take items, by deficit
+ * round robin over their fairness keys, counted in items (each key, on its turn, may send its deficit plus a quantum;
+ * what it sends past that is taken from its next turn), then round robin among one key's jobs (one job a turn). A key
+ * whose jobs all left is forgotten, deficit and all. Two keys of one priority that both have items to send throughout
+ * are served within `quantum + largest unit` items of each other at every moment (`test/unit/fairShare.test.ts`).
  */
 
 /** A job the pass may dispatch: its priority and its fairness key (`JobSchedule.fairness`). */
