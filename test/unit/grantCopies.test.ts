@@ -185,6 +185,24 @@ describe("copies of a granted unit never run its grant twice (issue 42)", () => 
     expect(await readJob(w.state, id)).toMatchObject({ status: "completed", doneCount: 2, aggregate: 3 });
   });
 
+  it("a grant that expires unreported after its claimant sent its report (the report was lost on its way) does not make the unit's next grant longer", async () => {
+    // Found by the simulator (seed 20261282, limitedJobsEnd): a unit's results were damaged on their way twice; the
+    // first expiry doubled the next grant's lifetime, and the job outlived its bound.
+    const w = blockedWorld();
+    w.release();
+    await storeSubmission(w.deps.system, { kind: "sum", params: null, items: items(2) });
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const [message] = await w.work.receive(32, 600);
+    if (message === undefined) throw new Error("no work message");
+    await processWorkMessage(w.deps, message.text, { id: message.id, dequeueCount: 1, maxDequeueCount: 5 });
+    await w.work.delete(message);
+    for (const lost of await w.results.receive(32, 600)) await w.results.delete(lost); // the report never arrives
+    w.clock.ms += GRANT_LIFETIME_MS + GRANT_GRACE_MS;
+    await runCoordinationStep(w.deps, fakeTerm(1), ONE_PASS);
+    const again = w.work.bodies().map((body) => JSON.parse(body) as { grant: { expiresAtMs: number } });
+    expect(again.map((unit) => unit.grant.expiresAtMs - w.clock.ms)).toEqual([GRANT_LIFETIME_MS]);
+  });
+
   it("a delivery after the claimant reported the unit (its message's delete failed) starts nothing: the leader may have given the grant's shares to another unit", async () => {
     // The other hole the simulator's limitsNeverExceeded found (seed 20261761): the message came back after its result
     // was folded, and ran again under a grant the leader had taken back.

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import type { Versioned } from "../../library/fencing/FencedStateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { CoordinationDeps } from "../deps.js";
-import { PoolBook, lifetimeMs, nextGrant } from "../flow/grant.js";
+import { PoolBook, lifetimeMs, nextGrant, type GrantLoss } from "../flow/grant.js";
+import { claimReported } from "../flow/claim.js";
 import type { JobFlow } from "../flow/pools.js";
 import { withResends, type ResendUnit } from "../flow/resend.js";
 import { foldOutcomes } from "../fold/foldOutcomes.js";
@@ -10,7 +11,7 @@ import type { FoldCounts } from "../fold/foldReport.js";
 import { MAX_WORK_MESSAGE_BYTES, type GrantedWorkMessage, type WorkGrant } from "../ports/messages.js";
 import { MAX_GRANTS, expiredUnreported, markExpired, tidied, type Grant, type Ledger } from "../state/grantLedger.js";
 import type { PoolLimit } from "../kinds/kindLimits.js";
-import type { JobState } from "../state/jobState.js";
+import { keys, type JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 import type { ChunkCache } from "./chunkCache.js";
 import type { DispatchReport } from "./dispatch.js";
@@ -47,9 +48,15 @@ export async function dispatchLimitedJob(
   const ledger = await jobs.ledger.read(io);
   const expired = expiredUnreported(ledger, state.id, nowMs);
   const listed = new Set((state.resend ?? []).map((unit) => unit.first));
-  const fromExpired = expired
-    .filter((grant) => !listed.has(grant.first))
-    .map((grant) => ({ ...nextGrant(grant, "expired"), first: grant.first, count: grant.count }));
+  const fromExpired = await Promise.all(
+    expired
+      .filter((grant) => !listed.has(grant.first))
+      .map(async (grant) => ({
+        ...nextGrant(grant, await expiryOf(deps, grant, io)),
+        first: grant.first,
+        count: grant.count,
+      })),
+  );
   // The units to send again: listed before, and those whose grant expired just now (as the resend list takes them).
   const resend = [...(state.resend ?? []), ...(withResends(state, fromExpired)?.resend.slice(listed.size) ?? [])];
   const kind = deps.registry.get(state.kind);
@@ -241,4 +248,18 @@ async function writeJob(
     job,
   );
   return attempt.counts.failed;
+}
+
+/**
+ * How a grant that expired unreported ended: `expired` (its next grant lasts longer) unless its claim says its copy
+ * sent its report — a result the leader could not read (damaged on its way) is a lost report, not a slow unit, and
+ * must not double the next grant's lifetime. One read per expired grant.
+ */
+async function expiryOf(
+  deps: Pick<CoordinationDeps, "system">,
+  grant: Pick<Grant, "jobId" | "id">,
+  io: Abortable,
+): Promise<GrantLoss> {
+  const claim = await deps.system.readText(keys.grantClaim(grant.jobId, grant.id), io);
+  return claimReported(claim) ? "given back" : "expired";
 }

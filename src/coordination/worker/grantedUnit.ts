@@ -1,4 +1,5 @@
 import type { CoordinationDeps } from "../deps.js";
+import { claimText, type ClaimEnd } from "../flow/claim.js";
 import { UnitGate } from "../flow/unitGate.js";
 import type { GrantedWorkMessage, GrantReport } from "../ports/messages.js";
 import { delay, type Abortable } from "../../library/util/delay.js";
@@ -30,9 +31,6 @@ export function gateOf(message: GrantedWorkMessage, nowMs: () => number): UnitGa
   return new UnitGate(message.grant, message.inputs.length, { monotonicMs: () => performance.now(), nowMs });
 }
 
-/** How a claimant marks its claim as it ends: its report was sent, or its run failed and the host retries it. */
-type ClaimEnd = "reported" | "released";
-
 /**
  * Whether this delivery of a granted unit may run it: `run` when it claimed the grant (or an earlier delivery of this
  * message claimed and released it: after a whole rate window), `copy` when another copy of the unit had (this one
@@ -56,11 +54,6 @@ export async function claimGrant(
   if (text !== claimText(delivery, "released")) return "copy";
   if (gate.longestWindowMs > 0) await delay(gate.longestWindowMs, options);
   return gate.expired() ? "expired" : "run";
-}
-
-/** A claim's text once its claimant ended as `end`. */
-function claimText(delivery: { id: string }, end: ClaimEnd): string {
-  return `${delivery.id}\n${end}`;
 }
 
 /**
