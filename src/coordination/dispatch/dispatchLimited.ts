@@ -17,6 +17,7 @@ import type { ChunkCache } from "./chunkCache.js";
 import type { DispatchReport } from "./dispatch.js";
 import { ItemReader } from "./itemReader.js";
 import { unitLimits } from "./packUnits.js";
+import { inFlightOf } from "../state/heldItems.js";
 import { planLimitedUnits, type LimitedPlan, type PlannedUnit } from "./planLimited.js";
 
 /** Bytes of a work message a unit's grant may take (its pools, with keys of up to 256 bytes, and its key runs). */
@@ -60,7 +61,7 @@ export async function dispatchLimitedJob(
   // The units to send again: listed before, and those whose grant expired just now (as the resend list takes them).
   const resend = [...(state.resend ?? []), ...(withResends(state, fromExpired)?.resend.slice(listed.size) ?? [])];
   const kind = deps.registry.get(state.kind);
-  const inFlight = state.dispatched - state.doneCount - state.failedCount;
+  const inFlight = inFlightOf(state);
   const limits = unitLimits(deps, state);
   const plan = await planLimitedUnits(
     flow,

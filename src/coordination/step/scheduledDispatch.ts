@@ -5,6 +5,7 @@ import { dispatchLimitedJob } from "../dispatch/dispatchLimited.js";
 import { jobFlowOf } from "../flow/pools.js";
 import type { Sized } from "../scheduling/fairShare.js";
 import type { JobSchedule } from "../state/jobSchedule.js";
+import { inFlightOf } from "../state/heldItems.js";
 import type { JobState } from "../state/jobState.js";
 import { jobFailed, noteProgress, type Pass, type Step } from "./stepState.js";
 
@@ -28,11 +29,6 @@ export function maxInFlightTotal(deps: Pick<CoordinationDeps, "maxInFlight" | "m
 /** Items of a limited job waiting to be sent again with a new grant (sent once, not in flight now). */
 function toResend(job: JobState): number {
   return (job.resend ?? []).reduce((sum, unit) => sum + unit.count, 0);
-}
-
-/** Items of a job sent and without a result yet. */
-function inFlightOf(job: JobState): number {
-  return Math.max(0, job.dispatched - job.doneCount - job.failedCount - toResend(job));
 }
 
 /**
