@@ -86,10 +86,12 @@ const ROOMS = {
   state: ["ports"],
   wake: ["ports"],
   deps: ["ports", "state", "kinds"],
-  jobs: ["deps", "ports", "state", "kinds"],
-  fold: ["deps", "ports", "state", "kinds"],
-  worker: ["deps", "ports", "state", "kinds"],
-  dispatch: ["deps", "ports", "state", "kinds", "fold"],
+  flow: ["ports", "state", "kinds"],
+  jobs: ["deps", "ports", "state", "kinds", "flow"],
+  fold: ["deps", "ports", "state", "kinds", "flow"],
+  worker: ["deps", "ports", "state", "kinds", "flow"],
+  dispatch: ["deps", "ports", "state", "kinds", "fold", "flow"],
+  scheduling: [],
 };
 
 /** The coordination logic's own refusals, for every file of src/coordination/ (the rooms add theirs). */

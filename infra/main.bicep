@@ -247,6 +247,11 @@ param jobRetentionHours int = 168
 @maxValue(3600000)
 param stepStallTimeoutMs int = 60000
 
+@description('FLOW_GRANT_SECONDS: how long a unit\'s grant under a limit lasts; a unit whose process died holds its shares this long.')
+@minValue(30)
+@maxValue(3600)
+param flowGrantSeconds int = 600
+
 // Names may only contain what every resource type's naming rule allows; a storage account takes nothing but 3-24
 // lowercase letters and digits. So the prefix and the regions are reduced to their lowercase letters and digits before
 // they go into any name ('My-App' -> 'myapp', 'Sweden Central' -> 'swedencentral', which is also the region's
@@ -350,6 +355,7 @@ module apps 'modules/functionApp.bicep' = [
       maxJobDocumentBytes: maxJobDocumentBytes
       jobRetentionHours: jobRetentionHours
       stepStallTimeoutMs: stepStallTimeoutMs
+      flowGrantSeconds: flowGrantSeconds
     }
   }
 ]

@@ -14,7 +14,7 @@ export {
 export { SETTING_NAMES, type CoordinatorSetupOptions, type SettingName, type SettingValues } from "./app/options.js";
 export type { CoordinatorClient, JobReadOptions, JobSubmission, WaitOptions } from "./app/client.js";
 export { createCoordinatorClient } from "./app/createClient.js";
-export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results.js";
+export type { CancelResult, SubmitJobOptions, SubmitOptions, SubmitResult, WakeUpReport } from "./app/results.js";
 export type {
   CancelRequestResult,
   EndedStatus,
@@ -30,6 +30,10 @@ export {
   type TaskContext,
   type TaskInput,
   type TaskKind,
+  type TaskLimits,
+  type RateLimit,
+  type LimitItem,
+  type LimitKey,
 } from "./coordination/kinds/taskKinds.js";
 export {
   groupByKind,

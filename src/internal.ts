@@ -22,7 +22,7 @@ export { TaskRegistry, type RegisteredKind } from "./coordination/kinds/taskRegi
 export { issuesText, type SchemaIssue } from "./coordination/kinds/standardSchema.js";
 export { validateSubmission } from "./coordination/jobs/submit.js";
 export { inputOf } from "./coordination/worker/workerInputs.js";
-export type { FieldError, JobStatus } from "./coordination/state/jobStatus.js";
+export { hasEnded, type FieldError, type JobStatus } from "./coordination/state/jobStatus.js";
 export { registeredTaskKinds } from "./host/registeredKinds.js";
 export { MAX_BODY_BYTES } from "./host/http.js";
 export { listFlag, numberFlag, parseFlags, pathFlag, UsageError, type NumberRange } from "./cli/flags.js";

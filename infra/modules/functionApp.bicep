@@ -71,6 +71,7 @@ param maxInputBlobBytes int
 param maxJobDocumentBytes int
 param jobRetentionHours int
 param stepStallTimeoutMs int
+param flowGrantSeconds int
 
 // Flex Consumption deploys the app package from a blob container in host storage, read with the app's identity.
 var deploymentContainerName = 'deployment-package'
@@ -208,6 +209,7 @@ resource appSettings 'Microsoft.Web/sites/config@2025-03-01' = {
     MAX_JOB_DOCUMENT_BYTES: string(maxJobDocumentBytes)
     JOB_RETENTION_HOURS: string(jobRetentionHours)
     STEP_STALL_TIMEOUT_MS: string(stepStallTimeoutMs)
+    FLOW_GRANT_SECONDS: string(flowGrantSeconds)
   })
   dependsOn: [
     roles

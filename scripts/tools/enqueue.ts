@@ -16,7 +16,7 @@ import { basename, extname } from "node:path";
 import { SingleBar, Presets } from "cli-progress";
 import { type CoordinatorApp } from "../../src/app/context";
 import { createRepoApp } from "../support/repoKinds";
-import { cancelJob, getJobStatus, submitJob } from "../../src/app/jobs";
+import { cancelJob, getJobStatus, hasEnded, submitJob } from "../../src/app/jobs";
 import { CONNECTION_SETTINGS } from "../../src/app/settings";
 import { MAX_MANIFEST_BYTES } from "../../src/coordination/jobs/manifest";
 import { connectionFromSettings, createStorageClients } from "../../src/azure/clients";
@@ -192,7 +192,7 @@ async function main(): Promise<void> {
         failed: status.progress.failed,
         status: status.status,
       });
-    if (status !== undefined && status.status !== "pending" && status.status !== "running") {
+    if (status !== undefined && hasEnded(status.status)) {
       bar.stop();
       process.stdout.write(
         `${JSON.stringify({ id: status.id, status: status.status, progress: status.progress, aggregate: status.aggregate, failures: status.failures }, null, 2)}\n`,

@@ -65,12 +65,25 @@ async function main(): Promise<void> {
   let requests = 0;
   let takeovers = 0;
   let runsWithTakeover = 0;
+  const limited = { runs: 0, items: 0, waitingMs: 0, belowMs: 0, idleMs: 0, longestIdleMs: 0, longestSeed: 0 };
   for (let run = 0; run < runs; run++) {
     const outcome = await runSeed(seed + run, { invariants, faults }, shrinkMs);
     virtualS += outcome.stats?.virtualS ?? 0;
     requests += outcome.stats?.requests ?? 0;
     takeovers += outcome.stats?.takeovers ?? 0;
     if ((outcome.stats?.takeovers ?? 0) > 0) runsWithTakeover++;
+    const limits = outcome.stats?.limits;
+    if (limits !== undefined) {
+      limited.runs++;
+      limited.items += limits.items;
+      limited.waitingMs += limits.waitingMs;
+      limited.belowMs += limits.belowMs;
+      limited.idleMs += limits.idleMs;
+      if (limits.longestIdleMs > limited.longestIdleMs) {
+        limited.longestIdleMs = limits.longestIdleMs;
+        limited.longestSeed = outcome.seed;
+      }
+    }
     if (outcome.failed) {
       failing.push(outcome.seed);
       for (const name of new Set(outcome.violations.map((v) => v.invariant)))
@@ -93,6 +106,12 @@ async function main(): Promise<void> {
   console.log(
     `\n${runs} runs from seed ${seed} in ${seconds.toFixed(1)} s (${(virtualS / 3600).toFixed(1)} h simulated, ${requests} requests, ${takeovers} takeovers in ${runsWithTakeover} runs): ${failing.length} failing`,
   );
+  if (limited.runs > 0) {
+    const s = (ms: number): string => (ms / 1000).toFixed(0);
+    console.log(
+      `  limits (issue 42): ${limited.runs} runs with limits, ${limited.items} items started under them; while items waited (${s(limited.waitingMs)} s in all, summed over pools with a concurrency limit) a pool ran below its limit ${s(limited.belowMs)} s and none ${s(limited.idleMs)} s; longest stretch with none running ${s(limited.longestIdleMs)} s (seed ${limited.longestSeed})`,
+    );
+  }
   for (const [name, count] of byInvariant) console.log(`  ${name}: ${count} run(s)`);
   if (failing.length > 0) console.log(`  failing seeds: ${failing.join(", ")}`);
   if (out !== undefined) {

@@ -1,8 +1,8 @@
-import type { AggregateOf, TaskKind } from "../coordination/kinds/taskKinds.js";
+import type { AggregateOf, RateLimit, TaskKind } from "../coordination/kinds/taskKinds.js";
 import type { JobStatus } from "../coordination/state/jobStatus.js";
 import type { Abortable } from "../library/util/delay.js";
 import type { LeaderInfo } from "../library/leadership/leaderInfo.js";
-import type { CancelResult, SubmitOptions, SubmitResult } from "./results.js";
+import type { CancelResult, SubmitJobOptions, SubmitOptions, SubmitResult } from "./results.js";
 
 /** A job submission: `items` inline or naming blobs in the input container, or a `manifest` blob naming them. */
 export interface JobSubmission {
@@ -18,6 +18,19 @@ export interface JobSubmission {
   deadline?: string;
   /** The same, in whole seconds from now (1–604800); not with `deadline`. */
   timeoutS?: number;
+  /**
+   * The job's own limits: its items count against them besides its kind's (`TaskKind.limits`), across every instance.
+   * `concurrency`: 1–10,000 items at once; `rate`: `{ limit, periodSeconds, burst? }` starts per period.
+   */
+  limits?: { concurrency?: number; rate?: RateLimit };
+  /** 1 (most urgent) to 9: jobs are dispatched strictly by priority. @default 5 */
+  priority?: number;
+  /** The tenant (1–128 characters): jobs of equal priority share the dispatch window fairly by it. @default the job */
+  fairnessKey?: string;
+  /** ISO 8601 time (with a zone) before which none of the job's items starts; ≤ 7 days ahead, before `deadline`. */
+  notBefore?: string;
+  /** Make the submission once under this key (as `SubmitJobOptions.idempotencyKey`). @default none */
+  idempotencyKey?: string;
 }
 
 /**
@@ -43,9 +56,10 @@ export interface WaitOptions<Kind extends TaskKind = TaskKind> extends JobReadOp
 export interface CoordinatorClient {
   /**
    * Validates and stores a job, then wakes the coordinator so it starts within about a second. Field errors are a
-   * value (`ok: false`), not an exception.
+   * value (`ok: false`), not an exception; so is a conflict of its idempotency key (`conflict`). With
+   * `idempotencyKey`, a retry of the same submission answers the first job's id (`replayed: true`).
    */
-  submitJob(submission: JobSubmission, options?: SubmitOptions): Promise<SubmitResult>;
+  submitJob(submission: JobSubmission, options?: SubmitJobOptions): Promise<SubmitResult>;
   /**
    * The job's status, progress, failures and aggregate; undefined for no such job.
    *

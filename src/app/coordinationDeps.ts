@@ -36,6 +36,7 @@ export function coordinationDeps(app: CoordinatorApp, sink: Sink): CoordinationD
     jobRetentionMs: app.settings.JOB_RETENTION_HOURS * 3_600_000,
     maxInputBlobBytes: app.settings.MAX_INPUT_BLOB_BYTES,
     workUnitConcurrency: app.settings.WORK_UNIT_CONCURRENCY,
+    grantLifetimeMs: app.settings.FLOW_GRANT_SECONDS * 1000,
     maxItemHoldMs: maxItemHoldMs(app.settings),
     jobStops: app.jobStops,
     workUnitMaxItems: app.settings.WORK_UNIT_MAX_ITEMS,

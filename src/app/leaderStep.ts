@@ -37,6 +37,19 @@ export function failedStepSurfaceS(failuresInARow: number, hiddenS: number): num
  */
 const failedInARow = new WeakMap<CoordinatorApp, number>();
 
+/**
+ * When the step's sentinel surfaces to start the next step, in s (undefined: the sentinel's period): soon after a step
+ * that moved jobs on; {@link IDLE_STEP_SURFACE_S} after one that only waited — or, when every job left waits for its
+ * `notBefore`, as soon as the first is due (at least 1 s on, at most that long: a later due time is looked at again).
+ */
+export function surfaceInS(report: StepReport, nowMs: number): number | undefined {
+  if (moved(report)) return undefined;
+  const { activeJobs, scheduledJobs, nextDueAtMs } = report;
+  if (activeJobs > 0 && activeJobs === scheduledJobs && nextDueAtMs !== undefined)
+    return Math.min(Math.max(1, Math.ceil((nextDueAtMs - nowMs) / 1000)), IDLE_STEP_SURFACE_S);
+  return IDLE_STEP_SURFACE_S;
+}
+
 /** Whether a step moved anything: registered, folded, dispatched, failed, rejected, discarded or sent again. */
 function moved(report: StepReport): boolean {
   const { registered, folded, dispatched, failed, rejected, discarded, redispatched } = report;
@@ -88,9 +101,10 @@ export function leaderStep(app: CoordinatorApp, sink: Sink, trigger: StepTrigger
       });
       // No job left: nothing to look after. Jobs left: it surfaces and starts the next step — soon if this step
       // moved them on or a result came after its last fold, later if it only waited (activity wake-ups start one
-      // sooner when results come).
-      const idle = report.activeJobs > 0 && !moved(report) && !(await resultsWaiting(app, term.signal, sink));
-      ending = { remove: report.activeJobs === 0, ...(idle ? { surfaceInS: IDLE_STEP_SURFACE_S } : {}) };
+      // sooner when results come), when the first is due if they all wait for their notBefore.
+      const surfaceIn = report.activeJobs > 0 ? surfaceInS(report, Date.now()) : undefined;
+      const idle = surfaceIn !== undefined && !(await resultsWaiting(app, term.signal, sink));
+      ending = { remove: report.activeJobs === 0, ...(idle ? { surfaceInS: surfaceIn } : {}) };
       failedInARow.delete(app);
       return report;
     } catch (error) {

@@ -8,11 +8,13 @@ import { storeSubmission, validateSubmission } from "../coordination/jobs/submit
 import { parseMessage } from "../coordination/ports/messages.js";
 import { sendWakeUp, wakeMessageSchema, type WakeMessage } from "../coordination/wake/wake.js";
 import { storeManifestSubmission } from "../coordination/jobs/manifest.js";
+import { resolveIdempotencyKey } from "../coordination/jobs/idempotency.js";
+import { storeSubmissionOnce } from "../coordination/jobs/submitOnce.js";
 import { processWorkMessage, type Delivery, type WorkOutcome } from "../coordination/worker/worker.js";
 import type { LeadResult } from "../library/leadership/LeaderElector.js";
 import type { LeaderRecord } from "../library/lease/LeaseStore.js";
 import type { Abortable } from "../library/util/delay.js";
-import type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results.js";
+import type { CancelResult, SubmitJobOptions, SubmitOptions, SubmitResult, WakeUpReport } from "./results.js";
 
 export type { CancelResult, SubmitOptions, SubmitResult, WakeUpReport } from "./results.js";
 import { describeLeader, requestStepDown, type LeaderInfo } from "../library/leadership/leaderInfo.js";
@@ -329,18 +331,29 @@ async function wakeCoordinator(
  * Validates and stores a job submission — its items, or the items of the manifest it names (read line by line from
  * the input container) — then wakes the coordinator (one message on WAKE_QUEUE). Field errors are a value (the HTTP
  * layer answers 400 with them). A wake-up that cannot be sent does not fail the submission: the job is stored, and the
- * next timer tick starts it; the result says so (`wakeUp: "failed"`).
+ * next timer tick starts it; the result says so (`wakeUp: "failed"`). With an idempotency key (the body's, or
+ * `options.idempotencyKey`: the `Idempotency-Key` header), the submission is made once (`storeSubmissionOnce`): a
+ * replay answers the first job's id and wakes nobody unless it had to complete that job.
  */
 export async function submitJob(
   app: CoordinatorApp,
   body: unknown,
-  options: SubmitOptions = {},
+  options: SubmitJobOptions = {},
 ): Promise<SubmitResult> {
   const validated = validateSubmission(body, app.registry);
-  if (!validated.ok) return validated;
+  const key = resolveIdempotencyKey(validated.ok ? validated.value.idempotencyKey : undefined, options.idempotencyKey);
+  if (!validated.ok) return { ok: false, errors: [...validated.errors, ...(key.ok ? [] : [key.error])] };
+  if (!key.ok) return { ok: false, errors: [key.error] };
   const { abortSignal } = options;
-  const { kind, params, items, manifest, deadline, timeoutS } = validated.value;
-  const header = { kind, params, deadline, timeoutS };
+  if (key.key !== undefined) {
+    const once = await storeSubmissionOnce(app, { ...validated.value, idempotencyKey: key.key }, { abortSignal });
+    if (!once.ok) return once;
+    const wake = once.wrote
+      ? await wakeCoordinator(app, "job-submitted", once.id, options)
+      : { wakeUp: "off" as const };
+    return { ok: true, id: once.id, itemCount: once.itemCount, ...(once.replayed ? { replayed: true } : {}), ...wake };
+  }
+  const { manifest, items, ...header } = validated.value;
   const result =
     manifest !== undefined
       ? await storeManifestSubmission(app, { ...header, manifest }, { abortSignal })

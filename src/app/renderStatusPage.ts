@@ -62,6 +62,7 @@ ${renderLeader(view)}
 ${renderTimeline(view)}
 ${renderJobs(view)}
 ${renderFailures(view)}
+${renderLimits(view)}
 ${renderPoison(view)}
 ${renderRetention(view)}
 </main>`;
@@ -213,6 +214,22 @@ function renderPoison(view: StatusView): SafeHtml {
 </section>`;
 }
 
+/** Shown only when some kind or job has limits: each pool's use against its limit, and what waits for it. */
+function renderLimits(view: StatusView): SafeHtml | undefined {
+  if (view.limits.length === 0) return undefined;
+  const rows = view.limits.map((pool) => {
+    const { concurrency, rate } = pool;
+    const full =
+      (concurrency !== undefined && concurrency.running >= concurrency.limit) ||
+      (rate !== undefined && rate.permitsInUse >= rate.burst);
+    return html`<tr data-pool="${pool.pool}"><td><code>${pool.pool}</code></td><td class="num" data-field="running">${concurrency === undefined ? "—" : `${concurrency.running} of ${concurrency.limit}`}</td><td class="num" data-field="rate">${rate === undefined ? "—" : `${rate.permitsInUse} of ${rate.burst} permits (${rate.limit} per ${rate.periodSeconds} s)`}</td><td class="num" data-field="starts">${rate === undefined ? "—" : rate.reportedStarts}</td><td class="num${full && pool.waitingItems > 0 ? " bad" : ""}" data-field="waiting">${pool.waitingItems}</td></tr>`;
+  });
+  return html`<section id="limits"><h2>Limits</h2>
+<p class="muted">Every limit holds across all instances: the leader hands each work unit a share of each limit it counts against, written down before the unit is sent. Running counts the shares held (items that may be running); starts, what finished units reported in the last period; waiting, the items of jobs that waited for the pool in the last minute.</p>
+<table><thead><tr><th>Pool</th><th>Running</th><th>Rate</th><th>Starts in the last period</th><th>Waiting</th></tr></thead><tbody>${rows}</tbody></table>
+</section>`;
+}
+
 /** Shown only when an ended job's removal failed: which, how often, when it is tried again, and why. */
 function renderRetention(view: StatusView): SafeHtml | undefined {
   const { failures, more } = view.retention;
@@ -243,7 +260,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 th { font-weight: 600; color: var(--muted); } .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.wide { width: 30%; white-space: nowrap; } .pct { font-variant-numeric: tabular-nums; margin-left: 6px; color: var(--muted); }
 tr.reasons td { border-bottom: 1px solid var(--line); padding-top: 0; } tr.reasons ul { margin: 0; padding-left: 18px; }
-.status { padding: 1px 8px; border-radius: 10px; background: var(--line); } .status.completed { background: var(--good); color: #fff; } .status.running { background: var(--busy); } .status.failed { background: var(--bad); color: #fff; }
+.status { padding: 1px 8px; border-radius: 10px; background: var(--line); } .status.completed { background: var(--good); color: #fff; } .status.running { background: var(--busy); } .status.scheduled { background: var(--line); font-style: italic; } .status.failed { background: var(--bad); color: #fff; }
 svg.bar { width: calc(100% - 60px); height: 12px; vertical-align: middle; border-radius: 3px; }
 svg.bar .track { fill: var(--line); } svg.bar .dispatched { fill: var(--busy); } svg.bar .done { fill: var(--good); } svg.bar .failed { fill: var(--bad); }
 svg.timeline { width: 100%; height: auto; display: block; }

@@ -12,7 +12,18 @@ export interface SubmitOptions extends Abortable {
   wake?: boolean;
 }
 
-/** Whether a request's wake-up was sent ("off" when not asked for), and why not. */
+/** Options of submitting a job. */
+export interface SubmitJobOptions extends SubmitOptions {
+  /**
+   * Make the submission once: a retry with the same key and the same submission answers the first job's id
+   * (`replayed: true`) and stores nothing more; the same key with another submission is refused (`conflict`). 1–200
+   * printable ASCII characters (a UUID, say). The same as the submission's `idempotencyKey` field (both given must be
+   * equal). A key is remembered as long as its job is kept (JOB_RETENTION_HOURS after it ended). @default none
+   */
+  idempotencyKey?: string;
+}
+
+/** Whether a request's wake-up was sent ("off" when not asked for, or nothing new was stored), and why not. */
 export interface WakeUpReport {
   /** "sent": the leader was woken; "failed": it could not be (it runs the job at its next tick); "off": not asked. */
   wakeUp: "sent" | "failed" | "off";
@@ -20,9 +31,14 @@ export interface WakeUpReport {
   wakeUpError?: string;
 }
 
-/** A submission's outcome: the job, and whether the wake-up was sent. */
+/**
+ * A submission's outcome: the job, and whether the wake-up was sent; or the field errors. `replayed`: the submission
+ * was made before under its idempotency key, and `id` is that first job's. `conflict`: the idempotency key was used
+ * for another submission (the job named, when known), and nothing was stored.
+ */
 export type SubmitResult =
-  ({ ok: true; id: string; itemCount: number } & WakeUpReport) | { ok: false; errors: FieldError[] };
+  | ({ ok: true; id: string; itemCount: number; replayed?: true } & WakeUpReport)
+  | { ok: false; errors: FieldError[]; conflict?: { jobId: string | undefined } };
 
 /** A cancellation request's outcome; a stored request also says whether its wake-up was sent. */
 export type CancelResult =

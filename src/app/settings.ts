@@ -196,6 +196,13 @@ export const settingsSchema = z.object({
    * markers — and GET /api/jobs/{id} answers 404. @default 168 (7 days)
    */
   JOB_RETENTION_HOURS: intIn(1, 8760).default(168),
+  /**
+   * How long a unit's grant under a kind's or a job's limits lasts, in seconds: its worker starts no item after it. A
+   * unit whose process died holds its shares this long (and 60 s) before it runs again; a unit whose grant expires gets
+   * one twice as long. Keep it above the time a unit's items take at their limits. @default 600 (the host's visibility
+   * timeout of a message it runs)
+   */
+  FLOW_GRANT_SECONDS: intIn(30, 3600).default(600),
   /** Leader gives up leadership when its step reports no progress for this long, in ms. @default 60000 */
   STEP_STALL_TIMEOUT_MS: intIn(1000, 3_600_000).default(60_000),
 } satisfies Record<SettingName, z.ZodType>);

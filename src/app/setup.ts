@@ -7,6 +7,7 @@ import { delay } from "../library/util/delay.js";
 import type { CoordinatorClient, JobReadOptions, WaitOptions } from "./client.js";
 import { createCoordinatorApp, type CoordinatorApp } from "./context.js";
 import { cancelJob, getJobStatus, getLeader, stepDown, submitJob } from "./operations.js";
+import { hasEnded } from "../coordination/state/jobStatus.js";
 import { SETTING_NAMES, type CoordinatorSetupOptions } from "./options.js";
 import { CONNECTION_SETTINGS, readSettings, type Settings } from "./settings.js";
 import { processShutdown } from "./shutdown.js";
@@ -55,9 +56,6 @@ export function resolveSetup(options: CoordinatorSetupOptions): CoordinatorSetup
   return { settings, connection, registry, app, client: clientOf(app) };
 }
 
-/** Job statuses after which nothing more happens to a job. */
-const FINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled", "expired"]);
-
 /** A client over an app's storage ports (built lazily: nothing connects until the first call). */
 export function clientOf(app: () => CoordinatorApp): CoordinatorClient {
   const client: CoordinatorClient = {
@@ -69,7 +67,7 @@ export function clientOf(app: () => CoordinatorApp): CoordinatorClient {
       for (;;) {
         const status = await client.getJob<Kind>(id, options);
         if (status === undefined) throw new Error(`No job "${id}".`);
-        if (FINAL_STATUSES.has(status.status)) return status;
+        if (hasEnded(status.status)) return status;
         await delay(options.pollIntervalMs ?? 1000, options);
       }
     },

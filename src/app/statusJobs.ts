@@ -1,4 +1,5 @@
 import { jobIndexSchema, keys } from "../coordination/state/jobState.js";
+import { scheduleOf } from "../coordination/state/jobSchedule.js";
 import { countReasons, readJobSummary, type JobSummary, type ReasonCount } from "../coordination/state/jobSummary.js";
 import { readJobStatus, readPendingStatus, type JobStatus } from "../coordination/jobs/status.js";
 import type { Abortable } from "../library/util/delay.js";
@@ -128,7 +129,7 @@ export async function readJobs(sources: StatusSources, attempt: Attempt, io: Abo
     sources.state.read(keys.index, io),
     sources.system.list(keys.inboxPrefix, MAX_PENDING_JOBS_SHOWN, io),
   ]);
-  const index: { active: string[]; recent: string[] } =
+  const index: { active: string[]; recent: string[]; schedule?: Record<string, unknown> } =
     stored === undefined ? { active: [], recent: [] } : jobIndexSchema.parse(stored.value);
   let wholeBytesLeft = WHOLE_DOCUMENT_READ_BYTES;
   const readLine = async (id: string): Promise<JobLine | undefined> => {
@@ -164,7 +165,15 @@ export async function readJobs(sources: StatusSources, attempt: Attempt, io: Abo
   ]);
   // A job the index still lists as active may have ended already: the leader takes it off the list in the pass after
   // the fold that ended it (or the next step). It is shown by what it is, among the ended, newest first.
-  const active = listed.filter((line) => line.status === "running");
+  // A registered job that waits for its notBefore (the index's entry says when) shows as scheduled.
+  const nowMs = Date.now();
+  const waiting = (line: JobLine): boolean =>
+    line.status === "running" &&
+    line.progress.dispatched === 0 &&
+    scheduleOf(line.id, index.schedule?.[line.id]).notBeforeAtMs > nowMs;
+  const active = listed
+    .filter((line) => line.status === "running")
+    .map((line): JobLine => (waiting(line) ? { ...line, status: "scheduled" } : line));
   const ended = listed.filter((line) => line.status !== "running");
   return {
     active,

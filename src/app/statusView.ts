@@ -2,6 +2,7 @@ import { ZodError } from "zod";
 import type { ReasonCount } from "../coordination/state/jobSummary.js";
 import type { JobStatus } from "../coordination/jobs/status.js";
 import { readTermHistory, type TermEntry } from "../coordination/state/termHistory.js";
+import { readPoolViews, type PoolView } from "../coordination/state/grantLedger.js";
 import { describeLeader, type LeaderInfo } from "../library/leadership/leaderInfo.js";
 import type { Abortable } from "../library/util/delay.js";
 import { readRetentionView, type RetentionView } from "./statusRetention.js";
@@ -117,6 +118,8 @@ export interface StatusView {
   poison: PoisonQueueView[];
   /** Ended jobs whose removal failed and is put off (retention trouble). */
   retention: RetentionView;
+  /** Each limited pool (a kind's limit, one key's, a job's own): what is in use against it, and what waits. */
+  limits: PoolView[];
   /** Parts that could not be read, with why; the rest of the page still shows. */
   problems: string[];
 }
@@ -144,7 +147,7 @@ export async function readStatusView(sources: StatusSources, options: StatusView
       return fallback;
     }
   };
-  const [leader, terms, jobs, poison, retention] = await Promise.all([
+  const [leader, terms, jobs, poison, retention, limits] = await Promise.all([
     attempt("leader", () => describeLeader(sources.leaseStore, io), undefined),
     attempt("term history", () => readTermHistory(sources.state, io), []),
     attempt("jobs", () => readJobs(sources, attempt, io), { active: [], moreActive: 0, pending: [], recent: [] }),
@@ -155,8 +158,9 @@ export async function readStatusView(sources: StatusSources, options: StatusView
       })),
     ),
     attempt("retention", () => readRetentionView(sources.system, io), { failures: [], more: false }),
+    attempt("limits", () => readPoolViews(sources.state, nowMs, io), []),
   ]);
-  return buildStatusView({ nowMs, leader, terms, jobs, poison, retention, problems });
+  return buildStatusView({ nowMs, leader, terms, jobs, poison, retention, limits, problems });
 }
 
 /** What {@link buildStatusView} computes the view from (what {@link readStatusView} read). */
@@ -170,6 +174,8 @@ export interface StatusSnapshot {
   poison: PoisonQueueView[];
   /** @default no retention trouble */
   retention?: RetentionView;
+  /** @default no limited pools */
+  limits?: PoolView[];
   problems: string[];
 }
 
@@ -211,6 +217,7 @@ export function buildStatusView(snapshot: StatusSnapshot): StatusView {
     },
     poison: snapshot.poison,
     retention: snapshot.retention ?? { failures: [], more: false },
+    limits: snapshot.limits ?? [],
     problems: snapshot.problems,
   };
 }

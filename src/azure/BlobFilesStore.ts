@@ -33,11 +33,13 @@ export class ReadOnlyBlobFiles implements InputFiles {
     const blob = blobIn(this.container, name);
     let body: Readable | undefined;
     let sizeBytes: number;
+    let etag: string | undefined;
     try {
       // One request: the size comes with the headers, the body only as it is read.
       const response = await blob.download(0, undefined, { abortSignal });
       body = response.readableStreamBody as Readable | undefined;
       sizeBytes = response.contentLength ?? 0;
+      etag = response.etag;
     } catch (error) {
       if (storageFailure(error).statusCode === 404) return undefined;
       throw toLibraryError(error, operation, abortSignal);
@@ -50,7 +52,12 @@ export class ReadOnlyBlobFiles implements InputFiles {
         throw toLibraryError(error, operation, abortSignal);
       }
     }
-    return { sizeBytes, content: content(), close: () => body?.destroy() };
+    return {
+      sizeBytes,
+      ...(etag === undefined ? {} : { etag }),
+      content: content(),
+      close: () => body?.destroy(),
+    };
   }
 
   async list(prefix: string, max: number, options: Abortable = {}): Promise<string[]> {
@@ -84,6 +91,26 @@ export class BlobFilesStore extends ReadOnlyBlobFiles implements BlobFiles {
       await this.creation.run(upload, { abortSignal });
     } catch (error) {
       throw toLibraryError(error, `Writing blob ${name}`, abortSignal);
+    }
+  }
+
+  /**
+   * Creates a blob unless one exists: one upload with `If-None-Match: *`, which storage refuses with 409
+   * `BlobAlreadyExists` (answered false) when a blob of that name exists, whoever wrote it.
+   */
+  async createText(name: string, text: string, options: Abortable = {}): Promise<boolean> {
+    const { abortSignal } = options;
+    const blob = blobIn(this.container, name).getBlockBlobClient();
+    const upload = (): Promise<unknown> =>
+      blob.upload(text, Buffer.byteLength(text), { conditions: { ifNoneMatch: "*" }, abortSignal });
+    try {
+      await this.creation.run(upload, { abortSignal });
+      return true;
+    } catch (error) {
+      const { statusCode, code } = storageFailure(error);
+      // 412 as well: a conditional request may be answered so by some service versions and proxies.
+      if ((statusCode === 409 && code === "BlobAlreadyExists") || statusCode === 412) return false;
+      throw toLibraryError(error, `Creating blob ${name}`, abortSignal);
     }
   }
 

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import type { JobStatus } from "../coordination/state/jobStatus.js";
+import { hasEnded, type JobStatus } from "../coordination/state/jobStatus.js";
 import { delay } from "../library/util/delay.js";
 import { numberFlag, parseFlags, pathFlag, UsageError } from "./flags.js";
 import { readJobFile } from "./jobFile.js";
@@ -18,6 +18,8 @@ import type { CommandStreams } from "./program.js";
 export const ENQUEUE_FLAGS = `  --url URL      your app's HTTP API: the base its routes are under, e.g. https://my-app.azurewebsites.net/api
                  (with your routePrefix: …/api/coordinator), or the URL \`local\` prints
   --key KEY      a function key, sent as x-functions-key (cancel takes the admin key); default AZURE_FUNCTIONS_KEY
+  --idempotency-key KEY   submit once: run again with the same KEY and JOB.json, it prints the first job's id
+                 instead of making another (sent as the Idempotency-Key header; 1–200 printable ASCII characters)
   --wait         wait until the job ends; print its status and aggregate
   --timeout S    how long --wait waits, 1–86400 s (default 600)
   --job-timeout S       the job expires S seconds after its submission (1–604800), or
@@ -48,7 +50,10 @@ npx azure-leader-coordinator-dev enqueue --app dist/index.js --file JOB.json`;
 
 /** The parsed command line. */
 export interface EnqueueArgs {
-  readonly action: { kind: "submit"; body: unknown } | { kind: "status"; id: string } | { kind: "cancel"; id: string };
+  readonly action:
+    | { kind: "submit"; body: unknown; idempotencyKey?: string }
+    | { kind: "status"; id: string }
+    | { kind: "cancel"; id: string };
   readonly target: { kind: "url"; url: string; key?: string } | { kind: "app"; entry: string; hostJsonPath?: string };
   readonly wait: boolean;
   readonly timeoutS: number;
@@ -85,6 +90,7 @@ export function parseEnqueueArgs(argv: readonly string[], options: EnqueueParseO
     key: { type: "string" },
     app: { type: "string" },
     "host-json": { type: "string" },
+    "idempotency-key": { type: "string" },
     wait: { type: "boolean" },
     timeout: { type: "string" },
     "job-timeout": { type: "string" },
@@ -102,6 +108,11 @@ export function parseEnqueueArgs(argv: readonly string[], options: EnqueueParseO
   if (wait && values.file === undefined) throw new UsageError("--wait goes with --file.");
   if (values["fail-on-item-failures"] === true && !wait)
     throw new UsageError("--fail-on-item-failures goes with --wait.");
+  const idempotencyKey = values["idempotency-key"];
+  if (idempotencyKey !== undefined && values.file === undefined)
+    throw new UsageError("--idempotency-key goes with --file.");
+  if (idempotencyKey !== undefined && !/^[\x20-\x7e]{1,200}$/.test(idempotencyKey))
+    throw new UsageError(`--idempotency-key must be 1 to 200 printable ASCII characters, got "${idempotencyKey}".`);
   const deadline = deadlineOf(values["job-timeout"], values.deadline);
   if (values.file === undefined && Object.keys(deadline).length > 0)
     throw new UsageError("--job-timeout and --deadline go with --file.");
@@ -110,6 +121,7 @@ export function parseEnqueueArgs(argv: readonly string[], options: EnqueueParseO
       ? {
           kind: "submit",
           body: withDeadline(readJobFile(pathFlag(values.file, "--file") ?? values.file, "--file"), deadline),
+          ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
         }
       : values.status !== undefined
         ? { kind: "status", id: values.status }
@@ -185,13 +197,20 @@ export async function runEnqueue(args: EnqueueArgs, io: CommandIo, api: JobsApi)
     return 0;
   }
   if (action.kind === "cancel") return cancel(api, action.id, io);
-  const submitted = await api.submit(action.body);
+  const submitted = await api.submit(
+    action.body,
+    action.idempotencyKey === undefined ? {} : { idempotencyKey: action.idempotencyKey },
+  );
   if (!submitted.ok) {
     const fields = submitted.errors.map((error) => `\n  ${error.field}: ${error.message}`).join("");
     io.stderr.write(`The job was not submitted (HTTP ${submitted.httpStatus}): ${submitted.error}${fields}\n`);
     return 1;
   }
-  write(`Submitted job ${submitted.id} with ${submitted.itemCount} items.`);
+  write(
+    submitted.replayed === true
+      ? `Job ${submitted.id} (${submitted.itemCount} items) was submitted before with this idempotency key.`
+      : `Submitted job ${submitted.id} with ${submitted.itemCount} items.`,
+  );
   if (!args.wait) return 0;
   const status = await waitForEnd(api, submitted.id, args.timeoutS);
   const { id, progress, aggregate, failures } = status;
@@ -229,7 +248,7 @@ async function waitForEnd(api: JobsApi, id: string, timeoutS: number): Promise<J
   const deadline = Date.now() + timeoutS * 1000;
   for (;;) {
     const status = await api.getJob(id);
-    if (status !== undefined && status.status !== "pending" && status.status !== "running") return status;
+    if (status !== undefined && hasEnded(status.status)) return status;
     if (Date.now() > deadline)
       throw new Error(
         `Job ${id} did not end within ${timeoutS} s; is a coordinator running (local, or the deployed app)?`,

@@ -10,7 +10,8 @@ import type { Abortable } from "../library/util/delay.js";
 
 /** What a submission came to: the job, or why the app refused it. */
 export type HttpSubmitResult =
-  { ok: true; id: string; itemCount: number } | { ok: false; httpStatus: number; error: string; errors: FieldError[] };
+  | { ok: true; id: string; itemCount: number; replayed?: true }
+  | { ok: false; httpStatus: number; error: string; errors: FieldError[] };
 
 /** What a cancellation came to (the app's answer, by its status code). */
 export type HttpCancelResult =
@@ -25,7 +26,7 @@ export type BaseUrl = () => string | undefined;
 /** What `enqueue` and the local tools need of an app's job routes. */
 export interface JobsApi {
   /** Submits a job; field errors and refusals are a value. */
-  submit(body: unknown, options?: Abortable): Promise<HttpSubmitResult>;
+  submit(body: unknown, options?: Abortable & { idempotencyKey?: string }): Promise<HttpSubmitResult>;
   /** The job's status through the app's views; undefined for no such job. */
   getJob(id: string, options?: Abortable): Promise<JobStatus | undefined>;
   /** Asks for the job's cancellation. */
@@ -47,12 +48,22 @@ export class JobsHttpApi implements JobsApi {
     private readonly fetchImpl: typeof fetch = fetch,
   ) {}
 
-  /** Submits a job; field errors and refusals are a value. */
-  async submit(body: unknown, options: Abortable = {}): Promise<HttpSubmitResult> {
-    const response = await this.request("POST", "jobs", options, JSON.stringify(body));
+  /**
+   * Submits a job; field errors and refusals are a value. With `idempotencyKey`, sent as the `Idempotency-Key` header:
+   * a replay of a submission made before under the key answers 200 with the first job's id (`replayed`).
+   */
+  async submit(body: unknown, options: Abortable & { idempotencyKey?: string } = {}): Promise<HttpSubmitResult> {
+    const headers: Record<string, string> =
+      options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey };
+    const response = await this.request("POST", "jobs", options, JSON.stringify(body), headers);
     const json = await jsonOf(response);
-    if (response.status === 202 && typeof json.id === "string")
-      return { ok: true, id: json.id, itemCount: typeof json.itemCount === "number" ? json.itemCount : 0 };
+    if ((response.status === 202 || response.status === 200) && typeof json.id === "string")
+      return {
+        ok: true,
+        id: json.id,
+        itemCount: typeof json.itemCount === "number" ? json.itemCount : 0,
+        ...(response.status === 200 && json.replayed === true ? { replayed: true as const } : {}),
+      };
     return {
       ok: false,
       httpStatus: response.status,
@@ -81,10 +92,16 @@ export class JobsHttpApi implements JobsApi {
     return { outcome: "refused", httpStatus: response.status, error: textOf(json.error, `HTTP ${response.status}`) };
   }
 
-  private async request(method: string, path: string, options: Abortable, body?: string): Promise<Response> {
+  private async request(
+    method: string,
+    path: string,
+    options: Abortable,
+    body?: string,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<Response> {
     const base = this.baseUrl();
     if (base === undefined) throw new Error("No instance serves the coordinator's HTTP routes right now.");
-    const headers: Record<string, string> = { accept: "application/json" };
+    const headers: Record<string, string> = { accept: "application/json", ...extraHeaders };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.key !== undefined) headers["x-functions-key"] = this.key;
     return this.fetchImpl(`${base.replace(/\/+$/, "")}/${path}`, {

@@ -28,6 +28,11 @@ export interface CoordinationDeps extends CoordinationPorts {
   dispatchBatchSize: number;
   /** Most items of one job on the queue without a result yet (the last unit sent may go past it). */
   maxInFlight: number;
+  /**
+   * Internal, not a setting: most items on the queue without a result over every job, the window the step shares out
+   * by priority and fairness (`step/scheduledDispatch.ts`). @default 2 × `maxInFlight`
+   */
+  maxInFlightTotal?: number;
   /** Most items per work message (WORK_UNIT_MAX_ITEMS); a job's own limit is fixed when it registers (unitSize.ts). */
   workUnitMaxItems: number;
   /** Most items per work message of a job with items naming blobs (WORK_UNIT_MAX_BLOB_ITEMS), see `unitSize.ts`. */
@@ -56,6 +61,8 @@ export interface CoordinationDeps extends CoordinationPorts {
   jobRetentionMs: number;
   /** Items of one unit a worker processes at once, for kinds that do not set their own (WORK_UNIT_CONCURRENCY). */
   workUnitConcurrency: number;
+  /** How long a unit's first grant lasts, in ms (`FLOW_GRANT_SECONDS`; default `GRANT_LIFETIME_MS`). */
+  grantLifetimeMs?: number;
   /**
    * Longest an item may keep the event loop from turning before the worker reports it (`item-held-event-loop`), in ms:
    * what a leader in the same process can go without its heartbeats (with takeover) or renewals. 0: never reported.

@@ -10,23 +10,44 @@ import {
   submitJob,
 } from "../app/operations.js";
 import { problem, readJsonBody } from "./http.js";
+import { IDEMPOTENCY_KEY_HEADER } from "../app/jobs.js";
 import type { AppSource } from "./triggers.js";
 
-/** POST /api/jobs: submit a job. 202 with its id; 400 with field-level errors. */
+/**
+ * POST /api/jobs: submit a job. 202 with its id; 400 with field-level errors. With an idempotency key (the body's
+ * `idempotencyKey`, or the `Idempotency-Key` header): 202 when this request made the job; 200 with the first job's id
+ * (and `replayed: true`) when the same submission was made before under the key; 409 naming the job when the key was
+ * used for another submission (nothing stored).
+ */
 export function submitJobHandler(app: AppSource) {
   return async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
     const body = await readJsonBody(request);
     if (!body.ok) return body.response;
-    const result = await submitJob(app(), body.body);
-    if (!result.ok) return problem(400, "The job submission is not valid.", result.errors);
-    context.info(`Job ${result.id} submitted with ${result.itemCount} items.`);
+    const idempotencyKey = request.headers.get(IDEMPOTENCY_KEY_HEADER) ?? undefined;
+    const result = await submitJob(app(), body.body, idempotencyKey === undefined ? {} : { idempotencyKey });
+    if (!result.ok)
+      return result.conflict === undefined
+        ? problem(400, "The job submission is not valid.", result.errors)
+        : {
+            ...problem(409, "The idempotency key was used for another submission; nothing was stored.", result.errors),
+            ...(result.conflict.jobId === undefined
+              ? {}
+              : { headers: { location: `${pathOf(request)}/${result.conflict.jobId}` } }),
+          };
+    if (result.replayed === true)
+      context.info(`Job ${result.id}: the same submission again, under its idempotency key.`);
+    else context.info(`Job ${result.id} submitted with ${result.itemCount} items.`);
     if (result.wakeUp === "failed")
       context.warn(
         `Job ${result.id}: the wake-up could not be sent (${result.wakeUpError ?? "unknown error"}); the next timer tick starts it.`,
       );
     return {
-      status: 202,
-      jsonBody: { id: result.id, itemCount: result.itemCount, status: "pending" },
+      status: result.replayed === true ? 200 : 202,
+      // A replay's job may have run since: its status is GET's to tell.
+      jsonBody:
+        result.replayed === true
+          ? { id: result.id, itemCount: result.itemCount, replayed: true }
+          : { id: result.id, itemCount: result.itemCount, status: "pending" },
       headers: { location: `${pathOf(request)}/${result.id}` },
     };
   };

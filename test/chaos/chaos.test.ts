@@ -32,6 +32,6 @@ describe("chaos suite (quick)", () => {
       });
       expect(result.faultsInjected).toBeGreaterThan(0);
       expect(result.passed).toBe(true);
-    }, 240_000);
+    }, 300_000);
   }
 });

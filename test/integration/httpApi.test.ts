@@ -1,43 +1,19 @@
-import { HttpRequest, InvocationContext } from "@azure/functions";
+import { HttpRequest } from "@azure/functions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { resolveSetup } from "../../src/app/setup";
-import { groupByKind } from "../../src/groupBy/groupBy";
-import * as http from "../../src/host/httpHandlers";
 import { sinkFor } from "../../src/host/invocation";
-import { coordinatorHandler as timerHandler } from "../../src/host/triggers";
-import { uniqueName, useAzurite } from "../support/azuriteFixture";
+import { useAzurite } from "../support/azuriteFixture";
+import { invocationContext, postJob, registeredHandlers } from "../support/registeredHandlers";
 import { drainWorkQueue, testAppSettings } from "../support/inProcessApp";
 
-function post(body: string, headers: Record<string, string> = {}): HttpRequest {
-  return new HttpRequest({
-    method: "POST",
-    url: "http://localhost/api/jobs",
-    body: { string: body },
-    headers: { "content-type": "application/json", ...headers },
-  });
-}
-const context = (): InvocationContext =>
-  new InvocationContext({ functionName: "test", invocationId: uniqueName("inv"), logHandler: () => undefined });
+const post = postJob;
+const context = invocationContext;
 const good = {
   kind: "group-by",
   params: { format: "csv", keyField: "region", valueField: "amount" },
   items: [{ inline: "region,amount\neu,2\nus,3" }, { inline: "region,amount\neu,5" }],
 };
 
-/** The handlers `registerCoordinator` registers, over one app built from process.env as a registration builds it. */
-function handlersOf() {
-  const setup = resolveSetup({ taskKinds: [groupByKind] });
-  return {
-    app: setup.app,
-    submitJobHandler: http.submitJobHandler(setup.app),
-    getJobHandler: http.getJobHandler(setup.app),
-    cancelJobHandler: http.cancelJobHandler(setup.app),
-    getLeaderHandler: http.getLeaderHandler(setup.app),
-    stepDownHandler: http.stepDownHandler(setup.app),
-    getStatusHandler: http.getStatusHandler(setup.app),
-    coordinatorHandler: timerHandler(setup.app),
-  };
-}
+const handlersOf = registeredHandlers;
 
 describe("HTTP API handlers (the registered handlers, real Azurite)", () => {
   const env = useAzurite();
@@ -94,11 +70,58 @@ describe("HTTP API handlers (the registered handlers, real Azurite)", () => {
       /must be in the future/,
     ],
     ["a timeout over 7 days", JSON.stringify({ ...good, timeoutS: 8 * 86_400 }), "timeoutS", /at most 604800 s/],
+    [
+      "a concurrency limit of 0",
+      JSON.stringify({ ...good, limits: { concurrency: 0 } }),
+      "limits.concurrency",
+      /^must be a whole number from 1 to 10,000; it is 0$/,
+    ],
+    [
+      "a rate limit that is not a whole number",
+      JSON.stringify({ ...good, limits: { rate: { limit: 2.5, periodSeconds: 1 } } }),
+      "limits.rate.limit",
+      /^must be a whole number from 1 to 100,000; it is 2.5$/,
+    ],
+    [
+      "a rate period over a day",
+      JSON.stringify({ ...good, limits: { rate: { limit: 5, periodSeconds: 90_000 } } }),
+      "limits.rate.periodSeconds",
+      /from 1 to 86,400; it is 90000/,
+    ],
+    [
+      "a burst over its limit",
+      JSON.stringify({ ...good, limits: { rate: { limit: 10, periodSeconds: 1, burst: 20 } } }),
+      "limits.rate.burst",
+      /from 1 to 10; it is 20/,
+    ],
+    [
+      "limits that are not an object",
+      JSON.stringify({ ...good, limits: "fast" }),
+      "limits",
+      /must be an object with concurrency and\/or rate; it is "fast"/,
+    ],
   ])("POST /api/jobs with %s answers 400 naming the field", async (_name, body, field, message) => {
     const response = await handlers.submitJobHandler(post(body), context());
     expect(response.status).toBe(400);
     const errors = (response.jsonBody as { errors: { field: string; message: string }[] }).errors;
     expect(errors.find((e) => e.field === field)?.message).toMatch(message);
+  });
+
+  it("a submission refused for its limits stores nothing: no spec, no chunk, no inbox marker", async () => {
+    const app = handlers.app();
+    const before = await app.system.list("", 1000);
+    const response = await handlers.submitJobHandler(
+      post(JSON.stringify({ ...good, limits: { concurrency: -1, rate: { limit: 0, periodSeconds: 0 } } })),
+      context(),
+    );
+    expect(response.status).toBe(400);
+    const errors = (response.jsonBody as { errors: { field: string }[] }).errors;
+    expect(errors.map((error) => error.field).sort()).toEqual([
+      "limits.concurrency",
+      "limits.rate.limit",
+      "limits.rate.periodSeconds",
+    ]);
+    expect(await app.system.list("", 1000)).toEqual(before);
   });
 
   it("POST /api/jobs with several faults answers 400 naming every one at once", async () => {

@@ -181,5 +181,36 @@ describe("BlobFilesStore on Azurite (adapter)", () => {
     const files = new BlobFilesStore(env.blobService().getContainerClient(uniqueName("files")));
     const reason = new Error("stop");
     await expect(files.readText("x", { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(files.createText("x", "", { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+
+  it("creates a blob only if none exists (creating the container): of concurrent creators exactly one wins, the blob is its", async () => {
+    const files = new BlobFilesStore(env.blobService().getContainerClient(uniqueName("files")));
+    expect(await files.createText("idempotency/k", "first")).toBe(true);
+    expect(await files.createText("idempotency/k", "second")).toBe(false);
+    expect(await files.readText("idempotency/k")).toBe("first");
+    const racers = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => files.createText("idempotency/race", `racer ${index}`)),
+    );
+    expect(racers.filter((created) => created)).toHaveLength(1);
+    expect(await files.readText("idempotency/race")).toBe(`racer ${racers.indexOf(true)}`);
+    // Once deleted, it can be created again.
+    await files.delete("idempotency/k");
+    expect(await files.createText("idempotency/k", "third")).toBe(true);
+  });
+
+  it("opens a blob with its version (ETag): the same content reads the same version, new content another", async () => {
+    const files = new BlobFilesStore(env.blobService().getContainerClient(uniqueName("files")));
+    await files.writeText("m.ndjson", "a\n");
+    const first = await files.open("m.ndjson");
+    const again = await files.open("m.ndjson");
+    first?.close();
+    again?.close();
+    expect(first?.etag).toMatch(/./);
+    expect(again?.etag).toBe(first?.etag);
+    await files.writeText("m.ndjson", "b\n");
+    const changed = await files.open("m.ndjson");
+    changed?.close();
+    expect(changed?.etag).not.toBe(first?.etag);
   });
 });

@@ -96,12 +96,14 @@ export class ActivityChecks {
         );
       for (const shown of read.shown) {
         if (shown.status === "pending") continue;
+        // A job waiting for its notBefore is stored running, and shown scheduled.
+        const stored = shown.status === "scheduled" ? "running" : shown.status;
         const versions = this.versions.get(shown.id) ?? [];
         const matches = versions.some(
           (version, index) =>
             version.atMs <= read.endMs &&
             (versions[index + 1]?.atMs ?? Infinity) >= read.startMs &&
-            version.status === shown.status &&
+            version.status === stored &&
             version.done === shown.done &&
             version.failed === shown.failed,
         );

@@ -35,6 +35,10 @@ export const INVARIANTS = {
   ...LIFECYCLE_INVARIANTS,
   ...CHUNK_INVARIANTS,
   ...GARBAGE_INVARIANTS,
+  limitsNeverExceeded:
+    "no pool of a limit (a kind's, a key's, a job's own) ever has more items running than its concurrency, nor more starts in any window of its period (sliding) than its rate's limit, nor more than its burst in any window of period ÷ ⌊limit ÷ burst⌋ (test/sim/limitsWorld.ts)",
+  limitedJobsEnd:
+    "once faults stop, every job under limits ends within 180 s + twice a grant's lifetime and grace (11 min each: a grant whose unit never went out, a unit whose copy could not claim its grant, held) + the same per lost delivery of each item that kills its process (at most MAX_LOST_DELIVERIES each) + its items' time at their limits",
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
@@ -63,6 +67,8 @@ export class InvariantChecker {
   private readonly maxEpochByKey = new Map<string, number>();
   private readonly jobEtags = new Map<string, string>();
   private readonly endedJobs = new Map<string, JobState>();
+  /** When each job was first seen ended (its state's write), on the simulated clock. */
+  private readonly jobEnds = new Map<string, number>();
   private readonly registry = simRegistry();
   private readonly activity: ActivityChecks;
   private readonly lifecycle: LifecycleChecks;
@@ -159,6 +165,7 @@ export class InvariantChecker {
     this.lifecycle.afterStep();
     this.chunks.afterStep();
     this.garbage.afterStep();
+    for (const problem of this.world.limits.problems.splice(0)) this.fail("limitsNeverExceeded", problem);
   }
 
   private readonly hiddenPoison = new Set<string>();
@@ -220,6 +227,8 @@ export class InvariantChecker {
       return;
     }
     const state = parsed.data;
+    this.world.limits.onJobState(job, state);
+    if (state.status !== "running" && !this.jobEnds.has(job.id)) this.jobEnds.set(job.id, Date.now());
     // An ended job takes no more: its status and counts are final (late results of a cancelled job are not counted).
     const ended = this.endedJobs.get(job.id);
     if (
@@ -284,17 +293,22 @@ export class InvariantChecker {
   /** Liveness, once the run is over (`endMs`: when it stopped). */
   atEnd(endMs: number): void {
     const { world } = this;
+    // Jobs under limits have a bound of their own (limitedJobsEnd); the others end within calmLimitMs of the faults.
+    const unlimitedBy = world.faultEndMs + SIM_TIMING.calmLimitMs;
     for (const job of world.jobs) {
+      const limited = world.limits.limited(job);
       const stored = world.jobState(job.id);
       const state = stored === undefined ? undefined : jobStateSchema.safeParse(stored.value).data;
-      if (state !== undefined && ENDED.has(state.status)) continue;
+      const endedMs = this.jobEnds.get(job.id);
+      if (state !== undefined && ENDED.has(state.status) && (limited || (endedMs ?? endMs) <= unlimitedBy)) continue;
       const progress =
         state === undefined
           ? "never registered"
           : `${state.status}: ${state.doneCount} done + ${state.failedCount} failed of ${state.itemCount}, ${state.dispatched} dispatched`;
+      const late = endedMs === undefined ? "had not ended" : `ended only at ${this.t(endedMs)},`;
       this.fail(
-        "everyJobEnds",
-        `job ${job.id} (${job.plan.kind}, items ${job.plan.items.map((i) => i.t).join(",")}${job.plan.deleteChunk ? ", chunk 0 deleted" : ""}) had not ended ${((endMs - world.faultEndMs) / 1000).toFixed(0)} s after faults stopped (${progress})`,
+        limited ? "limitedJobsEnd" : "everyJobEnds",
+        `job ${job.id} (${job.plan.kind}${limited ? ", limited" : ""}, items ${job.plan.items.map((i) => i.t).join(",")}${job.plan.deleteChunk ? ", chunk 0 deleted" : ""}) ${late} ${(((endedMs ?? endMs) - world.faultEndMs) / 1000).toFixed(0)} s after faults stopped (${progress})`,
       );
     }
     if (plannedJobCount(world) !== world.jobs.length)

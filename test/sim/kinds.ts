@@ -3,6 +3,7 @@ import { groupByKind, groupRecords } from "../../src/groupBy/groupBy";
 import { groupByParamsSchema } from "../../src/groupBy/groupBySchema";
 import { ItemError, type TaskKind } from "../../src/coordination/kinds/taskKinds";
 import { TaskRegistry } from "../../src/coordination/kinds/taskRegistry";
+import { taskLimitsOf, type LimitsPlan } from "./limits";
 
 /**
  * A second task kind for the simulator, whose partial is an object (not an array like group-by's), so a leader that
@@ -37,22 +38,37 @@ export type SimKindName = (typeof SIM_KINDS)[number];
  * The work of one item before the kind computes it (`world.ts`: the item's share of its unit's time, cut short when
  * its `abortSignal` fires, as a real kind's calls are; a `kill` item's process dies there). Rejects when aborted.
  */
-export type SimItemWork = (text: string, abortSignal: AbortSignal) => Promise<void>;
+export type SimItemWork = (
+  text: string,
+  abortSignal: AbortSignal,
+  item: { jobId: string; index: number },
+) => Promise<void>;
 
 /**
  * A registry with every kind except `missing` (a process deployed without some kinds). `onDone`: told of each item a
  * kind processed without throwing (its output, were it a real kind, written), as it returns. `work`: what each item
- * does first.
+ * does first. `limits`: the kinds' limits as the plan's code declares them (issue 42; `limits.ts`).
  */
 export function simRegistry(
   missing: readonly string[] = [],
   onDone?: (jobId: string, index: number) => void,
   work?: SimItemWork,
+  limits?: LimitsPlan["kinds"],
 ): TaskRegistry {
   const registry = new TaskRegistry();
-  if (!missing.includes(groupByKind.name)) registry.register(observed(groupByKind, onDone, work));
-  if (!missing.includes(sumKind.name)) registry.register(observed(sumKind, onDone, work));
+  if (!missing.includes(groupByKind.name))
+    registry.register(observed(limited(groupByKind, limits?.["group-by"]), onDone, work));
+  if (!missing.includes(sumKind.name)) registry.register(observed(limited(sumKind, limits?.["sim-sum"]), onDone, work));
   return registry;
+}
+
+/** The kind with the limits its code declares in this plan. */
+function limited<P, R, V>(
+  kind: TaskKind<P, R, V>,
+  limits: Parameters<typeof taskLimitsOf>[0] | undefined,
+): TaskKind<P, R, V> {
+  const declared = limits === undefined ? undefined : taskLimitsOf(limits);
+  return declared === undefined ? kind : { ...kind, limits: declared };
 }
 
 function observed<P, R, V>(
@@ -64,7 +80,7 @@ function observed<P, R, V>(
   return {
     ...kind,
     process: async (...args: Parameters<TaskKind<P, R, V>["process"]>): Promise<R> => {
-      await work?.(args[0].text, args[1].abortSignal);
+      await work?.(args[0].text, args[1].abortSignal, { jobId: args[1].jobId, index: args[1].index });
       const partial = await kind.process(...args);
       onDone?.(args[1].jobId, args[1].index);
       return partial;

@@ -475,32 +475,58 @@ export class SimFiles implements BlobFiles {
   }
 
   async open(name: string, options: Abortable = {}): Promise<OpenedBlob | undefined> {
-    const text = await this.readText(name, options);
-    if (text === undefined) return undefined;
-    const bytes = Buffer.from(text, "utf8");
+    let blob: { text: string; etag: string };
+    try {
+      blob = await this.call(`read ${name}`, () => this.ctx.account.getBlob(this.container, name), options);
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw libraryError(error, `Reading blob ${name}`, options.abortSignal);
+    }
+    const bytes = Buffer.from(blob.text, "utf8");
     async function* content(): AsyncGenerator<Uint8Array> {
       await Promise.resolve();
       yield bytes;
     }
-    return { sizeBytes: bytes.length, content: content(), close: () => undefined };
+    return { sizeBytes: bytes.length, etag: blob.etag, content: content(), close: () => undefined };
   }
 
   async writeText(name: string, text: string, options: Abortable = {}): Promise<void> {
-    const upload = (): Promise<unknown> =>
-      this.call(
-        `write ${name}`,
-        () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name }),
-        options,
-      );
     try {
-      await upload().catch(async (error: unknown) => {
-        if (code(error) !== "ContainerNotFound") throw error;
-        await createIfMissing(this.ctx, this.container, options.abortSignal);
-        return upload();
-      });
+      await this.upload(`write ${name}`, name, text, {}, options);
     } catch (error) {
       throw libraryError(error, `Writing blob ${name}`, options.abortSignal);
     }
+  }
+
+  async createText(name: string, text: string, options: Abortable = {}): Promise<boolean> {
+    try {
+      await this.upload(`create ${name}`, name, text, { ifNoneMatch: "*" }, options);
+      return true;
+    } catch (error) {
+      if (status(error) === 409 && code(error) === "BlobAlreadyExists") return false;
+      throw libraryError(error, `Creating blob ${name}`, options.abortSignal);
+    }
+  }
+
+  /** A Put Blob, creating the container if it is missing (as BlobFilesStore's `OnDemandCreation`). */
+  private async upload(
+    label: string,
+    name: string,
+    text: string,
+    conditions: { ifNoneMatch?: "*" },
+    options: Abortable,
+  ): Promise<void> {
+    const put = (): Promise<unknown> =>
+      this.call(
+        label,
+        () => this.ctx.account.putBlob(this.container, name, text, { by: this.ctx.process.name, ...conditions }),
+        options,
+      );
+    await put().catch(async (error: unknown) => {
+      if (code(error) !== "ContainerNotFound") throw error;
+      await createIfMissing(this.ctx, this.container, options.abortSignal);
+      return put();
+    });
   }
 
   async list(prefix: string, max: number, options: Abortable = {}): Promise<string[]> {

@@ -1,6 +1,7 @@
 import fc, { type Scheduler } from "fast-check";
 import { INVARIANT_NAMES, InvariantChecker, type InvariantName, type Violation } from "./invariants";
 import { FAULT_KINDS, planArb, type FaultKind, type Plan } from "./plan";
+import type { UndershootStats } from "./limitsWorld";
 import { SIM_TIMING, SimWorld, deterministicUuids, installClock } from "./world";
 
 /** The real monotonic clock, captured before any run fakes `performance`. */
@@ -25,6 +26,8 @@ export interface RunStats {
   jobs: number;
   /** Takeovers: conditional breaks that ended a lease (test/sim/takeover.ts). */
   takeovers: number;
+  /** Items that started under limits, and the pools' undershoot (issue 42; undefined: the plan has no limits). */
+  limits: (UndershootStats & { items: number; faultEndS: number }) | undefined;
 }
 
 /** One simulated run's outcome. */
@@ -50,7 +53,8 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
   const checker = new InvariantChecker(world, options.invariants);
   try {
     world.start();
-    const hardEndMs = world.faultEndMs + SIM_TIMING.calmLimitMs;
+    // Jobs under limits may wait for a grant that never went out to expire (limitsWorld.ts).
+    const hardEndMs = world.faultEndMs + world.limits.calmLimitMs(SIM_TIMING.calmLimitMs, SIM_TIMING.tickMs);
     const minEndMs = world.faultEndMs + SIM_TIMING.minCalmMs;
     for (;;) {
       await flush();
@@ -81,6 +85,13 @@ export async function runPlan(plan: Plan, scheduler: Scheduler, options: SimOpti
         terms: world.history.terms.length,
         jobs: world.jobs.length,
         takeovers: world.takeover.takeovers,
+        limits: world.limits.on
+          ? {
+              ...world.limits.undershoot(Date.now()),
+              items: world.limits.intervals.length,
+              faultEndS: Math.round((world.faultEndMs - world.startMs) / 1000),
+            }
+          : undefined,
       },
     };
   } finally {

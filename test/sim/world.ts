@@ -36,6 +36,7 @@ import { padOf } from "./chunkMix";
 import { SimChunks } from "./chunkWorld";
 import { SimGarbage } from "./garbageWorld";
 import { SimTakeover, simLeaderWatch } from "./takeover";
+import { SimLimits } from "./limitsWorld";
 
 /** Timing of the simulated app: Azure's minimum lease, the library's defaults, a short tick and step. */
 export const SIM_TIMING = {
@@ -215,7 +216,7 @@ export class SimInstance {
       resultsQueue: new SimMessageQueue(ctx, QUEUES.results),
       workPoisonQueue: this.workPoison,
       resultsPoisonQueue: new SimMessageQueue(ctx, `${QUEUES.results}-poison`),
-      registry: simRegistry(lacksSum ? [sumKind.name] : []),
+      registry: simRegistry(lacksSum ? [sumKind.name] : [], undefined, undefined, world.plan.limits.kinds),
       elector,
       activityWakeUps: new ActivityWakeUps(wakeQueue, {
         intervalMs: wakeIntervalMs,
@@ -295,13 +296,26 @@ export class SimInstance {
           processed.push(index);
           world.lifecycle.onItemDone(this, last);
         },
-        async (text, abortSignal) => {
-          // Cut short when the run ends too, so no item is left pending into the next run (worker/itemCall.ts
-          // watches the event loop for running items with a module-wide timer).
-          await pause(itemMs, AbortSignal.any([abortSignal, world.ended.signal]));
-          // The item kills the process (the kind then throws, to no one): the message reappears after its visibility.
-          if (text === "kill") world.killWorker(this);
+        async (text, abortSignal, item) => {
+          // An item under limits is recorded from the kind's call (issue 42; limitsWorld.ts).
+          const limited = world.limits.onStart(this.process, item.jobId, item.index);
+          try {
+            // Cut short when the run ends too, so no item is left pending into the next run (worker/itemCall.ts
+            // watches the event loop for running items with a module-wide timer).
+            await pause(itemMs, AbortSignal.any([abortSignal, world.ended.signal]));
+            // The item kills the process (the kind then throws, to no one): the message reappears after its
+            // visibility.
+            if (text === "kill") world.killWorker(this);
+          } finally {
+            // A frozen process finishes nothing: its item ends at the thaw at the earliest (never, if it dies first:
+            // its crash ended it).
+            if (limited !== undefined) {
+              await this.process.awake();
+              world.limits.onEnd(limited);
+            }
+          }
         },
+        world.plan.limits.kinds,
       );
       try {
         outcome = await handleWorkMessage(
@@ -387,6 +401,8 @@ export class SimWorld {
   readonly chunks = new SimChunks(this);
   /** Issue 43's model: forged and damaged results, and the readable results that landed (garbageWorld.ts). */
   readonly garbage = new SimGarbage(this);
+  /** Issue 42's model: items under limits, their starts and ends (limitsWorld.ts). */
+  readonly limits = new SimLimits(this);
   readonly client: SimProcess;
   private readonly clientFiles: SimFiles;
   private readonly clientSystem: SimFiles;
@@ -541,13 +557,22 @@ export class SimWorld {
       }
     }
     const params = job.kind === "group-by" ? { format: "ndjson", keyField: "k", valueField: "v" } : { scale: 2 };
+    // A job of the plan may have limits of its own (issue 42); its kind's are those its code declares.
+    const own = n < this.plan.jobs.length ? (this.plan.limits.jobs[n] ?? null) : null;
     const validated = validateSubmission(
-      { kind: job.kind, params, items: items.map((item) => item.input) },
-      simRegistry(),
+      { kind: job.kind, params, items: items.map((item) => item.input), ...(own === null ? {} : { limits: own }) },
+      simRegistry([], undefined, undefined, this.plan.limits.kinds),
     );
     if (!validated.ok) throw new Error(`simulator built an invalid submission: ${JSON.stringify(validated.errors)}`);
     const timeout = job.timeoutS === null ? {} : { timeoutS: job.timeoutS };
-    const header = { kind: validated.value.kind, params: validated.value.params, ...timeout };
+    const { kindLimits, limits } = validated.value;
+    const header = {
+      kind: validated.value.kind,
+      params: validated.value.params,
+      ...timeout,
+      ...(kindLimits === undefined ? {} : { kindLimits }),
+      ...(limits === undefined ? {} : { limits }),
+    };
     const now = { now: () => Date.now(), ...(chunked === undefined ? {} : { chunkSize: chunked.chunkSize }) };
     let id: string;
     if (this.plan.activity.viaManifest[n] === true) {
@@ -698,6 +723,7 @@ export class SimWorld {
     if (process.crashed) return;
     const now = Date.now();
     process.crash();
+    this.limits.onCrash(process);
     for (const step of this.history.steps) if (step.process === process && step.endMs === undefined) step.endMs = now;
     for (const term of this.history.terms)
       if (term.process === process && term.endedMs === undefined) term.endedMs = now;

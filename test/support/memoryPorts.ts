@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { ContainerClient } from "@azure/storage-blob";
 import { blobIn } from "../../src/azure/azureNames";
 import type {
@@ -209,13 +210,22 @@ export class MemoryFiles implements BlobFiles {
         yield bytes.subarray(start, start + pieceBytes);
       }
     }
-    return Promise.resolve({ sizeBytes: bytes.length, content: content(), close: () => (closed = true) });
+    const etag = `"${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}"`;
+    return Promise.resolve({ sizeBytes: bytes.length, etag, content: content(), close: () => (closed = true) });
   }
   writeText(name: string, text: string): Promise<void> {
     const refused = refusedName(name);
     if (refused !== undefined) return Promise.reject(refused);
     this.blobs.set(name, text);
     return Promise.resolve();
+  }
+  /** Creates the blob unless it exists (as `If-None-Match: *`): true when created. */
+  createText(name: string, text: string): Promise<boolean> {
+    const refused = refusedName(name);
+    if (refused !== undefined) return Promise.reject(refused);
+    if (this.blobs.has(name)) return Promise.resolve(false);
+    this.blobs.set(name, text);
+    return Promise.resolve(true);
   }
   list(prefix: string, max: number): Promise<string[]> {
     return Promise.resolve(

@@ -6,6 +6,7 @@
  */
 import type { Sink } from "../../src/app/context";
 import { getTelemetry } from "../../src/app/telemetry/setupTelemetry";
+import { MemoryStateStore } from "./MemoryStateStore";
 import { MemoryQueue } from "./memoryPorts";
 
 export const CHILD_TRACE_ID = "0af7651916cd43dd8448eb211c80319c";
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
     removedJobs: 0,
     redispatched: 0,
     activeJobs: 1,
+    scheduledJobs: 0,
     jobs: [{ id: "job-1", total: 3, dispatched: 3, done: 0, failed: 0 }],
   });
   telemetry.recordWork({
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
       resultsQueue: results,
       workPoisonQueue: queue("work-items-poison", 1),
       resultsPoisonQueue: queue("work-results-poison", 0),
+      state: new MemoryStateStore(),
     },
     sink,
   );

@@ -140,7 +140,14 @@ describe("the library boundary, enforced by lint", () => {
       [
         "jobs",
         ["../deps.js", "../ports/ports.js", "../state/jobStore.js", "../kinds/taskRegistry.js", "./cancel.js"],
-        ["../dispatch/dispatch.js", "../fold/foldReport.js", "../worker/worker", "../wake/wake.js", "../step/step.js"],
+        [
+          "../dispatch/dispatch.js",
+          "../fold/foldReport.js",
+          "../worker/worker",
+          "../wake/wake.js",
+          "../step/step.js",
+          "../scheduling/fairShare.js",
+        ],
       ],
       [
         "fold",
@@ -163,6 +170,11 @@ describe("the library boundary, enforced by lint", () => {
         ["../deps.js", "../fold/foldOutcomes.js", "../state/jobStore.js", "../ports/messages", "./packUnits.js"],
         ["../jobs/registerJobs.js", "../worker/worker.js", "../wake/wake.js", "../step/step.js"],
       ],
+      [
+        "scheduling",
+        ["./fairShare.js", "../../library/errors.js"],
+        ["../state/jobSchedule.js", "../deps.js", "../dispatch/dispatch.js", "../step/step.js"],
+      ],
     ];
     for (const [room, allowed, refusedOnes] of rooms) {
       const file = `src/coordination/${room}/x.ts`;
@@ -171,7 +183,13 @@ describe("the library boundary, enforced by lint", () => {
     const deps = ["./ports/ports.js", "./state/jobStops.js", "./kinds/taskRegistry.js"];
     const above = ["./jobs/submit.js", "./fold/foldReport.js", "./dispatch/dispatch.js", "./step/step.js"];
     expect(await refused("src/coordination/deps.ts", [...deps, ...above])).toEqual(above);
-    const all = ["../jobs/cancel.js", "../dispatch/dispatch.js", "../fold/foldPoison.js", "../state/termHistory.js"];
+    const all = [
+      "../jobs/cancel.js",
+      "../dispatch/dispatch.js",
+      "../fold/foldPoison.js",
+      "../state/termHistory.js",
+      "../scheduling/fairShare.js",
+    ];
     expect(
       await refused("src/coordination/step/x.ts", [...all, "../deps.js", "../wake/wake.js", "./passEnd.js"]),
     ).toEqual([]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
-import { keys } from "../../src/coordination/state/jobState";
+import { JOB_FORMAT_VERSION, keys } from "../../src/coordination/state/jobState";
 import { requestCancel } from "../../src/coordination/jobs/cancel";
 import type { BlobFiles } from "../../src/coordination/ports/ports";
 import { StorageError } from "../../src/library/errors";
@@ -37,10 +37,13 @@ describe("a job whose cursor write keeps failing (issue 43, suspicion 2)", () =>
 });
 
 describe("markers a leader keeps do not hold up the others (issue 43, suspicion 3)", () => {
-  /** A job a newer version submitted: its spec is of format version 2, which this leader leaves in the inbox. */
+  /** A job a newer version submitted: its spec is of a format version after this one's, left in the inbox. */
   async function newerJob(system: BlobFiles, n: number): Promise<string> {
     const id = `000-newer-${String(n).padStart(3, "0")}`;
-    await system.writeText(keys.spec(id), JSON.stringify({ v: 2, id, kind: "group-by", itemCount: 1 }));
+    await system.writeText(
+      keys.spec(id),
+      JSON.stringify({ v: JOB_FORMAT_VERSION + 1, id, kind: "group-by", itemCount: 1 }),
+    );
     await system.writeText(keys.inbox(id), "");
     return id;
   }

@@ -9,6 +9,7 @@ import { fakeTerm } from "../support/memoryPorts";
 import { Bitmap } from "../../src/coordination/state/bitmap";
 import { heldCount } from "../../src/coordination/state/heldItems";
 import { keys } from "../../src/coordination/state/jobState";
+import { heldOut } from "../../src/coordination/fold/settleHeld";
 
 /**
  * A failure the leader infers from a message that names a unit without reporting on it — a result it cannot read
@@ -28,12 +29,12 @@ const items = (count: number) => Array.from({ length: count }, (_, i) => item("a
 const garbage = (jobId: string, first: number, count: number): string =>
   JSON.stringify({ v: 2, jobId, first, count, done: "all of them", failed: [] });
 
-async function setUp(count: number, unitMaxItems: number) {
+async function setUp(count: number, unitMaxItems: number, maxInFlight = 100) {
   const clock = { ms: 1_000_000 };
   const w = world({
     workUnitMaxItems: unitMaxItems,
     dispatchBatchSize: 100,
-    maxInFlight: 100,
+    maxInFlight,
     now: () => clock.ms,
     inferredFailureHoldMs: HOLD_MS,
   });
@@ -133,6 +134,42 @@ describe("a failure inferred from a message that names a unit is held, not final
       expect.stringMatching(/^the leader rejected its unit's result: /),
     ]);
     expect(job?.heldBits).toBeUndefined();
+  });
+
+  it("items held while their unit waits on its job's resend list (a limited job's unit given back, waiting for a share) are not failed when the hold has passed", async () => {
+    // Found by the simulator (`npm run simulate -- --seed 20261301`, noDoneItemFailedLater): a forged result named a
+    // unit of a job under limits; the unit's copy was shut down on its last delivery and went back to the leader, and
+    // waited on the resend list for its kind's pool (a burst of jobs held it) past the hold — its item failed though
+    // its unit was still to run, and its result would have come; and, with that mended, as soon as it was granted.
+    const { deps, results, state, id, clock } = await setUp(2, 2);
+    await results.send([garbage(id, 0, 2)]);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    const held = await readJob(state, id);
+    if (held === undefined) throw new Error("no job");
+    expect(held).toMatchObject({ status: "running", failedCount: 0 });
+    const after = held.heldUntilMs === undefined ? clock.ms : held.heldUntilMs + RESULT_VISIBILITY_MS + 1;
+    expect(heldOut({ ...held, resend: [{ first: 0, count: 2, regrants: 1 }] }, after, after)).toBeUndefined();
+    // Nor once it has its new grant and may be running (the grant's expiry puts it back on the list).
+    expect(heldOut(held, after, after, [{ first: 0, count: 2 }])).toBeUndefined();
+    // Not on the resend list: its time has come, as before.
+    expect(heldOut(held, after, after)).toMatchObject({ status: "completed", failedCount: 2 });
+  });
+
+  it("held items do not count as in flight: the job's items past a full window are still sent, so the job can end and fail them", async () => {
+    // Found by the simulator (seed 20262103, everyJobEnds, CI's own batch): issue 42's shared window counted held items
+    // as in flight, as dispatch.ts had stopped doing; a job whose window was all held never sent its last item, and held
+    // items fail only when the job has nothing else left, so it never ended.
+    const { deps, work: queue, results, state, id, clock } = await setUp(4, 2, 2);
+    expect(await readJob(state, id)).toMatchObject({ dispatched: 2 }); // the window is full
+    for (const unit of await queue.receive(32, 600)) await queue.delete(unit); // its process died: never reported
+    await results.send([garbage(id, 0, 2)]);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "running", dispatched: 4 });
+    await work(deps, queue); // items 2 and 3
+    clock.ms += HOLD_MS + RESULT_VISIBILITY_MS + 1;
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
+    expect(await readJob(state, id)).toMatchObject({ status: "completed", doneCount: 2, failedCount: 2 });
   });
 
   it("a job cancelled while items are held counts them as skipped, not failed, and keeps no reason for them", async () => {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { IDLE_STEP_SURFACE_S, handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { heldByOther } from "../support/FakeLeaseStore";
 import { memoryApp } from "../support/memoryApp";
+import { RESULT_VERSION } from "../../src/coordination/ports/messages";
 
 /**
  * Issue 43, hole 3: a worker skips its `results-arrived` wake-up when its process has just seen a live, heartbeating
@@ -85,7 +86,9 @@ describe("a result sent as an idle step ends is folded in seconds (issue 43, hol
 
   it("a result this leader leaves for another (a newer version's) does not make its idle steps start the next at once", async () => {
     const world = await waitingOnWorkers();
-    await world.resultsQueue.send([JSON.stringify({ v: 3, jobId: "job-from-the-future", first: 0, count: 1 })]);
+    await world.resultsQueue.send([
+      JSON.stringify({ v: RESULT_VERSION + 1, jobId: "job-from-the-future", first: 0, count: 1 }),
+    ]);
     expect(await runCoordinatorTick(world.app, world.sink)).toBe("completed");
     world.wakeQueue.nowMs = 2_000 + IDLE_STEP_SURFACE_S * 1000 - 1000;
     expect(await world.wakeQueue.peek(32)).toEqual([]);

@@ -32,7 +32,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const newer = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     const other = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("b", 2)] });
     const spec = JSON.parse((await system.readText(keys.spec(newer.id))) ?? "{}") as Record<string, unknown>;
-    await system.writeText(keys.spec(newer.id), JSON.stringify({ ...spec, v: 2 }));
+    await system.writeText(keys.spec(newer.id), JSON.stringify({ ...spec, v: 3 }));
     const report = await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(report.registered).toBe(1);
     expect((await readJob(state, other.id))?.status).toBe("running");
@@ -48,13 +48,13 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const stored = await state.read(keys.jobState(newer.id));
     if (stored === undefined) throw new Error("not registered");
     // A newer leader's write, with a field this version does not know.
-    await state.write(keys.jobState(newer.id), { ...(stored.value as object), priority: 5 }, 2, {
+    await state.write(keys.jobState(newer.id), { ...(stored.value as object), tenantWeight: 5 }, 2, {
       ifMatch: stored.etag,
     });
     await work(deps, queue);
     await runCoordinationStep(deps, fakeTerm(3), ONE_PASS);
     expect(await readJob(state, other.id)).toMatchObject({ status: "completed" });
-    expect((await state.read(keys.jobState(newer.id)))?.value).toMatchObject({ status: "completed", priority: 5 });
+    expect((await state.read(keys.jobState(newer.id)))?.value).toMatchObject({ status: "completed", tenantWeight: 5 });
   });
 
   it("a term history whose entries carry a field this version does not know is extended, the field kept", async () => {
@@ -77,7 +77,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     await queue.receive(10, 60); // the unit went to a newer worker, which answers in a format this leader does not read
-    await results.send([JSON.stringify({ v: 3, jobId: id, first: 0, count: 1, done: [[0, 0]], digest: "new" })]);
+    await results.send([JSON.stringify({ v: 4, jobId: id, first: 0, count: 1, done: [[0, 0]], digest: "new" })]);
     await runCoordinationStep(deps, fakeTerm(1), ONE_PASS);
     expect(results.length).toBe(1);
     expect(await readJob(state, id)).toMatchObject({ status: "running", failedCount: 0 });
@@ -88,7 +88,7 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const job = await readJob(state, id);
     expect(job).toMatchObject({ status: "completed", doneCount: 0, failedCount: 1 });
     expect(job?.failures[0]?.reason).toMatch(
-      /format version 3, newer than this leader reads \(2\).*hour since it was sent/,
+      /format version 4, newer than this leader reads \(3\).*hour since it was sent/,
     );
   });
 
@@ -105,10 +105,10 @@ describe("documents written by a newer version (rolling deploy)", () => {
     const { deps, system } = world();
     const { id } = await storeSubmission(deps.system, { kind: "group-by", params, items: [item("a", 1)] });
     const spec = JSON.parse((await system.readText(keys.spec(id))) ?? "{}") as Record<string, unknown>;
-    await system.writeText(keys.spec(id), JSON.stringify({ ...spec, v: 2 }));
+    await system.writeText(keys.spec(id), JSON.stringify({ ...spec, v: 3 }));
     const status = await readJobStatus(deps.state, deps.system, createRegistry(), id);
     expect(status).toMatchObject({ id, kind: "group-by", status: "pending", progress: { total: 1 } });
-    expect(status?.notice).toMatch(/format version 2.*this version reads 1/);
+    expect(status?.notice).toMatch(/format version 3.*this version reads 1 to 2/);
   });
 
   it("cancelling a job whose state this version cannot read is a clear answer naming why, and stores no request", async () => {

@@ -15,6 +15,7 @@ import {
 } from "../../src/app/statusView";
 import type { CoordinationDeps } from "../../src/coordination/deps";
 import { keys } from "../../src/coordination/state/jobState";
+import { poolViews } from "../../src/coordination/state/grantLedger";
 import type { JobStatus } from "../../src/coordination/jobs/status";
 import { runCoordinationStep } from "../../src/coordination/step/step";
 import { storeSubmission } from "../../src/coordination/jobs/submit";
@@ -204,6 +205,41 @@ describe("status view model (src/app/statusView.ts)", () => {
       }),
     );
     expect(view.jobs.active[0]?.percent).toEqual({ done: 0, failed: 0, dispatched: 0 });
+  });
+
+  it("shows each limited pool: items running against its limit, rate permits in use, starts reported, items waiting (issue 42)", () => {
+    const nowMs = T0 + 100_000; // the snapshot's
+    const grant = (id: string, pool: string, c: number, r: number, ended?: { atMs: number; starts: number }) => ({
+      id,
+      jobId: "j",
+      first: 0,
+      count: 10,
+      grantedAtMs: nowMs - 2000,
+      expiresAtMs: nowMs + 600_000,
+      holds: [{ pool, c, r, windowMs: 1000 }],
+      ...(ended === undefined ? {} : { endedAtMs: ended.atMs, lastStartMs: ended.atMs, starts: ended.starts }),
+    });
+    const ledger = {
+      v: 1 as const,
+      grants: [grant("g1", "k:geo", 3, 4), grant("g2", "k:geo", 2, 2, { atMs: nowMs - 500, starts: 7 })],
+      waiting: { "k:geo": { atMs: nowMs - 1000, items: 900 } },
+      limits: { "k:geo": { concurrency: 3, rate: { limit: 10, periodMs: 1000, permits: 10, windowMs: 1000 } } },
+    };
+    const view = buildStatusView(snapshot({ limits: poolViews(ledger, nowMs) }));
+    expect(view.limits).toEqual([
+      {
+        pool: "k:geo",
+        concurrency: { limit: 3, running: 3 },
+        rate: { limit: 10, periodSeconds: 1, burst: 10, permitsInUse: 6, reportedStarts: 7 },
+        waitingItems: 900,
+      },
+    ]);
+    const page = renderStatusPage(view, { nonce: "n" });
+    expect(page).toContain('data-pool="k:geo"');
+    expect(page).toMatch(/data-field="running">3 of 3</);
+    expect(page).toMatch(/data-field="waiting">900</);
+    // Without limited pools there is no section at all.
+    expect(renderStatusPage(buildStatusView(snapshot()), { nonce: "n" })).not.toContain('id="limits"');
   });
 
   it.each([

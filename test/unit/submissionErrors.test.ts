@@ -23,7 +23,8 @@ describe("a submission with several faults", () => {
       expect.arrayContaining([
         {
           field: "(body)",
-          message: 'unknown field "x"; a submission has kind, params, items, manifest, deadline, timeoutS',
+          message:
+            'unknown field "x"; a submission has kind, params, items, manifest, deadline, timeoutS, priority, fairnessKey, notBefore, idempotencyKey, limits',
         },
         { field: "items", message: "a job needs at least one item" },
         { field: "timeoutS", message: "must be a whole number of seconds from 1 to 604800" },
@@ -51,7 +52,8 @@ describe("a submission with several faults", () => {
     expect(errorsOf([1, 2])).toEqual([
       {
         field: "(body)",
-        message: "a job submission is a JSON object with kind, params, items, manifest, deadline, timeoutS",
+        message:
+          "a job submission is a JSON object with kind, params, items, manifest, deadline, timeoutS, priority, fairnessKey, notBefore, idempotencyKey, limits",
       },
     ]);
   });

@@ -3,6 +3,7 @@ import type { Sink } from "../../src/app/context";
 import { parseEventLine, type AppEvent, type AppEventType } from "../../src/app/events";
 import { handleWorkMessage, runCoordinatorTick, submitJob } from "../../src/app/operations";
 import { METRIC_NAMES } from "../../src/app/telemetry/metrics";
+import { LEDGER_KEY, type Ledger } from "../../src/coordination/state/grantLedger";
 import { CUSTOM_EVENT_NAME, MAX_ATTRIBUTE_BYTES } from "../../src/app/telemetry/records";
 import { Telemetry, type InvocationInfo } from "../../src/app/telemetry/telemetry";
 import { GROUP_BY_CSV_JOB as JOB } from "../support/csvJob";
@@ -276,6 +277,35 @@ describe("telemetry: the coordinator's metrics", () => {
     expect([depth("work"), depth("results"), depth("work-poison"), depth("results-poison")]).toEqual([3, 2, 1, 0]);
     expect(point(points, METRIC_NAMES.queueDepth, { queue: "work" })?.attributes.queueName).toBe("work");
     expect(point(points, METRIC_NAMES.foldLag)?.value).toBe(42);
+  });
+
+  it("one sample gives each limited pool's use against its limit, from the grant ledger (issue 42)", async () => {
+    const world = memoryApp();
+    const { telemetry, metrics } = recordingTelemetry();
+    const nowMs = Date.now();
+    const ledger: Ledger = {
+      v: 1,
+      grants: [
+        {
+          id: "grant-aaaa",
+          jobId: "j",
+          first: 0,
+          count: 10,
+          grantedAtMs: nowMs,
+          expiresAtMs: nowMs + 600_000,
+          holds: [{ pool: "k:geo", c: 3, r: 4, windowMs: 1000 }],
+        },
+      ],
+      waiting: { "k:geo": { atMs: nowMs, items: 90 } },
+      limits: { "k:geo": { concurrency: 5, rate: { limit: 10, periodMs: 1000, permits: 10, windowMs: 1000 } } },
+    };
+    await world.app.state.write(LEDGER_KEY, ledger, 1, { ifNoneMatch: "*" });
+    await telemetry.sampleQueues(world.app, contextSink());
+    const points = await metrics();
+    expect(point(points, METRIC_NAMES.limitRunning, { pool: "k:geo" })?.value).toBe(3);
+    expect(point(points, METRIC_NAMES.limitConcurrency, { pool: "k:geo" })?.value).toBe(5);
+    expect(point(points, METRIC_NAMES.limitRatePermits, { pool: "k:geo" })?.value).toBe(4);
+    expect(point(points, METRIC_NAMES.limitWaiting, { pool: "k:geo" })?.value).toBe(90);
   });
 
   it("a failed sample is logged on the invocation, never thrown", async () => {

@@ -78,7 +78,7 @@ describe("a work message of a newer version than the worker knows", () => {
     deps.logger = { ...deps.logger, warn: (message) => warnings.push(message) };
     for (let dequeueCount = 1; dequeueCount <= 5; dequeueCount++)
       await expect(processWorkMessage(deps, payload, { id: "m1", dequeueCount, maxDequeueCount: 5 })).rejects.toThrow(
-        /work message m1 is of version 99; this worker knows versions 1–2/,
+        /work message m1 is of version 99; this worker knows versions 1–3/,
       );
     expect({ poison: poison.length, results: results.length }).toEqual({ poison: 0, results: 0 });
     expect(warnings).toHaveLength(5);

@@ -1,4 +1,4 @@
-import { type JobStatus } from "azure-leader-coordinator/internal";
+import { hasEnded, type JobStatus } from "azure-leader-coordinator/internal";
 import type { InstanceProcess } from "./instances.js";
 import type { EventLine } from "./protocol.js";
 
@@ -42,7 +42,7 @@ export class MidJobLeaderKill {
   onStatus(status: JobStatus | undefined): void {
     if (status === undefined || this.outcome !== undefined) return;
     const { done, failed, total } = status.progress;
-    if (status.status !== "pending" && status.status !== "running") this.ended = true;
+    if (hasEnded(status.status)) this.ended = true;
     if (done + failed > 0 && !this.ended) this.progressed = true;
     this.lastProgress = `${done + failed}/${total} items`;
     if (!this.armed()) return;

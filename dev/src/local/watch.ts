@@ -1,4 +1,4 @@
-import { type JobStatus, delay } from "azure-leader-coordinator/internal";
+import { delay, hasEnded, type JobStatus } from "azure-leader-coordinator/internal";
 import type { InstanceProcess } from "./instances.js";
 import type { MidJobLeaderKill } from "./leaderKill.js";
 import type { LiveView } from "./liveView.js";
@@ -55,12 +55,7 @@ export async function watchRun(input: WatchInput): Promise<{ status: JobStatus |
       if (status?.status === "failed")
         return { status, problem: `The job failed: ${status.failureReason ?? "no reason recorded"}.` };
       // Completed, or ended early (cancelled, expired): either way the job is over.
-      if (
-        status !== undefined &&
-        status.status !== "pending" &&
-        status.status !== "running" &&
-        completedAtMs === undefined
-      ) {
+      if (status !== undefined && hasEnded(status.status) && completedAtMs === undefined) {
         completedAtMs = now;
         view.note(now - startedMs, `job ${job.id} ${status.status}`);
       }

@@ -4,6 +4,7 @@ import type { Abortable, JobStatus } from "azure-leader-coordinator";
 import {
   ConfigurationError,
   delay,
+  hasEnded,
   JobsHttpApi,
   type AppEvent,
   type AppEventType,
@@ -206,7 +207,7 @@ class Cluster implements TestCluster {
     id: string,
     options: ClusterWaitOptions & { until?: (status: JobStatus) => boolean } = {},
   ): Promise<JobStatus> {
-    const until = options.until ?? ((status: JobStatus) => status.status !== "pending" && status.status !== "running");
+    const until = options.until ?? ((status: JobStatus) => hasEnded(status.status));
     const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     let last: JobStatus | undefined;
     for (;;) {

@@ -1,5 +1,6 @@
 import { arch, cpus, platform, release, totalmem } from "node:os";
 import type { ContainerClient } from "@azure/storage-blob";
+import { UsageError } from "../../../src/cli/flags";
 
 /** What the benchmarks that run jobs share: the input blobs' upload, and the machine they ran on for the report. */
 
@@ -29,4 +30,26 @@ export function machineInfo(loadAverage1m: { start: number; end: number }): Reco
     totalMemoryMiB: Math.round(totalmem() / 1024 / 1024),
     node: process.version,
   };
+}
+
+/**
+ * A benchmark's command line: its options, or the exit code when there is nothing to run — 0 after `--help` (the usage
+ * printed), 2 after a bad flag (its `UsageError` printed with the usage).
+ */
+export function readBenchArgs<T extends { help: boolean }>(
+  name: string,
+  parse: (argv: readonly string[]) => T,
+  usage: string,
+): T | number {
+  let args: T;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`${name}: ${error.message}\n\n${usage}`);
+    return 2;
+  }
+  if (!args.help) return args;
+  console.log(usage);
+  return 0;
 }

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type CoordinatorApp } from "../../../src/app/context";
+import { type AppBuildOptions, type CoordinatorApp } from "../../../src/app/context";
 import { createRepoApp } from "../../support/repoKinds";
 import { readSettings, type Settings } from "../../../src/app/settings";
 import { delay } from "../../../src/library/util/delay";
@@ -189,14 +189,20 @@ export class ChaosCluster {
     }
   }
 
-  /** An app client on the cluster's storage (submits jobs, reads status, asks for step-down), as `chaos-runner`. */
-  client(extraEnv: Record<string, string> = {}): CoordinatorApp {
-    return createRepoApp({
-      ...this.env,
-      REGION_NAME: undefined,
-      WEBSITE_INSTANCE_ID: "chaos-runner",
-      ...extraEnv,
-    });
+  /**
+   * An app client on the cluster's storage (submits jobs, reads status, asks for step-down), as `chaos-runner`; with
+   * this repository's kinds unless `options` names a registry (a scenario whose instances run kinds of their own).
+   */
+  client(extraEnv: Record<string, string> = {}, options: Partial<AppBuildOptions> = {}): CoordinatorApp {
+    return createRepoApp(
+      {
+        ...this.env,
+        REGION_NAME: undefined,
+        WEBSITE_INSTANCE_ID: "chaos-runner",
+        ...extraEnv,
+      },
+      options,
+    );
   }
 
   /** Appends a record written by the chaos runner (faults, instance lifecycle). */

@@ -16,6 +16,7 @@ import {
 import { JobTracker, type JobVerdict } from "./jobs";
 import { StateObserver } from "./observer";
 import { SeededRandom } from "./random";
+import type { TaskRegistry } from "../../../src/coordination/kinds/taskRegistry";
 
 /**
  * What every scenario shares: start the cluster and the state observer, run the scenario's faults, wait for its jobs,
@@ -138,6 +139,8 @@ export async function runScenario(
   options: ScenarioOptions,
   body: (run: ScenarioRun) => Promise<void>,
   env: Record<string, string> = {},
+  /** The kinds the scenario's client knows (its instances' app must register them too). @default this repository's */
+  registry?: TaskRegistry,
 ): Promise<ScenarioResult> {
   const startedMs = Date.now();
   mkdirSync(options.outDir, { recursive: true });
@@ -149,7 +152,10 @@ export async function runScenario(
   const cluster = await ChaosCluster.start({ eventsPath, logsDir, env });
   const blobs = BlobServiceClient.fromConnectionString(cluster.azurite.connectionString);
   const observer = new StateObserver(blobs.getContainerClient(cluster.settings.STATE_CONTAINER));
-  const jobs = new JobTracker(cluster.client(), blobs.getContainerClient(cluster.settings.INPUT_CONTAINER));
+  const jobs = new JobTracker(
+    cluster.client({}, registry === undefined ? {} : { registry }),
+    blobs.getContainerClient(cluster.settings.INPUT_CONTAINER),
+  );
   const run = new ScenarioRun(cluster, observer, jobs, new SeededRandom(options.seed).fork(hash(name)), options);
   let verdicts: JobVerdict[] = [];
   observer.start();

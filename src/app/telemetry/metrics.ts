@@ -1,5 +1,6 @@
 import type { Counter, Gauge, Histogram, Meter } from "@opentelemetry/api";
 import type { WorkOutcome } from "../../coordination/worker/worker.js";
+import type { PoolView } from "../../coordination/state/grantLedger.js";
 import type { AppEvent, StepCompletedEvent, StepAbortedEvent } from "../events.js";
 
 /**
@@ -29,6 +30,19 @@ export const METRIC_NAMES = {
    * (`item-held-event-loop`), per task kind.
    */
   itemsHeldLoop: "coordinator.items.held_loop",
+  /**
+   * Per limited pool (`pool`: `k:<kind>`, `k:<kind>/<key>`, `j:<job>`; sampled each timer tick): items that may be
+   * running.
+   */
+  limitRunning: "coordinator.limit.running",
+  /** Per limited pool: its concurrency limit. */
+  limitConcurrency: "coordinator.limit.concurrency",
+  /** Per rate-limited pool: rate permits in use (each good for one start per window), and its burst. */
+  limitRatePermits: "coordinator.limit.rate_permits",
+  /** Per rate-limited pool: starts reported by units whose last start fell in the last period. */
+  limitStarts: "coordinator.limit.starts",
+  /** Per limited pool: items of jobs that waited for it in the last minute. */
+  limitWaiting: "coordinator.limit.waiting",
 } as const;
 
 /** When a step started (its step-started event's wall-clock ms) and what started it. */
@@ -54,6 +68,7 @@ export class CoordinatorMetrics {
   private readonly activeJobs: Gauge;
   private readonly removalFailures: Counter;
   private readonly itemsHeldLoop: Counter;
+  private readonly limitGauges: Record<"running" | "concurrency" | "ratePermits" | "starts" | "waiting", Gauge>;
 
   constructor(meter: Meter) {
     this.items = meter.createCounter(METRIC_NAMES.items, { unit: "{item}", description: "Work items processed" });
@@ -81,6 +96,32 @@ export class CoordinatorMetrics {
       unit: "{item}",
       description: "Work items that held the event loop past what a leader's heartbeat allows",
     });
+    const gauge = (name: string, unit: string, description: string): Gauge =>
+      meter.createGauge(name, { unit, description });
+    this.limitGauges = {
+      running: gauge(METRIC_NAMES.limitRunning, "{item}", "Items that may be running against a limit"),
+      concurrency: gauge(METRIC_NAMES.limitConcurrency, "{item}", "A pool's concurrency limit"),
+      ratePermits: gauge(METRIC_NAMES.limitRatePermits, "{permit}", "Rate permits in use in a pool"),
+      starts: gauge(METRIC_NAMES.limitStarts, "{item}", "Starts reported in a pool's last period"),
+      waiting: gauge(METRIC_NAMES.limitWaiting, "{item}", "Items waiting for a pool"),
+    };
+  }
+
+  /** Records each limited pool's use (the grant ledger, as the status page shows it). */
+  recordPools(pools: readonly PoolView[]): void {
+    for (const view of pools) {
+      const attributes = { pool: view.pool };
+      const { concurrency, rate } = view;
+      if (concurrency !== undefined) {
+        this.limitGauges.running.record(concurrency.running, attributes);
+        this.limitGauges.concurrency.record(concurrency.limit, attributes);
+      }
+      if (rate !== undefined) {
+        this.limitGauges.ratePermits.record(rate.permitsInUse, { ...attributes, burst: rate.burst });
+        this.limitGauges.starts.record(rate.reportedStarts, attributes);
+      }
+      this.limitGauges.waiting.record(view.waitingItems, attributes);
+    }
   }
 
   /**

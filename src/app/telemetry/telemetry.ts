@@ -6,6 +6,8 @@ import { LoggerProvider, type LogRecordProcessor } from "@opentelemetry/sdk-logs
 import { MeterProvider, type IMetricReader } from "@opentelemetry/sdk-metrics";
 import type { MessageQueue } from "../../coordination/ports/ports.js";
 import type { WorkOutcome } from "../../coordination/worker/worker.js";
+import { readPoolViews } from "../../coordination/state/grantLedger.js";
+import type { StateStore } from "../../library/fencing/StateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { Logger } from "../../library/util/logger.js";
 import type { Sink } from "../context.js";
@@ -38,9 +40,11 @@ export interface TelemetryParts {
   instanceId: string;
 }
 
-/** The queues whose depth {@link Telemetry.sampleQueues} reads, by role. */
+/** The queues whose depth {@link Telemetry.sampleQueues} reads, by role, and the state store (the grant ledger). */
 export type SampledQueues = Readonly<
-  Record<"workQueue" | "resultsQueue" | "workPoisonQueue" | "resultsPoisonQueue", MessageQueue>
+  Record<"workQueue" | "resultsQueue" | "workPoisonQueue" | "resultsPoisonQueue", MessageQueue> & {
+    state: StateStore;
+  }
 >;
 
 const propagator = new W3CTraceContextPropagator();
@@ -123,9 +127,9 @@ export class Telemetry {
   }
 
   /**
-   * Samples the depth of the work, results and poison queues, and the fold lag (the age of the oldest result on the
-   * results queue): five storage requests. The timer calls it once a tick, whoever leads, so the figures keep coming
-   * when no step runs. A failure is logged to `sink`, never thrown.
+   * Samples the depth of the work, results and poison queues, the fold lag (the age of the oldest result on the
+   * results queue) and each limited pool's use (the grant ledger): six storage requests. The timer calls it once a
+   * tick, whoever leads, so the figures keep coming when no step runs. A failure is logged to `sink`, never thrown.
    */
   async sampleQueues(queues: SampledQueues, sink: Sink, options: Abortable = {}): Promise<void> {
     const { metrics } = this;
@@ -137,13 +141,15 @@ export class Telemetry {
       ["results-poison", queues.resultsPoisonQueue],
     ];
     try {
-      const [depths, oldest] = await Promise.all([
+      const [depths, oldest, pools] = await Promise.all([
         Promise.all(sampled.map(([, queue]) => queue.approximateCount(options))),
         queues.resultsQueue.peek(1, options),
+        readPoolViews(queues.state, Date.now(), options),
       ]);
       for (const [index, [role, queue]] of sampled.entries())
         metrics.recordQueueDepth(role, queue.name, depths[index] ?? 0);
       metrics.recordFoldLag(oldest[0]?.queuedMs ?? 0);
+      metrics.recordPools(pools);
     } catch (error) {
       sink.logger.warn(
         `Telemetry could not sample the queue depths: ${error instanceof Error ? error.message : String(error)}`,

@@ -1,13 +1,14 @@
 import type { CoordinationDeps } from "../deps.js";
 import type { ByJob, Entry, FoldOptions, Source } from "./foldEntries.js";
 import { foldOutcomes, lastItem, type UnitOutcome } from "./foldOutcomes.js";
-import { emptyCounts, type FoldReport } from "./foldReport.js";
+import { emptyCounts, type FoldCounts, type FoldReport } from "./foldReport.js";
 import { isStopped, keys, type JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 import { resultUnitOf, type ItemRef } from "../ports/messages.js";
 import type { ReceivedMessage } from "../ports/ports.js";
 import { endsTheStep, reject } from "./rejectMessages.js";
 import { leaveForAnotherLeader } from "./missingKind.js";
+import { withResends, type ResendUnit } from "../flow/resend.js";
 import type { Versioned } from "../../library/fencing/FencedStateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 
@@ -181,6 +182,7 @@ async function foldIntoJob(
   const { deps, jobs, source, report, options } = fold;
   const kept = await keepKnownItems(fold, jobId, current.value, entries);
   const outcomes = outcomesOf(deps, current.value, kept);
+  const resends = kept.flatMap((entry) => (entry.resend === undefined ? [] : [entry.resend]));
   // `change` may run again on a fresh read after a lost race: count only the attempt that lands.
   const attempt = { counts: emptyCounts(), completes: false };
   try {
@@ -188,9 +190,9 @@ async function foldIntoJob(
       jobId,
       (state) => {
         attempt.counts = emptyCounts();
-        const next = foldOutcomes(deps, state, outcomes, attempt.counts);
-        attempt.completes = next?.status === "completed";
-        return next;
+        const next = withResent(deps, foldOutcomes(deps, state, outcomes, attempt.counts) ?? state, resends, attempt);
+        attempt.completes = next.status === "completed";
+        return next === state ? undefined : next;
       },
       options,
       current,
@@ -213,6 +215,23 @@ async function foldIntoJob(
   for (const { message, rejection } of kept)
     if (rejection !== undefined) await reject(deps, source, message, rejection, fold.epoch, options);
   report.rejected += kept.length - used.length;
+}
+
+/**
+ * A limited job's units to send again added to its resend list (in the same write as the batch's outcomes); those
+ * that had too many grants fail their open items instead, counted in `attempt`.
+ */
+function withResent(
+  deps: CoordinationDeps,
+  state: JobState,
+  resends: readonly ResendUnit[],
+  attempt: { counts: FoldCounts },
+): JobState {
+  const more = withResends(state, resends);
+  if (more === undefined) return state;
+  const listed = { ...state, resend: more.resend };
+  if (more.failed.length === 0) return listed;
+  return foldOutcomes(deps, listed, [{ done: [], failed: more.failed }], attempt.counts) ?? listed;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { UnitOutcome } from "./foldOutcomes.js";
 import type { ItemRef } from "../ports/messages.js";
+import type { ResendUnit } from "../flow/resend.js";
 import type { MessageQueue, ReceivedMessage } from "../ports/ports.js";
 import type { Abortable } from "../../library/util/delay.js";
 
@@ -24,6 +25,8 @@ export interface Entry {
   message: ReceivedMessage;
   rejection?: string;
   unit?: { ref: ItemRef; reason: string };
+  /** A granted unit whose copy gave its grant back unstarted: to send again, with a new grant. */
+  resend?: ResendUnit;
 }
 
 /** Outcomes and their messages, by job. */

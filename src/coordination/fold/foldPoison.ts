@@ -4,6 +4,7 @@ import { addOutcome, type ByJob, type FoldOptions, type Source } from "./foldEnt
 import { emptyReport, type FoldReport } from "./foldReport.js";
 import type { JobStore } from "../state/jobStore.js";
 import { claimPoison } from "../ports/messages.js";
+import { GrantEnds } from "./grantEnds.js";
 import type { ReceivedMessage } from "../ports/ports.js";
 
 /**
@@ -48,8 +49,11 @@ export async function foldPoisonBatch(
   const source: Source = { queue, poison: queue, noJob: "release", rejected: new Set() };
   const byJob: ByJob = new Map();
   const unclaimed: ReceivedMessage[] = [];
+  // A poisoned granted unit's copy has ended: its grant is taken back before the message is deleted.
+  const ends = new GrantEnds();
   for (const message of messages) {
     const claim = claimPoison(message.text, queue.name);
+    if (claim !== undefined) ends.add(message);
     if (claim === undefined) unclaimed.push(message);
     else
       addOutcome(byJob, claim.jobId, {
@@ -58,6 +62,7 @@ export async function foldPoisonBatch(
         unit: { ref: claim, reason: claim.reason },
       });
   }
+  await ends.flush(jobs, deps.now(), options);
   unclaimed.push(...(await applyOutcomes(deps, jobs, epoch, byJob, source, report, options)));
   const released = await Promise.allSettled(unclaimed.map((message) => queue.release(message, options)));
   const failed = released.find((result) => result.status === "rejected");

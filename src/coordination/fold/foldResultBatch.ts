@@ -8,6 +8,9 @@ import type { OpenedBlob, ReceivedMessage } from "../ports/ports.js";
 import { readBounded, resultOf, type OutcomeReader } from "./readResult.js";
 import { MAX_REJECTION_REASON_LENGTH } from "../ports/rejection.js";
 import { blamesTheMessage, refusedForTheRequest, reject } from "./rejectMessages.js";
+import { GrantEnds } from "./grantEnds.js";
+import { nextGrant, type GrantLoss } from "../flow/grant.js";
+import { unitHasLiveGrant, type Ledger } from "../state/grantLedger.js";
 
 /**
  * Receives per fold batch (32 messages each) when the first comes back full, made at once: fewer round trips per
@@ -110,9 +113,12 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
   let round: { byJob: ByJob; bytes: number } = { byJob: new Map(), bytes: 0 };
   const named: ByJob = new Map();
   const fits = (bytes: number): boolean => round.bytes === 0 || round.bytes + bytes <= FOLD_ROUND_BYTES;
+  // Grants the messages show ended are taken back before any of them is acknowledged.
+  const ends = new GrantEnds();
   const foldRound = async (): Promise<void> => {
     const full = round.byJob;
     round = { byJob: new Map(), bytes: 0 };
+    await ends.flush(jobs, deps.now(), options);
     await applyOutcomes(deps, jobs, epoch, full, source, report, options);
   };
   // A refused read is the message's doing (it named the blob); an error folding the round before is not.
@@ -148,12 +154,15 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
     return read.text === undefined ? { tooLarge: outcomeTooLarge(MAX_OUTCOME_BYTES, true) } : { text: read.text };
   };
   const newer: { message: ReceivedMessage; version: number }[] = [];
+  const regrants: Regrant[] = [];
   for (const message of messages) {
     const bytes = Buffer.byteLength(message.text ?? message.rawText);
     if (!fits(bytes)) await foldRound();
     round.bytes += bytes;
+    ends.add(message);
     const read = await resultOf(message, readOutcome);
     if (read.ok === "newer") newer.push({ message, version: read.version });
+    else if (read.ok === "regrant") regrants.push({ ...read, message });
     else if (read.ok) addOutcome(round.byJob, read.jobId, { outcome: read.outcome, message });
     else if (read.unit !== undefined) addOutcome(named, read.unit.jobId, rejectedUnit(read.unit, message, read.reason));
     else {
@@ -172,8 +181,49 @@ async function foldResults(batch: Batch, messages: readonly ReceivedMessage[]): 
     report.waiting += newer.length;
   }
   for (const [jobId, entries] of named) for (const entry of entries) addOutcome(round.byJob, jobId, entry);
+  const ledger = await ends.flush(jobs, deps.now(), options);
+  if (regrants.length > 0) {
+    const known = ledger ?? (await jobs.ledger.read(options));
+    addRegrants(round.byJob, regrants, known, deps.now(), report, source, options);
+  }
   await applyOutcomes(deps, jobs, epoch, round.byJob, source, report, options);
   return report;
+}
+
+/** A copy that gave its grant back unstarted (expired, or its job stopped): its unit may need sending again. */
+interface Regrant {
+  jobId: string;
+  unit: ItemRef;
+  grantId: string;
+  how: GrantLoss;
+  message: ReceivedMessage;
+}
+
+/**
+ * Regrants into the batch: a unit another grant still covers (sent again already, at its grant's expiry) needs
+ * nothing more, and its message is acknowledged; the others go to their job's resend list, in the job's write.
+ */
+function addRegrants(
+  byJob: ByJob,
+  regrants: readonly Regrant[],
+  ledger: Ledger,
+  nowMs: number,
+  report: FoldReport,
+  source: Source,
+  options: FoldOptions,
+): void {
+  for (const { jobId, unit, grantId, how, message } of regrants) {
+    if (unitHasLiveGrant(ledger, { jobId, first: unit.item }, grantId, nowMs)) {
+      report.acknowledgements.push(Promise.allSettled([source.queue.delete(message, options)]));
+      continue;
+    }
+    const previous = ledger.grants.find((grant) => grant.id === grantId);
+    addOutcome(byJob, jobId, {
+      outcome: { done: [], failed: [] },
+      message,
+      resend: { ...nextGrant(previous, how), first: unit.item, count: unit.count },
+    });
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { GrantLoss } from "../flow/grant.js";
 import { KIND_WAIT_MS } from "./missingKind.js";
 import { asUnit, type ItemOutcome, type UnitOutcome } from "./foldOutcomes.js";
 import { keys } from "../state/jobState.js";
@@ -56,6 +57,7 @@ export async function resultOf(
   | { ok: true; jobId: string; outcome: UnitOutcome }
   | { ok: false; reason: string; unit?: ItemRef }
   | { ok: "newer"; version: number }
+  | { ok: "regrant"; jobId: string; unit: ItemRef; grantId: string; how: GrantLoss }
 > {
   if (message.text === undefined) return { ok: false, reason: "not valid base64" };
   const newer = newerResultOf(message.text);
@@ -68,7 +70,15 @@ export async function resultOf(
   const parsed = parseMessage(resultMessageSchema, message.text);
   if (!parsed.ok) return { ok: false, reason: parsed.reason, unit: resultUnitOf(message.text) };
   const result = parsed.value;
-  if (result.v === 2) {
+  if (result.v === 3 && result.grant.regrant === true)
+    return {
+      ok: "regrant",
+      jobId: result.jobId,
+      unit: { jobId: result.jobId, item: result.first, count: result.count },
+      grantId: result.grant.id,
+      how: result.grant.expired === true ? "expired" : result.grant.lost === true ? "lost" : "given back",
+    };
+  if (result.v === 2 || result.v === 3) {
     const outcome = await unitOutcomeOf(result, readOutcome);
     if (!outcome.ok)
       return {
@@ -101,7 +111,7 @@ export async function resultOf(
  * one the worker did not name is failed with a reason. A result naming items outside its unit is bad input.
  */
 async function unitOutcomeOf(
-  result: z.output<typeof unitResultMessageSchema>,
+  result: Omit<z.output<typeof unitResultMessageSchema>, "v">,
   readOutcome: OutcomeReader,
 ): Promise<{ ok: true; value: UnitOutcome } | { ok: false; reason: string }> {
   const { first, count } = result;

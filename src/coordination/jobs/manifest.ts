@@ -1,7 +1,7 @@
-import type { FieldError, JobHeader } from "./submit.js";
+import type { FieldError, JobHeader, WriterOptions } from "./submit.js";
 import { JobWriter, MAX_ITEMS_PER_JOB } from "./submit.js";
 import { describeIssues, submittedItemSchema, type ItemInput } from "../ports/messages.js";
-import type { BlobFiles, InputFiles } from "../ports/ports.js";
+import type { BlobFiles, InputFiles, OpenedBlob } from "../ports/ports.js";
 import type { Abortable } from "../../library/util/delay.js";
 
 /**
@@ -88,6 +88,34 @@ export function parseManifestLine(text: string): { ok: true; item: ItemInput } |
   return parsed.success ? { ok: true, item: parsed.data } : { ok: false, reason: describeIssues(parsed.error) };
 }
 
+/** A manifest opened for a submission, its size checked: read it with {@link storeOpenedManifest}. */
+export type OpenedManifest = OpenedBlob & { name: string };
+
+/** Refusals of a manifest, as field errors of `manifest`. */
+function refuse(messages: string[]): { ok: false; errors: FieldError[] } {
+  return { ok: false, errors: messages.map((message) => ({ field: "manifest", message })) };
+}
+
+/**
+ * Opens a submission's manifest in the input container (one request: its size, its version and the start of its
+ * content), or says why it cannot be a manifest: it does not exist, or it is larger than {@link MAX_MANIFEST_BYTES}.
+ */
+export async function openManifest(
+  inputs: InputFiles,
+  manifest: string,
+  options: Abortable = {},
+): Promise<{ ok: true; opened: OpenedManifest } | { ok: false; errors: FieldError[] }> {
+  const opened = await inputs.open(manifest, options);
+  if (opened === undefined) return refuse([`blob "${manifest}" does not exist in the input container`]);
+  if (opened.sizeBytes > MAX_MANIFEST_BYTES) {
+    opened.close();
+    return refuse([
+      `blob "${manifest}" is ${opened.sizeBytes} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (${MAX_MANIFEST_BYTES / MIB} MiB)`,
+    ]);
+  }
+  return { ok: true, opened: { ...opened, name: manifest } };
+}
+
 /**
  * Reads a validated submission's manifest from the input container, line by line, into a new job in the system
  * container. Every bad line is reported with its number (up to 20), and then nothing is stored: chunks already
@@ -97,22 +125,24 @@ export async function storeManifestSubmission(
   ports: { system: BlobFiles; inputs: InputFiles },
   submission: JobHeader & { manifest: string },
   /** `chunkSize`: internal, no request sets it (@default `CHUNK_SIZE`; the simulator's small jobs, several chunks). */
-  options: Abortable & { now?: () => number; chunkSize?: number } = {},
-): Promise<{ ok: true; id: string; itemCount: number } | { ok: false; errors: FieldError[] }> {
-  const { manifest } = submission;
-  const refuse = (messages: string[]): { ok: false; errors: FieldError[] } => ({
-    ok: false,
-    errors: messages.map((message) => ({ field: "manifest", message })),
-  });
-  const opened = await ports.inputs.open(manifest, options);
-  if (opened === undefined) return refuse([`blob "${manifest}" does not exist in the input container`]);
-  if (opened.sizeBytes > MAX_MANIFEST_BYTES) {
-    opened.close();
-    return refuse([
-      `blob "${manifest}" is ${opened.sizeBytes} bytes; a manifest may have at most ${MAX_MANIFEST_BYTES} bytes (${MAX_MANIFEST_BYTES / MIB} MiB)`,
-    ]);
-  }
-  const writer = new JobWriter(ports.system, options);
+  options: WriterOptions = {},
+): Promise<{ ok: true; id: string; itemCount: number; stored: boolean } | { ok: false; errors: FieldError[] }> {
+  const opened = await openManifest(ports.inputs, submission.manifest, options);
+  if (!opened.ok) return opened;
+  return storeOpenedManifest(ports.system, opened.opened, submission, options);
+}
+
+/**
+ * Reads an opened manifest line by line into a new job (see {@link storeManifestSubmission}), and closes it. With
+ * `options.once` (an idempotency claim's job), a storage failure leaves what was written for a retry to complete.
+ */
+export async function storeOpenedManifest(
+  system: BlobFiles,
+  opened: OpenedManifest,
+  submission: JobHeader,
+  options: WriterOptions = {},
+): Promise<{ ok: true; id: string; itemCount: number; stored: boolean } | { ok: false; errors: FieldError[] }> {
+  const writer = new JobWriter(system, options);
   const problems: string[] = [];
   let items = 0;
   try {
@@ -141,7 +171,7 @@ export async function storeManifestSubmission(
     }
     return { ok: true, ...(await writer.commit(submission)) };
   } catch (error) {
-    await writer.abandon();
+    await writer.abandonAfterFailure();
     throw error;
   } finally {
     opened.close();

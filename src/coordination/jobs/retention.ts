@@ -1,8 +1,9 @@
 import { ConcurrentUpdateError, LeadershipLostError, StaleEpochError } from "../../library/errors.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { CoordinationDeps } from "../deps.js";
-import { keys } from "../state/jobState.js";
+import { jobSpecSchema, keys } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
+import { releaseClaim } from "./idempotency.js";
 
 /**
  * Retention of ended jobs: nothing of a job stays for ever. As the leader takes an ended job off the active list it
@@ -164,6 +165,9 @@ async function removeJob(
   spent: () => boolean,
   io: Abortable,
 ): Promise<boolean> {
+  // Its idempotency key's claim before anything else (the key is remembered as long as the job): a retry racing the
+  // removal then makes a new job, and a stale copy of this one is not registered again (`registerJobs`).
+  await releaseClaimOf(deps, job.id, io);
   // The job's blobs first, a round at a time; the state document after them, so its status stays readable (not
   // "pending" from a spec left behind) until nothing else of it is left.
   let blobs = 0;
@@ -249,4 +253,18 @@ async function putOff(
       { instanceId: deps.instanceId, epoch },
     );
   }
+}
+
+/** Removes the claim of the job's idempotency key, read from its spec, if it names the job (one read for any job). */
+async function releaseClaimOf(deps: CoordinationDeps, id: string, io: Abortable): Promise<void> {
+  const text = await deps.system.readText(keys.spec(id), io);
+  if (text === undefined) return;
+  let key: string | undefined;
+  try {
+    const spec = jobSpecSchema.safeParse(JSON.parse(text));
+    key = spec.success ? spec.data.idempotencyKey : undefined;
+  } catch {
+    key = undefined; // a damaged spec names no claim this version can find
+  }
+  if (key !== undefined) await releaseClaim(deps.system, key, id, io);
 }

@@ -16,6 +16,7 @@ import type { BlobFiles } from "../ports/ports.js";
 import type { TaskRegistry } from "../kinds/taskRegistry.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { JobStatus } from "../state/jobStatus.js";
+import type { StoredSchedule } from "../state/jobSchedule.js";
 
 export type { JobStatus } from "../state/jobStatus.js";
 
@@ -30,6 +31,18 @@ const newerSpecSchema = z.looseObject({
   deadlineAtMs: z.number().optional(),
 });
 
+/** What a status shows of a job's scheduling: each field only when the job has it (`jobSchedule.ts`). */
+function scheduleView(
+  job: StoredSchedule,
+): Pick<JobStatus, "priority" | "fairnessKey" | "notBefore" | "idempotencyKey"> {
+  return {
+    ...(job.priority === undefined ? {} : { priority: job.priority }),
+    ...(job.fairnessKey === undefined ? {} : { fairnessKey: job.fairnessKey }),
+    ...(job.notBeforeAtMs === undefined ? {} : { notBefore: new Date(job.notBeforeAtMs).toISOString() }),
+    ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
+  };
+}
+
 /**
  * Reads a job's status without the lease (any instance may). Undefined when no such job exists. A pending job whose
  * spec is of a newer format version (left in the inbox for a leader that reads it) is shown with what this version can
@@ -43,7 +56,7 @@ export async function readJobStatus(
   system: BlobFiles,
   registry: TaskRegistry,
   id: string,
-  options: Abortable = {},
+  options: Abortable & { now?: () => number } = {},
 ): Promise<JobStatus | undefined> {
   if (!isJobId(id)) return undefined;
   const stored = await readJobState(state, id, options);
@@ -54,10 +67,13 @@ export async function readJobStatus(
     const partial = kind?.parsePartial(job.aggregate);
     const held = heldCount(job);
     const aggregate = kind !== undefined && partial?.ok === true ? kind.view(partial.value) : job.aggregate;
+    // Registered, nothing sent yet, its time not come: scheduled (the leader's clock decides; this is the reader's).
+    const waiting =
+      job.status === "running" && job.dispatched === 0 && (job.notBeforeAtMs ?? 0) > (options.now ?? Date.now)();
     return {
       id,
       kind: job.kind,
-      status: job.status,
+      status: waiting ? "scheduled" : job.status,
       ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
       progress: {
         total: job.itemCount,
@@ -74,6 +90,7 @@ export async function readJobStatus(
       endedAt: isoTime(job.completedAtMs ?? job.endedAtMs),
       deadline: isoTime(job.deadlineAtMs),
       ...(held > 0 ? { heldUntil: isoTime(job.heldUntilMs) } : {}),
+      ...scheduleView(job),
       ...(job.status === "running" && (await isCancelRequested(system, id, options))
         ? { cancelRequested: true as const }
         : {}),
@@ -121,6 +138,7 @@ export async function readPendingStatus(
     createdAt: new Date(shown.createdAtMs).toISOString(),
     completedAt: undefined,
     deadline: isoTime(shown.deadlineAtMs),
+    ...(spec.ok ? scheduleView(spec.value) : {}),
     ...((await isCancelRequested(system, id, options)) ? { cancelRequested: true as const } : {}),
     lastEpoch: undefined,
     ...(spec.ok ? {} : { notice: `${spec.reason}; a leader of that version registers the job` }),

@@ -7,9 +7,14 @@ import {
   submittedItemSchema,
   type ItemInput,
 } from "../ports/messages.js";
-import { keys, type JobSpec } from "../state/jobState.js";
+import { keys, type JobSpec, type StoredKindLimits, type StoredLimits } from "../state/jobState.js";
+import { poolProblems } from "../kinds/kindLimits.js";
+import { storedLimitsOfKind } from "../flow/pools.js";
 import type { FieldError } from "../state/jobStatus.js";
 import type { BlobFiles } from "../ports/ports.js";
+import { scheduleFormatVersion } from "../state/jobSchedule.js";
+import { checkNotBefore, scheduleFieldsShape, storedSchedule } from "./scheduleFields.js";
+import { idempotencyKeySchema } from "./idempotency.js";
 
 export type { FieldError } from "../state/jobStatus.js";
 import type { TaskRegistry } from "../kinds/taskRegistry.js";
@@ -46,7 +51,19 @@ export function chunkSizeFor(items: readonly ItemInput[]): number {
 export const MAX_DEADLINE_S = 7 * 24 * 3600;
 
 /** The fields of a submission, as an error about an unknown field lists them. */
-const SUBMISSION_FIELDS = ["kind", "params", "items", "manifest", "deadline", "timeoutS"] as const;
+const SUBMISSION_FIELDS = [
+  "kind",
+  "params",
+  "items",
+  "manifest",
+  "deadline",
+  "timeoutS",
+  "priority",
+  "fairnessKey",
+  "notBefore",
+  "idempotencyKey",
+  "limits",
+] as const;
 
 /**
  * A job submission as users send it: its items inline in the body, or named in a manifest blob (exactly one of the
@@ -75,6 +92,15 @@ export const submissionSchema = z.strictObject(
       .min(1, `must be a whole number of seconds from 1 to ${MAX_DEADLINE_S}`)
       .max(MAX_DEADLINE_S, `at most ${MAX_DEADLINE_S} s (7 days)`)
       .optional(),
+    /** Scheduling: `priority`, `fairnessKey`, `notBefore` (`scheduleFields.ts`). */
+    ...scheduleFieldsShape,
+    /** The submission is made once under this key (`idempotency.ts`); a retry with it gets the first job's id. */
+    idempotencyKey: idempotencyKeySchema.optional(),
+    /**
+     * The job's own limits, `{ concurrency?, rate? }`: its items count against them besides its kind's (checked by
+     * {@link validateSubmission}, field by field).
+     */
+    limits: z.custom<JobLimits>((value) => poolProblems("limits", value).length === 0).optional(),
   },
   {
     error: (issue) => {
@@ -87,11 +113,21 @@ export const submissionSchema = z.strictObject(
 export type Submission = z.infer<typeof submissionSchema>;
 /** A submission with its items in the body. */
 export type ItemsSubmission = JobHeader & { items: ItemInput[] };
-/** What a job's spec takes from its submission besides the items. */
-export type JobHeader = Pick<Submission, "kind" | "params" | "deadline" | "timeoutS">;
+/**
+ * What a job's spec takes from its submission besides the items, and its kind's limits as the submitter knows them
+ * (kept with the job for a leader that lacks the kind).
+ */
+export type JobHeader = Pick<
+  Submission,
+  "kind" | "params" | "deadline" | "timeoutS" | "priority" | "fairnessKey" | "notBefore" | "idempotencyKey" | "limits"
+> & { kindLimits?: StoredKindLimits | undefined };
 
-/** Validation result: the submission, or every field error. */
-export type ValidatedSubmission = { ok: true; value: Submission } | { ok: false; errors: FieldError[] };
+/** A job's own limits, as a submission gives them (and its spec keeps them). */
+export type JobLimits = StoredLimits;
+
+/** Validation result: the submission (with its kind's limits, to keep with the job), or every field error. */
+export type ValidatedSubmission =
+  { ok: true; value: Submission & { kindLimits?: StoredKindLimits | undefined } } | { ok: false; errors: FieldError[] };
 
 /**
  * Validates a submission, including the task kind's own params and its deadline against `nowMs`, and returns every
@@ -105,10 +141,19 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
     };
   const parsed = submissionSchema.safeParse(body);
   const issues = parsed.success ? [] : parsed.error.issues;
-  const errors: FieldError[] = issues.map((issue) => ({
-    field: issue.path.join(".") || "(body)",
-    message: issue.message,
-  }));
+  // One message a field once: a field that fails several checks of one message (a key both empty and not ASCII).
+  const errors: FieldError[] = [
+    ...new Map(
+      issues
+        .filter((issue) => issue.path[0] !== "limits")
+        .map((issue) => {
+          const error = { field: issue.path.join(".") || "(body)", message: issue.message };
+          return [`${error.field}\n${error.message}`, error] as const;
+        }),
+    ).values(),
+  ];
+  // The job's limits, field by field, as a kind's are checked.
+  if ("limits" in body && body.limits !== undefined) errors.push(...poolProblems("limits", body.limits));
   // The checks across fields run on the fields the schema did not refuse.
   const faulty = new Set(issues.map((issue) => String(issue.path[0] ?? "")));
   const submission: Partial<Submission> = parsed.success ? parsed.data : body;
@@ -116,7 +161,12 @@ export function validateSubmission(body: unknown, registry: TaskRegistry, nowMs 
   const params = faulty.has("kind") ? undefined : checkKind(submission.kind, submission.params, registry);
   if (params !== undefined && !params.ok) errors.push(...params.errors);
   if (!parsed.success || params === undefined || !params.ok || errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { ...parsed.data, params: params.value } };
+  const kind = registry.get(parsed.data.kind);
+  const kindLimits = kind === undefined ? undefined : storedLimitsOfKind(kind);
+  return {
+    ok: true,
+    value: { ...parsed.data, params: params.value, ...(kindLimits === undefined ? {} : { kindLimits }) },
+  };
 }
 
 /** The checks across fields: exactly one of items or manifest, and the deadline (`faulty`: fields to skip). */
@@ -137,6 +187,12 @@ function* acrossFields(
   else if (!faulty.has("deadline")) {
     const deadlineError = checkDeadline(submission, nowMs);
     if (deadlineError !== undefined) yield deadlineError;
+  }
+  if (!faulty.has("notBefore")) {
+    const deadlineKnown = !faulty.has("deadline") && !faulty.has("timeoutS");
+    const deadlineAtMs = deadlineKnown ? deadlineOf(submission, nowMs) : undefined;
+    const notBeforeError = checkNotBefore(submission.notBefore, deadlineAtMs, nowMs);
+    if (notBeforeError !== undefined) yield notBeforeError;
   }
 }
 
@@ -206,21 +262,29 @@ function checkDeadline(submission: Partial<Submission>, nowMs: number): FieldErr
 export async function storeSubmission(
   system: BlobFiles,
   submission: ItemsSubmission,
-  options: Abortable & { now?: () => number; chunkSize?: number } = {},
-): Promise<{ id: string; itemCount: number }> {
+  options: WriterOptions = {},
+): Promise<{ id: string; itemCount: number; stored: boolean }> {
   // `chunkSize`: internal, no request sets it (the simulator's jobs of a few dozen items in several chunks).
   const writer = new JobWriter(system, { ...options, chunkSize: options.chunkSize ?? chunkSizeFor(submission.items) });
   try {
     for (const item of submission.items) await writer.add(item);
     return await writer.commit(submission);
   } catch (error) {
-    await writer.abandon();
+    await writer.abandonAfterFailure();
     throw error;
   }
 }
 
 /** Chunks written at once. */
 const WRITE_PARALLELISM = 16;
+
+/** Options of a {@link JobWriter} (see its constructor). */
+export interface WriterOptions extends Abortable {
+  now?: () => number;
+  chunkSize?: number;
+  id?: string;
+  once?: boolean;
+}
 
 /**
  * Writes one new job's blobs: items in chunks as they come, then the spec and the inbox marker; or removes what it
@@ -229,7 +293,7 @@ const WRITE_PARALLELISM = 16;
  * without a handler (an unhandled rejection would end the process).
  */
 export class JobWriter {
-  readonly id = randomUUID();
+  readonly id: string;
   private pending: ItemInput[] = [];
   private chunks = 0;
   /** The length of each chunk's text, in order (the spec's `chunkChars`). */
@@ -243,12 +307,18 @@ export class JobWriter {
 
   private readonly chunkSize: number;
 
-  /** `options.chunkSize`: items per chunk (@default {@link CHUNK_SIZE}, for items whose sizes are not known ahead). */
+  /**
+   * `options.chunkSize`: items per chunk (@default {@link CHUNK_SIZE}, for items whose sizes are not known ahead).
+   * `options.id`: the job's id (@default a new UUID). `options.once`: the job of an idempotency claim, which other
+   * submitters of the same submission may be writing at the same time, byte for byte the same: its spec is created only
+   * if absent ({@link commit}), and a write that fails removes nothing ({@link abandonAfterFailure}).
+   */
   constructor(
     private readonly system: BlobFiles,
-    private readonly options: Abortable & { now?: () => number; chunkSize?: number },
+    private readonly options: WriterOptions,
   ) {
     this.chunkSize = options.chunkSize ?? CHUNK_SIZE;
+    this.id = options.id ?? randomUUID();
   }
 
   /** Items added so far. */
@@ -264,15 +334,21 @@ export class JobWriter {
     if (this.pending.length === this.chunkSize) await this.flush();
   }
 
-  /** Writes the last chunk, the spec, then the inbox marker: the job exists for the leader from that moment. */
-  async commit(submission: JobHeader): Promise<{ id: string; itemCount: number }> {
+  /**
+   * Writes the last chunk, the spec, then the inbox marker: the job exists for the leader from that moment. With
+   * `once`, the spec is created only if absent: `stored` is false when another writer's was there (its inbox marker is
+   * then the caller's to check: that writer may have died before writing it).
+   */
+  async commit(submission: JobHeader): Promise<{ id: string; itemCount: number; stored: boolean }> {
     const itemCount = this.itemCount;
     await this.flush();
     await this.settle();
     const createdAtMs = (this.options.now ?? Date.now)();
     const deadlineAtMs = deadlineOf(submission, createdAtMs);
+    const schedule = storedSchedule(submission);
     const spec: JobSpec = {
-      v: 1,
+      // Limits, like scheduling, are what a leader of version 1 would ignore.
+      v: submission.limits !== undefined || submission.kindLimits !== undefined ? 2 : scheduleFormatVersion(schedule),
       id: this.id,
       kind: submission.kind,
       params: submission.params,
@@ -280,12 +356,28 @@ export class JobWriter {
       chunkSize: this.chunkSize,
       createdAtMs,
       ...(deadlineAtMs !== undefined ? { deadlineAtMs } : {}),
+      ...(submission.limits !== undefined ? { limits: submission.limits } : {}),
+      ...(submission.kindLimits !== undefined ? { kindLimits: submission.kindLimits } : {}),
       blobItems: this.blobItems,
       chunkChars: this.chunkChars,
+      ...schedule,
     };
-    await this.system.writeText(keys.spec(this.id), JSON.stringify(spec), this.options);
+    const text = JSON.stringify(spec);
+    if (this.options.once === true) {
+      if (!(await this.system.createText(keys.spec(this.id), text, this.options)))
+        return { id: this.id, itemCount, stored: false };
+    } else await this.system.writeText(keys.spec(this.id), text, this.options);
     await this.system.writeText(keys.inbox(this.id), "", this.options);
-    return { id: this.id, itemCount };
+    return { id: this.id, itemCount, stored: true };
+  }
+
+  /**
+   * After a write failed: what {@link abandon} does, except for the job of an idempotency claim, whose chunks other
+   * submitters of the same submission may share: left for a retry to complete (it writes the same bytes).
+   */
+  async abandonAfterFailure(): Promise<void> {
+    if (this.options.once === true) await Promise.allSettled(this.writes.splice(0));
+    else await this.abandon();
   }
 
   /** Deletes the chunks written so far (best effort: without a spec and a marker they are never read). */

@@ -46,6 +46,73 @@ export interface TaskKind<Params = unknown, Partial = unknown, View = Partial> {
   process(input: TaskInput, context: TaskContext<Params>): Promise<Partial> | Partial;
   /** How partial results combine into the job's aggregate. @default none: jobs count items done and failed only */
   readonly aggregate?: TaskAggregate<Partial, View>;
+  /**
+   * Limits that hold across every instance and every app sharing the coordinator: items of this kind running at once
+   * and started per period, for the kind as a whole and per key (the tenant, the host an item calls, …). The leader
+   * hands each work unit a share of each limit, written down before the unit is sent; items over a limit wait, none
+   * is dropped. @default none: only `concurrency` (per unit) bounds the kind
+   */
+  readonly limits?: TaskLimits<Params>;
+}
+
+/**
+ * A task kind's global limits ({@link TaskKind.limits}). Every number is a whole number; `perKey` needs `key`.
+ *
+ * @example
+ * ```ts
+ * limits: {
+ *   concurrency: 10,                                   // at most 10 items running at once, everywhere
+ *   rate: { limit: 50, periodSeconds: 1 },             // at most 50 started in any 1-second window
+ *   key: (item) => new URL(item.text).host,            // the host each item calls
+ *   perKey: { concurrency: 2, rate: { limit: 5, periodSeconds: 1 } },
+ * }
+ * ```
+ */
+export interface TaskLimits<Params = unknown> {
+  /** Most items of this kind running at once, across every instance: 1–10,000. @default no limit */
+  readonly concurrency?: number;
+  /** Most items of this kind started per period, across every instance. @default no limit */
+  readonly rate?: RateLimit;
+  /**
+   * The key an item's `perKey` limits count it under: 1–128 characters. Called by the leader when it sends the item
+   * (never by a worker), so it sees the item as stored — inline text, or the name of its input blob — and the job's
+   * params. Must be synchronous, fast and the same for the same item. An item whose key cannot be had (it throws, or
+   * returns anything but such a string) fails alone with the reason. @default none: `perKey` needs it
+   */
+  readonly key?: LimitKey<Params>;
+  /** Limits each key holds on its own (at most 16 distinct keys go in one work unit). @default none */
+  readonly perKey?: { readonly concurrency?: number; readonly rate?: RateLimit };
+}
+
+/**
+ * Items started per period: at most `limit` start in any window of `periodSeconds` — every window, not only aligned
+ * ones. With `burst` below `limit`, at most `burst` start in any window of `periodSeconds ÷ ⌊limit ÷ burst⌋`, so the
+ * starts are spread over the period (and at most `burst × ⌊limit ÷ burst⌋` start per period, exactly `limit` when
+ * `burst` divides it).
+ */
+export interface RateLimit {
+  /** Most starts per period: 1–100,000. */
+  readonly limit: number;
+  /** The period, in seconds: 1–86,400 (a day); a whole number. */
+  readonly periodSeconds: number;
+  /** Most starts at once: 1 to `limit`. @default limit */
+  readonly burst?: number;
+}
+
+/**
+ * A kind's key function ({@link TaskLimits.key}). Declared through a method's type so that a kind of any params fits
+ * where a kind of unknown params is expected, as `process` does.
+ */
+export type LimitKey<Params> = { key(item: LimitItem, params: Params): string }["key"];
+
+/** An item as a kind's {@link TaskLimits.key} sees it: as stored, before any worker reads its blob. */
+export interface LimitItem {
+  /** The item's index in the job, from 0. */
+  readonly index: number;
+  /** An inline item's text; undefined for an item naming a blob. */
+  readonly text: string | undefined;
+  /** The name of the blob in the input container the item names; undefined for an inline item. */
+  readonly blob: string | undefined;
 }
 
 /**

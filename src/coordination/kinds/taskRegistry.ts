@@ -1,6 +1,7 @@
 import { ConfigurationError } from "../../library/errors.js";
 import { issuesText, validateWith, type SchemaIssue, type Validated } from "./standardSchema.js";
 import type { TaskContext, TaskInput, TaskKind } from "./taskKinds.js";
+import { kindLimitsOf, kindLimitsProblems, problemsText, type KindLimits } from "./kindLimits.js";
 
 /** A task kind's name as messages carry it: 1–64 letters, digits, `.`, `_` or `-`. */
 const KIND_NAME = /^[\w.-]{1,64}$/;
@@ -17,6 +18,8 @@ export interface RegisteredKind {
   readonly concurrency: number | undefined;
   /** Whether jobs of the kind have an aggregate (otherwise partials are neither sent nor folded: it stays null). */
   readonly hasAggregate: boolean;
+  /** The kind's global limits, normalized; undefined when it has none. */
+  readonly limits: KindLimits | undefined;
   parseParams(value: unknown): Validated<unknown>;
   /** A partial read back from a queue or from state; a reason in one line when the kind's schema refuses it. */
   parsePartial(value: unknown): { ok: true; value: unknown } | { ok: false; reason: string };
@@ -77,6 +80,7 @@ function toRegisteredKind(kind: TaskKind): RegisteredKind {
     problems.push(`concurrency is ${concurrency}; it must be a whole number from 1 to ${MAX_KIND_CONCURRENCY}`);
   if (aggregate !== undefined && (typeof aggregate.empty !== "function" || typeof aggregate.merge !== "function"))
     problems.push("aggregate needs empty() and merge(a, b)");
+  problems.push(...problemsText(kindLimitsProblems(kind.limits)));
   if (problems.length > 0)
     throw new ConfigurationError(`Task kind ${JSON.stringify(name)} is not usable: ${problems.join("; ")}.`);
   const { params } = kind;
@@ -84,6 +88,7 @@ function toRegisteredKind(kind: TaskKind): RegisteredKind {
     name,
     concurrency,
     hasAggregate: aggregate !== undefined,
+    limits: kindLimitsOf(kind.limits),
     parseParams: (value) =>
       params === undefined ? { ok: true, value } : validateWith(params, value, `task kind "${name}"'s params`),
     parsePartial: (value) => {

@@ -110,8 +110,83 @@ export const unitWorkMessageSchema = z.strictObject({
   inputs: z.array(itemInputSchema).min(1).max(MAX_UNIT_ITEMS),
 });
 
-/** A work message: a unit of items, or one item (v1). */
-export const workMessageSchema = z.discriminatedUnion("v", [unitWorkMessageSchema, itemWorkMessageSchema]);
+/** Most pools one grant names: the kind's, the job's own, and one per distinct key of its unit (at most 16). */
+export const MAX_GRANT_POOLS = 18;
+
+/**
+ * A unit's grant, as its work message carries it: its shares of each limit it counts against (`pools`; `every` names
+ * those all its items count against, `keys` the one each item's key does, as runs `[pool index, items]` in item order
+ * with -1 for none), and when it expires — its worker starts no item from then on (its own clock).
+ */
+export const workGrantSchema = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "must be 8–64 letters, digits, '_' or '-'"),
+  expiresAtMs: z.number().int().min(0),
+  pools: z
+    .array(
+      z.strictObject({
+        id: z.string().max(200),
+        c: z.number().int().min(1).max(10_000).optional(),
+        r: z.number().int().min(1).max(100_000).optional(),
+        w: z.number().min(1).max(86_400_000).optional(),
+      }),
+    )
+    .min(1)
+    .max(MAX_GRANT_POOLS),
+  every: z
+    .array(
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(MAX_GRANT_POOLS - 1),
+    )
+    .max(2),
+  keys: z
+    .array(
+      z.tuple([
+        z
+          .number()
+          .int()
+          .min(-1)
+          .max(MAX_GRANT_POOLS - 1),
+        z.number().int().min(1).max(MAX_UNIT_ITEMS),
+      ]),
+    )
+    .max(MAX_UNIT_ITEMS)
+    .optional(),
+});
+export type WorkGrant = z.infer<typeof workGrantSchema>;
+
+/**
+ * A unit of a job whose kind (or the job itself) has limits: the inputs of items `first`, `first + 1`, … and the
+ * unit's grant. Its pool indexes name pools it has, and its key runs cover its items exactly.
+ */
+export const grantedWorkMessageSchema = unitWorkMessageSchema
+  .extend({ v: z.literal(3), grant: workGrantSchema })
+  .superRefine((message, context) => {
+    const { pools, every, keys } = message.grant;
+    const indexes = [...every, ...(keys ?? []).map(([pool]) => pool).filter((pool) => pool >= 0)];
+    if (indexes.some((index) => index >= pools.length))
+      context.addIssue({
+        code: "custom",
+        path: ["grant"],
+        message: `names a pool it does not have (it has ${pools.length})`,
+      });
+    if (keys !== undefined && keys.reduce((sum, [, items]) => sum + items, 0) !== message.inputs.length)
+      context.addIssue({
+        code: "custom",
+        path: ["grant", "keys"],
+        message: `its runs do not cover its ${message.inputs.length} items`,
+      });
+  });
+export type GrantedWorkMessage = z.infer<typeof grantedWorkMessageSchema>;
+
+/** A work message: a unit of items (with a grant when its job is limited), or one item (v1). */
+export const workMessageSchema = z.discriminatedUnion("v", [
+  unitWorkMessageSchema,
+  grantedWorkMessageSchema,
+  itemWorkMessageSchema,
+]);
 export type WorkMessage = z.infer<typeof workMessageSchema>;
 export type UnitWorkMessage = z.infer<typeof unitWorkMessageSchema>;
 
@@ -170,13 +245,52 @@ export const unitResultMessageSchema = z.strictObject({
 });
 export type UnitResultMessage = z.input<typeof unitResultMessageSchema>;
 
-export const resultMessageSchema = z.union([unitResultMessageSchema, itemResultMessageSchema]);
+/**
+ * What a granted unit's copy reports of its grant: its id (the leader takes its shares back), how long before sending
+ * the result its last item started (its rate permits are free a window after) and how many started; `regrant` when it
+ * processed nothing that counts — its grant expired before or while it ran, or its job stopped — so the unit is sent
+ * again, whole, with a new grant (its items done so far are processed again, as on any redelivery).
+ */
+export const grantReportSchema = z.strictObject({
+  id: workGrantSchema.shape.id,
+  lastStartAgoMs: z.number().int().min(0).optional(),
+  starts: z.number().int().min(0).max(MAX_UNIT_ITEMS),
+  regrant: z.literal(true).optional(),
+  /**
+   * With `regrant`: another copy of the unit may still run under this grant (this delivery came after one that may be
+   * frozen, not ended), so the leader holds its shares until the grant expires.
+   */
+  held: z.literal(true).optional(),
+  /** With `regrant`: the grant expired before every item started (the unit's next grant lasts longer). */
+  expired: z.literal(true).optional(),
+  /** With `regrant` and `held`: an earlier delivery claimed the grant and never reported (it died or froze). */
+  lost: z.literal(true).optional(),
+});
+export type GrantReport = z.infer<typeof grantReportSchema>;
+
+/** A granted unit's result: a v2 result and its grant's report. */
+export const grantedResultMessageSchema = unitResultMessageSchema.extend({
+  v: z.literal(3),
+  grant: grantReportSchema,
+});
+export type GrantedResultMessage = z.input<typeof grantedResultMessageSchema>;
+
+export const resultMessageSchema = z.union([
+  unitResultMessageSchema,
+  grantedResultMessageSchema,
+  itemResultMessageSchema,
+]);
 export type ResultMessage = z.infer<typeof resultMessageSchema>;
 
 /** Just the job and items a result names, whatever else it holds (or lacks). */
 const resultUnitSchema = z.union([
   z
-    .object({ v: z.literal(2), jobId, first: itemIndex, count: unitResultMessageSchema.shape.count })
+    .object({
+      v: z.union([z.literal(2), z.literal(3)]),
+      jobId,
+      first: itemIndex,
+      count: unitResultMessageSchema.shape.count,
+    })
     .transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.count })),
   z
     .object({ v: z.literal(1), jobId, item: itemIndex })
@@ -193,7 +307,7 @@ export function resultUnitOf(text: string): ItemRef | undefined {
 }
 
 /** The newest result-message format version this version reads. */
-export const RESULT_VERSION = 2;
+export const RESULT_VERSION = 3;
 
 /**
  * A result of a format version newer than this version reads (a newer worker during a rolling deploy): its version,
@@ -236,10 +350,27 @@ export interface ItemRef {
 /** Just the job and items of a message, whatever else it holds (or lacks). */
 const itemRefSchema = z.union([
   z
-    .object({ v: z.literal(2), jobId, first: itemIndex, inputs: z.array(z.unknown()).min(1).max(MAX_UNIT_ITEMS) })
+    .object({
+      v: z.union([z.literal(2), z.literal(3)]),
+      jobId,
+      first: itemIndex,
+      inputs: z.array(z.unknown()).min(1).max(MAX_UNIT_ITEMS),
+    })
     .transform((unit) => ({ jobId: unit.jobId, item: unit.first, count: unit.inputs.length })),
   z.object({ jobId, item: itemIndex }).transform((one) => ({ jobId: one.jobId, item: one.item, count: 1 })),
 ]);
+
+/** Just the grant a message names (a granted unit's work message or result), whatever else it holds (or lacks). */
+const namedGrantSchema = z.object({ grant: z.object({ id: workGrantSchema.shape.id }) });
+
+/**
+ * The grant a work message, a result or a poison rejection's original (JSON text or a parsed value) names, when it
+ * names one; undefined otherwise. Its id is all a leader needs to take the grant's shares back.
+ */
+export function grantIdOf(message: unknown): string | undefined {
+  const parsed = namedGrantSchema.safeParse(typeof message === "string" ? parseJson(message) : message);
+  return parsed.success ? parsed.data.grant.id : undefined;
+}
 
 /**
  * The job and items a message (JSON text or a parsed value) names, when it parses that far — even if the rest of it

@@ -82,6 +82,12 @@ export interface MessageQueue {
 export interface BlobFiles extends InputFiles {
   /** Writes a blob (overwrites). */
   writeText(name: string, text: string, options?: Abortable): Promise<void>;
+  /**
+   * Creates a blob only if none exists by that name (one conditional request, `If-None-Match: *`): true when this call
+   * created it, false when one exists (whoever wrote it; nothing is changed). What lets concurrent writers agree on one
+   * of them (an idempotency claim, a keyed job's spec).
+   */
+  createText(name: string, text: string, options?: Abortable): Promise<boolean>;
   /** Deletes a blob with its snapshots; a missing one is a no-op. */
   delete(name: string, options?: Abortable): Promise<void>;
 }
@@ -89,6 +95,8 @@ export interface BlobFiles extends InputFiles {
 /** A blob opened for reading: its size is known before a byte of it is read. */
 export interface OpenedBlob {
   sizeBytes: number;
+  /** The version read (storage's ETag): another read that gets the same one reads the same content. */
+  etag?: string;
   /** The content, in pieces as they arrive. Iterate it at most once. */
   content: AsyncIterable<Uint8Array>;
   /** Stops reading (closes the connection); call it when the content will not be read to the end. */

@@ -51,3 +51,22 @@ export function withoutHeld(state: JobState): JobState {
   delete next.heldUntilMs;
   return next;
 }
+
+/**
+ * Items of a job sent and without a result yet: not those held (issue 43: their failure inferred, waiting for their
+ * unit's own result, which may never come — counted as in flight, a window all held would never send the job's last
+ * items, and held items fail only when nothing else is left), nor those waiting to be sent again.
+ */
+export function inFlightOf(job: JobState): number {
+  return Math.max(0, job.dispatched - job.doneCount - job.failedCount - notInFlight(job));
+}
+
+/** Dispatched items of a job that are neither done nor failed but not in flight: held, or on its resend list. */
+function notInFlight(job: JobState): number {
+  const held = heldItems(job);
+  if (held === undefined) return (job.resend ?? []).reduce((sum, unit) => sum + unit.count, 0);
+  let count = held.count();
+  for (const unit of job.resend ?? [])
+    for (let item = unit.first; item < unit.first + unit.count; item++) if (!held.has(item)) count++;
+  return count;
+}

@@ -4,6 +4,7 @@ import type { StateStore } from "../../library/fencing/StateStore.js";
 import type { Abortable } from "../../library/util/delay.js";
 import type { RunStatus } from "./jobStatus.js";
 import { describeIssues, type ItemInput } from "../ports/messages.js";
+import { storedScheduleShape } from "./jobSchedule.js";
 
 /**
  * Stored documents (specs, job states, the index, the term history) are read with `looseObject`: fields this version
@@ -15,9 +16,39 @@ import { describeIssues, type ItemInput } from "../ports/messages.js";
 /** Most item chunks a job has: `MAX_ITEMS_PER_JOB` ÷ `CHUNK_SIZE` (`submit.ts`), the fewest items a chunk holds. */
 export const MAX_CHUNKS_PER_JOB = 1000;
 
-/** The job spec the submitter writes (immutable); items are stored separately in chunks. */
+/** A stored rate limit (a kind's or a job's), as submitted: checked before it was stored. */
+const storedRateSchema = z.looseObject({
+  limit: z.number().int().min(1),
+  periodSeconds: z.number().int().min(1),
+  burst: z.number().int().min(1).optional(),
+});
+
+/** Stored limits of one pool: items at once and starts per period. */
+export const storedLimitsSchema = z.looseObject({
+  concurrency: z.number().int().min(1).optional(),
+  rate: storedRateSchema.optional(),
+});
+export type StoredLimits = z.infer<typeof storedLimitsSchema>;
+
+/**
+ * A kind's limits as its submitter knew them, kept with the job: a leader that lacks the kind (a deploy that adds it
+ * to some instances first) still holds the job to them. Its `key` function cannot be stored: such a leader does not
+ * send the job's items while the kind has per-key limits (`keyed`).
+ */
+export const storedKindLimitsSchema = storedLimitsSchema.extend({
+  perKey: storedLimitsSchema.optional(),
+  keyed: z.boolean().optional(),
+});
+export type StoredKindLimits = z.infer<typeof storedKindLimitsSchema>;
+
+/**
+ * The job spec the submitter writes (immutable); items are stored separately in chunks. Format version 2 is a job that
+ * uses a scheduling field (`jobSchedule.ts`: priority, fairness key, not-before, idempotency key) or limits (its own,
+ * or its kind's), which a leader of version 1 would ignore: it leaves such a spec in the inbox for a leader that reads
+ * it. Every other job is version 1.
+ */
 export const jobSpecSchema = z.looseObject({
-  v: z.literal(1),
+  v: z.union([z.literal(1), z.literal(2)]),
   id: z.string(),
   kind: z.string(),
   params: z.unknown(),
@@ -39,6 +70,11 @@ export const jobSpecSchema = z.looseObject({
    * most {@link MAX_CHUNKS_PER_JOB} entries. Absent in specs written before it was recorded: no chunk is read ahead.
    */
   chunkChars: z.array(z.number().int().min(0)).max(MAX_CHUNKS_PER_JOB).optional(),
+  /** The job's own limits (the submission's `limits`): its items count against them besides its kind's. */
+  limits: storedLimitsSchema.optional(),
+  /** Its kind's limits when it was submitted, for a leader that lacks the kind. */
+  kindLimits: storedKindLimitsSchema.optional(),
+  ...storedScheduleShape,
 });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
@@ -104,6 +140,23 @@ export const jobStateSchema = jobSpecSchema.extend({
    * most `MAX_REDISPATCHES`. Absent: never.
    */
   redispatches: z.number().int().min(0).optional(),
+  /**
+   * Units of a limited job to send again with a new grant, first: their grant expired without a report, or their
+   * copy gave it back unstarted (`regrants`: how many grants the unit has had; `expiries`: how many of them expired;
+   * `lost`: how many of its deliveries died or froze while running it; each absent for none). At most one entry per
+   * unit in flight.
+   */
+  resend: z
+    .array(
+      z.looseObject({
+        first: z.number().int().min(0),
+        count: z.number().int().min(1),
+        regrants: z.number().int().min(0),
+        expiries: z.number().int().min(0).optional(),
+        lost: z.number().int().min(0).optional(),
+      }),
+    )
+    .optional(),
 });
 export type JobState = z.infer<typeof jobStateSchema>;
 
@@ -138,6 +191,12 @@ export const jobIndexSchema = z.looseObject({
   resumeAt: z.string().optional(),
   /** When the leader last looked for ended jobs to remove (wall-clock ms; see `RETENTION_SWEEP_INTERVAL_MS`). */
   sweptAtMs: z.number().optional(),
+  /**
+   * The scheduling of the active jobs that have any (`jobSchedule.ts`, `scheduleEntrySchema`), by job id, written as
+   * they register: a pass schedules every active job without reading its document. A job without an entry has the
+   * default priority, is its own fairness key and may start at once. Each entry is read leniently (`scheduleOf`).
+   */
+  schedule: z.record(z.string(), z.unknown()).optional(),
 });
 export type JobIndex = z.infer<typeof jobIndexSchema>;
 
@@ -185,6 +244,17 @@ export const keys = {
   outcome: (id: string, first: number) => `jobs/${id}/outcomes/${first}.json`,
   /** Workers stop processing the job's items when this blob exists (see `jobStops.ts`). */
   stop: (id: string) => `jobs/${id}/stop`,
+  /**
+   * A granted unit's claim (system container): created if absent by the copy of the unit that runs it, holding that
+   * copy's message id (`worker/grantedUnit.ts`); another copy of the unit finds it and starts nothing.
+   */
+  grantClaim: (id: string, grantId: string) => `jobs/${id}/grants/${grantId}`,
+  /**
+   * Idempotency claims (system container), one per idempotency key, named by the key's digest: created if absent before
+   * any blob of the job it names, removed with that job (`jobs/idempotency.ts`).
+   */
+  claimPrefix: "idempotency/",
+  claim: (keyDigest: string) => `idempotency/${keyDigest}`,
 } as const;
 
 /**
@@ -200,8 +270,8 @@ export function chunkCharsOf(
   return chunkChars[chunk];
 }
 
-/** The format version (`v`) of the job specs and job states this version reads. */
-export const JOB_FORMAT_VERSION = jobSpecSchema.shape.v.value;
+/** The newest format version (`v`) of the job specs and job states this version reads (it reads 1 and 2). */
+export const JOB_FORMAT_VERSION = 2;
 
 /** The `v` of a stored document, when it has a numeric one. */
 export function formatVersion(json: unknown): number | undefined {
@@ -240,7 +310,7 @@ export function readJobDocument<T>(schema: z.ZodType<T>, what: string, json: unk
     ok: false,
     reason:
       version !== undefined && version > JOB_FORMAT_VERSION
-        ? `${what} is of format version ${version}; this version reads ${JOB_FORMAT_VERSION}: a newer version wrote it (a rolling deploy)`
+        ? `${what} is of format version ${version}; this version reads 1 to ${JOB_FORMAT_VERSION}: a newer version wrote it (a rolling deploy)`
         : `${what} is not in a shape this version reads (${describeIssues(parsed.error)}): a newer version wrote it (a rolling deploy), or it is damaged`,
   };
 }

@@ -12,6 +12,14 @@ export type RunStatus = "running" | EndedStatus;
  */
 export type EndedStatus = "completed" | "failed" | "cancelled" | "expired";
 
+/** The statuses after which nothing more happens to a job: {@link EndedStatus}. */
+const ENDED_STATUSES: ReadonlySet<string> = new Set<EndedStatus>(["completed", "failed", "cancelled", "expired"]);
+
+/** Whether a job's status is final (completed, failed, cancelled, expired), not `pending`, `scheduled` or `running`. */
+export function hasEnded(status: JobStatus["status"]): status is EndedStatus {
+  return ENDED_STATUSES.has(status);
+}
+
 /**
  * A job's progress as users read it. `Aggregate` is its kind's aggregate as users read it (`AggregateOf<typeof kind>`
  * where the caller names the kind; `unknown` otherwise).
@@ -22,11 +30,12 @@ export interface JobStatus<Aggregate = unknown> {
   /** The name of the job's task kind. */
   kind: string;
   /**
-   * `pending`: submitted, not yet picked up by a leader. `completed`: every item done or failed. `failed`: the job
-   * could not go on (see `failureReason`). `cancelled` (on request) and `expired` (deadline passed): stopped by the
-   * leader early; items neither done nor failed then are `skipped`.
+   * `pending`: submitted, not yet picked up by a leader. `scheduled`: picked up, waiting for its `notBefore` (as the
+   * reader's clock tells; the leader's decides). `completed`: every item done or failed. `failed`: the job could not go
+   * on (see `failureReason`). `cancelled` (on request) and `expired` (deadline passed): stopped by the leader early;
+   * items neither done nor failed then are `skipped`.
    */
-  status: "pending" | RunStatus;
+  status: "pending" | "scheduled" | RunStatus;
   /** Why a failed job stopped (e.g. its aggregate would exceed MAX_AGGREGATE_GROUPS). */
   failureReason?: string;
   /**
@@ -53,6 +62,14 @@ export interface JobStatus<Aggregate = unknown> {
   deadline?: string;
   /** While items are held (`progress.held`): until when they wait for their unit's own result. */
   heldUntil?: string;
+  /** The job's priority, 1 (most urgent) to 9; absent: 5, the default. */
+  priority?: number;
+  /** The tenant the job shares the dispatch window fairly with; absent: the job is its own. */
+  fairnessKey?: string;
+  /** When the job may start at the earliest (none of its items is dispatched before); absent: at once. */
+  notBefore?: string;
+  /** The idempotency key the job was submitted under; absent when it had none. */
+  idempotencyKey?: string;
   /** Present while a cancellation is requested and the leader has not applied it yet (pending or running jobs). */
   cancelRequested?: true;
   /** Epoch of the leader that last changed the job. */

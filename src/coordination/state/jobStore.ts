@@ -11,7 +11,9 @@ import {
   type JobState,
 } from "./jobState.js";
 import type { Abortable } from "../../library/util/delay.js";
+import type { ScheduleEntry } from "./jobSchedule.js";
 import { summarizeJob } from "./jobSummary.js";
+import { LedgerStore } from "./grantLedger.js";
 
 /**
  * How many times a job write that lost a race (ConcurrentUpdateError) is retried after a re-read. The race the README
@@ -31,8 +33,12 @@ export const JOB_WRITE_RETRIES = 3;
 export class JobStore {
   private index: Versioned<JobIndex> | undefined;
   private readonly jobs = new Map<string, Versioned<JobState>>();
+  /** The grant ledger (flow control's shares handed out), through the same fenced store, remembered the same way. */
+  readonly ledger: LedgerStore;
 
-  constructor(private readonly fenced: FencedStateStore) {}
+  constructor(private readonly fenced: FencedStateStore) {
+    this.ledger = new LedgerStore(fenced);
+  }
 
   /** The epoch of the term that writes through this store. */
   get epoch(): number {
@@ -55,13 +61,21 @@ export class JobStore {
   }
 
   /**
-   * Adds job ids to the active list, or moves ended ones from it to the bounded recent list, forgets removed ones (from
-   * both lists), and sets where the next pass starts (`resumeAt`: a job id, or null for the top; undefined leaves it)
-   * — a read-modify-write with retry, fenced like every write. Fields of the index this version does not know are
-   * written back unchanged.
+   * Adds job ids to the active list (with their scheduling entries, `schedule`, for those that have one), or moves
+   * ended ones from it to the bounded recent list, forgets removed ones (from both lists), and sets where the next
+   * pass starts (`resumeAt`: a job id, or null for the top; undefined leaves it) — a read-modify-write with retry,
+   * fenced like every write. A scheduling entry goes with its job off the active list. Fields of the index this
+   * version does not know are written back unchanged.
    */
   async updateIndex(
-    change: { add?: string[]; remove?: string[]; forget?: string[]; resumeAt?: string | null; sweptAtMs?: number },
+    change: {
+      add?: string[];
+      schedule?: Readonly<Record<string, ScheduleEntry>>;
+      remove?: string[];
+      forget?: string[];
+      resumeAt?: string | null;
+      sweptAtMs?: number;
+    },
     options: Abortable = {},
   ): Promise<void> {
     const forget = new Set(change.forget ?? []);
@@ -78,13 +92,15 @@ export class JobStore {
         const recent = [...(current?.recent ?? []).filter((id) => !ended.includes(id)), ...ended]
           .filter((id) => !forget.has(id))
           .slice(-RECENT_JOBS_LIMIT);
+        const schedule = nextSchedule(current?.schedule, change.schedule, active);
         if (
           current !== undefined &&
           ended.length === 0 &&
           active.size === current.active.length &&
           recent.length === current.recent.length &&
           resumeAt === current.resumeAt &&
-          change.sweptAtMs === undefined
+          change.sweptAtMs === undefined &&
+          JSON.stringify(schedule ?? {}) === JSON.stringify(current.schedule ?? {})
         )
           return undefined;
         // Fields this version does not know (a newer version's) are kept, as every stored document's are.
@@ -97,6 +113,8 @@ export class JobStore {
         };
         if (resumeAt === undefined) delete next.resumeAt;
         else next.resumeAt = resumeAt;
+        if (schedule === undefined) delete next.schedule;
+        else next.schedule = schedule;
         return next;
       },
       options,
@@ -132,6 +150,11 @@ export class JobStore {
   latestJob(id: string, options: Abortable = {}): Promise<Versioned<JobState> | undefined> {
     const known = this.jobs.get(id);
     return known === undefined ? this.readJob(id, options) : Promise.resolve(known);
+  }
+
+  /** A job's state as this store last read or wrote it, without reading storage; undefined when it has not. */
+  knownJob(id: string): Versioned<JobState> | undefined {
+    return this.jobs.get(id);
   }
 
   /**
@@ -190,4 +213,17 @@ export class JobStore {
         return written;
       });
   }
+}
+
+/**
+ * The index's scheduling entries after a change: the current ones with the added jobs' entries, each kept only while
+ * its job is active; undefined when none is left (an index of jobs without scheduling has no such field).
+ */
+function nextSchedule(
+  current: Readonly<Record<string, unknown>> | undefined,
+  added: Readonly<Record<string, ScheduleEntry>> | undefined,
+  active: ReadonlySet<string>,
+): Record<string, unknown> | undefined {
+  const entries = Object.entries({ ...current, ...added }).filter(([id]) => active.has(id));
+  return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }

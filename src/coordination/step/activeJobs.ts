@@ -2,11 +2,13 @@ import { LeadershipLostError, StaleEpochError } from "../../library/errors.js";
 import type { Versioned } from "../../library/fencing/FencedStateStore.js";
 import { expireIfDue } from "../jobs/cancel.js";
 import type { CoordinationDeps } from "../deps.js";
-import { dispatchJob } from "../dispatch/dispatch.js";
 import { recordCursor } from "../dispatch/recordCursor.js";
 import { redispatchAfterLapse } from "../dispatch/redispatch.js";
 import { settleHeld } from "../fold/settleHeld.js";
+import { jobFlowOf } from "../flow/pools.js";
+import { scheduleOf, type JobSchedule } from "../state/jobSchedule.js";
 import { isStopped, type JobIndex, type JobState } from "../state/jobState.js";
+import { dispatchByPriority } from "./scheduledDispatch.js";
 import { writeJobStop } from "../state/jobStops.js";
 import { jobFailed, noteProgress, type EndedJob, type Pass, type Step } from "./stepState.js";
 
@@ -18,34 +20,70 @@ import { jobFailed, noteProgress, type EndedJob, type Pass, type Step } from "./
 export const MAX_JOBS_PER_PASS = 32;
 
 /**
- * Phase 5: from where the last pass stopped, round the active list while the dispatch budget lasts and at most
- * MAX_JOBS_PER_PASS jobs: each job ended if it has, else sent again after a lapsed term, and dispatched. One job's
- * trouble does not hold up the others. Returns the jobs that ended.
+ * Phase 5: each active job looked after, then the dispatch window filled by priority and fairness
+ * (`scheduledDispatch.ts`). Looking after: from where the last pass stopped, round the active list while the step's
+ * budget lasts and at most MAX_JOBS_PER_PASS jobs — each job ended if it has, else sent again after a lapsed term. A
+ * job whose `notBefore` has not come is passed over unless the step knows its state already (a cancelled one ends):
+ * it costs no read until it may start. One job's trouble does not hold up the others. Returns the jobs that ended.
  */
 export async function workActiveJobs(
   step: Step,
   pass: Pass,
   index: Versioned<JobIndex> | undefined,
 ): Promise<EndedJob[]> {
+  const schedules = schedulesOf(index?.value);
+  const nowMs = step.deps.now();
+  const due = schedules.filter((schedule) => schedule.notBeforeAtMs <= nowMs);
+  const finished = await lookAfterJobs(step, pass, index?.value.active ?? [], new Set(due.map(({ id }) => id)));
+  const ended = new Set(finished.map(({ id }) => id));
+  noteWaiting(step, schedules, ended, nowMs);
+  await dispatchByPriority(step, pass, schedules, due, ended);
+  return finished;
+}
+
+/** Every active job's schedule, from its index entry (none: the defaults). */
+function schedulesOf(index: JobIndex | undefined): JobSchedule[] {
+  return (index?.active ?? []).map((id) => scheduleOf(id, index?.schedule?.[id]));
+}
+
+/**
+ * The jobs still active that wait for their `notBefore`, and the earliest such time, for the step's report (and its
+ * end: a step whose other jobs are all done ends, `passEnd.ts`).
+ */
+function noteWaiting(step: Step, schedules: readonly JobSchedule[], ended: ReadonlySet<string>, nowMs: number): void {
+  const waiting = schedules.filter((schedule) => schedule.notBeforeAtMs > nowMs && !ended.has(schedule.id));
+  step.report.scheduledJobs = waiting.length;
+  const next = Math.min(...waiting.map((schedule) => schedule.notBeforeAtMs));
+  if (Number.isFinite(next)) step.report.nextDueAtMs = next;
+  else delete step.report.nextDueAtMs;
+}
+
+/**
+ * The round of the active list (see {@link workActiveJobs}): from `resumeAt`, at most MAX_JOBS_PER_PASS jobs, each
+ * ended or sent again after a lapsed term. A job not yet due is skipped unless its state is known.
+ */
+async function lookAfterJobs(
+  step: Step,
+  pass: Pass,
+  active: readonly string[],
+  due: ReadonlySet<string>,
+): Promise<EndedJob[]> {
   const { term, resumeAt } = step;
-  const active = index?.value.active ?? [];
   const finished: EndedJob[] = [];
-  let budget = step.deps.dispatchBatchSize;
   const start = resumeAt === undefined ? 0 : Math.max(0, active.indexOf(resumeAt));
   const order = [...active.slice(start), ...active.slice(0, start)];
   step.resumeAt = undefined;
-  for (const [visited, id] of order.entries()) {
+  let visited = 0;
+  for (const id of order) {
+    if (!due.has(id) && step.jobs.knownJob(id) === undefined) continue;
     if (visited > 0 && (visited >= MAX_JOBS_PER_PASS || step.pastBudget())) {
       step.resumeAt = id;
       break;
     }
+    visited++;
     try {
-      const worked = await workJob(step, pass, id, budget);
-      if ("ended" in worked) {
-        finished.push(worked.ended);
-        continue;
-      }
-      budget -= worked.used;
+      const looked = await lookAfterJob(step, pass, id);
+      if (looked !== undefined) finished.push(looked);
     } catch (error) {
       // Losing leadership, or a newer leader's write, ends the step.
       if (term.signal.aborted || error instanceof StaleEpochError || error instanceof LeadershipLostError) throw error;
@@ -58,36 +96,20 @@ export async function workActiveJobs(
 
 /**
  * One active job in a pass: ended (expired, its held items' time come, or ended already), or sent again after a lapsed
- * term and dispatched.
+ * term (its dispatch comes after the round: `scheduledDispatch.ts`).
  */
-export async function workJob(
-  step: Step,
-  pass: Pass,
-  id: string,
-  budget: number,
-): Promise<{ ended: EndedJob } | { used: number }> {
-  const { deps, jobs, term, io, report } = step;
+export async function lookAfterJob(step: Step, pass: Pass, id: string): Promise<EndedJob | undefined> {
+  const { deps, jobs, io, report } = step;
   const read = await jobs.latestJob(id, io);
   const live = read === undefined ? undefined : await expireIfDue(deps, jobs, read, io);
   const job = live === undefined ? undefined : await settleHeld(deps, jobs, live, step.resultsDrainedSinceMs, io);
   if (job?.value.status === "completed" && live?.value.status === "running") report.completedJobs.push(id);
-  if (job === undefined || job.value.status !== "running") return { ended: await endJob(step, id, job) };
-  const current = await recordUnrecorded(step, await redispatchOnce(step, pass, job));
-  const { sent, failed, unrecorded } = await dispatchJob(deps, jobs, current, budget, {
-    ...io,
-    chunks: step.chunks,
-    progress: term,
-    monotonicMs: step.monotonicMs,
-  });
-  noteProgress(step, job.value, sent + failed, failed);
-  report.dispatched += sent;
-  report.failed += failed;
-  if (sent + failed > 0) pass.work = true;
-  if (unrecorded !== undefined) {
-    step.unrecorded.set(id, unrecorded);
-    throw unrecorded.error;
-  }
-  return { used: sent + failed };
+  if (job === undefined || job.value.status !== "running") return endJob(step, id, job);
+  // A limited job's units in flight are in the grant ledger: they are sent again when their grants expire, not here.
+  const limited = jobFlowOf(deps.registry.get(job.value.kind), job.value) !== undefined;
+  const current = limited ? job : await recordUnrecorded(step, await redispatchOnce(step, pass, job));
+  noteProgress(step, current.value, 0, 0);
+  return undefined;
 }
 
 /**

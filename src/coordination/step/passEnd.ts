@@ -21,9 +21,10 @@ export async function endPass(
   const { deps, jobs, io, report, resumeAt } = step;
   report.activeJobs = (index?.value.active.length ?? 0) - finished.length;
   report.jobs = [...step.progress.values()];
+  // Jobs waiting for their `notBefore` keep no step going: the sentinel starts one when the first is due (leaderStep).
   const ending =
     step.pastBudget() ||
-    (!pass.work && report.activeJobs === 0) ||
+    (!pass.work && report.activeJobs - report.scheduledJobs <= 0) ||
     report.passes >= (step.options.maxPasses ?? Infinity);
   // Each ended job's retention marker first: a crash before the index write leaves the job active, and the next
   // pass writes the same marker again.

@@ -5,6 +5,7 @@ import { delay, throwIfAborted } from "../../library/util/delay.js";
 import { applyCancelRequests } from "../jobs/cancel.js";
 import type { CoordinationDeps } from "../deps.js";
 import { ChunkCache } from "../dispatch/chunkCache.js";
+import { FairShare } from "../scheduling/fairShare.js";
 import { foldPoisonBatch } from "../fold/foldPoison.js";
 import { awaitAcknowledgements, type FoldReport } from "../fold/foldReport.js";
 import { foldResultBatch } from "../fold/foldResultBatch.js";
@@ -96,6 +97,7 @@ async function beginStep(deps: CoordinationDeps, term: LeadershipTerm, options: 
       removedJobs: 0,
       redispatched: 0,
       activeJobs: 0,
+      scheduledJobs: 0,
       jobs: [],
     },
     progress: new Map(),
@@ -109,6 +111,8 @@ async function beginStep(deps: CoordinationDeps, term: LeadershipTerm, options: 
     unrecorded: new Map(),
     inboxTurn: { after: undefined },
     cancelTurn: { after: undefined },
+    // A quantum of one unit of any job: every turn sends at least one whole unit.
+    fairShare: new FairShare(Math.max(1, deps.workUnitMaxItems)),
   };
 }
 

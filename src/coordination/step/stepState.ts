@@ -4,6 +4,7 @@ import type { CoordinationDeps } from "../deps.js";
 import type { ChunkCache } from "../dispatch/chunkCache.js";
 import type { UnrecordedCursor } from "../dispatch/recordCursor.js";
 import type { MarkerTurn } from "../jobs/markerTurn.js";
+import type { FairShare } from "../scheduling/fairShare.js";
 import type { JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
 
@@ -47,6 +48,10 @@ export interface StepReport {
    */
   redispatched: number;
   activeJobs: number;
+  /** Active jobs waiting for their `notBefore` (counted in `activeJobs`), as of the last pass. */
+  scheduledJobs: number;
+  /** The earliest `notBefore` of those, wall-clock ms; absent when none waits. */
+  nextDueAtMs?: number;
   /** Progress of each job the step looked at, as of its last pass (at most {@link MAX_REPORTED_JOBS}). */
   jobs: JobProgress[];
 }
@@ -101,6 +106,8 @@ export interface Step {
   /** Where the step's passes are in the inbox and in the cancellation requests (`jobs/markerTurn.ts`). */
   inboxTurn: MarkerTurn;
   cancelTurn: MarkerTurn;
+  /** Who gets the dispatch window next: priorities, fairness keys' deficits and turns, carried from pass to pass. */
+  fairShare: FairShare;
 }
 
 /** What one pass knows of itself. */

@@ -11,6 +11,8 @@ import { isThenable, processItem } from "./itemCall.js";
 import { inputOf, readInputBlob } from "./workerInputs.js";
 import { sendItemResult, sendUnitResult } from "./workerResults.js";
 import { resendOnShutdown } from "./workerResend.js";
+import { claimGrant, gateOf, grantReport, markClaim, sendRegrant } from "./grantedUnit.js";
+import { GrantExpiredError, type TakenShares, type UnitGate } from "../flow/unitGate.js";
 
 /** What the worker needs: a subset of the coordination deps (malformed messages go to `workPoisonQueue`). */
 export type WorkerDeps = Pick<
@@ -45,14 +47,17 @@ export interface Delivery {
  * How the worker handled a message: `processed` when every item of it succeeded, `failed` when some did not,
  * `stopped` when its job was stopped (cancelled or ended) before every item was processed (`skipped` were not),
  * `resent` when the host shut down during its last delivery and the unit was put on the work queue again, whole
- * (nothing reported: its items count when the copy is processed); the unit's task kind, and how many of its `count`
- * items were reported done and failed.
+ * (nothing reported: its items count when the copy is processed), `regranted` when a granted unit went back to the
+ * leader whole, `copy` when another copy of a granted unit runs it (this one did nothing); the unit's task kind, and
+ * how many of its `count` items were reported done and failed.
  */
 export type WorkOutcome =
   | ({ status: "processed"; reason?: undefined } & UnitCounts)
   | ({ status: "failed"; reason: string } & UnitCounts)
   | ({ status: "stopped"; reason?: undefined; skipped: number } & UnitCounts)
   | ({ status: "resent"; reason: string } & UnitCounts)
+  | ({ status: "regranted"; reason: string } & UnitCounts)
+  | ({ status: "copy"; reason: string } & UnitCounts)
   | { status: "rejected"; reason: string };
 
 /** A unit's counts in a {@link WorkOutcome}. */
@@ -66,7 +71,7 @@ interface UnitCounts {
 }
 
 /** The newest work message version this worker knows (`v` of {@link workMessageSchema}). */
-const NEWEST_WORK_MESSAGE_VERSION = 2;
+const NEWEST_WORK_MESSAGE_VERSION = 3;
 
 /**
  * While a unit runs, how old a "not stopped" answer about its job may be before an item starts (and how often a unit
@@ -137,10 +142,10 @@ export async function processWorkMessage(
     );
 
   const { jobId } = message;
-  const first = message.v === 2 ? message.first : message.item;
-  const inputs = message.v === 2 ? message.inputs : [message.input];
-  const count = inputs.length;
-  const unitCounts = { jobId, kind: message.kind, item: first, count };
+  const first = message.v === 1 ? message.item : message.first;
+  const inputs = message.v === 1 ? [message.input] : message.inputs;
+  const unitCounts = { jobId, kind: message.kind, item: first, count: inputs.length };
+  if (message.v === 3) return processGranted(deps, kind, message, params.value, delivery, options, unitCounts);
   // A shutdown on the last delivery, while the items run or while their result is sent: the unit goes out again whole.
   const resendIfShutDown = async (error: unknown): Promise<WorkOutcome> => {
     if (options.abortSignal?.aborted !== true || delivery.dequeueCount < delivery.maxDequeueCount) throw error;
@@ -160,6 +165,107 @@ export async function processWorkMessage(
   }
 }
 
+type GrantedMessage = Extract<z.infer<typeof workMessageSchema>, { v: 3 }>;
+type Counts = Pick<UnitCounts, "jobId" | "kind" | "item" | "count">;
+
+/**
+ * A granted unit's delivery (its job is limited: `grantedUnit.ts`): it runs only once it has claimed the grant, and
+ * marks the claim reported once its result or give-back is sent. Whatever stops it short goes back to the leader (a
+ * regrant), never to the queue — but a transient failure of its items, which the host retries as for any unit.
+ */
+async function processGranted(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  message: GrantedMessage,
+  params: unknown,
+  delivery: Delivery,
+  options: Abortable,
+  unitCounts: Counts,
+): Promise<WorkOutcome> {
+  const gate = gateOf(message, deps.now);
+  const regranted = async (why: string, how: Parameters<typeof sendRegrant>[4] = {}): Promise<WorkOutcome> => {
+    await sendRegrant(deps, message, gate, why, how);
+    return { status: "regranted", ...unitCounts, itemsDone: 0, itemsFailed: 0, reason: why };
+  };
+  const copy = (reason: string): WorkOutcome => ({
+    status: "copy",
+    ...unitCounts,
+    itemsDone: 0,
+    itemsFailed: 0,
+    reason,
+  });
+  let claim: Awaited<ReturnType<typeof claimGrant>>;
+  try {
+    claim = await claimGrant(deps, message, gate, delivery, options);
+  } catch (error) {
+    // Its claim failed (storage trouble): held, since another copy may have claimed and run it.
+    return regrantOrThrow(() => regranted(`its claim failed: ${errorText(error)}`, { held: true }), error);
+  }
+  if (claim === "copy") return copy("another copy runs it");
+  if (claim === "reported") return copy("an earlier delivery reported it");
+  if (claim === "earlier")
+    return regranted("an earlier delivery claimed its grant and may still run it (frozen, or died)", {
+      held: true,
+      lost: true,
+    });
+  if (claim === "expired") return regranted("its grant expired before it started", { expired: true });
+  const outcome = await runClaimed(deps, kind, message, { params, gate, unitCounts, regranted }, delivery, options);
+  // Its report (result or give-back) was sent: a later delivery of its message does nothing.
+  await markClaim(deps, message, delivery, "reported");
+  return outcome;
+}
+
+/** Runs a granted unit whose grant this delivery claimed, and reports it. */
+async function runClaimed(
+  deps: WorkerDeps,
+  kind: RegisteredKind,
+  message: GrantedMessage,
+  unit: {
+    params: unknown;
+    gate: UnitGate;
+    unitCounts: Counts;
+    regranted: (why: string, how?: { expired?: boolean }) => Promise<WorkOutcome>;
+  },
+  delivery: Delivery,
+  options: Abortable,
+): Promise<WorkOutcome> {
+  const { jobId, first, inputs } = message;
+  let run: UnitRun;
+  try {
+    run = await runItems(deps, kind, { jobId, first, inputs, params: unit.params, gate: unit.gate }, delivery, options);
+  } catch (error) {
+    // A transient failure of its items (every item has stopped): the host retries it, as any unit, with its claim
+    // released, so the next delivery runs it under the grant (the host's retries count; the last reports failures).
+    if (options.abortSignal?.aborted !== true) {
+      await markClaim(deps, message, delivery, "released");
+      throw error;
+    }
+    return regrantOrThrow(() => unit.regranted(`its run was shut down: ${errorText(error)}`), error);
+  }
+  if (run.expired === true) return unit.regranted("its grant expired before every item started", { expired: true });
+  try {
+    return await reportRun(deps, kind, message, unit.unitCounts, run, options);
+  } catch (error) {
+    // Its result was not sent (a shutdown, storage trouble): back to the leader, since a redelivery of its message
+    // may not run under its grant; the items it ran run again under a new one.
+    return regrantOrThrow(() => unit.regranted(`its result could not be sent: ${errorText(error)}`), error);
+  }
+}
+
+/** An error's message. */
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The regrant `send` makes, or `error` (the run's) when it fails. */
+async function regrantOrThrow(send: () => Promise<WorkOutcome>, error: unknown): Promise<WorkOutcome> {
+  try {
+    return await send();
+  } catch {
+    throw error;
+  }
+}
+
 /** Sends the leader what a unit's run gave (one result naming the items done and failed) and says how it went. */
 async function reportRun(
   deps: WorkerDeps,
@@ -172,7 +278,12 @@ async function reportRun(
   const { jobId, item: first, count } = unitCounts;
   const { done, partials, failures } = run;
   const failed = [...failures].map(([reason, items]) => ({ items: toRanges(items), reason: reason.slice(0, 2000) }));
-  if (run.skipped === count) return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  if (run.skipped === count) {
+    // Its job stopped: a granted unit still gives its grant back.
+    if (message.v === 3 && run.gate !== undefined)
+      await sendRegrant(deps, message, run.gate, "its job was stopped before any item started");
+    return { status: "stopped", ...unitCounts, itemsDone: 0, itemsFailed: 0, skipped: count };
+  }
   if (message.v === 1) {
     const [failure] = failed;
     const tooLarge = await sendItemResult(
@@ -196,6 +307,7 @@ async function reportRun(
         failed,
       },
       options,
+      message.v === 3 && run.gate !== undefined ? grantReport(message, run.gate) : undefined,
     );
     if (tooLarge !== undefined) failed.push({ items: toRanges(done), reason: tooLarge });
   }
@@ -216,6 +328,8 @@ interface UnitItems {
   first: number;
   inputs: readonly ItemInput[];
   params: unknown;
+  /** A granted unit's gate: its items start only under the unit's shares of its limits, before the grant expires. */
+  gate?: UnitGate | undefined;
 }
 
 /** What running a unit's items gave: items done with their partials, items failed by reason, items not processed. */
@@ -225,6 +339,10 @@ interface UnitRun {
   partials: PartialMerger;
   failures: Map<string, number[]>;
   skipped: number;
+  /** The grant expired before every item started: the unit goes back to the leader, whole. */
+  expired?: boolean;
+  /** The granted unit's gate, for its report. */
+  gate?: UnitGate | undefined;
 }
 
 /**
@@ -241,7 +359,8 @@ async function runItems(
 ): Promise<UnitRun> {
   const { jobId, first, inputs } = unit;
   const lastDelivery = delivery.dequeueCount >= delivery.maxDequeueCount;
-  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0 };
+  const { gate } = unit;
+  const run: UnitRun = { done: [], partials: new PartialMerger(kind), failures: new Map(), skipped: 0, gate };
   const fail = (item: number, reason: string): void => {
     const items = run.failures.get(reason) ?? [];
     items.push(item);
@@ -253,6 +372,8 @@ async function runItems(
     options.abortSignal === undefined ? unitControl.signal : AbortSignal.any([options.abortSignal, unitControl.signal]);
   let transient: { error: unknown } | undefined;
   const watch = watchForStop(deps, jobId, unitControl);
+  // A granted unit's items stop at its grant's expiry: the leader may hand the shares on from a grace later.
+  const expiry = gate === undefined ? undefined : expireAt(gate, unitControl);
   const runItem = async (input: ItemInput, offset: number): Promise<void> => {
     const item = first + offset;
     if (!signal.aborted && (await deps.jobStops.isStopped(jobId, { maxAgeMs: STOP_CHECK_INTERVAL_MS })))
@@ -262,16 +383,22 @@ async function runItems(
       if (unitControl.signal.reason instanceof JobStoppedSignal) run.skipped++;
       return;
     }
+    let shares: TakenShares | undefined;
     try {
       const data =
         "inline" in input
           ? inputOf(undefined, input.inline)
           : await readInputBlob(deps, input.blob, { abortSignal: signal });
-      // The slice is checked right before the kind runs, in the same synchronous run: items of several units whose
-      // awaits (stop check, input) resolved in one turn take turns with the timers instead of running back to back.
-      while (workerSlice.spent()) await workerSlice();
-      throwIfAborted(signal); // stopped or shut down meanwhile: handled below
-      const produced = processItem(deps, kind, unit, data, item, signal);
+      // Checked right before the kind runs, in the same synchronous run (no await between): see startNow.
+      let ready: { shares: TakenShares | undefined } | undefined;
+      while ((ready = startNow(gate, offset, signal)) === undefined) await waitToStart(gate, offset, signal);
+      shares = ready.shares;
+      let produced: unknown;
+      try {
+        produced = processItem(deps, kind, unit, data, item, signal);
+      } finally {
+        shares?.started(); // after the kind's synchronous start, whether it threw: the start its rate counts
+      }
       // Awaited only when it can be (a promise, or any thenable, which a promise would adopt too): a synchronous
       // kind's partial is used as it is, without a promise and a turn of the microtask queue per item (issue 35).
       const partial = isThenable(produced) ? await produced : produced;
@@ -282,6 +409,8 @@ async function runItems(
         run.skipped++;
         return;
       }
+      if (error instanceof GrantExpiredError) unitControl.abort(error);
+      if (unitControl.signal.reason instanceof GrantExpiredError) return; // the whole unit goes back
       if (options.abortSignal?.aborted === true) return; // shutting down: the unit is delivered again
       const reason = error instanceof Error ? error.message : String(error);
       if (error instanceof ItemError) fail(item, reason);
@@ -292,20 +421,63 @@ async function runItems(
         transient ??= { error };
         unitControl.abort(error);
       }
+    } finally {
+      shares?.release();
     }
   };
   try {
     await forEachAtMost(kind.concurrency ?? deps.workUnitConcurrency, inputs, runItem);
   } finally {
+    if (expiry !== undefined) clearTimeout(expiry);
     await watch.stop();
   }
   if (transient !== undefined) throw transient.error;
+  if (unitControl.signal.reason instanceof GrantExpiredError) return { ...run, expired: true };
+  return settledRun(run, inputs.length, options);
+}
+
+/**
+ * A unit's run once every item settled: its items in order; throws the shutdown's reason when the host shut down
+ * before every item was done, failed or skipped (the unit is delivered again).
+ */
+function settledRun(run: UnitRun, count: number, options: Abortable): UnitRun {
   const settled = run.done.length + [...run.failures.values()].reduce((sum, items) => sum + items.length, 0);
-  if (options.abortSignal?.aborted === true && settled + run.skipped < inputs.length)
-    throw abortReason(options.abortSignal);
+  if (options.abortSignal?.aborted === true && settled + run.skipped < count) throw abortReason(options.abortSignal);
   run.done.sort((a, b) => a - b);
   for (const items of run.failures.values()) items.sort((a, b) => a - b);
   return run;
+}
+
+/**
+ * Whether an item may start now, checked right before its kind runs, in the same synchronous run: the worker's slice
+ * (items of several units whose awaits — stop check, input — resolved in one turn take turns with the timers instead
+ * of running back to back), then a granted item's shares, taken (the gate counts the start when the caller says the
+ * kind was called). Undefined: wait ({@link waitToStart}) and ask again. Throws the signal's reason once it aborts
+ * (stopped or shut down meanwhile), and GrantExpiredError once the grant expires.
+ */
+function startNow(
+  gate: UnitGate | undefined,
+  offset: number,
+  signal: AbortSignal,
+): { shares: TakenShares | undefined } | undefined {
+  if (workerSlice.spent()) return undefined;
+  throwIfAborted(signal);
+  if (gate === undefined) return { shares: undefined };
+  const shares = gate.tryTake(offset);
+  return shares === undefined ? undefined : { shares };
+}
+
+/** Waits for what {@link startNow} lacked: the worker's next slice, or the item's shares. */
+async function waitToStart(gate: UnitGate | undefined, offset: number, signal: AbortSignal): Promise<void> {
+  if (workerSlice.spent()) await workerSlice();
+  else await gate?.ready(offset, signal);
+}
+
+/** Aborts a granted unit's items at its grant's expiry (wall clock); the timer, to clear when the unit settles. */
+function expireAt(gate: UnitGate, control: AbortController): NodeJS.Timeout {
+  const timer = setTimeout(() => control.abort(new GrantExpiredError(gate.grantId)), gate.msUntilExpiry());
+  timer.unref();
+  return timer;
 }
 
 /**

@@ -17,7 +17,9 @@ export const RESEND_TIMEOUT_MS = 5000;
  * sent without the aborted shutdown signal, within {@link RESEND_TIMEOUT_MS}; if it cannot be sent, the shutdown
  * (`shutdown`, the error the unit's run threw) is thrown as before and the host poisons the message. One send request
  * per such shutdown; only a shutdown sends it, so a unit goes round again at most once a shutdown. Returns the reason,
- * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again).
+ * for the work outcome. A payload given as the message's text is sent as it came (not JSON-encoded again). Not for a
+ * granted unit (issue 42): its copy would be a new message, which cannot claim the grant this delivery claimed; it goes
+ * back to the leader instead (`sendRegrant`).
  */
 export async function resendOnShutdown(
   deps: Pick<CoordinationDeps, "workQueue" | "workPoisonQueue" | "logger" | "instanceId">,

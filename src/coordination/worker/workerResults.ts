@@ -4,6 +4,7 @@ import { keys } from "../state/jobState.js";
 import {
   MAX_OUTCOME_BYTES,
   outcomeTooLarge,
+  type GrantReport,
   type itemResultMessageSchema,
   type UnitResultMessage,
 } from "../ports/messages.js";
@@ -47,14 +48,18 @@ export async function sendItemResult(
 /**
  * Sends a unit's result; one too large for a queue message goes to a blob (`keys.outcome`) that it names. An outcome
  * larger than {@link MAX_OUTCOME_BYTES}, which the leader would not read, is not written: the unit's done items are
- * reported failed with the reason instead, which is returned.
+ * reported failed with the reason instead, which is returned. A granted unit's result (`grant` given) is a v3 result
+ * carrying its grant's report, in the message itself however large its outcome.
  */
 export async function sendUnitResult(
   deps: ResultDeps,
   result: UnitResultMessage,
   options: Abortable,
+  grant?: GrantReport,
 ): Promise<string | undefined> {
-  let text = JSON.stringify(result);
+  const versioned = (message: UnitResultMessage): string =>
+    JSON.stringify(grant === undefined ? message : { ...message, v: 3, grant });
+  let text = versioned(result);
   if (Buffer.byteLength(text) > MAX_INLINE_RESULT_BYTES) {
     const blob = keys.outcome(result.jobId, result.first);
     const { done = [], partial, failed = [] } = result;
@@ -64,17 +69,16 @@ export async function sendUnitResult(
       const reason = outcomeTooLarge(bytes);
       const { v, jobId, first, count } = result;
       // Its done items carry the partial: without it, the result is small (at most 1,000 failed ranges and reasons).
-      await sendUnitResult(deps, { v, jobId, first, count, failed: [...failed, { items: done, reason }] }, options);
+      await sendUnitResult(
+        deps,
+        { v, jobId, first, count, failed: [...failed, { items: done, reason }] },
+        options,
+        grant,
+      );
       return reason;
     }
     await deps.system.writeText(blob, outcome, options);
-    text = JSON.stringify({
-      v: 2,
-      jobId: result.jobId,
-      first: result.first,
-      count: result.count,
-      outcomeBlob: blob,
-    } satisfies UnitResultMessage);
+    text = versioned({ v: 2, jobId: result.jobId, first: result.first, count: result.count, outcomeBlob: blob });
   }
   await deps.resultsQueue.send([text], options);
   return undefined;

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createRepoApp } from "../../../support/repoKinds";
-import { getJobStatus, submitJob, type JobStatus } from "../../../../src/app/jobs";
+import { getJobStatus, hasEnded, submitJob, type JobStatus } from "../../../../src/app/jobs";
 import { delay } from "../../../../src/library/util/delay";
 import { aggregatesMatch, asAggregate } from "../../../../dev/src/local/demoData";
 import { InstanceProcess, type InstanceHandlers } from "../../../../dev/src/local/instances";
@@ -240,7 +240,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     for (;;) {
       status = await getJobStatus(poller, jobId, { abortSignal: options.abortSignal });
       if (firstDispatchMs === undefined && (status?.progress.dispatched ?? 0) > 0) firstDispatchMs = Date.now();
-      if (status !== undefined && status.status !== "pending" && status.status !== "running") break;
+      if (status !== undefined && hasEnded(status.status)) break;
       if (Date.now() > deadline)
         throw new Error(
           `The job did not end within ${options.maxWaitS} s (status ${status?.status ?? "unknown"}, ${status?.progress.done ?? 0} of ${options.job.items.length} done).`,

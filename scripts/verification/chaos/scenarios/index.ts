@@ -1,6 +1,7 @@
 import type { ScenarioOptions, ScenarioResult } from "../scenario";
 import { badInputScenario } from "./badInput";
 import { duplicatesScenario } from "./duplicates";
+import { flowLimitsScenario } from "./flowLimits";
 import { frozenTakeoverScenario } from "./frozenTakeover";
 import { leaderKillScenario } from "./leaderKill";
 import { outageScenario } from "./outage";
@@ -28,4 +29,5 @@ export const SCENARIOS: readonly ScenarioDefinition[] = [
   { name: "revocation", run: revocationScenario },
   { name: "two-regions", run: regionsScenario },
   { name: "single-app-leader-kill", run: singleAppLeaderKillScenario },
+  { name: "flow-limits", run: flowLimitsScenario },
 ];
