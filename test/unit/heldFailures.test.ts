@@ -156,9 +156,9 @@ describe("a failure inferred from a message that names a unit is held, not final
   });
 
   it("held items do not count as in flight: the job's items past a full window are still sent, so the job can end and fail them", async () => {
-    // Found by the simulator (seed 20262103, everyJobEnds, CI's own batch): issue 42's shared window counted held items
-    // as in flight, as dispatch.ts had stopped doing; a job whose window was all held never sent its last item, and held
-    // items fail only when the job has nothing else left, so it never ended.
+    // Found by the simulator (seed 20262103, everyJobEnds, CI's own batch): issue 42's shared window counted held
+    // items as in flight, as dispatch.ts had stopped doing; a job whose window was all held never sent its last item,
+    // and held items fail only when the job has nothing else left, so it never ended.
     const { deps, work: queue, results, state, id, clock } = await setUp(4, 2, 2);
     expect(await readJob(state, id)).toMatchObject({ dispatched: 2 }); // the window is full
     for (const unit of await queue.receive(32, 600)) await queue.delete(unit); // its process died: never reported
