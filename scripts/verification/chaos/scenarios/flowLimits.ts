@@ -31,7 +31,7 @@ const MESSAGE_LEASE_SECONDS = 50;
  * redeliveries give them back held — their shares stay counted until their grants expire, and 60 s more — so the job
  * waits that long for them. Full mode keeps the default (600 s: the undershoot bound, shown).
  */
-const QUICK_GRANT_SECONDS = 60;
+const QUICK_GRANT_SECONDS = 30;
 
 /**
  * Flow control on real processes (issue 42): three instances run a job of a kind with global limits — at most 4 items
