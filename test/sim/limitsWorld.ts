@@ -115,6 +115,9 @@ export class SimLimits {
 
   /** An item starts on `process` (the kind was called): recorded and checked. Undefined for an unlimited item. */
   onStart(process: SimProcess, jobId: string, index: number): ItemInterval | undefined {
+    // A dead process starts nothing: the simulator cannot stop its code, which runs on after the crash (its requests
+    // are dropped), but nothing it calls then reaches the world.
+    if (process.crashed) return undefined;
     const job = this.world.jobs.find((submitted) => submitted.id === jobId);
     if (job === undefined) return undefined;
     const { pools, key } = this.poolsOf(job, index);
