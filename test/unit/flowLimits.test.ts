@@ -78,3 +78,19 @@ describe("flow control: limits every worker obeys (issue 42)", () => {
     expect(peakStarts(runs, 1000)).toBeLessThanOrEqual(25);
   });
 });
+
+describe("flow control: a long limited job (issue 42)", () => {
+  it("ended grants kept for the status page do not count against the ledger's room: a job of more units than MAX_GRANTS ends", async () => {
+    // 1,100 units of one item each: every grant ends (its result) long before the hour ended grants are kept for.
+    const { job } = await runLimitedJob({
+      limits: { concurrency: 50 },
+      items: keyed(1100, ["a"]),
+      perUnit: 1,
+      itemMs: 0,
+      batch: 32,
+      deps: { workUnitMaxItems: 1 },
+    });
+    expect(job?.doneCount).toBe(1100);
+    expect(job?.status).toBe("completed");
+  }, 120_000);
+});

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
+  MAX_ENDED_KEPT,
+  liveGrants,
   recordEnds,
+  tidied,
   unitHasLiveGrant,
   useByPool,
   type Grant,
@@ -44,5 +47,23 @@ describe("the grant ledger's ends of a unit given back held (issue 42)", () => {
       const ledger = recordEnds(ledgerOf(grant("g")), ends, 10_000, 1);
       expect(useByPool(ledger, 10_000).get("k:sum")?.running ?? 0).toBe(0); // its shares are free at once
     }
+  });
+});
+
+describe("the grant ledger's size over a long job (issue 42)", () => {
+  it("keeps at most MAX_ENDED_KEPT ended grants, the newest, and every grant that still holds shares", () => {
+    const ended = Array.from({ length: 500 }, (_, index) =>
+      grant(`e${index}`, { first: index * 2, endedAtMs: 1_000 + index, starts: 2 }),
+    );
+    const live = Array.from({ length: 30 }, (_, index) => grant(`l${index}`, { first: 5_000 + index * 2 }));
+    const ledger = tidied(ledgerOf(...ended, ...live), 10_000);
+    const ids = new Set(ledger.grants.map((kept) => kept.id));
+    expect(ledger.grants).toHaveLength(MAX_ENDED_KEPT + 30);
+    for (const kept of live) expect(ids.has(kept.id)).toBe(true);
+    expect(ids.has("e499")).toBe(true);
+    expect(ids.has(`e${500 - MAX_ENDED_KEPT}`)).toBe(true);
+    expect(ids.has(`e${499 - MAX_ENDED_KEPT}`)).toBe(false);
+    // Only the grants that hold shares count against MAX_GRANTS.
+    expect(liveGrants(ledger, 10_000)).toBe(30);
   });
 });

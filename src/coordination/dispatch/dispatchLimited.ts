@@ -9,7 +9,15 @@ import { withResends, type ResendUnit } from "../flow/resend.js";
 import { foldOutcomes } from "../fold/foldOutcomes.js";
 import type { FoldCounts } from "../fold/foldReport.js";
 import { MAX_WORK_MESSAGE_BYTES, type GrantedWorkMessage, type WorkGrant } from "../ports/messages.js";
-import { MAX_GRANTS, expiredUnreported, markExpired, tidied, type Grant, type Ledger } from "../state/grantLedger.js";
+import {
+  MAX_GRANTS,
+  expiredUnreported,
+  liveGrants,
+  markExpired,
+  tidied,
+  type Grant,
+  type Ledger,
+} from "../state/grantLedger.js";
 import type { PoolLimit } from "../kinds/kindLimits.js";
 import { keys, type JobState } from "../state/jobState.js";
 import type { JobStore } from "../state/jobStore.js";
@@ -70,7 +78,7 @@ export async function dispatchLimitedJob(
     { cursor: state.dispatched, itemCount: state.itemCount, resend },
     {
       newItems: Math.max(0, Math.min(budget, deps.maxInFlight - inFlight)),
-      units: Math.max(0, MAX_GRANTS - ledger.grants.length),
+      units: Math.max(0, MAX_GRANTS - liveGrants(ledger, nowMs, jobs.epoch)),
       unitItems: limits.items,
       inputBytes: limits.bytes - GRANT_RESERVE_BYTES,
       perUnit: kind?.concurrency ?? deps.workUnitConcurrency,

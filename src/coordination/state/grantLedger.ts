@@ -43,8 +43,22 @@ export function countedWindowMs(windowMs: number): number {
  */
 export const CLOCK_SKEW_MS = 1000;
 
-/** Most grants the ledger holds: a unit is not granted while this many are (its size stays bounded). */
+/**
+ * Most grants the ledger holds that still hold shares: a unit is not granted while this many do (its size stays
+ * bounded). Ended grants kept for the status page's starts do not count: {@link MAX_ENDED_KEPT} bounds them.
+ */
 export const MAX_GRANTS = 1000;
+
+/**
+ * Most ended grants the ledger keeps once they hold nothing (the newest), for the status page's starts per period: a
+ * long job ends a unit every second or so, and these are kept up to an hour.
+ */
+export const MAX_ENDED_KEPT = 200;
+
+/** How many of the ledger's grants still hold shares at `nowMs`: what {@link MAX_GRANTS} bounds. */
+export function liveGrants(ledger: Pick<Ledger, "grants">, nowMs: number, epoch?: number): number {
+  return ledger.grants.filter((grant) => holdsAnything(grant, nowMs, epoch)).length;
+}
 
 /** A unit's share of one pool: items it may run at once (`c`), rate permits it may use (`r`, once per `windowMs`). */
 export const holdSchema = z.looseObject({
@@ -297,9 +311,12 @@ export function poolViews(ledger: Ledger, nowMs: number): PoolView[] {
 }
 
 function pruned(grants: Grant[], nowMs: number): Grant[] {
-  return grants.filter(
-    (grant) => holdsAnything(grant, nowMs) || nowMs - (grant.endedAtMs ?? grant.expiresAtMs) < ENDED_KEPT_MS,
-  );
+  const endedKept = grants
+    .filter((grant) => !holdsAnything(grant, nowMs) && nowMs - (grant.endedAtMs ?? grant.expiresAtMs) < ENDED_KEPT_MS)
+    .sort((a, b) => (b.endedAtMs ?? b.expiresAtMs) - (a.endedAtMs ?? a.expiresAtMs))
+    .slice(0, MAX_ENDED_KEPT);
+  const kept = new Set(endedKept);
+  return grants.filter((grant) => kept.has(grant) || holdsAnything(grant, nowMs));
 }
 
 /**
