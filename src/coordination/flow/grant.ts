@@ -8,14 +8,21 @@ import type { NamedPool } from "./pools.js";
  * unit is sent.
  */
 
-/** A unit of a concurrency-limited pool carries at most this many items per share: it runs them back to back. */
+/**
+ * A unit of a concurrency-limited pool carries this many items per share, run back to back, while the leader knows
+ * nothing of how long the pool's items take; once units of the pool have ended, as many as its share runs in
+ * {@link TARGET_UNIT_MS} (never fewer than this): the gap between a unit's end and the next one's start then costs a
+ * few percent of the limit whatever the items' time.
+ */
 export const ITEMS_PER_SHARE = 16;
+/** Ended grants of a pool whose time per item, per share, is averaged (the newest). */
+export const ITEM_TIME_SAMPLES = 16;
 /**
  * A unit of a rate-limited pool carries about this long of starts at its share, in ms: long enough that the gap between
  * one unit's end and the next one's start (a fold, a dispatch, a worker's poll) costs a few percent of the rate, short
  * enough that a job waiting on the pool gets its turn soon (the shares come back as units end).
  */
-export const TARGET_UNIT_MS = 10_000;
+export const TARGET_UNIT_MS = 20_000;
 /**
  * The shortest item a rate share is sized for, in ms. A unit starts at most `perUnit` items at once, so one whose
  * items take this long uses at most `perUnit × windowMs / RATE_SLOT_ITEM_MS` permits of a window; a unit gets no more
@@ -81,13 +88,60 @@ export function nextGrant(
   return { regrants: (grant?.regrants ?? 0) + 1, ...(expiries > 0 ? { expiries } : {}), ...(lost > 0 ? { lost } : {}) };
 }
 
+/**
+ * Per pool, how long one share took per item in the units of the pool that ended last, in ms (their grant to their
+ * end, the gap to the worker included, times their share over their items started): the median of the newest
+ * {@link ITEM_TIME_SAMPLES}. Only units that reported their end and started items count (not an expiry, a give-back
+ * or a unit given back held).
+ */
+export function itemTimes(ledger: Pick<Ledger, "grants">): Map<string, number> {
+  const samples = new Map<string, { atMs: number; ms: number }[]>();
+  for (const grant of ledger.grants) {
+    if (grant.endedAtMs === undefined || grant.held === true || (grant.starts ?? 0) <= 0) continue;
+    const starts = grant.starts ?? 1;
+    for (const hold of grant.holds) {
+      if ((hold.c ?? 0) <= 0) continue;
+      const ms = (Math.max(0, grant.endedAtMs - grant.grantedAtMs) * (hold.c ?? 1)) / starts;
+      const list = samples.get(hold.pool) ?? [];
+      list.push({ atMs: grant.endedAtMs, ms });
+      samples.set(hold.pool, list);
+    }
+  }
+  const times = new Map<string, number>();
+  for (const [pool, list] of samples) {
+    const newest = list
+      .sort((a, b) => b.atMs - a.atMs)
+      .slice(0, ITEM_TIME_SAMPLES)
+      .map((sample) => sample.ms)
+      .sort((a, b) => a - b);
+    times.set(pool, newest[Math.floor(newest.length / 2)] ?? 0);
+  }
+  return times;
+}
+
+/** Items a share of a concurrency pool carries, given how long the pool's items took per share (undefined: unknown). */
+export function itemsPerShare(itemMs: number | undefined): number {
+  if (itemMs === undefined) return ITEMS_PER_SHARE;
+  return Math.max(ITEMS_PER_SHARE, Math.floor(TARGET_UNIT_MS / Math.max(1, itemMs)));
+}
+
+/**
+ * A unit's items under one limit: `byTime`, or its share's part of the job's tail (`ofTail`) when that is less — but
+ * not under a quarter of `byTime`: a small job under a generous limit goes out in a few units, not one per item.
+ */
+function tailCap(byTime: number, ofTail: number): number {
+  return Math.min(byTime, Math.max(Math.ceil(byTime / 4), ofTail));
+}
+
 /** What is free in each pool during one dispatch: the ledger's use, plus what this dispatch has granted so far. */
 export class PoolBook {
   private readonly use: Map<string, PoolUse>;
+  private readonly times: Map<string, number>;
 
   /** `epoch`: the leader's, on whose clock its own ends were recorded. */
   constructor(ledger: Pick<Ledger, "grants">, nowMs: number, epoch: number) {
     this.use = useByPool(ledger, nowMs, epoch);
+    this.times = itemTimes(ledger);
   }
 
   /** The shares still free in a pool (Infinity for what it does not limit). */
@@ -108,9 +162,9 @@ export class PoolBook {
 
   /**
    * Most items a unit may carry for this pool, given `perUnit` (items of a unit run at once) and `remaining` (items of
-   * its job still to send): as many as its share runs {@link ITEMS_PER_SHARE} times over, as many as its rate share
-   * starts in {@link TARGET_UNIT_MS}, and no more than its share's part of what remains — so a job's units together use
-   * every share free, and end about together.
+   * its job still to send): as many as its share runs in {@link TARGET_UNIT_MS} ({@link itemsPerShare}), as many as
+   * its rate share starts in that time, and no more than its share's part of what remains over the whole limit — so a
+   * job's last units shrink as its items run out, and the shares that come back one by one share its tail.
    */
   itemCap(pool: NamedPool, perUnit: number, remaining: number): number {
     const free = this.free(pool);
@@ -118,12 +172,13 @@ export class PoolBook {
     let cap = Infinity;
     if (concurrency !== undefined) {
       const share = Math.min(free.c, perUnit);
-      cap = Math.min(share * ITEMS_PER_SHARE, Math.ceil((remaining * share) / Math.max(1, free.c)));
+      const byTime = share * itemsPerShare(this.times.get(pool.id));
+      cap = Math.min(cap, tailCap(byTime, Math.ceil((remaining * share) / concurrency)));
     }
     if (rate !== undefined) {
       const share = Math.min(free.r, rateShareCap(perUnit, rate.windowMs));
       const byTime = Math.max(1, Math.floor((share * TARGET_UNIT_MS) / rate.windowMs));
-      cap = Math.min(cap, byTime);
+      cap = Math.min(cap, tailCap(byTime, Math.ceil((remaining * share) / rate.permits)));
     }
     return Math.max(1, cap);
   }

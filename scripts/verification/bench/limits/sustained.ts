@@ -31,7 +31,8 @@ import { RUN_LINE, SUSTAINED_ITEM_MS, SUSTAINED_KIND, sustainedKind, type Sustai
  * and status reads go to Azurite directly.
  */
 
-const ITEMS = 480;
+/** Enough that each limited job runs a minute or more: several generations of units of about 20 s each. */
+const ITEMS = 2_400;
 const CONCURRENCY_LIMIT = 8;
 const RATE = { limit: 20, periodSeconds: 1 } as const;
 const POLL_MS = 250;
