@@ -52,12 +52,22 @@ export default defineConfig({
         extends: true,
         test: {
           name: "processes",
-          include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts", "test/sim/**/*.test.ts"],
+          include: ["test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
           // The WebJobs SDK side by side (`npm run test:conformance`): not in `npm test` (see
           // docs/contributing/testing.md).
           exclude: ["test/e2e/conformanceHost.test.ts"],
           sequence: { groupOrder: 1 },
           fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // The simulator: CPU-bound, deterministic (virtual time), so its two halves of CI's budget run side by side,
+          // one per core, after the multi-process suites and never beside them.
+          name: "simulation",
+          include: ["test/sim/**/*.test.ts"],
+          sequence: { groupOrder: 2 },
         },
       },
       // Only with CONFORMANCE=1 (`npm run test:conformance`).
@@ -68,7 +78,7 @@ export default defineConfig({
               test: {
                 name: "conformance",
                 include: ["test/e2e/conformanceHost.test.ts"],
-                sequence: { groupOrder: 3 },
+                sequence: { groupOrder: 4 },
               },
             },
           ]
@@ -81,7 +91,7 @@ export default defineConfig({
           name: "consumer",
           include: ["test/consumer/**/*.test.ts"],
           globalSetup: ["./test/consumer/packOnce.ts"],
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           fileParallelism: false,
         },
       },

@@ -2,8 +2,9 @@ import type { InvariantName } from "./invariants";
 import type { FaultKind } from "./plan";
 
 /**
- * What CI simulates (test/sim/simulate.test.ts): a fixed budget of seeds, printed so any failure replays with
- * `npm run simulate -- --seed N`. Override the first seed with SIM_SEED and the count with SIM_RUNS.
+ * What CI simulates (test/sim/simulate.test.ts and simulateSecondHalf.test.ts, half each): a fixed budget of seeds,
+ * printed so any failure replays with `npm run simulate -- --seed N`. Override the first seed with SIM_SEED and the
+ * count with SIM_RUNS.
  */
 export const CI_BUDGET = { seed: 20_261_123, runs: 1_000, shrinkSeconds: 20 } as const;
 
