@@ -38,7 +38,7 @@ export const INVARIANTS = {
   limitsNeverExceeded:
     "no pool of a limit (a kind's, a key's, a job's own) ever has more items running than its concurrency, nor more starts in any window of its period (sliding) than its rate's limit, nor more than its burst in any window of period ÷ ⌊limit ÷ burst⌋ (test/sim/limitsWorld.ts)",
   limitedJobsEnd:
-    "once faults stop, every job under limits ends within 180 s + twice a grant's lifetime and grace (11 min each: a grant whose unit never went out, a unit whose copy could not claim its grant, held) + the same per lost delivery of each item that kills its process (at most MAX_LOST_DELIVERIES each) + its items' time at their limits",
+    "once faults stop, every job under limits ends within 180 s + twice a grant's lifetime and grace (11 min each: a grant whose unit never went out, a unit whose copy could not claim its grant, held) + the same per lost delivery of each item that kills its process (at most MAX_LOST_DELIVERIES each) and per worker's result damaged on its way + its items' time at their limits",
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];

@@ -194,7 +194,8 @@ export class SimLimits {
    * and grace (another copy may run under it), once more. An item that kills its process does so on every delivery:
    * a later delivery finds the claim of the one that died unmarked and gives the unit back held (that one may be
    * frozen, not dead), so each such unit holds its shares a grant's lifetime and grace per lost delivery, until
-   * {@link MAX_LOST_DELIVERIES} fail it.
+   * {@link MAX_LOST_DELIVERIES} fail it. A worker's result damaged on its way (`garbageResults`) names no grant the
+   * leader can read: the unit's grant holds its shares until it expires and its grace passes, once per damaged result.
    */
   calmLimitMs(baseMs: number, tickMs: number): number {
     if (!this.on) return baseMs;
@@ -217,7 +218,8 @@ export class SimLimits {
     const sum = kindLimitsOf(this.world.plan.limits.kinds, "sim-sum");
     if (sum !== null) workMs += burstJobs * Math.max(2000 / (sum.concurrency ?? Infinity), sum.rate ? 3000 : 0);
     const grantMs = GRANT_LIFETIME_MS + GRANT_GRACE_MS;
-    return baseMs + (2 + kills * MAX_LOST_DELIVERIES) * grantMs + 2 * tickMs + 2 * workMs;
+    const damaged = this.world.plan.garbage.damaged.length;
+    return baseMs + (2 + kills * MAX_LOST_DELIVERIES + damaged) * grantMs + 2 * tickMs + 2 * workMs;
   }
 
   /** When a limited job was first seen ended (undefined: not seen). */
