@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createRepoApp } from "../../../support/repoKinds";
 import { getJobStatus, hasEnded, submitJob, type JobStatus } from "../../../../src/app/jobs";
@@ -61,7 +61,11 @@ export interface ProjectRunOptions {
    * IDLE_LOOP_MS their queue triggers' back-off waits its longest, as a deployed app's idle instances' does.
    */
   idleBeforeSubmitMs?: number;
-  /** Measure the instances' memory: idle RSS after `memoryIdleWaitS`, then the peak during the job. */
+  /**
+   * Measure the instances' memory: idle RSS after `memoryIdleWaitS`, then the peak during the job; and the live heap
+   * after a full collection (`heapSampler.ts`) at the start, every {@link HEAP_SAMPLE_INTERVAL_MS} through the job
+   * and at its end.
+   */
   memory?: { idleWaitS: number };
   /** Read each instance's peak RSS (VmHWM, since it started) at the end, without `memory`'s idle wait. */
   peakRss?: boolean;
@@ -77,6 +81,8 @@ export interface InstanceReport {
   termsLed: number;
   idleRssMiB?: number;
   peakRssMiB?: number;
+  /** With `memory`: the live heap after a full collection, sampled through the job (MiB), first at its start. */
+  heapMiB?: { atMs: number; heapUsedMiB: number; rssMiB: number }[];
   /**
    * CPU time of the process (every thread: user + system) in the run's counting window — from the submission's start
    * to {@link TAIL_MS} after the last invocation, as its requests (sampled every 200 ms after completion; the first
@@ -124,6 +130,10 @@ interface Invocation {
 
 /** The preload that counts an instance's storage requests. */
 const COUNT_REQUESTS = resolve(__dirname, "countRequests.ts");
+/** The preload that samples an instance's live heap after a full collection, on SIGUSR2. */
+const HEAP_SAMPLER = resolve(__dirname, "heapSampler.ts");
+/** How often the live heap is sampled during a memory run. */
+export const HEAP_SAMPLE_INTERVAL_MS = 5000;
 
 const EXECUTING = /^Executing 'Functions\.([^']+)' \(Reason='.*', Id=([^)]+)\)$/;
 const EXECUTED = /^Executed 'Functions\.([^']+)' \((?:Succeeded|Failed), Id=([^,]+), Duration=(\d+)ms\)/;
@@ -169,20 +179,38 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
     onExit: () => undefined,
   };
   const instances: InstanceProcess[] = [];
+  const heapFiles = new Map<string, string>();
   for (let index = 1; index <= options.instances; index++) {
     const name = `instance-${index}`;
     const countsFile = join(options.outputDir, `requests-${options.label}-${name}.jsonl`);
     countsFiles.push(countsFile);
+    const heapFile = join(options.outputDir, `heap-${options.label}-${name}.jsonl`);
+    if (options.memory !== undefined) heapFiles.set(name, heapFile);
     // Counted from before the app's first client: a module preloaded with the instance's Node flags.
-    const nodeArguments = `${env.languageWorkers__node__arguments ?? ""} --import ${COUNT_REQUESTS}`;
+    const heapSampler = options.memory === undefined ? "" : ` --expose-gc --import ${HEAP_SAMPLER}`;
+    const nodeArguments = `${env.languageWorkers__node__arguments ?? ""} --import ${COUNT_REQUESTS}${heapSampler}`;
     instances.push(
       new InstanceProcess(
         name,
-        { ...REPO_APP, ...env, LOCAL_REQUEST_COUNTS_FILE: countsFile, languageWorkers__node__arguments: nodeArguments },
+        {
+          ...REPO_APP,
+          ...env,
+          LOCAL_REQUEST_COUNTS_FILE: countsFile,
+          ...(options.memory === undefined ? {} : { LOCAL_HEAP_SAMPLES_FILE: heapFile }),
+          languageWorkers__node__arguments: nodeArguments,
+        },
         handlers,
       ),
     );
   }
+  // Each instance collects its garbage and notes its live heap (heapSampler.ts); the file is read at the end.
+  let heapSampledMs = 0;
+  const sampleHeap = (force = false): void => {
+    if (options.memory === undefined || (!force && Date.now() - heapSampledMs < HEAP_SAMPLE_INTERVAL_MS)) return;
+    heapSampledMs = Date.now();
+    for (const instance of instances)
+      if (instance.alive && instance.state.pid !== undefined) process.kill(instance.state.pid, "SIGUSR2");
+  };
   const submitCounter = new RequestCounter("submitter", queueEndpointOf(options.connectionString));
   const submitter = createRepoApp(
     { ...env, WEBSITE_INSTANCE_ID: "bench-submitter" },
@@ -221,6 +249,8 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         // From here on VmHWM is the peak since the submission (Linux: clear_refs 5 resets it).
         if (pid !== undefined) resetPeakRss(pid);
       }
+      sampleHeap(true);
+      await delay(1000, { abortSignal: options.abortSignal }); // the collections take a moment
     }
     const body =
       options.manifest !== undefined
@@ -241,6 +271,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
       status = await getJobStatus(poller, jobId, { abortSignal: options.abortSignal });
       if (firstDispatchMs === undefined && (status?.progress.dispatched ?? 0) > 0) firstDispatchMs = Date.now();
       if (status !== undefined && hasEnded(status.status)) break;
+      sampleHeap();
       if (Date.now() > deadline)
         throw new Error(
           `The job did not end within ${options.maxWaitS} s (status ${status?.status ?? "unknown"}, ${status?.progress.done ?? 0} of ${options.job.items.length} done).`,
@@ -261,6 +292,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
       await delay(200, { abortSignal: options.abortSignal });
     }
     quietAtMs = Date.now();
+    sampleHeap(true); // the job's end
     // The last deletes, and the instances' last count flushes.
     await delay(TAIL_MS + 1000, { abortSignal: options.abortSignal });
     for (const instance of instances) {
@@ -275,6 +307,7 @@ export async function runProject(options: ProjectRunOptions): Promise<ProjectRun
         ...(options.memory === undefined && options.peakRss === true && pid !== undefined
           ? { peakRssMiB: mib(readRssKiB(pid, "VmHWM")) }
           : {}),
+        ...(heapFiles.has(instance.state.name) ? { heapMiB: readHeapSamples(heapFiles.get(instance.state.name)) } : {}),
       });
     }
   } catch (error) {
@@ -399,6 +432,20 @@ function writeTimeline(
   } catch {
     // A timeline is for reading a slow round; the run's figures do not depend on it.
   }
+}
+
+/** The heap samples an instance wrote (`heapSampler.ts`), in MiB; none when it wrote none. */
+function readHeapSamples(file: string | undefined): { atMs: number; heapUsedMiB: number; rssMiB: number }[] {
+  if (file === undefined || !existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as { atMs: number; heapUsedBytes: number; rssBytes: number })
+    .map((sample) => ({
+      atMs: sample.atMs,
+      heapUsedMiB: Math.round((sample.heapUsedBytes / 1048576) * 10) / 10,
+      rssMiB: Math.round((sample.rssBytes / 1048576) * 10) / 10,
+    }));
 }
 
 /** VmRSS or VmHWM of a process in KiB (Linux); undefined when it cannot be read. */
