@@ -110,6 +110,29 @@ describe("the leader's sentinel", () => {
     expect(queue.length).toBe(0);
   });
 
+  it("a request that hangs is abandoned after hiddenS on the process's own timers (a simulator's virtual clock too)", async () => {
+    // AbortSignal.timeout runs on a timer no fake clock replaces: the simulator's runs then depended on real time (a
+    // hung hide aborted or not by how loaded the machine was), so the same seed could pass in one batch and fail in
+    // another.
+    vi.useFakeTimers({ now: 1_000_000 });
+    const queue = clockedQueue();
+    let hung = 1;
+    const sendHidden = queue.sendHidden.bind(queue);
+    queue.sendHidden = (text: string, hiddenS: number, options?: { abortSignal?: AbortSignal }) =>
+      hung-- > 0
+        ? new Promise<MessageReceipt>((_, fail) =>
+            options?.abortSignal?.addEventListener("abort", () => fail(new Error("aborted (test)")), { once: true }),
+          )
+        : sendHidden(text, hiddenS);
+    const sentinel = new LeaderSentinel(queue, { hiddenS: 2, from: "leader-1", logger: silentLogger });
+    sentinel.arm();
+    await vi.advanceTimersByTimeAsync(2_100);
+    expect(sentinel.stats.failures).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sentinel.stats.sent).toBe(1);
+    await sentinel.end({ remove: true });
+  });
+
   it("a sentinel that could not be sent at all still starts the next step: ending it leaves a plain delayed wake-up", async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const queue = clockedQueue();

@@ -165,7 +165,9 @@ export class LeaderSentinel {
    * comes too late anyway; a hung one must not hold the step's end). With `text`, a new body.
    */
   private io(text?: string): Abortable & { text?: string } {
-    const timeout = AbortSignal.timeout(this.options.hiddenS * 1000);
+    // On the process's setTimeout, not AbortSignal.timeout: a fake clock (the simulator's, a test's) replaces the
+    // former only, and a timeout on real time made the simulator's runs depend on the machine's load.
+    const timeout = abortAfter(this.options.hiddenS * 1000);
     const abortSignal = this.termSignal === undefined ? timeout : AbortSignal.any([this.termSignal, timeout]);
     return text === undefined ? { abortSignal } : { abortSignal, text };
   }
@@ -177,4 +179,12 @@ export class LeaderSentinel {
       { instanceId: this.options.from },
     );
   }
+}
+
+/** A signal that aborts after `ms` on `setTimeout` (unref'd: it keeps no process alive). */
+function abortAfter(ms: number): AbortSignal {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException("The operation timed out.", "TimeoutError")), ms);
+  timer.unref();
+  return controller.signal;
 }
